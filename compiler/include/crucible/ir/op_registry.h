@@ -1,0 +1,66 @@
+// The op registry: every op's schema (operand count, attributes), its type rule and its reference
+// kernel. One registry serves the parser, the verifier, the eager backend and codegen's fallback.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "crucible/core/tensor.h"
+#include "crucible/ir/attrs.h"
+#include "crucible/ir/graph.h"
+
+namespace crucible {
+
+struct AttrSpec {
+  std::string name;
+  AttrKind kind;
+  bool required = false;
+};
+
+struct OpSchema {
+  std::string name;
+  int min_inputs = 0;
+  int max_inputs = 0;  // -1: variadic
+  std::vector<AttrSpec> attrs;
+};
+
+// Type rule: operand types + attributes -> result type. Throws Error with a message that does not
+// repeat the op name (the caller prefixes it).
+using TypeRule = std::function<TensorType(std::span<const TensorType>, const Attrs&)>;
+// Reference kernel: operand tensors (any strides) -> a result of exactly the inferred type. The result
+// may be a view of an operand (reshape, permute, ...); callers must not write into results.
+using Kernel = std::function<Tensor(std::span<const Tensor>, const Attrs&)>;
+
+struct OpDef {
+  OpSchema schema;
+  TypeRule infer;
+  Kernel kernel;
+};
+
+class OpRegistry {
+ public:
+  // The process-wide registry with every built-in op registered.
+  static OpRegistry& global();
+
+  void add(OpDef def);  // throws Error on a duplicate name
+  const OpDef* find(std::string_view name) const;
+  const OpDef& get(std::string_view name) const;  // throws Error "unknown op 'name'"
+  std::vector<std::string> names() const;         // sorted
+
+ private:
+  std::unordered_map<std::string, OpDef> ops_;
+};
+
+// Checks operand count and attributes against the schema (unknown, missing, wrong kind; an int given
+// for a float attribute is converted), then applies the type rule. Throws GraphError "op: message".
+TensorType infer_type(const OpDef& op, std::span<const TensorType> operands, Attrs& attrs);
+
+// Runs one op's reference kernel on tensors (infers the type first, so bad input gets a clear error).
+Tensor run_op(std::string_view op, std::span<const Tensor> operands, Attrs attrs = {});
+
+}  // namespace crucible

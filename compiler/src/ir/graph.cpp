@@ -1,0 +1,170 @@
+// Graph construction (with type inference on every node) and parameter/input materialization.
+#include "crucible/ir/graph.h"
+
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "crucible/core/error.h"
+#include "crucible/core/rng.h"
+#include "crucible/ir/op_registry.h"
+
+namespace crucible {
+
+std::string TensorType::str() const { return fmt::format("{}{}", dtype_name(dtype), shape_str(shape)); }
+
+ValueId Graph::add_value(Value v) {
+  if (v.name.empty()) {
+    // Fresh names skip any the user already took.
+    for (size_t n = values_.size();; ++n) {
+      std::string candidate = fmt::format("v{}", n);
+      if (!by_name_.contains(candidate)) {
+        v.name = std::move(candidate);
+        break;
+      }
+    }
+  } else if (by_name_.contains(v.name)) {
+    throw GraphError(fmt::format("value %{} is defined twice", v.name));
+  }
+  for (int64_t s : v.type.shape) {
+    if (s < 0) throw GraphError(fmt::format("value %{} has a negative size in {}", v.name, v.type.str()));
+  }
+  const auto id = static_cast<ValueId>(values_.size());
+  by_name_.emplace(v.name, id);
+  values_.push_back(std::move(v));
+  return id;
+}
+
+ValueId Graph::add_input(std::string name, TensorType type, Initializer recipe) {
+  ValueId id = add_value(Value{std::move(name), std::move(type), ValueKind::kInput, -1, std::move(recipe), {}});
+  inputs_.push_back(id);
+  return id;
+}
+
+ValueId Graph::add_param(std::string name, TensorType type, Initializer init) {
+  ValueId id = add_value(Value{std::move(name), std::move(type), ValueKind::kParam, -1, std::move(init), {}});
+  params_.push_back(id);
+  return id;
+}
+
+ValueId Graph::add_param_data(std::string name, Tensor data) {
+  TensorType type{data.dtype(), data.shape()};
+  ValueId id = add_value(Value{std::move(name), std::move(type), ValueKind::kParam, -1, {}, std::move(data)});
+  params_.push_back(id);
+  return id;
+}
+
+ValueId Graph::add_node(std::string op, std::vector<ValueId> operands, Attrs attrs, std::string name,
+                        SourceLoc loc) {
+  const OpDef& def = OpRegistry::global().get(op);
+  std::vector<TensorType> types;
+  types.reserve(operands.size());
+  for (ValueId v : operands) {
+    if (v < 0 || static_cast<size_t>(v) >= values_.size()) {
+      throw GraphError(fmt::format("{}: operand id {} is not defined", op, v));
+    }
+    types.push_back(values_[v].type);
+  }
+  TensorType type = infer_type(def, types, attrs);
+  ValueId id = add_value(Value{std::move(name), std::move(type), ValueKind::kNode,
+                               static_cast<int>(nodes_.size()), {}, {}});
+  nodes_.push_back(Node{std::move(op), std::move(operands), std::move(attrs), id, loc});
+  return id;
+}
+
+void Graph::set_outputs(std::vector<ValueId> outputs) {
+  for (ValueId v : outputs) {
+    if (v < 0 || static_cast<size_t>(v) >= values_.size()) {
+      throw GraphError(fmt::format("output id {} is not defined", v));
+    }
+  }
+  outputs_ = std::move(outputs);
+}
+
+std::optional<ValueId> Graph::find_value(std::string_view name) const {
+  auto it = by_name_.find(std::string(name));
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+namespace {
+Tensor read_side_file(const std::filesystem::path& path, const TensorType& type) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("{}: cannot open parameter data file", path.string()));
+  Tensor t = Tensor::empty(type.dtype, type.shape);
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<size_t>(in.tellg());
+  if (size != t.nbytes()) {
+    throw Error(fmt::format("{}: holds {} bytes, {} needs {}", path.string(), size, type.str(), t.nbytes()));
+  }
+  in.seekg(0);
+  in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(t.nbytes()));
+  return t;
+}
+}  // namespace
+
+Tensor materialize(const Initializer& init, const TensorType& type, const std::filesystem::path& base_dir,
+                   uint64_t default_seed) {
+  const auto seed = static_cast<uint64_t>(init.args.get_int_or("seed", static_cast<int64_t>(default_seed)));
+  const std::string& k = init.kind;
+  if (k == "file") {
+    std::filesystem::path p = init.args.get_string("path");
+    return read_side_file(p.is_absolute() ? p : base_dir / p, type);
+  }
+  if (k == "zeros") return Tensor::zeros(type.dtype, type.shape);
+  if (k == "ones") return Tensor::full(type.dtype, type.shape, 1.0);
+  if (k == "full") return Tensor::full(type.dtype, type.shape, init.args.get_float("value"));
+  Tensor t = Tensor::empty(type.dtype, type.shape);
+  if (k == "randn") {
+    fill_randn(t, seed, init.args.get_float_or("mean", 0.0), init.args.get_float_or("std", 1.0));
+  } else if (k == "uniform") {
+    fill_uniform(t, seed, init.args.get_float_or("low", 0.0), init.args.get_float_or("high", 1.0));
+  } else if (k == "randint") {
+    fill_randint(t, seed, init.args.get_int_or("low", 0), init.args.get_int("high"));
+  } else {
+    throw Error(fmt::format("unknown initializer '{}' (expected randn, uniform, randint, zeros, ones, full "
+                            "or file)",
+                            k));
+  }
+  return t;
+}
+
+Tensor materialize_param(const Graph& g, ValueId id) {
+  const Value& v = g.value(id);
+  if (v.data.defined()) return v.data;
+  if (v.init.empty()) throw Error(fmt::format("parameter %{} has no initializer", v.name));
+  try {
+    return materialize(v.init, v.type, g.base_dir(), 0);
+  } catch (const Error& e) {
+    throw Error(fmt::format("parameter %{}: {}", v.name, e.what()));
+  }
+}
+
+std::vector<Tensor> make_inputs(const Graph& g, uint64_t seed) {
+  std::vector<Tensor> inputs;
+  for (size_t k = 0; k < g.inputs().size(); ++k) {
+    const Value& v = g.value(g.inputs()[k]);
+    const uint64_t stream = derive_seed(seed, k);
+    Initializer recipe = v.init;
+    if (recipe.empty()) {
+      if (is_floating(v.type.dtype)) {
+        recipe = {"randn", {}};
+      } else if (v.type.dtype == DType::kBool) {
+        recipe = {"randint", {{"low", int64_t{0}}, {"high", int64_t{2}}}};
+      } else if (v.type.dtype == DType::kU8) {
+        recipe = {"randint", {{"low", int64_t{0}}, {"high", int64_t{256}}}};
+      } else {
+        recipe = {"randint", {{"low", int64_t{-100}}, {"high", int64_t{100}}}};
+      }
+    }
+    recipe.args.set("seed", static_cast<int64_t>(stream ^ static_cast<uint64_t>(recipe.args.get_int_or("seed", 0))));
+    try {
+      inputs.push_back(materialize(recipe, v.type, g.base_dir(), stream));
+    } catch (const Error& e) {
+      throw Error(fmt::format("input %{}: {}", v.name, e.what()));
+    }
+  }
+  return inputs;
+}
+
+}  // namespace crucible

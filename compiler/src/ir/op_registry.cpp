@@ -1,0 +1,94 @@
+// The global op registry, schema checking and the single-op runner.
+#include "crucible/ir/op_registry.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "crucible/core/error.h"
+#include "ops/register_ops.h"
+
+namespace crucible {
+
+OpRegistry& OpRegistry::global() {
+  static OpRegistry* registry = [] {
+    auto* r = new OpRegistry();  // never destroyed: kernels may run during static destruction
+    register_builtin_ops(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+void OpRegistry::add(OpDef def) {
+  std::string name = def.schema.name;
+  if (!ops_.emplace(name, std::move(def)).second) throw Error(fmt::format("op '{}' registered twice", name));
+}
+
+const OpDef* OpRegistry::find(std::string_view name) const {
+  auto it = ops_.find(std::string(name));
+  return it == ops_.end() ? nullptr : &it->second;
+}
+
+const OpDef& OpRegistry::get(std::string_view name) const {
+  if (const OpDef* d = find(name)) return *d;
+  throw GraphError(fmt::format("unknown op '{}'", name));
+}
+
+std::vector<std::string> OpRegistry::names() const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : ops_) out.push_back(k);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TensorType infer_type(const OpDef& op, std::span<const TensorType> operands, Attrs& attrs) {
+  const OpSchema& s = op.schema;
+  const int n = static_cast<int>(operands.size());
+  if (n < s.min_inputs || (s.max_inputs >= 0 && n > s.max_inputs)) {
+    std::string expected = s.max_inputs < 0            ? fmt::format("at least {}", s.min_inputs)
+                           : s.min_inputs == s.max_inputs ? fmt::format("{}", s.min_inputs)
+                                                          : fmt::format("{} to {}", s.min_inputs, s.max_inputs);
+    throw GraphError(fmt::format("{}: expects {} operand{}, got {}", s.name, expected,
+                                 expected == "1" ? "" : "s", n));
+  }
+  Attrs checked;
+  for (const auto& [name, value] : attrs.items()) {
+    auto spec = std::find_if(s.attrs.begin(), s.attrs.end(), [&](const AttrSpec& a) { return a.name == name; });
+    if (spec == s.attrs.end()) throw GraphError(fmt::format("{}: unknown attribute '{}'", s.name, name));
+    AttrKind got = attr_kind_of(value);
+    if (got == spec->kind) {
+      checked.set(name, value);
+    } else if (spec->kind == AttrKind::kFloat && got == AttrKind::kInt) {
+      checked.set(name, static_cast<double>(std::get<int64_t>(value)));
+    } else if (spec->kind == AttrKind::kInts && got == AttrKind::kInt) {
+      checked.set(name, std::vector<int64_t>{std::get<int64_t>(value)});
+    } else {
+      throw GraphError(fmt::format("{}: attribute '{}' must be {}, got {}", s.name, name,
+                                   attr_kind_name(spec->kind), attr_kind_name(got)));
+    }
+  }
+  for (const AttrSpec& a : s.attrs) {
+    if (a.required && !checked.has(a.name)) {
+      throw GraphError(fmt::format("{}: missing attribute '{}'", s.name, a.name));
+    }
+  }
+  attrs = std::move(checked);
+  try {
+    return op.infer(operands, attrs);
+  } catch (const GraphError&) {
+    throw;
+  } catch (const Error& e) {
+    throw GraphError(fmt::format("{}: {}", s.name, e.what()));
+  }
+}
+
+Tensor run_op(std::string_view name, std::span<const Tensor> operands, Attrs attrs) {
+  const OpDef& op = OpRegistry::global().get(name);
+  std::vector<TensorType> types;
+  for (const Tensor& t : operands) types.push_back({t.dtype(), t.shape()});
+  infer_type(op, types, attrs);
+  return op.kernel(operands, attrs);
+}
+
+}  // namespace crucible

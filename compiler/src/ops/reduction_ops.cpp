@@ -1,0 +1,8 @@
+// Placeholder: the reduction op family (filled in by its owner).
+#include "ops/register_ops.h"
+
+namespace crucible {
+
+void register_reduction_ops(OpRegistry& r) { (void)r; }
+
+}  // namespace crucible

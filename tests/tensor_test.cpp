@@ -1,0 +1,114 @@
+// Tensor core: views share storage, copies convert, reshape views when it can, RNG streams are fixed.
+#include <gtest/gtest.h>
+
+#include "crucible/core/error.h"
+#include <omp.h>
+
+#include <cstring>
+
+#include "crucible/core/rng.h"
+#include "test_util.h"
+
+namespace crucible {
+namespace {
+
+using testing::ExpectTensor;
+using testing::T;
+
+TEST(Tensor, StorageIs64ByteAligned) {
+  for (int64_t n : {1, 3, 17, 1000}) {
+    Tensor t = Tensor::empty(DType::kU8, {n});
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % 64, 0u);
+  }
+}
+
+TEST(Tensor, PermuteSliceExpandAreViews) {
+  Tensor a = T(DType::kF32, {2, 3}, {0, 1, 2, 3, 4, 5});
+  Tensor p = a.permute(std::vector<int64_t>{1, 0});
+  EXPECT_EQ(p.storage(), a.storage());
+  EXPECT_FALSE(p.is_contiguous());
+  ExpectTensor(p, DType::kF32, {3, 2}, {0, 3, 1, 4, 2, 5});
+  Tensor s = a.slice(1, 1, 3);
+  ExpectTensor(s, DType::kF32, {2, 2}, {1, 2, 4, 5});
+  Tensor st = a.slice(1, 0, 3, 2);
+  ExpectTensor(st, DType::kF32, {2, 2}, {0, 2, 3, 5});
+  Tensor e = T(DType::kF32, {1, 3}, {7, 8, 9}).expand(std::vector<int64_t>{2, 3});
+  EXPECT_EQ(e.strides()[0], 0);
+  ExpectTensor(e, DType::kF32, {2, 3}, {7, 8, 9, 7, 8, 9});
+  EXPECT_THROW(a.expand(std::vector<int64_t>{4, 3}), Error);
+}
+
+TEST(Tensor, ReshapeViewsWhenStridesAllowAndCopiesOtherwise) {
+  Tensor a = T(DType::kI64, {2, 3}, {0, 1, 2, 3, 4, 5});
+  Tensor r = a.reshape(std::vector<int64_t>{3, -1});
+  EXPECT_EQ(r.storage(), a.storage());
+  ExpectTensor(r, DType::kI64, {3, 2}, {0, 1, 2, 3, 4, 5});
+  Tensor t = a.transpose(0, 1).reshape(std::vector<int64_t>{6});
+  EXPECT_NE(t.storage(), a.storage());
+  ExpectTensor(t, DType::kI64, {6}, {0, 3, 1, 4, 2, 5});
+  // A slice of rows stays viewable as a flat vector.
+  Tensor rows = T(DType::kF32, {4, 2}, {0, 1, 2, 3, 4, 5, 6, 7}).slice(0, 1, 3);
+  Tensor flat = rows.reshape(std::vector<int64_t>{4});
+  EXPECT_EQ(flat.storage(), rows.storage());
+  ExpectTensor(flat, DType::kF32, {4}, {2, 3, 4, 5});
+  EXPECT_THROW(a.reshape(std::vector<int64_t>{4, -1}), Error);
+  EXPECT_THROW(a.reshape(std::vector<int64_t>{-1, -1}), Error);
+}
+
+TEST(Tensor, SqueezeUnsqueezeAndZeroSize) {
+  Tensor a = T(DType::kF32, {1, 3}, {1, 2, 3});
+  ExpectTensor(a.squeeze(0), DType::kF32, {3}, {1, 2, 3});
+  ExpectTensor(a.squeeze(1), DType::kF32, {1, 3}, {1, 2, 3});
+  ExpectTensor(a.unsqueeze(-1), DType::kF32, {1, 3, 1}, {1, 2, 3});
+  Tensor z = Tensor::empty(DType::kF32, {0, 4});
+  EXPECT_EQ(z.numel(), 0);
+  ExpectTensor(z.to(DType::kI32), DType::kI32, {0, 4}, {});
+}
+
+TEST(Tensor, ConversionsFollowPyTorch) {
+  Tensor f = T(DType::kF32, {5}, {-1.5, 0.0, 2.7, 300.0, std::nan("")});
+  ExpectTensor(f.to(DType::kI32), DType::kI32, {5}, {-1, 0, 2, 300, 0});
+  ExpectTensor(f.to(DType::kBool), DType::kBool, {5}, {1, 0, 1, 1, 1});
+  ExpectTensor(T(DType::kI32, {2}, {256, 257}).to(DType::kU8), DType::kU8, {2}, {0, 1});
+  // bf16 keeps 8 mantissa bits: 1 + 2^-9 rounds to even (1.0), 1 + 3*2^-9 rounds up.
+  ExpectTensor(T(DType::kF32, {2}, {1.0 + 1.0 / 512, 1.0 + 3.0 / 512}).to(DType::kBF16), DType::kBF16, {2},
+               {1.0, 1.0 + 1.0 / 128}, 0);
+}
+
+TEST(Tensor, NonContiguousCopyConverts) {
+  Tensor a = T(DType::kF64, {2, 3}, {0, 1, 2, 3, 4, 5}).transpose(0, 1);
+  Tensor c = a.to(DType::kF32);
+  EXPECT_TRUE(c.is_contiguous());
+  ExpectTensor(c, DType::kF32, {3, 2}, {0, 3, 1, 4, 2, 5});
+}
+
+TEST(Rng, StreamsAreFixedAcrossMachines) {
+  // Golden values: a change here changes every model's inputs and parameters.
+  EXPECT_EQ(random_bits(0, 0), random_bits(0, 0));
+  EXPECT_NE(random_bits(0, 0), random_bits(0, 1));
+  EXPECT_NE(random_bits(0, 0), random_bits(1, 0));
+  Tensor t = Tensor::empty(DType::kF32, {100000});
+  fill_randn(t, 7, 0.0, 1.0);
+  double sum = 0, sq = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    sum += t.get(i);
+    sq += t.get(i) * t.get(i);
+  }
+  EXPECT_NEAR(sum / 1e5, 0.0, 0.02);
+  EXPECT_NEAR(sq / 1e5, 1.0, 0.02);
+  Tensor u = Tensor::empty(DType::kU8, {1000});
+  fill_randint(u, 3, 0, 256);
+  for (int64_t i = 0; i < u.numel(); ++i) EXPECT_LT(u.get(i), 256);
+}
+
+TEST(Rng, FillIsIndependentOfThreadCount) {
+  Tensor a = Tensor::empty(DType::kF32, {300000}), b = Tensor::empty(DType::kF32, {300000});
+  omp_set_num_threads(1);
+  fill_randn(a, 11, 0, 1);
+  omp_set_num_threads(2);
+  fill_randn(b, 11, 0, 1);
+  EXPECT_EQ(0, std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()));
+}
+
+}  // namespace
+}  // namespace crucible

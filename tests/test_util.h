@@ -1,0 +1,36 @@
+// Test helpers: build small tensors from literals and compare a tensor's dtype, shape and values.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "crucible/core/tensor.h"
+#include "crucible/ir/op_registry.h"
+
+namespace crucible::testing {
+
+inline Tensor T(DType dtype, Shape shape, std::vector<double> values) {
+  return Tensor::from_doubles(dtype, std::move(shape), values);
+}
+
+// Checks dtype, shape and every value (NaN matches NaN; floats within `tol` relative+absolute).
+inline void ExpectTensor(const Tensor& t, DType dtype, const Shape& shape, const std::vector<double>& values,
+                         double tol = 1e-6) {
+  ASSERT_EQ(dtype_name(t.dtype()), dtype_name(dtype));
+  ASSERT_EQ(shape_str(t.shape()), shape_str(shape));
+  ASSERT_EQ(static_cast<size_t>(t.numel()), values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    double got = t.get(static_cast<int64_t>(i)), want = values[i];
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got)) << "element " << i << " = " << got << ", want NaN";
+    } else if (std::isinf(want)) {
+      EXPECT_EQ(got, want) << "element " << i;
+    } else {
+      EXPECT_NEAR(got, want, tol * (1.0 + std::abs(want))) << "element " << i;
+    }
+  }
+}
+
+}  // namespace crucible::testing
