@@ -1,11 +1,11 @@
-// Tensor core: views share storage, copies convert, reshape views when it can, RNG streams are fixed.
+// Tensor core: views share storage, copies convert, reshape views when it can, RNG streams are
+// fixed.
 #include <gtest/gtest.h>
-
-#include "crucible/core/error.h"
 #include <omp.h>
 
 #include <cstring>
 
+#include "crucible/core/error.h"
 #include "crucible/core/rng.h"
 #include "test_util.h"
 
@@ -71,8 +71,8 @@ TEST(Tensor, ConversionsFollowPyTorch) {
   ExpectTensor(f.to(DType::kBool), DType::kBool, {5}, {1, 0, 1, 1, 1});
   ExpectTensor(T(DType::kI32, {2}, {256, 257}).to(DType::kU8), DType::kU8, {2}, {0, 1});
   // bf16 keeps 8 mantissa bits: 1 + 2^-9 rounds to even (1.0), 1 + 3*2^-9 rounds up.
-  ExpectTensor(T(DType::kF32, {2}, {1.0 + 1.0 / 512, 1.0 + 3.0 / 512}).to(DType::kBF16), DType::kBF16, {2},
-               {1.0, 1.0 + 1.0 / 128}, 0);
+  ExpectTensor(T(DType::kF32, {2}, {1.0 + 1.0 / 512, 1.0 + 3.0 / 512}).to(DType::kBF16),
+               DType::kBF16, {2}, {1.0, 1.0 + 1.0 / 128}, 0);
 }
 
 TEST(Tensor, NonContiguousCopyConverts) {

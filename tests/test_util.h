@@ -16,8 +16,8 @@ inline Tensor T(DType dtype, Shape shape, std::vector<double> values) {
 }
 
 // Checks dtype, shape and every value (NaN matches NaN; floats within `tol` relative+absolute).
-inline void ExpectTensor(const Tensor& t, DType dtype, const Shape& shape, const std::vector<double>& values,
-                         double tol = 1e-6) {
+inline void ExpectTensor(const Tensor& t, DType dtype, const Shape& shape,
+                         const std::vector<double>& values, double tol = 1e-6) {
   ASSERT_EQ(dtype_name(t.dtype()), dtype_name(dtype));
   ASSERT_EQ(shape_str(t.shape()), shape_str(shape));
   ASSERT_EQ(static_cast<size_t>(t.numel()), values.size());

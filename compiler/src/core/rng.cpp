@@ -1,10 +1,11 @@
-// Counter-based random fills (SplitMix64 + Box-Muller), identical across machines and thread counts.
+// Counter-based random fills (SplitMix64 + Box-Muller), identical across machines and thread
+// counts.
 #include "crucible/core/rng.h"
+
+#include <fmt/format.h>
 
 #include <cmath>
 #include <numbers>
-
-#include <fmt/format.h>
 
 #include "crucible/core/error.h"
 
@@ -15,7 +16,8 @@ uint64_t random_bits(uint64_t seed, uint64_t counter) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   z ^= z >> 31;
-  // A second round decorrelates nearby (seed, counter) pairs that the linear combination above aligns.
+  // A second round decorrelates nearby (seed, counter) pairs that the linear combination above
+  // aligns.
   z += 0x9e3779b97f4a7c15ull;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -35,7 +37,9 @@ double random_normal(uint64_t seed, uint64_t counter) {
   return (counter & 1) ? r * std::sin(theta) : r * std::cos(theta);
 }
 
-uint64_t derive_seed(uint64_t seed, uint64_t stream) { return random_bits(seed ^ 0x5eed5eed5eedull, stream); }
+uint64_t derive_seed(uint64_t seed, uint64_t stream) {
+  return random_bits(seed ^ 0x5eed5eed5eedull, stream);
+}
 
 namespace {
 template <typename Gen>

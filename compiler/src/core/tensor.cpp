@@ -1,13 +1,13 @@
 // Tensor storage, views and dtype-converting copies.
 #include "crucible/core/tensor.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <numeric>
-
-#include <fmt/format.h>
 
 #include "crucible/core/error.h"
 #include "crucible/core/strided_loop.h"
@@ -83,11 +83,13 @@ Tensor Tensor::full(DType dtype, Shape shape, double value) {
 Tensor Tensor::from_doubles(DType dtype, Shape shape, std::span<const double> values) {
   Tensor t = empty(dtype, std::move(shape));
   if (static_cast<int64_t>(values.size()) != t.numel()) {
-    throw Error(fmt::format("from_doubles: {} values for shape {}", values.size(), shape_str(t.shape_)));
+    throw Error(
+        fmt::format("from_doubles: {} values for shape {}", values.size(), shape_str(t.shape_)));
   }
   dispatch_all(dtype, "from_doubles", [&]<typename T>() {
     T* p = t.data<T>();
-    for (size_t i = 0; i < values.size(); ++i) p[i] = static_cast<T>(static_cast<compute_t<T>>(values[i]));
+    for (size_t i = 0; i < values.size(); ++i)
+      p[i] = static_cast<T>(static_cast<compute_t<T>>(values[i]));
   });
   return t;
 }
@@ -169,7 +171,8 @@ Tensor Tensor::expand(std::span<const int64_t> shape) const {
     if (have == out[i]) {
       strides[i] = strides_[i - lead];
     } else if (have != 1) {
-      throw Error(fmt::format("expand: cannot expand {} to {}", shape_str(shape_), shape_str(shape)));
+      throw Error(
+          fmt::format("expand: cannot expand {} to {}", shape_str(shape_), shape_str(shape)));
     }
   }
   return as_strided(std::move(out), std::move(strides), offset_);
@@ -209,18 +212,21 @@ Shape infer_reshape(std::span<const int64_t> shape, int64_t numel) {
   }
   if (infer_at >= 0) {
     if (known == 0 || numel % known != 0) {
-      throw Error(fmt::format("reshape: shape {} is invalid for {} elements", shape_str(shape), numel));
+      throw Error(
+          fmt::format("reshape: shape {} is invalid for {} elements", shape_str(shape), numel));
     }
     out[infer_at] = numel / known;
   } else if (known != numel) {
-    throw Error(fmt::format("reshape: shape {} is invalid for {} elements", shape_str(shape), numel));
+    throw Error(
+        fmt::format("reshape: shape {} is invalid for {} elements", shape_str(shape), numel));
   }
   return out;
 }
 
 namespace {
-// Strides for viewing `t` as `shape` without a copy, or empty if the memory layout does not allow it.
-// Walks both shapes in chunks of equal element count; each chunk of `t` must be internally contiguous.
+// Strides for viewing `t` as `shape` without a copy, or empty if the memory layout does not allow
+// it. Walks both shapes in chunks of equal element count; each chunk of `t` must be internally
+// contiguous.
 std::optional<Shape> view_strides(const Tensor& t, const Shape& shape) {
   if (t.numel() == 0) return contiguous_strides(shape);
   Shape out(shape.size());
@@ -283,7 +289,8 @@ inline To convert(From v) {
   } else if constexpr (std::is_same_v<To, bool>) {
     return static_cast<compute_t<From>>(v) != 0;
   } else if constexpr (std::is_integral_v<To> && !std::is_integral_v<From>) {
-    // Float to integer: NaN gives 0; otherwise truncate through i64 and wrap, as PyTorch's CPU casts do.
+    // Float to integer: NaN gives 0; otherwise truncate through i64 and wrap, as PyTorch's CPU
+    // casts do.
     double d = static_cast<double>(static_cast<compute_t<From>>(v));
     if (std::isnan(d)) return To(0);
     if (d >= 9.2e18 || d <= -9.2e18) return static_cast<To>(std::numeric_limits<int64_t>::min());
@@ -296,26 +303,31 @@ inline To convert(From v) {
 
 void Tensor::copy_from(const Tensor& src) {
   if (src.shape_ != shape_) {
-    throw Error(fmt::format("copy: shape {} does not match {}", shape_str(src.shape_), shape_str(shape_)));
+    throw Error(
+        fmt::format("copy: shape {} does not match {}", shape_str(src.shape_), shape_str(shape_)));
   }
   if (src.dtype_ == dtype_ && is_contiguous() && src.is_contiguous()) {
-    if (nbytes() > 0 && raw_data() != src.raw_data()) std::memcpy(raw_data(), src.raw_data(), nbytes());
+    if (nbytes() > 0 && raw_data() != src.raw_data())
+      std::memcpy(raw_data(), src.raw_data(), nbytes());
     return;
   }
-  auto layout = coalesce<2>(shape_, {std::span<const int64_t>(strides_), std::span<const int64_t>(src.strides_)});
+  auto layout = coalesce<2>(
+      shape_, {std::span<const int64_t>(strides_), std::span<const int64_t>(src.strides_)});
   dispatch_all(dtype_, "copy", [&]<typename To>() {
     dispatch_all(src.dtype_, "copy", [&]<typename From>() {
       To* dst = data<To>();
       const From* s = src.data<From>();
-      for_each_row(layout, true, [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
-        To* d = dst + off[0];
-        const From* p = s + off[1];
-        if (st[0] == 1 && st[1] == 1) {
-          for (int64_t i = 0; i < n; ++i) d[i] = convert<To>(p[i]);
-        } else {
-          for (int64_t i = 0; i < n; ++i) d[i * st[0]] = convert<To>(p[i * st[1]]);
-        }
-      });
+      for_each_row(
+          layout, true,
+          [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
+            To* d = dst + off[0];
+            const From* p = s + off[1];
+            if (st[0] == 1 && st[1] == 1) {
+              for (int64_t i = 0; i < n; ++i) d[i] = convert<To>(p[i]);
+            } else {
+              for (int64_t i = 0; i < n; ++i) d[i * st[0]] = convert<To>(p[i * st[1]]);
+            }
+          });
     });
   });
 }

@@ -57,7 +57,9 @@ const T& get_as(const Attrs& a, std::string_view name, AttrKind kind) {
 }
 }  // namespace
 
-int64_t Attrs::get_int(std::string_view name) const { return get_as<int64_t>(*this, name, AttrKind::kInt); }
+int64_t Attrs::get_int(std::string_view name) const {
+  return get_as<int64_t>(*this, name, AttrKind::kInt);
+}
 
 double Attrs::get_float(std::string_view name) const {
   const AttrValue* v = find(name);
@@ -67,7 +69,9 @@ double Attrs::get_float(std::string_view name) const {
   return get_as<double>(*this, name, AttrKind::kFloat);
 }
 
-bool Attrs::get_bool(std::string_view name) const { return get_as<bool>(*this, name, AttrKind::kBool); }
+bool Attrs::get_bool(std::string_view name) const {
+  return get_as<bool>(*this, name, AttrKind::kBool);
+}
 
 const std::string& Attrs::get_string(std::string_view name) const {
   return get_as<std::string>(*this, name, AttrKind::kString);
@@ -77,7 +81,9 @@ const std::vector<int64_t>& Attrs::get_ints(std::string_view name) const {
   return get_as<std::vector<int64_t>>(*this, name, AttrKind::kInts);
 }
 
-DType Attrs::get_dtype(std::string_view name) const { return get_as<DType>(*this, name, AttrKind::kDType); }
+DType Attrs::get_dtype(std::string_view name) const {
+  return get_as<DType>(*this, name, AttrKind::kDType);
+}
 
 int64_t Attrs::get_int_or(std::string_view name, int64_t fallback) const {
   return has(name) ? get_int(name) : fallback;

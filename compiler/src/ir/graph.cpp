@@ -1,9 +1,9 @@
 // Graph construction (with type inference on every node) and parameter/input materialization.
 #include "crucible/ir/graph.h"
 
-#include <fstream>
-
 #include <fmt/format.h>
+
+#include <fstream>
 
 #include "crucible/core/error.h"
 #include "crucible/core/rng.h"
@@ -11,7 +11,9 @@
 
 namespace crucible {
 
-std::string TensorType::str() const { return fmt::format("{}{}", dtype_name(dtype), shape_str(shape)); }
+std::string TensorType::str() const {
+  return fmt::format("{}{}", dtype_name(dtype), shape_str(shape));
+}
 
 ValueId Graph::add_value(Value v) {
   if (v.name.empty()) {
@@ -27,7 +29,8 @@ ValueId Graph::add_value(Value v) {
     throw GraphError(fmt::format("value %{} is defined twice", v.name));
   }
   for (int64_t s : v.type.shape) {
-    if (s < 0) throw GraphError(fmt::format("value %{} has a negative size in {}", v.name, v.type.str()));
+    if (s < 0)
+      throw GraphError(fmt::format("value %{} has a negative size in {}", v.name, v.type.str()));
   }
   const auto id = static_cast<ValueId>(values_.size());
   by_name_.emplace(v.name, id);
@@ -36,26 +39,29 @@ ValueId Graph::add_value(Value v) {
 }
 
 ValueId Graph::add_input(std::string name, TensorType type, Initializer recipe) {
-  ValueId id = add_value(Value{std::move(name), std::move(type), ValueKind::kInput, -1, std::move(recipe), {}});
+  ValueId id = add_value(
+      Value{std::move(name), std::move(type), ValueKind::kInput, -1, std::move(recipe), {}});
   inputs_.push_back(id);
   return id;
 }
 
 ValueId Graph::add_param(std::string name, TensorType type, Initializer init) {
-  ValueId id = add_value(Value{std::move(name), std::move(type), ValueKind::kParam, -1, std::move(init), {}});
+  ValueId id = add_value(
+      Value{std::move(name), std::move(type), ValueKind::kParam, -1, std::move(init), {}});
   params_.push_back(id);
   return id;
 }
 
 ValueId Graph::add_param_data(std::string name, Tensor data) {
   TensorType type{data.dtype(), data.shape()};
-  ValueId id = add_value(Value{std::move(name), std::move(type), ValueKind::kParam, -1, {}, std::move(data)});
+  ValueId id = add_value(
+      Value{std::move(name), std::move(type), ValueKind::kParam, -1, {}, std::move(data)});
   params_.push_back(id);
   return id;
 }
 
-ValueId Graph::add_node(std::string op, std::vector<ValueId> operands, Attrs attrs, std::string name,
-                        SourceLoc loc) {
+ValueId Graph::add_node(std::string op, std::vector<ValueId> operands, Attrs attrs,
+                        std::string name, SourceLoc loc) {
   const OpDef& def = OpRegistry::global().get(op);
   std::vector<TensorType> types;
   types.reserve(operands.size());
@@ -66,8 +72,8 @@ ValueId Graph::add_node(std::string op, std::vector<ValueId> operands, Attrs att
     types.push_back(values_[v].type);
   }
   TensorType type = infer_type(def, types, attrs);
-  ValueId id = add_value(Value{std::move(name), std::move(type), ValueKind::kNode,
-                               static_cast<int>(nodes_.size()), {}, {}});
+  ValueId id = add_value(Value{
+      std::move(name), std::move(type), ValueKind::kNode, static_cast<int>(nodes_.size()), {}, {}});
   nodes_.push_back(Node{std::move(op), std::move(operands), std::move(attrs), id, loc});
   return id;
 }
@@ -95,7 +101,8 @@ Tensor read_side_file(const std::filesystem::path& path, const TensorType& type)
   in.seekg(0, std::ios::end);
   const auto size = static_cast<size_t>(in.tellg());
   if (size != t.nbytes()) {
-    throw Error(fmt::format("{}: holds {} bytes, {} needs {}", path.string(), size, type.str(), t.nbytes()));
+    throw Error(fmt::format("{}: holds {} bytes, {} needs {}", path.string(), size, type.str(),
+                            t.nbytes()));
   }
   in.seekg(0);
   in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(t.nbytes()));
@@ -103,9 +110,10 @@ Tensor read_side_file(const std::filesystem::path& path, const TensorType& type)
 }
 }  // namespace
 
-Tensor materialize(const Initializer& init, const TensorType& type, const std::filesystem::path& base_dir,
-                   uint64_t default_seed) {
-  const auto seed = static_cast<uint64_t>(init.args.get_int_or("seed", static_cast<int64_t>(default_seed)));
+Tensor materialize(const Initializer& init, const TensorType& type,
+                   const std::filesystem::path& base_dir, uint64_t default_seed) {
+  const auto seed =
+      static_cast<uint64_t>(init.args.get_int_or("seed", static_cast<int64_t>(default_seed)));
   const std::string& k = init.kind;
   if (k == "file") {
     std::filesystem::path p = init.args.get_string("path");
@@ -122,9 +130,10 @@ Tensor materialize(const Initializer& init, const TensorType& type, const std::f
   } else if (k == "randint") {
     fill_randint(t, seed, init.args.get_int_or("low", 0), init.args.get_int("high"));
   } else {
-    throw Error(fmt::format("unknown initializer '{}' (expected randn, uniform, randint, zeros, ones, full "
-                            "or file)",
-                            k));
+    throw Error(
+        fmt::format("unknown initializer '{}' (expected randn, uniform, randint, zeros, ones, full "
+                    "or file)",
+                    k));
   }
   return t;
 }
@@ -157,7 +166,8 @@ std::vector<Tensor> make_inputs(const Graph& g, uint64_t seed) {
         recipe = {"randint", {{"low", int64_t{-100}}, {"high", int64_t{100}}}};
       }
     }
-    recipe.args.set("seed", static_cast<int64_t>(stream ^ static_cast<uint64_t>(recipe.args.get_int_or("seed", 0))));
+    recipe.args.set("seed", static_cast<int64_t>(
+                                stream ^ static_cast<uint64_t>(recipe.args.get_int_or("seed", 0))));
     try {
       inputs.push_back(materialize(recipe, v.type, g.base_dir(), stream));
     } catch (const Error& e) {

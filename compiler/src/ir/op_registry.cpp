@@ -1,10 +1,10 @@
 // The global op registry, schema checking and the single-op runner.
 #include "crucible/ir/op_registry.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <mutex>
-
-#include <fmt/format.h>
 
 #include "crucible/core/error.h"
 #include "ops/register_ops.h"
@@ -22,7 +22,8 @@ OpRegistry& OpRegistry::global() {
 
 void OpRegistry::add(OpDef def) {
   std::string name = def.schema.name;
-  if (!ops_.emplace(name, std::move(def)).second) throw Error(fmt::format("op '{}' registered twice", name));
+  if (!ops_.emplace(name, std::move(def)).second)
+    throw Error(fmt::format("op '{}' registered twice", name));
 }
 
 const OpDef* OpRegistry::find(std::string_view name) const {
@@ -46,16 +47,19 @@ TensorType infer_type(const OpDef& op, std::span<const TensorType> operands, Att
   const OpSchema& s = op.schema;
   const int n = static_cast<int>(operands.size());
   if (n < s.min_inputs || (s.max_inputs >= 0 && n > s.max_inputs)) {
-    std::string expected = s.max_inputs < 0            ? fmt::format("at least {}", s.min_inputs)
-                           : s.min_inputs == s.max_inputs ? fmt::format("{}", s.min_inputs)
-                                                          : fmt::format("{} to {}", s.min_inputs, s.max_inputs);
+    std::string expected = s.max_inputs < 0 ? fmt::format("at least {}", s.min_inputs)
+                           : s.min_inputs == s.max_inputs
+                               ? fmt::format("{}", s.min_inputs)
+                               : fmt::format("{} to {}", s.min_inputs, s.max_inputs);
     throw GraphError(fmt::format("{}: expects {} operand{}, got {}", s.name, expected,
                                  expected == "1" ? "" : "s", n));
   }
   Attrs checked;
   for (const auto& [name, value] : attrs.items()) {
-    auto spec = std::find_if(s.attrs.begin(), s.attrs.end(), [&](const AttrSpec& a) { return a.name == name; });
-    if (spec == s.attrs.end()) throw GraphError(fmt::format("{}: unknown attribute '{}'", s.name, name));
+    auto spec = std::find_if(s.attrs.begin(), s.attrs.end(),
+                             [&](const AttrSpec& a) { return a.name == name; });
+    if (spec == s.attrs.end())
+      throw GraphError(fmt::format("{}: unknown attribute '{}'", s.name, name));
     AttrKind got = attr_kind_of(value);
     if (got == spec->kind) {
       checked.set(name, value);

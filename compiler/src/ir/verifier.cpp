@@ -1,8 +1,8 @@
 // The verifier: re-checks a graph's structure and re-infers every node type, so a graph edited by a
 // pass (or read from a file) is known to be well formed before anyone compiles it.
-#include <unordered_set>
-
 #include <fmt/format.h>
+
+#include <unordered_set>
 
 #include "crucible/core/error.h"
 #include "crucible/ir/graph.h"
@@ -22,25 +22,28 @@ void verify(const Graph& g) {
       throw GraphError(fmt::format("parameter %{} has neither an initializer nor data", v.name));
     }
     if (v.data.defined() && TensorType{v.data.dtype(), v.data.shape()} != v.type) {
-      throw GraphError(fmt::format("parameter %{} is declared {} but holds {}", v.name, v.type.str(),
-                                   TensorType{v.data.dtype(), v.data.shape()}.str()));
+      throw GraphError(fmt::format("parameter %{} is declared {} but holds {}", v.name,
+                                   v.type.str(), TensorType{v.data.dtype(), v.data.shape()}.str()));
     }
   }
   for (const Value& v : values) {
-    if (!names.insert(v.name).second) throw GraphError(fmt::format("value %{} is defined twice", v.name));
+    if (!names.insert(v.name).second)
+      throw GraphError(fmt::format("value %{} is defined twice", v.name));
   }
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Node& n = g.nodes()[i];
     std::vector<TensorType> types;
     for (ValueId op : n.operands) {
       if (op < 0 || static_cast<size_t>(op) >= values.size() || !defined[op]) {
-        throw GraphError(fmt::format("node {} ({}): operand {} is used before it is defined", i, n.op, op));
+        throw GraphError(
+            fmt::format("node {} ({}): operand {} is used before it is defined", i, n.op, op));
       }
       types.push_back(values[op].type);
     }
     const Value& out = values.at(n.output);
     if (out.kind != ValueKind::kNode || out.node != static_cast<int>(i)) {
-      throw GraphError(fmt::format("node {} ({}): result %{} is not owned by it", i, n.op, out.name));
+      throw GraphError(
+          fmt::format("node {} ({}): result %{} is not owned by it", i, n.op, out.name));
     }
     Attrs attrs = n.attrs;
     TensorType t = infer_type(OpRegistry::global().get(n.op), types, attrs);

@@ -7,10 +7,12 @@ namespace crucible {
 
 void register_builtin_ops(OpRegistry& r);
 
-void register_elementwise_ops(OpRegistry& r);  // unary math, binary arithmetic, compare, where, cast, clamp
-void register_shape_ops(OpRegistry& r);        // reshape, permute, transpose, expand, slice, cat, squeeze,
-                                               // unsqueeze, full, arange
-void register_reduction_ops(OpRegistry& r);    // sum, mean, amax, amin, var, softmax, log_softmax, layer_norm
-void register_linalg_ops(OpRegistry& r);       // matmul, linear, addmm, embedding
+void register_elementwise_ops(
+    OpRegistry& r);  // unary math, binary arithmetic, compare, where, cast, clamp
+void register_shape_ops(OpRegistry& r);  // reshape, permute, transpose, expand, slice, cat,
+                                         // squeeze, unsqueeze, full, arange
+void register_reduction_ops(
+    OpRegistry& r);  // sum, mean, amax, amin, var, softmax, log_softmax, layer_norm
+void register_linalg_ops(OpRegistry& r);  // matmul, linear, addmm, embedding
 
 }  // namespace crucible

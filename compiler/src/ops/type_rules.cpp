@@ -1,10 +1,10 @@
 // PyTorch-compatible result types, broadcasting and reduction shapes.
 #include "ops/type_rules.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "crucible/core/error.h"
 
@@ -18,9 +18,10 @@ DType result_type(std::span<const TensorType> operands) {
   }
   if (!dimensioned) return *zero_dim;
   if (!zero_dim || is_floating(*dimensioned)) return *dimensioned;
-  // A 0-d operand matters only when it is of a higher category (a float scalar with an integer tensor,
-  // or anything with a bool tensor): then the two promote as usual.
-  if (*dimensioned == DType::kBool || is_floating(*zero_dim)) return promote_types(*dimensioned, *zero_dim);
+  // A 0-d operand matters only when it is of a higher category (a float scalar with an integer
+  // tensor, or anything with a bool tensor): then the two promote as usual.
+  if (*dimensioned == DType::kBool || is_floating(*zero_dim))
+    return promote_types(*dimensioned, *zero_dim);
   return *dimensioned;
 }
 

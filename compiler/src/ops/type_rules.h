@@ -1,5 +1,5 @@
-// Type-rule building blocks shared by the op families: PyTorch's result-type promotion, broadcasting,
-// and reduced shapes.
+// Type-rule building blocks shared by the op families: PyTorch's result-type promotion,
+// broadcasting, and reduced shapes.
 #pragma once
 
 #include <span>

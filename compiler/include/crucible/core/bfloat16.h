@@ -22,7 +22,8 @@ struct BFloat16 {
   static uint16_t round_from_float(float f) {
     uint32_t u;
     std::memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);  // quiet NaN
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+      return static_cast<uint16_t>((u >> 16) | 0x40u);  // quiet NaN
     uint32_t rounding_bias = 0x7fffu + ((u >> 16) & 1u);
     return static_cast<uint16_t>((u + rounding_bias) >> 16);
   }

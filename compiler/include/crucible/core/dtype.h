@@ -26,7 +26,8 @@ inline bool is_floating(DType t) {
 inline bool is_integral(DType t) { return t == DType::kU8 || t == DType::kI32 || t == DType::kI64; }
 
 // PyTorch's promote_types restricted to our dtypes: bool < integers < floats by category; within a
-// category the wider type wins (u8 with i32 gives i32; bf16 with f32 gives f32; i64 with bf16 gives bf16).
+// category the wider type wins (u8 with i32 gives i32; bf16 with f32 gives f32; i64 with bf16 gives
+// bf16).
 DType promote_types(DType a, DType b);
 
 // The type a float-valued op (exp, sigmoid, div, mean...) computes in: floats keep theirs,
@@ -64,7 +65,8 @@ struct DTypeOf<double> {
   static constexpr DType value = DType::kF64;
 };
 
-// The type arithmetic happens in for storage type T: bf16 computes in float, everything else in itself.
+// The type arithmetic happens in for storage type T: bf16 computes in float, everything else in
+// itself.
 template <typename T>
 struct ComputeType {
   using type = T;
@@ -79,8 +81,8 @@ using compute_t = typename ComputeType<T>::type;
 [[noreturn]] void throw_unsupported_dtype(DType t, const char* what);
 
 // dispatch_all(dtype, "op", [&]<typename T>() { ... }) calls the lambda with T bound to the storage
-// type of `dtype`. dispatch_float accepts only floating types and names `what` otherwise. (Functions,
-// not macros, so that OpenMP pragmas work inside the lambda.)
+// type of `dtype`. dispatch_float accepts only floating types and names `what` otherwise.
+// (Functions, not macros, so that OpenMP pragmas work inside the lambda.)
 template <typename F>
 decltype(auto) dispatch_all(DType t, const char* what, F&& f) {
   switch (t) {
@@ -117,4 +119,3 @@ decltype(auto) dispatch_float(DType t, const char* what, F&& f) {
 }
 
 }  // namespace crucible
-

@@ -1,5 +1,6 @@
-// Seeded, counter-based random streams that give the same numbers on every machine and thread count:
-// element i of a fill depends only on (seed, i), never on libstdc++'s distributions or on scheduling.
+// Seeded, counter-based random streams that give the same numbers on every machine and thread
+// count: element i of a fill depends only on (seed, i), never on libstdc++'s distributions or on
+// scheduling.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +22,8 @@ void fill_uniform(Tensor& t, uint64_t seed, double low, double high);
 // Integers uniform in [low, high); for bool tensors low=0, high=2 gives fair coins.
 void fill_randint(Tensor& t, uint64_t seed, int64_t low, int64_t high);
 
-// Derives an independent stream seed (e.g. run seed + input index) without correlation between them.
+// Derives an independent stream seed (e.g. run seed + input index) without correlation between
+// them.
 uint64_t derive_seed(uint64_t seed, uint64_t stream);
 
 }  // namespace crucible

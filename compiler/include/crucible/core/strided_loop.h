@@ -20,7 +20,8 @@ struct StridedLayout {
 };
 
 // Merges adjacent dimensions that are contiguous with each other in every operand and drops size-1
-// dimensions, so [16384,512] contiguous becomes one row of 8M elements and a broadcast row stays 2-D.
+// dimensions, so [16384,512] contiguous becomes one row of 8M elements and a broadcast row stays
+// 2-D.
 template <size_t N>
 StridedLayout<N> coalesce(std::span<const int64_t> shape,
                           const std::array<std::span<const int64_t>, N>& strides) {
@@ -47,8 +48,9 @@ StridedLayout<N> coalesce(std::span<const int64_t> shape,
 }
 
 // Calls body(offsets, n, inner_strides) for every row, where offsets[k] is operand k's element
-// offset of the row's first element, n the row length, inner_strides[k] operand k's stride along it.
-// Rows are split across OpenMP threads when `parallel` and the work is large enough to pay for it.
+// offset of the row's first element, n the row length, inner_strides[k] operand k's stride along
+// it. Rows are split across OpenMP threads when `parallel` and the work is large enough to pay for
+// it.
 template <size_t N, typename Body>
 void for_each_row(const StridedLayout<N>& layout, bool parallel, Body&& body) {
   const int64_t rank = static_cast<int64_t>(layout.shape.size());
@@ -65,7 +67,8 @@ void for_each_row(const StridedLayout<N>& layout, bool parallel, Body&& body) {
   const int64_t total = rows * inner;
   const bool go_parallel = parallel && total >= 2 * kMinChunk && omp_get_max_threads() > 1;
   if (rows == 1) {
-    const int64_t chunks = go_parallel ? std::min<int64_t>(inner / kMinChunk, 4 * omp_get_max_threads()) : 1;
+    const int64_t chunks =
+        go_parallel ? std::min<int64_t>(inner / kMinChunk, 4 * omp_get_max_threads()) : 1;
 #pragma omp parallel for schedule(static) if (chunks > 1)
     for (int64_t c = 0; c < chunks; ++c) {
       int64_t begin = inner * c / chunks, end = inner * (c + 1) / chunks;

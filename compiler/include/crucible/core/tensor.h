@@ -17,7 +17,8 @@ using Shape = std::vector<int64_t>;
 int64_t shape_numel(std::span<const int64_t> shape);
 Shape contiguous_strides(std::span<const int64_t> shape);
 std::string shape_str(std::span<const int64_t> shape);  // "[2,3]"
-// Wraps a possibly negative dimension index into [0, rank); throws Error naming `what` if out of range.
+// Wraps a possibly negative dimension index into [0, rank); throws Error naming `what` if out of
+// range.
 int64_t wrap_dim(int64_t dim, int64_t rank, const char* what);
 
 // Owned, aligned, zero-initialisation-free memory block.
@@ -75,17 +76,20 @@ class Tensor {
   Tensor squeeze(int64_t dim) const;
   Tensor unsqueeze(int64_t dim) const;
   Tensor as_strided(Shape shape, Shape strides, int64_t offset) const;
-  // A view when the strides allow it, a contiguous copy otherwise (like torch.reshape). -1 infers a size.
+  // A view when the strides allow it, a contiguous copy otherwise (like torch.reshape). -1 infers a
+  // size.
   Tensor reshape(std::span<const int64_t> shape) const;
 
   // Copies.
-  Tensor contiguous() const;  // returns *this when already contiguous
-  Tensor clone() const;       // always a fresh contiguous copy
+  Tensor contiguous() const;     // returns *this when already contiguous
+  Tensor clone() const;          // always a fresh contiguous copy
   Tensor to(DType dtype) const;  // fresh contiguous copy converted to dtype (same-dtype: clone)
-  // Copies src's values into this tensor (same shape; converts dtype). Handles any strides on both sides.
+  // Copies src's values into this tensor (same shape; converts dtype). Handles any strides on both
+  // sides.
   void copy_from(const Tensor& src);
 
-  // Element access by linear (row-major logical) index, converting through double; for tests and printing.
+  // Element access by linear (row-major logical) index, converting through double; for tests and
+  // printing.
   double get(int64_t linear_index) const;
   std::vector<double> to_doubles() const;
 

@@ -1,5 +1,6 @@
-// The graph IR: a typed SSA dataflow program (inputs, parameters, nodes, outputs), the analog of an FX
-// graph. Building a node infers its type through the op registry, so a Graph is well-typed as built.
+// The graph IR: a typed SSA dataflow program (inputs, parameters, nodes, outputs), the analog of an
+// FX graph. Building a node infers its type through the op registry, so a Graph is well-typed as
+// built.
 #pragma once
 
 #include <cstdint>
@@ -73,8 +74,8 @@ class Graph {
   ValueId add_input(std::string name, TensorType type, Initializer recipe = {});
   ValueId add_param(std::string name, TensorType type, Initializer init);
   ValueId add_param_data(std::string name, Tensor data);
-  ValueId add_node(std::string op, std::vector<ValueId> operands, Attrs attrs = {}, std::string name = "",
-                   SourceLoc loc = {});
+  ValueId add_node(std::string op, std::vector<ValueId> operands, Attrs attrs = {},
+                   std::string name = "", SourceLoc loc = {});
   void set_outputs(std::vector<ValueId> outputs);
 
   const std::vector<Value>& values() const { return values_; }
@@ -97,18 +98,20 @@ class Graph {
   std::unordered_map<std::string, ValueId> by_name_;
 };
 
-// Checks SSA form (operands defined before use), unique names, every node's type against its op's rule,
-// parameter initializers, and that there is at least one output. Throws GraphError naming the node.
+// Checks SSA form (operands defined before use), unique names, every node's type against its op's
+// rule, parameter initializers, and that there is at least one output. Throws GraphError naming the
+// node.
 void verify(const Graph& g);
 
-// The tensor a parameter holds: its bound data, or its initializer materialized (file paths relative to
-// the graph's base_dir). Throws Error for an unknown recipe or a side file of the wrong size.
+// The tensor a parameter holds: its bound data, or its initializer materialized (file paths
+// relative to the graph's base_dir). Throws Error for an unknown recipe or a side file of the wrong
+// size.
 Tensor materialize_param(const Graph& g, ValueId id);
 // Builds a tensor of `type` from a recipe; `seed` overrides the recipe's own seed when it has none.
-Tensor materialize(const Initializer& init, const TensorType& type, const std::filesystem::path& base_dir,
-                   uint64_t default_seed);
-// Seeded inputs for a run: input k uses its recipe, or randn for floats / randint for integers and bool,
-// with stream derive_seed(seed, k).
+Tensor materialize(const Initializer& init, const TensorType& type,
+                   const std::filesystem::path& base_dir, uint64_t default_seed);
+// Seeded inputs for a run: input k uses its recipe, or randn for floats / randint for integers and
+// bool, with stream derive_seed(seed, k).
 std::vector<Tensor> make_inputs(const Graph& g, uint64_t seed);
 
 }  // namespace crucible

@@ -32,8 +32,8 @@ struct OpSchema {
 // Type rule: operand types + attributes -> result type. Throws Error with a message that does not
 // repeat the op name (the caller prefixes it).
 using TypeRule = std::function<TensorType(std::span<const TensorType>, const Attrs&)>;
-// Reference kernel: operand tensors (any strides) -> a result of exactly the inferred type. The result
-// may be a view of an operand (reshape, permute, ...); callers must not write into results.
+// Reference kernel: operand tensors (any strides) -> a result of exactly the inferred type. The
+// result may be a view of an operand (reshape, permute, ...); callers must not write into results.
 using Kernel = std::function<Tensor(std::span<const Tensor>, const Attrs&)>;
 
 struct OpDef {
@@ -56,11 +56,13 @@ class OpRegistry {
   std::unordered_map<std::string, OpDef> ops_;
 };
 
-// Checks operand count and attributes against the schema (unknown, missing, wrong kind; an int given
-// for a float attribute is converted), then applies the type rule. Throws GraphError "op: message".
+// Checks operand count and attributes against the schema (unknown, missing, wrong kind; an int
+// given for a float attribute is converted), then applies the type rule. Throws GraphError "op:
+// message".
 TensorType infer_type(const OpDef& op, std::span<const TensorType> operands, Attrs& attrs);
 
-// Runs one op's reference kernel on tensors (infers the type first, so bad input gets a clear error).
+// Runs one op's reference kernel on tensors (infers the type first, so bad input gets a clear
+// error).
 Tensor run_op(std::string_view op, std::span<const Tensor> operands, Attrs attrs = {});
 
 }  // namespace crucible

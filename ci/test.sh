@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# README command 2: set up, build, check formatting, and run every test through ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash ci/setup.sh
+bash ci/check_format.sh
+cd build
+ctest --output-on-failure -j "$(nproc)" --timeout 600

@@ -1,0 +1,112 @@
+// Comparisons (eq, ne, lt, le, gt, ge -> bool) and where(cond, a, b): operands are promoted to their
+// result type first, then compared or selected in one vectorized loop per dtype.
+#include <string>
+
+#include <fmt/format.h>
+
+#include "crucible/core/error.h"
+#include "ops/elementwise_internal.h"
+#include "ops/elementwise_loop.h"
+#include "ops/type_rules.h"
+
+namespace crucible::ew {
+namespace {
+
+// IEEE comparisons: every ordered comparison with NaN is false and `ne` is true, as in PyTorch.
+struct Eq {
+  template <typename C>
+  bool operator()(C a, C b) const {
+    return a == b;
+  }
+};
+struct Ne {
+  template <typename C>
+  bool operator()(C a, C b) const {
+    return a != b;
+  }
+};
+struct Lt {
+  template <typename C>
+  bool operator()(C a, C b) const {
+    return a < b;
+  }
+};
+struct Le {
+  template <typename C>
+  bool operator()(C a, C b) const {
+    return a <= b;
+  }
+};
+struct Gt {
+  template <typename C>
+  bool operator()(C a, C b) const {
+    return a > b;
+  }
+};
+struct Ge {
+  template <typename C>
+  bool operator()(C a, C b) const {
+    return a >= b;
+  }
+};
+
+template <typename Op>
+OpDef compare_def(std::string name) {
+  OpDef d;
+  d.schema = {name, 2, 2, {}};
+  d.infer = [](std::span<const TensorType> in, const Attrs&) -> TensorType {
+    return {DType::kBool, broadcast_all(in)};
+  };
+  d.kernel = [name](std::span<const Tensor> in, const Attrs&) {
+    const std::vector<TensorType> types = types_of(in);
+    const Shape shape = broadcast_all(types);
+    const DType common = result_type(types);
+    Tensor out = Tensor::empty(DType::kBool, shape);
+    const Tensor a = as_operand(in[0], common, shape), b = as_operand(in[1], common, shape);
+    dispatch_all(common, name.c_str(), [&]<typename T>() {
+      using C = compute_t<T>;
+      Elementwise<T, T>::template run<bool>(out, {a, b}, [](C x, C y) { return Op{}(x, y); });
+    });
+    return out;
+  };
+  return d;
+}
+
+TensorType where_rule(std::span<const TensorType> in, const Attrs&) {
+  if (in[0].dtype != DType::kBool) {
+    throw Error(fmt::format("condition must be bool, got {}", dtype_name(in[0].dtype)));
+  }
+  return {result_type(in.subspan(1)), broadcast_all(in)};
+}
+
+OpDef where_def() {
+  OpDef d;
+  d.schema = {"where", 3, 3, {}};
+  d.infer = where_rule;
+  d.kernel = [](std::span<const Tensor> in, const Attrs& attrs) {
+    const TensorType ty = where_rule(types_of(in), attrs);
+    Tensor out = Tensor::empty(ty.dtype, ty.shape);
+    const Tensor c = as_operand(in[0], DType::kBool, ty.shape);
+    const Tensor a = as_operand(in[1], ty.dtype, ty.shape), b = as_operand(in[2], ty.dtype, ty.shape);
+    dispatch_all(ty.dtype, "where", [&]<typename T>() {
+      using C = compute_t<T>;
+      Elementwise<bool, T, T>::template run<T>(out, {c, a, b}, [](bool k, C x, C y) { return k ? x : y; });
+    });
+    return out;
+  };
+  return d;
+}
+
+}  // namespace
+
+void register_compare_ops(OpRegistry& r) {
+  r.add(compare_def<Eq>("eq"));
+  r.add(compare_def<Ne>("ne"));
+  r.add(compare_def<Lt>("lt"));
+  r.add(compare_def<Le>("le"));
+  r.add(compare_def<Gt>("gt"));
+  r.add(compare_def<Ge>("ge"));
+  r.add(where_def());
+}
+
+}  // namespace crucible::ew

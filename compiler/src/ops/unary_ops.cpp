@@ -1,0 +1,283 @@
+// Unary elementwise ops: dtype-keeping (neg, abs, relu, clamp) and float-valued math (exp ... gelu),
+// with their type rules and the reference kernels the eager backend runs.
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+#include "crucible/core/error.h"
+#include "ops/elementwise_internal.h"
+#include "ops/elementwise_loop.h"
+
+namespace crucible::ew {
+
+void reject_bool(DType t) {
+  if (t == DType::kBool) throw Error("not supported for bool");
+}
+
+namespace {
+
+template <typename C>
+inline constexpr bool kIsInt = std::is_integral_v<C> && !std::is_same_v<C, bool>;
+
+// --- dtype-keeping ops. Integers go through their unsigned type so that neg/abs of the minimum value
+// wrap (as PyTorch's two's-complement kernels do) instead of being undefined behaviour.
+struct Neg {
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (kIsInt<C>) {
+      using U = std::make_unsigned_t<C>;
+      return static_cast<C>(static_cast<U>(U(0) - static_cast<U>(x)));
+    } else if constexpr (std::is_same_v<C, bool>) {
+      return x;  // unreachable: the type rule rejects bool
+    } else {
+      return -x;
+    }
+  }
+};
+
+struct Abs {
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (kIsInt<C> && std::is_signed_v<C>) {
+      return x < 0 ? Neg{}(x) : x;
+    } else if constexpr (std::is_floating_point_v<C>) {
+      return std::abs(x);
+    } else {
+      return x;  // unsigned (and bool, unreachable)
+    }
+  }
+};
+
+struct Relu {
+  template <typename C>
+  C operator()(C x) const {
+    return x <= C(0) ? C(0) : x;  // NaN fails the comparison and passes through, as in PyTorch
+  }
+};
+
+// --- float-valued ops: C is always float or double here.
+struct Exp {
+  template <typename C>
+  C operator()(C x) const {
+    return std::exp(x);
+  }
+};
+struct Log {
+  template <typename C>
+  C operator()(C x) const {
+    return std::log(x);
+  }
+};
+struct Sqrt {
+  template <typename C>
+  C operator()(C x) const {
+    return std::sqrt(x);
+  }
+};
+struct Rsqrt {
+  template <typename C>
+  C operator()(C x) const {
+    return C(1) / std::sqrt(x);
+  }
+};
+struct Sin {
+  template <typename C>
+  C operator()(C x) const {
+    return std::sin(x);
+  }
+};
+struct Cos {
+  template <typename C>
+  C operator()(C x) const {
+    return std::cos(x);
+  }
+};
+struct Tanh {
+  template <typename C>
+  C operator()(C x) const {
+    return std::tanh(x);
+  }
+};
+struct Sigmoid {
+  template <typename C>
+  C operator()(C x) const {
+    return C(1) / (C(1) + std::exp(-x));  // exp overflow gives 1/inf = 0: the right limit
+  }
+};
+struct Erf {
+  template <typename C>
+  C operator()(C x) const {
+    return std::erf(x);
+  }
+};
+struct Reciprocal {
+  template <typename C>
+  C operator()(C x) const {
+    return C(1) / x;
+  }
+};
+struct GeluErf {
+  template <typename C>
+  C operator()(C x) const {
+    return C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440)));
+  }
+};
+struct GeluTanh {
+  template <typename C>
+  C operator()(C x) const {
+    const C kBeta = C(0.79788456080286535588);  // sqrt(2/pi)
+    const C inner = kBeta * (x + C(0.044715) * x * x * x);
+    return C(0.5) * x * (C(1) + std::tanh(inner));
+  }
+};
+
+template <typename T>
+inline constexpr bool kIsFloatStorage = std::is_floating_point_v<T> || std::is_same_v<T, BFloat16>;
+
+template <typename Op>
+OpDef same_dtype_def(std::string name) {
+  OpDef d;
+  d.schema = {name, 1, 1, {}};
+  d.infer = [](std::span<const TensorType> in, const Attrs&) {
+    reject_bool(in[0].dtype);
+    return in[0];
+  };
+  d.kernel = [name, infer = d.infer](std::span<const Tensor> in, const Attrs& attrs) {
+    const TensorType ty = infer(types_of(in), attrs);
+    Tensor out = Tensor::empty(ty.dtype, ty.shape);
+    dispatch_all(ty.dtype, name.c_str(), [&]<typename T>() {
+      Elementwise<T>::template run<T>(out, {in[0]}, [](compute_t<T> x) { return Op{}(x); });
+    });
+    return out;
+  };
+  return d;
+}
+
+// Runs a float-valued op: floating inputs compute in their own compute type; bool and integer inputs
+// are widened to float inside the loop (no converted copy), and the result is f32.
+template <typename Op>
+Tensor run_float_unary(const Tensor& x, const TensorType& ty, const char* name) {
+  Tensor out = Tensor::empty(ty.dtype, ty.shape);
+  dispatch_all(x.dtype(), name, [&]<typename T>() {
+    using Out = std::conditional_t<kIsFloatStorage<T>, T, float>;
+    using C = compute_t<Out>;
+    Elementwise<T>::template run<Out>(out, {x},
+                                      [](compute_t<T> v) { return Op{}(static_cast<C>(v)); });
+  });
+  return out;
+}
+
+TensorType float_rule(std::span<const TensorType> in, const Attrs&) {
+  return {to_floating(in[0].dtype), in[0].shape};
+}
+
+template <typename Op>
+OpDef float_def(std::string name) {
+  OpDef d;
+  d.schema = {name, 1, 1, {}};
+  d.infer = float_rule;
+  d.kernel = [name](std::span<const Tensor> in, const Attrs& attrs) {
+    return run_float_unary<Op>(in[0], float_rule(types_of(in), attrs), name.c_str());
+  };
+  return d;
+}
+
+bool gelu_uses_tanh(const Attrs& attrs) {
+  const std::string mode = attrs.get_string_or("approximate", "none");
+  if (mode != "none" && mode != "tanh") {
+    throw Error(fmt::format("approximate must be 'none' or 'tanh', got '{}'", mode));
+  }
+  return mode == "tanh";
+}
+
+OpDef gelu_def() {
+  OpDef d;
+  d.schema = {"gelu", 1, 1, {{"approximate", AttrKind::kString, false}}};
+  d.infer = [](std::span<const TensorType> in, const Attrs& attrs) {
+    gelu_uses_tanh(attrs);
+    return float_rule(in, attrs);
+  };
+  d.kernel = [](std::span<const Tensor> in, const Attrs& attrs) {
+    const TensorType ty = float_rule(types_of(in), attrs);
+    return gelu_uses_tanh(attrs) ? run_float_unary<GeluTanh>(in[0], ty, "gelu")
+                                 : run_float_unary<GeluErf>(in[0], ty, "gelu");
+  };
+  return d;
+}
+
+// clamp bounds are converted to x's dtype. For integer dtypes they saturate to the type's range first
+// (min=-5 on u8 means "no lower bound", not a wrapped 251) and then truncate toward zero, which is what
+// converting the scalar to the tensor's type does in PyTorch versions without scalar promotion.
+template <typename T>
+compute_t<T> clamp_bound(double b) {
+  using C = compute_t<T>;
+  if constexpr (kIsInt<T>) {
+    if (b <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+    if (b >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+    return static_cast<T>(b);
+  } else {
+    return static_cast<C>(static_cast<T>(static_cast<C>(b)));  // rounds to bf16 for bf16 tensors
+  }
+}
+
+TensorType clamp_rule(std::span<const TensorType> in, const Attrs& attrs) {
+  reject_bool(in[0].dtype);
+  const std::optional<double> lo = attrs.get_optional_float("min"), hi = attrs.get_optional_float("max");
+  if (!lo && !hi) throw Error("needs at least one of the attributes 'min' and 'max'");
+  if (!is_floating(in[0].dtype) && ((lo && std::isnan(*lo)) || (hi && std::isnan(*hi)))) {
+    throw Error(fmt::format("a NaN bound cannot be converted to {}", dtype_name(in[0].dtype)));
+  }
+  return in[0];
+}
+
+OpDef clamp_def() {
+  OpDef d;
+  d.schema = {"clamp", 1, 1, {{"min", AttrKind::kFloat, false}, {"max", AttrKind::kFloat, false}}};
+  d.infer = clamp_rule;
+  d.kernel = [](std::span<const Tensor> in, const Attrs& attrs) {
+    const TensorType ty = clamp_rule(types_of(in), attrs);
+    const std::optional<double> lo = attrs.get_optional_float("min"), hi = attrs.get_optional_float("max");
+    // A NaN bound makes every element NaN (PyTorch's min(max(x, lo), hi) with NaN propagation).
+    if ((lo && std::isnan(*lo)) || (hi && std::isnan(*hi))) {
+      return Tensor::full(ty.dtype, ty.shape, std::numeric_limits<double>::quiet_NaN());
+    }
+    Tensor out = Tensor::empty(ty.dtype, ty.shape);
+    dispatch_all(ty.dtype, "clamp", [&]<typename T>() {
+      using C = compute_t<T>;
+      constexpr double kInf = std::numeric_limits<double>::infinity();
+      const C l = clamp_bound<T>(lo.value_or(-kInf)), h = clamp_bound<T>(hi.value_or(kInf));
+      // A NaN x fails both comparisons and stays NaN.
+      Elementwise<T>::template run<T>(out, {in[0]}, [l, h](C x) {
+        C r = x < l ? l : x;
+        return r > h ? h : r;
+      });
+    });
+    return out;
+  };
+  return d;
+}
+
+}  // namespace
+
+void register_unary_ops(OpRegistry& r) {
+  r.add(same_dtype_def<Neg>("neg"));
+  r.add(same_dtype_def<Abs>("abs"));
+  r.add(same_dtype_def<Relu>("relu"));
+  r.add(float_def<Exp>("exp"));
+  r.add(float_def<Log>("log"));
+  r.add(float_def<Sqrt>("sqrt"));
+  r.add(float_def<Rsqrt>("rsqrt"));
+  r.add(float_def<Sin>("sin"));
+  r.add(float_def<Cos>("cos"));
+  r.add(float_def<Tanh>("tanh"));
+  r.add(float_def<Sigmoid>("sigmoid"));
+  r.add(float_def<Erf>("erf"));
+  r.add(float_def<Reciprocal>("reciprocal"));
+  r.add(gelu_def());
+  r.add(clamp_def());
+}
+
+}  // namespace crucible::ew

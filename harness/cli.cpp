@@ -1,0 +1,46 @@
+// Subcommand table and shared option parsing for the crucible CLI.
+#include "cli.h"
+
+#include <fmt/format.h>
+
+#include <iostream>
+
+namespace crucible::cli {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> kCommands = {
+      {"run-graph", "run one .graph file on a backend and print its outputs", run_graph_command},
+      {"list", "list registered ops or available backend plugins", list_command},
+  };
+  return kCommands;
+}
+
+bool parse(const std::string& command, const std::string& usage,
+           const po::options_description& options,
+           const po::positional_options_description& positional,
+           const std::vector<std::string>& args, po::variables_map& vm) {
+  po::options_description all;
+  all.add_options()("help,h", "show this help");
+  all.add(options);
+  po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+  if (vm.count("help")) {
+    std::cout << fmt::format("usage: crucible {} {}\n\n", command, usage) << all << "\n";
+    return false;
+  }
+  po::notify(vm);
+  return true;
+}
+
+std::map<std::string, std::string> parse_config(const std::vector<std::string>& pairs) {
+  std::map<std::string, std::string> out;
+  for (const std::string& p : pairs) {
+    size_t eq = p.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw po::error(fmt::format("-c expects key=value, got '{}'", p));
+    }
+    out[p.substr(0, eq)] = p.substr(eq + 1);
+  }
+  return out;
+}
+
+}  // namespace crucible::cli

@@ -1,0 +1,41 @@
+// The crucible CLI's subcommand table and the helpers every subcommand shares: option parsing with
+// Boost.program_options, --help text, and the exit codes.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace crucible::cli {
+
+namespace po = boost::program_options;
+
+// Exit codes: 0 success, 1 the job ran but something failed (a model did not pass), 2 bad usage or
+// input (unknown flag, malformed graph, missing file, broken plugin).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+
+struct Command {
+  std::string name;
+  std::string summary;
+  std::function<int(const std::vector<std::string>& args)> run;
+};
+
+const std::vector<Command>& commands();
+
+// Parses `args` against `options` (plus --help); positional names map to options in order.
+// Returns false after printing help when --help was given. Throws po::error on bad usage.
+bool parse(const std::string& command, const std::string& usage,
+           const po::options_description& options,
+           const po::positional_options_description& positional,
+           const std::vector<std::string>& args, po::variables_map& vm);
+
+// Parses repeated -c key=value options; throws po::error naming a malformed one.
+std::map<std::string, std::string> parse_config(const std::vector<std::string>& pairs);
+
+int run_graph_command(const std::vector<std::string>& args);
+int list_command(const std::vector<std::string>& args);
+
+}  // namespace crucible::cli

@@ -1,0 +1,46 @@
+// Entry point of the crucible CLI: dispatches to a subcommand and turns every error into one line
+// on stderr and a non-zero exit status.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli.h"
+#include "crucible/core/error.h"
+
+namespace {
+void print_usage() {
+  std::cout
+      << "usage: crucible <command> [options]   (crucible <command> --help for its options)\n\n"
+         "A benchmarking and accuracy-regression harness for tensor-graph "
+         "compilers.\n\ncommands:\n";
+  for (const auto& c : crucible::cli::commands())
+    std::cout << fmt::format("  {:<12} {}\n", c.name, c.summary);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace crucible::cli;
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    print_usage();
+    return argc < 2 ? kExitUsage : kExitOk;
+  }
+  const std::string name = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  for (const auto& c : commands()) {
+    if (c.name != name) continue;
+    try {
+      return c.run(args);
+    } catch (const po::error& e) {
+      std::cerr << fmt::format("crucible {}: {} (see crucible {} --help)\n", name, e.what(), name);
+      return kExitUsage;
+    } catch (const crucible::Error& e) {
+      std::cerr << fmt::format("crucible {}: {}\n", name, e.what());
+      return kExitUsage;
+    } catch (const std::exception& e) {
+      std::cerr << fmt::format("crucible {}: internal error: {}\n", name, e.what());
+      return kExitFailed;
+    }
+  }
+  std::cerr << fmt::format("crucible: unknown command '{}' (see crucible --help)\n", name);
+  return kExitUsage;
+}

@@ -1,0 +1,88 @@
+// The one public header a backend plugin needs: the Backend/Executable interfaces, compile options,
+// and the export macro. A plugin is a shared library; the harness checks its ABI version first.
+#pragma once
+
+#include <boost/dll/alias.hpp>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "crucible/core/error.h"
+#include "crucible/core/tensor.h"
+#include "crucible/ir/graph.h"
+
+// Bump on any change to the classes below: a plugin built against another version is refused.
+#define CRUCIBLE_PLUGIN_ABI_VERSION 1
+
+namespace crucible::plugin {
+
+inline constexpr uint32_t kAbiVersion = CRUCIBLE_PLUGIN_ABI_VERSION;
+
+struct BackendInfo {
+  std::string name;
+  std::string version;
+  uint32_t abi = kAbiVersion;
+};
+
+struct Options {
+  int threads = 0;                            // 0: leave OpenMP's default
+  bool profile = false;                       // record per-kernel timings (no cost when off)
+  std::string debug_dir;                      // where to write debug artifacts; empty: none
+  std::map<std::string, std::string> config;  // backend-specific -c key=value pairs
+
+  std::string get(const std::string& key, const std::string& fallback = "") const {
+    auto it = config.find(key);
+    return it == config.end() ? fallback : it->second;
+  }
+};
+
+// Raised by Backend::compile when a graph cannot be compiled; the message is shown to the user.
+class CompileError : public Error {
+ public:
+  using Error::Error;
+};
+
+struct KernelStat {
+  std::string name;  // e.g. "eager::add" or "cpp_fused_add_mul_3"
+  int64_t calls = 0;
+  int64_t total_ns = 0;
+};
+
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  // Runs the graph on its inputs (in graph input order); returns the outputs in graph output order.
+  virtual std::vector<Tensor> run(std::span<const Tensor> inputs) = 0;
+  // Per-kernel timings accumulated since compile (empty unless Options::profile).
+  virtual std::vector<KernelStat> profile() const { return {}; }
+  // Files written into Options::debug_dir (empty unless debugging was asked for).
+  virtual std::vector<std::filesystem::path> artifacts() const { return {}; }
+  // Runs the graph and returns the values of the given nodes' results (ValueIds of node outputs),
+  // for per-node comparison between backends.
+  virtual std::vector<Tensor> intermediates(std::span<const Tensor> inputs,
+                                            std::span<const ValueId> values) = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual BackendInfo info() const = 0;
+  virtual std::unique_ptr<Executable> compile(const Graph& graph, const Options& options) = 0;
+};
+
+using AbiVersionFn = uint32_t();
+using FactoryFn = std::unique_ptr<Backend>();
+
+inline uint32_t abi_version() { return kAbiVersion; }
+
+}  // namespace crucible::plugin
+
+// Exports `factory` (a function returning std::unique_ptr<crucible::plugin::Backend>) together with
+// this header's ABI version, under the two symbol names the harness looks up.
+#define CRUCIBLE_EXPORT_BACKEND(factory)                              \
+  BOOST_DLL_ALIAS(crucible::plugin::abi_version, crucible_plugin_abi) \
+  BOOST_DLL_ALIAS(factory, crucible_create_backend)

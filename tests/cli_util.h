@@ -1,0 +1,51 @@
+// Runs the real crucible binary from a test and captures its exit status, stdout and stderr.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace crucible::testing {
+
+struct CliResult {
+  int status = -1;  // exit status; 128+signal when killed
+  std::string out;
+  std::string err;
+};
+
+inline std::string read_all(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// `args` is appended to the binary's path as shell text (quote paths with spaces yourself).
+inline CliResult run_crucible(const std::string& args, const std::string& env = "") {
+  static int counter = 0;
+  auto dir = std::filesystem::temp_directory_path() /
+             ("crucible_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  std::filesystem::create_directories(dir);
+  std::string cmd = env + " " + std::string(CRUCIBLE_BIN_DIR) + "/crucible " + args + " >" +
+                    (dir / "out").string() + " 2>" + (dir / "err").string() + " </dev/null";
+  int raw = std::system(cmd.c_str());
+  CliResult r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  r.out = read_all(dir / "out");
+  r.err = read_all(dir / "err");
+  std::filesystem::remove_all(dir);
+  return r;
+}
+
+inline int count_lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+}  // namespace crucible::testing
