@@ -9,8 +9,11 @@ namespace crucible::cli {
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
+      {"run", "run model suites on backends in isolated workers and record the results",
+       run_command},
       {"run-graph", "run one .graph file on a backend and print its outputs", run_graph_command},
       {"list", "list registered ops or available backend plugins", list_command},
+      {"worker", "(internal) one isolated job of a run", worker_command},
   };
   return kCommands;
 }

@@ -4,6 +4,7 @@
 
 #include <boost/program_options.hpp>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,5 +38,7 @@ std::map<std::string, std::string> parse_config(const std::vector<std::string>& 
 
 int run_graph_command(const std::vector<std::string>& args);
 int list_command(const std::vector<std::string>& args);
+int run_command(const std::vector<std::string>& args);
+int worker_command(const std::vector<std::string>& args);
 
 }  // namespace crucible::cli

@@ -37,13 +37,13 @@ int run_graph_command(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (threads < 0) throw po::error("--threads must be >= 0");
-
-  Graph graph = load_graph_file(file);
-  auto loaded = load_plugin(find_plugin(backend_name, plugin_search_path(plugin_paths)));
-  plugin::Options options;
+  plugin::Options options;  // flags are checked before any work starts
   options.threads = threads;
   options.profile = vm["profile"].as<bool>();
   options.config = parse_config(config);
+
+  Graph graph = load_graph_file(file);
+  auto loaded = load_plugin(find_plugin(backend_name, plugin_search_path(plugin_paths)));
   if (threads > 0) omp_set_num_threads(threads);
 
   const auto info = loaded->backend().info();

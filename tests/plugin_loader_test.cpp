@@ -105,7 +105,11 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_pair("no_factory_plugin.so", "exports no backend factory"),
                       std::make_pair("wrong_abi_plugin.so", "plugin ABI version 999"),
                       std::make_pair("throwing_factory_plugin.so", "backend factory failed"),
-                      std::make_pair("missing_plugin.so", "plugin file does not exist")));
+                      std::make_pair("missing_plugin.so", "plugin file does not exist")),
+    [](const auto& info) {
+      std::string name = info.param.first;
+      return name.substr(0, name.find('.'));
+    });
 
 TEST(PluginCli, ListBackendsShowsEager) {
   auto r = run_crucible("list backends");

@@ -133,6 +133,8 @@ struct Malformed {
   const char* message;  // the whole expected message, "t.graph:line:col: ..."
 };
 
+void PrintTo(const Malformed& m, std::ostream* os) { *os << m.message; }
+
 class MalformedGraph : public ::testing::TestWithParam<Malformed> {};
 
 TEST_P(MalformedGraph, GivesPositionAndReason) {
@@ -211,9 +213,12 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"graph g(%x: f32[2]) {\n  %y = sum(%x, dims=[0, 0])\n  return %y\n}",
                   "t.graph:2:8: sum: dimension 0 appears twice in dims"},
         Malformed{"graph g(%x: f32[2]) {\n  %y = gelu(%x, approximate=\"a\\qb\")\n  return %y\n}",
-                  "t.graph:2:32: unknown escape '\\q' in string"},
+                  "t.graph:2:31: unknown escape '\\q' in string"},
         Malformed{"graph g(%x: f32[99999999999999999999]) {\n  return %x\n}",
-                  "t.graph:1:17: integer '99999999999999999999' is out of range"}));
+                  "t.graph:1:17: integer '99999999999999999999' is out of range"}),
+    [](const ::testing::TestParamInfo<Malformed>& info) {
+      return "case" + std::to_string(info.index);
+    });
 
 }  // namespace
 }  // namespace crucible

@@ -9,6 +9,7 @@
 #include <new>
 #include <numeric>
 
+#include "crucible/core/block_cache.h"
 #include "crucible/core/error.h"
 #include "crucible/core/strided_loop.h"
 
@@ -42,13 +43,16 @@ int64_t wrap_dim(int64_t dim, int64_t rank, const char* what) {
   return dim < 0 ? dim + r : dim;
 }
 
-Storage::Storage(size_t bytes) : bytes_(bytes) {
-  size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
-  data_ = std::aligned_alloc(kAlignment, rounded);
-  if (data_ == nullptr) throw std::bad_alloc();
+namespace {
+size_t rounded_bytes(size_t bytes) {
+  return (std::max<size_t>(bytes, 1) + Storage::kAlignment - 1) / Storage::kAlignment *
+         Storage::kAlignment;
 }
+}  // namespace
 
-Storage::~Storage() { std::free(data_); }
+Storage::Storage(size_t bytes) : data_(block_alloc(rounded_bytes(bytes))), bytes_(bytes) {}
+
+Storage::~Storage() { block_free(data_, rounded_bytes(bytes_)); }
 
 Tensor Tensor::empty(DType dtype, Shape shape) {
   for (int64_t s : shape) {

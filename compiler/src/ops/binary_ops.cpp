@@ -15,8 +15,8 @@ namespace {
 template <typename C>
 inline constexpr bool kIsInt = std::is_integral_v<C> && !std::is_same_v<C, bool>;
 
-// Integer arithmetic wraps modulo 2^bits like PyTorch's; signed types compute through their unsigned
-// type, where wrapping is defined, and convert back (modular since C++20).
+// Integer arithmetic wraps modulo 2^bits like PyTorch's; signed types compute through their
+// unsigned type, where wrapping is defined, and convert back (modular since C++20).
 template <typename C>
 using Unsigned = std::make_unsigned_t<C>;
 
@@ -26,7 +26,8 @@ struct Add {
     if constexpr (std::is_same_v<C, bool>) {
       return a || b;
     } else if constexpr (kIsInt<C>) {
-      return static_cast<C>(static_cast<Unsigned<C>>(static_cast<Unsigned<C>>(a) + static_cast<Unsigned<C>>(b)));
+      return static_cast<C>(
+          static_cast<Unsigned<C>>(static_cast<Unsigned<C>>(a) + static_cast<Unsigned<C>>(b)));
     } else {
       return a + b;
     }
@@ -39,7 +40,8 @@ struct Sub {
     if constexpr (std::is_same_v<C, bool>) {
       return a != b;  // unreachable: the type rule rejects bool
     } else if constexpr (kIsInt<C>) {
-      return static_cast<C>(static_cast<Unsigned<C>>(static_cast<Unsigned<C>>(a) - static_cast<Unsigned<C>>(b)));
+      return static_cast<C>(
+          static_cast<Unsigned<C>>(static_cast<Unsigned<C>>(a) - static_cast<Unsigned<C>>(b)));
     } else {
       return a - b;
     }
@@ -52,7 +54,8 @@ struct Mul {
     if constexpr (std::is_same_v<C, bool>) {
       return a && b;
     } else if constexpr (kIsInt<C>) {
-      return static_cast<C>(static_cast<Unsigned<C>>(static_cast<Unsigned<C>>(a) * static_cast<Unsigned<C>>(b)));
+      return static_cast<C>(
+          static_cast<Unsigned<C>>(static_cast<Unsigned<C>>(a) * static_cast<Unsigned<C>>(b)));
     } else {
       return a * b;
     }
@@ -85,8 +88,8 @@ struct Minimum {
 };
 
 // Integer pow by squaring, wrapping like the other integer ops. A negative exponent is an error in
-// PyTorch; we define it as the truncated real result instead: 1 for base 1, +-1 for base -1, and 0 for
-// every other base (0 included), so the reference never throws from inside a kernel.
+// PyTorch; we define it as the truncated real result instead: 1 for base 1, +-1 for base -1, and 0
+// for every other base (0 included), so the reference never throws from inside a kernel.
 template <typename C>
 C int_pow(C base, C exp) {
   if constexpr (std::is_signed_v<C>) {
@@ -128,8 +131,10 @@ OpDef binary_def(std::string name, BoolRule bools, bool true_division = false) {
   d.infer = [bools, true_division](std::span<const TensorType> in, const Attrs&) -> TensorType {
     Shape shape = broadcast_all(in);
     DType dtype = result_type(in);
-    if (bools == BoolRule::kRejectAnyBoolOperand && (in[0].dtype == DType::kBool || in[1].dtype == DType::kBool)) {
-      // As PyTorch: bool subtraction is ambiguous (xor? inversion?), so it asks for logical ops instead.
+    if (bools == BoolRule::kRejectAnyBoolOperand &&
+        (in[0].dtype == DType::kBool || in[1].dtype == DType::kBool)) {
+      // As PyTorch: bool subtraction is ambiguous (xor? inversion?), so it asks for logical ops
+      // instead.
       throw Error("not supported for bool operands (use logical_xor or logical_not)");
     }
     if (bools == BoolRule::kRejectBoolResult) reject_bool(dtype);
@@ -139,7 +144,8 @@ OpDef binary_def(std::string name, BoolRule bools, bool true_division = false) {
   d.kernel = [name, infer = d.infer](std::span<const Tensor> in, const Attrs& attrs) {
     const TensorType ty = infer(types_of(in), attrs);
     Tensor out = Tensor::empty(ty.dtype, ty.shape);
-    const Tensor a = as_operand(in[0], ty.dtype, ty.shape), b = as_operand(in[1], ty.dtype, ty.shape);
+    const Tensor a = as_operand(in[0], ty.dtype, ty.shape),
+                 b = as_operand(in[1], ty.dtype, ty.shape);
     dispatch_all(ty.dtype, name.c_str(), [&]<typename T>() {
       using C = compute_t<T>;
       Elementwise<T, T>::template run<T>(out, {a, b}, [](C x, C y) { return Op{}(x, y); });

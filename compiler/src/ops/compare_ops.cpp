@@ -1,8 +1,8 @@
-// Comparisons (eq, ne, lt, le, gt, ge -> bool) and where(cond, a, b): operands are promoted to their
-// result type first, then compared or selected in one vectorized loop per dtype.
-#include <string>
-
+// Comparisons (eq, ne, lt, le, gt, ge -> bool) and where(cond, a, b): operands are promoted to
+// their result type first, then compared or selected in one vectorized loop per dtype.
 #include <fmt/format.h>
+
+#include <string>
 
 #include "crucible/core/error.h"
 #include "ops/elementwise_internal.h"
@@ -87,10 +87,14 @@ OpDef where_def() {
     const TensorType ty = where_rule(types_of(in), attrs);
     Tensor out = Tensor::empty(ty.dtype, ty.shape);
     const Tensor c = as_operand(in[0], DType::kBool, ty.shape);
-    const Tensor a = as_operand(in[1], ty.dtype, ty.shape), b = as_operand(in[2], ty.dtype, ty.shape);
+    const Tensor a = as_operand(in[1], ty.dtype, ty.shape),
+                 b = as_operand(in[2], ty.dtype, ty.shape);
     dispatch_all(ty.dtype, "where", [&]<typename T>() {
       using C = compute_t<T>;
-      Elementwise<bool, T, T>::template run<T>(out, {c, a, b}, [](bool k, C x, C y) { return k ? x : y; });
+      // The condition is read as the bytes it is stored in (bool is 0 or 1): GCC vectorizes byte
+      // loads with a compare, but not loads of bool.
+      Elementwise<uint8_t, T, T>::template run<T>(
+          out, {c, a, b}, [](uint8_t k, C x, C y) { return k != 0 ? x : y; });
     });
     return out;
   };

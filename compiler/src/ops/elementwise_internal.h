@@ -1,5 +1,5 @@
-// Internal seams of the elementwise op family: each file registers its part, and the type-rule helpers
-// they share (bool checks, broadcast result types) live here.
+// Internal seams of the elementwise op family: the registration function of each of its files,
+// and the type-rule helper they share.
 #pragma once
 
 #include <span>
@@ -12,7 +12,8 @@ void register_unary_ops(OpRegistry& r);    // neg, abs, relu, exp ... gelu, clam
 void register_binary_ops(OpRegistry& r);   // add, sub, mul, div, maximum, minimum, pow
 void register_compare_ops(OpRegistry& r);  // eq, ne, lt, le, gt, ge, where
 
-// Throws Error "not supported for bool" when `t` is bool (ops that PyTorch does not define on bool).
+// Throws Error "not supported for bool" when `t` is bool (ops that PyTorch does not define on
+// bool).
 void reject_bool(DType t);
 
 }  // namespace crucible::ew

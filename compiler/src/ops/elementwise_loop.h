@@ -1,11 +1,13 @@
-// The elementwise kernel engine: runs out[i] = f(in0[i], in1[i], ...) over broadcast strided operands,
-// with vectorizable inner loops for contiguous and broadcast-scalar rows and OpenMP over rows.
+// The elementwise kernel engine: out[i] = f(in0[i], in1[i], ...) over broadcast strided operands,
+// with vectorizable loops for contiguous and broadcast-scalar rows, OpenMP over rows.
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <span>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -15,12 +17,38 @@
 
 namespace crucible::ew {
 
-// Operand accessors for one row. Each turns storage type T into its compute type on load, so a bf16
-// operand is widened to float once per element and the functor only ever sees compute types.
+// Storage <-> compute conversions used by the loops. bf16 gets branch-free versions that give the
+// same bits as BFloat16's own (round to nearest even, NaN stays a quiet NaN); BFloat16's
+// constructor branches on NaN, which keeps GCC from vectorizing bf16 loops.
+template <typename T>
+inline compute_t<T> load(T v) {
+  if constexpr (std::is_same_v<T, BFloat16>) {
+    return std::bit_cast<float>(static_cast<uint32_t>(v.bits) << 16);
+  } else {
+    return v;
+  }
+}
+
+template <typename Out, typename V>
+inline Out store(V v) {
+  if constexpr (std::is_same_v<Out, BFloat16>) {
+    const uint32_t u = std::bit_cast<uint32_t>(static_cast<float>(v));
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    const uint32_t quiet_nan = (u >> 16) | 0x40u;
+    BFloat16 r;
+    r.bits = static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
+    return r;
+  } else {
+    return static_cast<Out>(v);
+  }
+}
+
+// Operand accessors for one row; each loads storage type T as its compute type, so the functor only
+// ever sees compute types (float for bf16).
 template <typename T>
 struct ContigIn {
   const T* p;
-  compute_t<T> operator[](int64_t i) const { return static_cast<compute_t<T>>(p[i]); }
+  compute_t<T> operator[](int64_t i) const { return load(p[i]); }
 };
 // A broadcast (stride 0) operand: its one value is loaded before the loop, so the loop body stays a
 // pure streaming computation the vectorizer can handle.
@@ -33,7 +61,7 @@ template <typename T>
 struct StridedIn {
   const T* p;
   int64_t s;
-  compute_t<T> operator[](int64_t i) const { return static_cast<compute_t<T>>(p[i * s]); }
+  compute_t<T> operator[](int64_t i) const { return load(p[i * s]); }
 };
 
 template <typename... In>
@@ -41,9 +69,10 @@ struct Elementwise {
   static constexpr size_t N = sizeof...(In) + 1;  // operand 0 is the output
   using Ptrs = std::tuple<const In*...>;
 
-  // out: a tensor of storage type Out (usually fresh from Tensor::empty); ins: views of storage types
-  // In... already broadcast to out's shape (stride 0 where broadcast). f takes compute types and returns
-  // something convertible to Out; it must be a pure function (it runs in parallel, in any order).
+  // out: a tensor of storage type Out, usually fresh from Tensor::empty (it may alias an input only
+  // element for element). ins: views of storage types In... already broadcast to out's shape
+  // (stride 0 where broadcast). f maps compute types to something convertible to Out and must be
+  // pure: it runs in parallel, in any order.
   template <typename Out, typename F>
   static void run(const Tensor& out, const std::array<Tensor, sizeof...(In)>& ins, const F& f) {
     if (out.numel() == 0) return;
@@ -53,17 +82,18 @@ struct Elementwise {
     const StridedLayout<N> layout = coalesce<N>(out.shape(), strides);
     Out* const o = out.data<Out>();
     const Ptrs base = data_ptrs(ins, std::index_sequence_for<In...>{});
-    for_each_row(layout, true,
-                 [&](const std::array<int64_t, N>& off, int64_t n, const std::array<int64_t, N>& st) {
-                   const Ptrs row = offset_ptrs(base, off, std::index_sequence_for<In...>{});
-                   bool fast = st[0] == 1 || n == 1;
-                   for (size_t k = 1; k < N && fast; ++k) fast = st[k] == 0 || st[k] == 1 || n == 1;
-                   if (fast) {
-                     pick_accessors<0>(o + off[0], n, f, row, st, std::tuple<>{});
-                   } else {
-                     strided_row(o + off[0], st[0], n, f, row, st, std::index_sequence_for<In...>{});
-                   }
-                 });
+    for_each_row(
+        layout, true,
+        [&](const std::array<int64_t, N>& off, int64_t n, const std::array<int64_t, N>& st) {
+          const Ptrs row = offset_ptrs(base, off, std::index_sequence_for<In...>{});
+          bool fast = st[0] == 1 || n == 1;
+          for (size_t k = 1; k < N && fast; ++k) fast = st[k] == 0 || st[k] == 1 || n == 1;
+          if (fast) {
+            pick_accessors<0>(o + off[0], n, f, row, st, std::tuple<>{});
+          } else {
+            strided_row(o + off[0], st[0], n, f, row, st, std::index_sequence_for<In...>{});
+          }
+        });
   }
 
  private:
@@ -72,15 +102,16 @@ struct Elementwise {
     return Ptrs{ins[I].template data<In>()...};
   }
   template <size_t... I>
-  static Ptrs offset_ptrs(const Ptrs& base, const std::array<int64_t, N>& off, std::index_sequence<I...>) {
+  static Ptrs offset_ptrs(const Ptrs& base, const std::array<int64_t, N>& off,
+                          std::index_sequence<I...>) {
     return Ptrs{(std::get<I>(base) + off[I + 1])...};
   }
 
-  // Chooses, operand by operand at run time, a contiguous or hoisted-scalar accessor; each of the 2^k
-  // combinations is its own instantiation of the simd loop, so every one of them vectorizes.
+  // Chooses, operand by operand at run time, a contiguous or hoisted-scalar accessor; each of the
+  // 2^k combinations is its own instantiation of the simd loop, so every one of them vectorizes.
   template <size_t K, typename Out, typename F, typename... A>
-  static void pick_accessors(Out* o, int64_t n, const F& f, const Ptrs& row, const std::array<int64_t, N>& st,
-                             std::tuple<A...> acc) {
+  static void pick_accessors(Out* o, int64_t n, const F& f, const Ptrs& row,
+                             const std::array<int64_t, N>& st, std::tuple<A...> acc) {
     if constexpr (K == sizeof...(In)) {
       std::apply([&](const A&... a) { contig_row(o, n, f, a...); }, acc);
     } else {
@@ -88,7 +119,7 @@ struct Elementwise {
       const T* p = std::get<K>(row);
       if (st[K + 1] == 0 && n > 1) {
         pick_accessors<K + 1>(o, n, f, row, st,
-                              std::tuple_cat(acc, std::tuple{ScalarIn<T>{static_cast<compute_t<T>>(p[0])}}));
+                              std::tuple_cat(acc, std::tuple{ScalarIn<T>{load(p[0])}}));
       } else {
         pick_accessors<K + 1>(o, n, f, row, st, std::tuple_cat(acc, std::tuple{ContigIn<T>{p}}));
       }
@@ -98,20 +129,20 @@ struct Elementwise {
   template <typename Out, typename F, typename... A>
   static void contig_row(Out* __restrict o, int64_t n, const F& f, const A&... a) {
 #pragma omp simd
-    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<Out>(f(a[i]...));
+    for (int64_t i = 0; i < n; ++i) o[i] = store<Out>(f(a[i]...));
   }
 
-  // Any other layout (transposed or step-sliced operands): plain strided indexing, still one dispatch.
+  // Any other layout (transposed or step-sliced operands): plain strided indexing.
   template <typename Out, typename F, size_t... I>
   static void strided_row(Out* o, int64_t os, int64_t n, const F& f, const Ptrs& row,
                           const std::array<int64_t, N>& st, std::index_sequence<I...>) {
     const std::tuple<StridedIn<In>...> acc{StridedIn<In>{std::get<I>(row), st[I + 1]}...};
-    for (int64_t i = 0; i < n; ++i) o[i * os] = static_cast<Out>(f(std::get<I>(acc)[i]...));
+    for (int64_t i = 0; i < n; ++i) o[i * os] = store<Out>(f(std::get<I>(acc)[i]...));
   }
 };
 
-// Converts an operand to the dtype the op computes in (a copy only when the dtype differs, and only of
-// the operand's own, unbroadcast elements) and views it at the broadcast shape.
+// Converts an operand to the dtype the op computes in (a copy only when the dtype differs, and only
+// of the operand's own, unbroadcast elements) and views it at the broadcast shape.
 inline Tensor as_operand(const Tensor& t, DType dtype, const Shape& shape) {
   Tensor c = t.dtype() == dtype ? t : t.to(dtype);
   return c.shape() == shape ? c : c.expand(shape);

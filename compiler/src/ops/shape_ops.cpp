@@ -1,12 +1,12 @@
 // The shape op family: views (reshape, permute, transpose, expand, slice, squeeze, unsqueeze), cat,
 // and the creation ops full and arange. Type rules validate everything so kernels never throw.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <iterator>
 #include <limits>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "crucible/core/error.h"
 #include "ops/elementwise_loop.h"
@@ -18,8 +18,8 @@ namespace {
 
 using ew::types_of;
 
-// An int-list attribute; a bare int counts as a one-element list (kernels may be called with attrs that
-// did not pass through infer_type's normalisation).
+// An int-list attribute; a bare int counts as a one-element list (kernels may be called with attrs
+// that did not pass through infer_type's normalisation).
 std::vector<int64_t> ints_attr(const Attrs& attrs, std::string_view name) {
   const AttrValue* v = attrs.find(name);
   if (v != nullptr) {
@@ -32,21 +32,23 @@ std::vector<int64_t> ints_attr(const Attrs& attrs, std::string_view name) {
 int64_t wrap(int64_t dim, int64_t rank, std::string_view what) {
   const int64_t r = std::max<int64_t>(rank, 1);
   if (dim < -r || dim >= r) {
-    throw Error(fmt::format("{} {} is out of range for a tensor of rank {} (expected {} to {})", what, dim, rank,
-                            -r, r - 1));
+    throw Error(fmt::format("{} {} is out of range for a tensor of rank {} (expected {} to {})",
+                            what, dim, rank, -r, r - 1));
   }
   return dim < 0 ? dim + r : dim;
 }
 
 int64_t rank_of(const TensorType& t) { return static_cast<int64_t>(t.shape.size()); }
 
-// --- reshape --------------------------------------------------------------------------------------
+// --- reshape
+// --------------------------------------------------------------------------------------
 Shape resolve_reshape(const std::vector<int64_t>& shape, int64_t numel) {
   Shape out(shape.begin(), shape.end());
   int64_t known = 1, infer_at = -1;
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
-      if (infer_at >= 0) throw Error(fmt::format("shape {} has more than one -1", shape_str(shape)));
+      if (infer_at >= 0)
+        throw Error(fmt::format("shape {} has more than one -1", shape_str(shape)));
       infer_at = static_cast<int64_t>(i);
     } else if (out[i] < 0) {
       throw Error(fmt::format("shape {} has the invalid size {}", shape_str(shape), out[i]));
@@ -79,11 +81,13 @@ OpDef reshape_def() {
   return d;
 }
 
-// --- permute / transpose ----------------------------------------------------------------------------
+// --- permute / transpose
+// ----------------------------------------------------------------------------
 std::vector<int64_t> permute_dims(const TensorType& t, const std::vector<int64_t>& dims) {
   const int64_t rank = rank_of(t);
   if (static_cast<int64_t>(dims.size()) != rank) {
-    throw Error(fmt::format("dims {} has {} entries for a tensor of rank {}", shape_str(dims), dims.size(), rank));
+    throw Error(fmt::format("dims {} has {} entries for a tensor of rank {}", shape_str(dims),
+                            dims.size(), rank));
   }
   std::vector<int64_t> out;
   std::vector<bool> seen(static_cast<size_t>(rank), false);
@@ -116,7 +120,8 @@ OpDef transpose_def() {
   d.schema = {"transpose", 1, 1, {{"dim0", AttrKind::kInt, true}, {"dim1", AttrKind::kInt, true}}};
   d.infer = [](std::span<const TensorType> in, const Attrs& attrs) -> TensorType {
     const int64_t rank = rank_of(in[0]);
-    const int64_t d0 = wrap(attrs.get_int("dim0"), rank, "dim0"), d1 = wrap(attrs.get_int("dim1"), rank, "dim1");
+    const int64_t d0 = wrap(attrs.get_int("dim0"), rank, "dim0"),
+                  d1 = wrap(attrs.get_int("dim1"), rank, "dim1");
     Shape shape = in[0].shape;
     if (rank > 0) std::swap(shape[d0], shape[d1]);
     return {in[0].dtype, shape};
@@ -127,28 +132,31 @@ OpDef transpose_def() {
   return d;
 }
 
-// --- expand ---------------------------------------------------------------------------------------
+// --- expand
+// ---------------------------------------------------------------------------------------
 Shape expand_shape(const TensorType& t, const std::vector<int64_t>& shape) {
   const size_t rank = t.shape.size();
   if (shape.size() < rank) {
-    throw Error(fmt::format("cannot expand {} to the shorter shape {}", shape_str(t.shape), shape_str(shape)));
+    throw Error(fmt::format("cannot expand {} to the shorter shape {}", shape_str(t.shape),
+                            shape_str(shape)));
   }
   const size_t lead = shape.size() - rank;
   Shape out(shape.begin(), shape.end());
   for (size_t i = 0; i < out.size(); ++i) {
     if (i < lead) {
       if (out[i] < 0) {
-        throw Error(fmt::format("size {} is not allowed in the new leading dimension {} of {}", out[i], i,
-                                shape_str(shape)));
+        throw Error(fmt::format("size {} is not allowed in the new leading dimension {} of {}",
+                                out[i], i, shape_str(shape)));
       }
       continue;
     }
     const int64_t have = t.shape[i - lead];
     if (out[i] == -1) out[i] = have;
-    if (out[i] < 0) throw Error(fmt::format("shape {} has the invalid size {}", shape_str(shape), out[i]));
+    if (out[i] < 0)
+      throw Error(fmt::format("shape {} has the invalid size {}", shape_str(shape), out[i]));
     if (have != out[i] && have != 1) {
-      throw Error(fmt::format("cannot expand {} to {}: size {} in dimension {} is not 1", shape_str(t.shape),
-                              shape_str(shape), have, i));
+      throw Error(fmt::format("cannot expand {} to {}: size {} in dimension {} is not 1",
+                              shape_str(t.shape), shape_str(shape), have, i));
     }
   }
   return out;
@@ -166,13 +174,14 @@ OpDef expand_def() {
   return d;
 }
 
-// --- slice ----------------------------------------------------------------------------------------
+// --- slice
+// ----------------------------------------------------------------------------------------
 struct SliceArgs {
   int64_t dim, start, end, step;
 };
 
-// Python-style bounds: negative start/end count from the end, then both clamp into [0, size] (and end
-// to at least start), so out-of-range bounds give a shorter or empty slice rather than an error.
+// Python-style bounds: negative start/end count from the end, then both clamp into [0, size] (and
+// end to at least start), so out-of-range bounds give a short or empty slice, not an error.
 SliceArgs slice_args(const TensorType& t, const Attrs& attrs) {
   if (t.shape.empty()) throw Error("cannot slice a 0-d tensor");
   SliceArgs s;
@@ -180,7 +189,8 @@ SliceArgs slice_args(const TensorType& t, const Attrs& attrs) {
   s.step = attrs.get_int_or("step", 1);
   if (s.step <= 0) throw Error(fmt::format("step must be positive, got {}", s.step));
   const int64_t n = t.shape[s.dim];
-  int64_t start = attrs.get_int_or("start", 0), end = attrs.get_int_or("end", std::numeric_limits<int64_t>::max());
+  int64_t start = attrs.get_int_or("start", 0),
+          end = attrs.get_int_or("end", std::numeric_limits<int64_t>::max());
   if (start < 0) start += n;
   if (end < 0) end += n;
   s.start = std::clamp<int64_t>(start, 0, n);
@@ -210,7 +220,8 @@ OpDef slice_def() {
   return d;
 }
 
-// --- squeeze / unsqueeze ----------------------------------------------------------------------------
+// --- squeeze / unsqueeze
+// ----------------------------------------------------------------------------
 OpDef squeeze_def() {
   OpDef d;
   d.schema = {"squeeze", 1, 1, {{"dim", AttrKind::kInt, false}}};
@@ -222,7 +233,8 @@ OpDef squeeze_def() {
       shape = t.shape;
       if (!shape.empty() && shape[dim] == 1) shape.erase(shape.begin() + dim);
     } else {
-      std::copy_if(t.shape.begin(), t.shape.end(), std::back_inserter(shape), [](int64_t s) { return s != 1; });
+      std::copy_if(t.shape.begin(), t.shape.end(), std::back_inserter(shape),
+                   [](int64_t s) { return s != 1; });
     }
     return {t.dtype, shape};
   };
@@ -249,11 +261,14 @@ OpDef unsqueeze_def() {
     shape.insert(shape.begin() + dim, 1);
     return {in[0].dtype, shape};
   };
-  d.kernel = [](std::span<const Tensor> in, const Attrs& attrs) { return in[0].unsqueeze(attrs.get_int("dim")); };
+  d.kernel = [](std::span<const Tensor> in, const Attrs& attrs) {
+    return in[0].unsqueeze(attrs.get_int("dim"));
+  };
   return d;
 }
 
-// --- cat ------------------------------------------------------------------------------------------
+// --- cat
+// ------------------------------------------------------------------------------------------
 TensorType cat_rule(std::span<const TensorType> in, const Attrs& attrs) {
   const TensorType& first = in[0];
   const int64_t rank = rank_of(first);
@@ -263,13 +278,14 @@ TensorType cat_rule(std::span<const TensorType> in, const Attrs& attrs) {
   for (size_t k = 1; k < in.size(); ++k) {
     const Shape& s = in[k].shape;
     if (rank_of(in[k]) != rank) {
-      throw Error(fmt::format("operand {} has rank {} ({}), operand 0 has rank {} ({})", k, s.size(),
-                              shape_str(s), rank, shape_str(first.shape)));
+      throw Error(fmt::format("operand {} has rank {} ({}), operand 0 has rank {} ({})", k,
+                              s.size(), shape_str(s), rank, shape_str(first.shape)));
     }
     for (int64_t d = 0; d < rank; ++d) {
       if (d != dim && s[d] != first.shape[d]) {
-        throw Error(fmt::format("operand {} has shape {}, which differs from operand 0's {} in dimension {}", k,
-                                shape_str(s), shape_str(first.shape), d));
+        throw Error(fmt::format(
+            "operand {} has shape {}, which differs from operand 0's {} in dimension {}", k,
+            shape_str(s), shape_str(first.shape), d));
       }
     }
     shape[dim] += s[dim];
@@ -283,7 +299,8 @@ OpDef cat_def() {
   d.infer = cat_rule;
   d.kernel = [](std::span<const Tensor> in, const Attrs& attrs) {
     const TensorType ty = cat_rule(types_of(in), attrs);
-    const int64_t dim = wrap(attrs.get_int_or("dim", 0), static_cast<int64_t>(ty.shape.size()), "dim");
+    const int64_t dim =
+        wrap(attrs.get_int_or("dim", 0), static_cast<int64_t>(ty.shape.size()), "dim");
     Tensor out = Tensor::empty(ty.dtype, ty.shape);
     int64_t at = 0;
     for (const Tensor& t : in) {
@@ -297,8 +314,9 @@ OpDef cat_def() {
   return d;
 }
 
-// --- creation ---------------------------------------------------------------------------------------
-// Integer dtypes must hold `v` exactly in range (PyTorch refuses overflowing fill values too).
+// --- creation
+// --------------------------------------------------------------------------------------- Integer
+// dtypes must hold `v` exactly in range (PyTorch refuses overflowing fill values too).
 void check_fits(double v, DType dtype, std::string_view what) {
   if (!is_integral(dtype)) return;
   const bool fits = dispatch_all(dtype, "check", [&]<typename T>() {
@@ -310,7 +328,9 @@ void check_fits(double v, DType dtype, std::string_view what) {
       return true;
     }
   });
-  if (!fits) throw Error(fmt::format("{} {} cannot be converted to {} without overflow", what, v, dtype_name(dtype)));
+  if (!fits)
+    throw Error(fmt::format("{} {} cannot be converted to {} without overflow", what, v,
+                            dtype_name(dtype)));
 }
 
 TensorType full_rule(std::span<const TensorType>, const Attrs& attrs) {
@@ -328,7 +348,9 @@ OpDef full_def() {
   d.schema = {"full",
               0,
               0,
-              {{"shape", AttrKind::kInts, true}, {"value", AttrKind::kFloat, true}, {"dtype", AttrKind::kDType, false}}};
+              {{"shape", AttrKind::kInts, true},
+               {"value", AttrKind::kFloat, true},
+               {"dtype", AttrKind::kDType, false}}};
   d.infer = full_rule;
   d.kernel = [](std::span<const Tensor>, const Attrs& attrs) {
     const TensorType ty = full_rule({}, attrs);
@@ -343,8 +365,8 @@ struct ArangeArgs {
   DType dtype;
 };
 
-// length = ceil((end - start) / step), 0 when negative. Values are start + i*step computed in double and
-// then converted (truncated for integer dtypes), like PyTorch's CPU kernel for float arguments.
+// length = ceil((end - start) / step), 0 when negative. Values are start + i*step computed in
+// double and then converted (truncated for integer dtypes).
 ArangeArgs arange_args(const Attrs& attrs) {
   ArangeArgs a;
   a.start = attrs.get_float_or("start", 0.0);

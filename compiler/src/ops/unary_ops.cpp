@@ -1,11 +1,11 @@
-// Unary elementwise ops: dtype-keeping (neg, abs, relu, clamp) and float-valued math (exp ... gelu),
-// with their type rules and the reference kernels the eager backend runs.
+// Unary elementwise ops: dtype-keeping (neg, abs, relu, clamp) and float-valued math (exp ...
+// gelu), with their type rules and the reference kernels the eager backend runs.
+#include <fmt/format.h>
+
 #include <cmath>
 #include <limits>
 #include <string>
 #include <type_traits>
-
-#include <fmt/format.h>
 
 #include "crucible/core/error.h"
 #include "ops/elementwise_internal.h"
@@ -22,8 +22,8 @@ namespace {
 template <typename C>
 inline constexpr bool kIsInt = std::is_integral_v<C> && !std::is_same_v<C, bool>;
 
-// --- dtype-keeping ops. Integers go through their unsigned type so that neg/abs of the minimum value
-// wrap (as PyTorch's two's-complement kernels do) instead of being undefined behaviour.
+// --- dtype-keeping ops. Integers go through their unsigned type so that neg/abs of the minimum
+// value wrap (as PyTorch's two's-complement kernels do) instead of being undefined behaviour.
 struct Neg {
   template <typename C>
   C operator()(C x) const {
@@ -156,8 +156,8 @@ OpDef same_dtype_def(std::string name) {
   return d;
 }
 
-// Runs a float-valued op: floating inputs compute in their own compute type; bool and integer inputs
-// are widened to float inside the loop (no converted copy), and the result is f32.
+// Runs a float-valued op: floating inputs compute in their own compute type; bool and integer
+// inputs are widened to float inside the loop (no converted copy), and the result is f32.
 template <typename Op>
 Tensor run_float_unary(const Tensor& x, const TensorType& ty, const char* name) {
   Tensor out = Tensor::empty(ty.dtype, ty.shape);
@@ -208,15 +208,18 @@ OpDef gelu_def() {
   return d;
 }
 
-// clamp bounds are converted to x's dtype. For integer dtypes they saturate to the type's range first
-// (min=-5 on u8 means "no lower bound", not a wrapped 251) and then truncate toward zero, which is what
-// converting the scalar to the tensor's type does in PyTorch versions without scalar promotion.
+// clamp bounds are converted to x's dtype. For integer dtypes they saturate to the type's range
+// first (min=-5 on u8 means "no lower bound", not a wrapped 251) and then truncate toward zero,
+// which is what converting the scalar to the tensor's type does in PyTorch versions without scalar
+// promotion.
 template <typename T>
 compute_t<T> clamp_bound(double b) {
   using C = compute_t<T>;
   if constexpr (kIsInt<T>) {
-    if (b <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
-    if (b >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+    if (b <= static_cast<double>(std::numeric_limits<T>::lowest()))
+      return std::numeric_limits<T>::lowest();
+    if (b >= static_cast<double>(std::numeric_limits<T>::max()))
+      return std::numeric_limits<T>::max();
     return static_cast<T>(b);
   } else {
     return static_cast<C>(static_cast<T>(static_cast<C>(b)));  // rounds to bf16 for bf16 tensors
@@ -225,7 +228,8 @@ compute_t<T> clamp_bound(double b) {
 
 TensorType clamp_rule(std::span<const TensorType> in, const Attrs& attrs) {
   reject_bool(in[0].dtype);
-  const std::optional<double> lo = attrs.get_optional_float("min"), hi = attrs.get_optional_float("max");
+  const std::optional<double> lo = attrs.get_optional_float("min"),
+                              hi = attrs.get_optional_float("max");
   if (!lo && !hi) throw Error("needs at least one of the attributes 'min' and 'max'");
   if (!is_floating(in[0].dtype) && ((lo && std::isnan(*lo)) || (hi && std::isnan(*hi)))) {
     throw Error(fmt::format("a NaN bound cannot be converted to {}", dtype_name(in[0].dtype)));
@@ -239,7 +243,8 @@ OpDef clamp_def() {
   d.infer = clamp_rule;
   d.kernel = [](std::span<const Tensor> in, const Attrs& attrs) {
     const TensorType ty = clamp_rule(types_of(in), attrs);
-    const std::optional<double> lo = attrs.get_optional_float("min"), hi = attrs.get_optional_float("max");
+    const std::optional<double> lo = attrs.get_optional_float("min"),
+                                hi = attrs.get_optional_float("max");
     // A NaN bound makes every element NaN (PyTorch's min(max(x, lo), hi) with NaN propagation).
     if ((lo && std::isnan(*lo)) || (hi && std::isnan(*hi))) {
       return Tensor::full(ty.dtype, ty.shape, std::numeric_limits<double>::quiet_NaN());

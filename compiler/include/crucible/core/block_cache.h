@@ -1,0 +1,22 @@
+// A process-wide cache of large freed storage blocks, reused by exact size, so that op-by-op
+// execution does not pay fresh page faults for every output (as PyTorch's caching allocators
+// avoid).
+#pragma once
+
+#include <cstddef>
+
+namespace crucible {
+
+// Blocks of at least this many bytes go through the cache; smaller ones go straight to malloc.
+inline constexpr size_t kBlockCacheMinBytes = size_t{1} << 20;
+
+// 64-byte-aligned memory of `bytes` (already rounded by the caller to a multiple of 64).
+void* block_alloc(size_t bytes);
+void block_free(void* p, size_t bytes);
+
+// Bytes currently held in the cache (freed but not returned to the system).
+size_t block_cache_bytes();
+// Returns every cached block to the system.
+void block_cache_clear();
+
+}  // namespace crucible

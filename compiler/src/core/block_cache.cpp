@@ -1,0 +1,88 @@
+// Exact-size cache of large blocks. Capacity comes from CRUCIBLE_ALLOC_CACHE_MB (default 4096; 0
+// disables it, leaving large allocations to whatever malloc the launcher preloaded).
+#include "crucible/core/block_cache.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+#include <vector>
+
+namespace crucible {
+
+namespace {
+
+struct Cache {
+  std::mutex mu;
+  std::unordered_map<size_t, std::vector<void*>> free_blocks;
+  size_t cached = 0;
+  size_t capacity = 0;
+
+  Cache() {
+    size_t mb = 4096;
+    if (const char* env = std::getenv("CRUCIBLE_ALLOC_CACHE_MB"))
+      mb = std::strtoull(env, nullptr, 10);
+    capacity = mb << 20;
+  }
+};
+
+Cache& cache() {
+  static Cache* c =
+      new Cache();  // leaked on purpose: tensors may be freed during static destruction
+  return *c;
+}
+
+void* system_alloc(size_t bytes) {
+  void* p = std::aligned_alloc(64, bytes);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+
+}  // namespace
+
+void* block_alloc(size_t bytes) {
+  if (bytes >= kBlockCacheMinBytes) {
+    Cache& c = cache();
+    std::lock_guard lock(c.mu);
+    auto it = c.free_blocks.find(bytes);
+    if (it != c.free_blocks.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      c.cached -= bytes;
+      return p;
+    }
+  }
+  return system_alloc(bytes);
+}
+
+void block_free(void* p, size_t bytes) {
+  if (p == nullptr) return;
+  if (bytes >= kBlockCacheMinBytes) {
+    Cache& c = cache();
+    std::lock_guard lock(c.mu);
+    if (c.cached + bytes <= c.capacity) {
+      c.free_blocks[bytes].push_back(p);
+      c.cached += bytes;
+      return;
+    }
+  }
+  std::free(p);
+}
+
+size_t block_cache_bytes() {
+  Cache& c = cache();
+  std::lock_guard lock(c.mu);
+  return c.cached;
+}
+
+void block_cache_clear() {
+  Cache& c = cache();
+  std::lock_guard lock(c.mu);
+  for (auto& [size, blocks] : c.free_blocks) {
+    for (void* p : blocks) std::free(p);
+  }
+  c.free_blocks.clear();
+  c.cached = 0;
+}
+
+}  // namespace crucible

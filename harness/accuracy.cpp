@@ -1,0 +1,107 @@
+// Per-output accuracy figures and the pass rule (see accuracy.h).
+#include "accuracy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace crucible {
+
+namespace {
+
+double rmse(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.empty()) return 0.0;
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = a[i] - b[i];
+    s += d * d;
+  }
+  return std::sqrt(s / static_cast<double>(a.size()));
+}
+
+double cosine_similarity(const std::vector<double>& a, const std::vector<double>& b) {
+  double dot = 0, na = 0, nb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    dot += a[i] * b[i];
+    na += a[i] * a[i];
+    nb += b[i] * b[i];
+  }
+  if (na == 0 && nb == 0) return 1.0;
+  if (na == 0 || nb == 0) return 0.0;
+  return dot / std::sqrt(na * nb);
+}
+
+}  // namespace
+
+bool identical(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  std::vector<double> x = a.to_doubles(), y = b.to_doubles();
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i]) && std::isnan(y[i])) continue;
+    if (std::memcmp(&x[i], &y[i], sizeof(double)) != 0) return false;
+  }
+  return true;
+}
+
+reports::OutputAccuracy compare_output(const Tensor& res, const Tensor& ref, const Tensor& fp64,
+                                       const AccuracyOptions& opts) {
+  reports::OutputAccuracy out;
+  out.dtype = std::string(dtype_name(res.dtype()));
+  out.shape = shape_str(res.shape());
+  if (res.shape() != ref.shape() || res.dtype() != ref.dtype()) {
+    // A different type is a failure by itself; say what eager produced in the shape column.
+    out.shape += " (eager: " + std::string(dtype_name(ref.dtype())) + shape_str(ref.shape()) + ")";
+    out.passed = false;
+    out.mismatches = std::max(res.numel(), ref.numel());
+    out.first_mismatch = 0;
+    out.max_abs_err = out.max_rel_err = INFINITY;
+    return out;
+  }
+  const std::vector<double> r = res.to_doubles(), e = ref.to_doubles();
+  const bool exact = !is_floating(res.dtype());
+  const double atol = exact ? 0 : opts.tol, rtol = exact ? 0 : opts.tol;
+  for (size_t i = 0; i < r.size(); ++i) {
+    const bool rn = std::isnan(r[i]), en = std::isnan(e[i]);
+    double abs_err, rel_err;
+    bool ok;
+    if (rn || en) {
+      ok = rn && en && opts.equal_nan;
+      abs_err = rel_err = ok ? 0.0 : INFINITY;
+    } else if (std::isinf(r[i]) || std::isinf(e[i])) {
+      ok = r[i] == e[i];
+      abs_err = rel_err = ok ? 0.0 : INFINITY;
+    } else {
+      abs_err = std::abs(r[i] - e[i]);
+      rel_err = e[i] != 0 ? abs_err / std::abs(e[i]) : (abs_err == 0 ? 0.0 : INFINITY);
+      ok = abs_err <= atol + rtol * std::abs(e[i]);
+    }
+    out.max_abs_err = std::max(out.max_abs_err, abs_err);
+    out.max_rel_err = std::max(out.max_rel_err, rel_err);
+    if (!ok) {
+      if (out.mismatches == 0) out.first_mismatch = static_cast<int64_t>(i);
+      ++out.mismatches;
+    }
+  }
+  if (fp64.defined() && is_floating(res.dtype())) {
+    const std::vector<double> f = fp64.to_doubles();
+    out.rmse_vs_fp64 = rmse(r, f);
+    out.rmse_eager_vs_fp64 = rmse(e, f);
+  }
+  out.cosine = cosine_similarity(r, e);
+  if (exact) {
+    out.passed = out.mismatches == 0;
+  } else if (opts.cosine) {
+    out.passed = out.cosine >= 0.99;
+  } else if (out.mismatches == 0) {
+    out.passed = true;
+  } else if (fp64.defined()) {
+    // Farther from eager than tol, but judged against the fp64 truth: eager has rounding error too.
+    const bool larger = res.dtype() == DType::kBF16 || res.numel() < 1000;
+    const double multiplier = larger ? 3.0 : 2.0;
+    out.passed = std::isfinite(out.rmse_vs_fp64) &&
+                 out.rmse_vs_fp64 <= multiplier * out.rmse_eager_vs_fp64 + opts.tol / 10.0;
+  }
+  return out;
+}
+
+}  // namespace crucible

@@ -1,0 +1,27 @@
+// The accuracy rule of PyTorch's benchmark harness (torch._dynamo.utils.same), applied per output:
+// allclose against eager first; failing that, the result passes if it is not much farther from an
+// fp64 reference than eager itself is. Integer and bool outputs must match exactly.
+#pragma once
+
+#include <string>
+
+#include "crucible/core/tensor.h"
+#include "crucible/reports/records.h"
+
+namespace crucible {
+
+struct AccuracyOptions {
+  double tol = 1e-4;      // rtol = atol = tol
+  bool cosine = false;    // pass iff cosine similarity with eager >= 0.99 instead of allclose/RMSE
+  bool equal_nan = true;  // NaN in the same place on both sides counts as equal
+};
+
+// Compares a backend's output `res` with eager's `ref` and the fp64 reference `fp64` (same shape;
+// fp64 may be undefined, e.g. for integer outputs). Fills every figure of OutputAccuracy.
+reports::OutputAccuracy compare_output(const Tensor& res, const Tensor& ref, const Tensor& fp64,
+                                       const AccuracyOptions& opts);
+
+// Bitwise equality, with NaNs of any payload equal (the eager-twice determinism check).
+bool identical(const Tensor& a, const Tensor& b);
+
+}  // namespace crucible

@@ -1,0 +1,168 @@
+// `crucible run`: option parsing and validation for a suite run, and the hand-off to the CPU
+// launcher when binding or runtime settings were asked for (the launcher re-executes this command
+// under them).
+#include <fmt/format.h>
+#include <sched.h>
+
+#include <iostream>
+#include <regex>
+#include <sstream>
+
+#include "cli.h"
+#include "crucible/core/error.h"
+#include "launcher.h"
+#include "run_config.h"
+#include "subprocess.h"
+
+namespace crucible::cli {
+
+namespace {
+
+std::vector<std::string> split_commas(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const auto& item : items) {
+    std::stringstream ss(item);
+    std::string part;
+    while (std::getline(ss, part, ',')) {
+      if (!part.empty()) out.push_back(part);
+    }
+  }
+  return out;
+}
+
+std::regex compile_regex(const std::string& re, const char* flag) {
+  try {
+    return std::regex(re);
+  } catch (const std::regex_error& e) {
+    throw po::error(
+        fmt::format("{} '{}' is not a valid regular expression ({})", flag, re, e.what()));
+  }
+}
+
+// The run's own arguments with every launcher option removed, for the re-executed command.
+std::vector<std::string> strip_launcher_args(const std::vector<std::string>& args) {
+  static const std::vector<std::string> kWithValue = {
+      "--cores",       "--membind",   "--ninstances",    "--ncores-per-instance",
+      "--omp-runtime", "--allocator", "--kmp-blocktime", "--kmp-affinity"};
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--dry-run") continue;
+    bool skip = false;
+    for (const auto& f : kWithValue) {
+      if (a == f) {
+        ++i;  // the value follows
+        skip = true;
+      } else if (a.rfind(f + "=", 0) == 0) {
+        skip = true;
+      }
+    }
+    if (!skip) out.push_back(a);
+  }
+  return out;
+}
+
+void apply_fallback_affinity() {
+  const char* spec = std::getenv("CRUCIBLE_AFFINITY");
+  if (spec == nullptr) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : parse_core_list(spec)) CPU_SET(c, &set);
+  if (sched_setaffinity(0, sizeof set, &set) != 0)
+    throw Error(fmt::format("cannot bind to cores {}", spec));
+}
+
+}  // namespace
+
+int run_command(const std::vector<std::string>& args) {
+  RunConfig cfg;
+  LaunchOptions launch;
+  std::vector<std::string> suites, backends, only, config;
+  std::string filter, exclude, shard, mode = "accuracy";
+  po::options_description what("what to run");
+  what.add_options()("suite,s", po::value(&suites)->composing(),
+                     "suite names or manifest paths (comma-separated)")(
+      "graph,g", po::value(&cfg.graphs)->composing(), "run a .graph file as a model (repeatable)")(
+      "only", po::value(&only)->composing(), "run only these models (comma-separated)")(
+      "filter", po::value(&filter), "run models whose name matches this regex")(
+      "exclude", po::value(&exclude), "skip models whose name matches this regex")(
+      "shard", po::value(&shard), "run shard I of N (0-based), e.g. 0/4")(
+      "backends,b", po::value(&backends)->composing(),
+      "backends to compare (comma-separated; default eager)")(
+      "mode,m", po::value(&mode)->default_value("accuracy"), "accuracy | performance | both")(
+      "config,c", po::value(&config)->composing(),
+      "option key=value for every backend but eager (repeatable)");
+  po::options_description how("how to run");
+  how.add_options()("repeat", po::value(&cfg.repeat)->default_value(10),
+                    "timed repeats per backend")("warmup", po::value(&cfg.warmup)->default_value(3),
+                                                 "warm-up runs per backend")(
+      "timeout", po::value(&cfg.timeout_s)->default_value(600),
+      "seconds before a worker is killed")("memory-limit",
+                                           po::value(&cfg.memory_limit_mb)->default_value(0),
+                                           "worker address-space limit in MB (0: none)")(
+      "threads,t", po::value(&cfg.threads)->default_value(0), "OpenMP threads per worker (0: all)")(
+      "seed", po::value(&cfg.seed)->default_value(0), "seed of the model inputs")(
+      "plugin-path", po::value(&cfg.plugin_paths)->composing(), "extra plugin directories")(
+      "suite-path", po::value(&cfg.suite_paths)->composing(), "extra suite directories");
+  po::options_description out("where results go");
+  std::string db = "crucible.db", output_dir;
+  out.add_options()("db", po::value(&db)->default_value("crucible.db"), "SQLite database")(
+      "output-dir,o", po::value(&output_dir), "logs and CSVs (default crucible_out/run_<id>)")(
+      "tag", po::value(&cfg.tag), "a label stored with the run");
+  po::options_description cpu("CPU launcher (re-runs under numactl with these settings)");
+  cpu.add_options()("cores", po::value(&launch.cores), "core list, e.g. 0-3")(
+      "membind", po::value(&launch.membind), "NUMA node for memory")(
+      "ninstances", po::value(&launch.ninstances)->default_value(1),
+      "instances, each on its own cores")("ncores-per-instance",
+                                          po::value(&launch.ncores_per_instance)->default_value(0),
+                                          "cores per instance")(
+      "omp-runtime", po::value(&launch.omp_runtime)->default_value("gomp"), "gomp | llvm | intel")(
+      "allocator", po::value(&launch.allocator)->default_value("default"),
+      "default | jemalloc | tcmalloc")("kmp-blocktime", po::value(&launch.kmp_blocktime),
+                                       "KMP_BLOCKTIME in ms")(
+      "kmp-affinity", po::value(&launch.kmp_affinity), "KMP_AFFINITY")(
+      "dry-run", po::bool_switch(&launch.dry_run),
+      "print the launch command and environment, run nothing");
+  po::options_description all;
+  all.add(what).add(how).add(out).add(cpu);
+  po::variables_map vm;
+  if (!parse("run",
+             "--suite S [--backends eager,codegen] [--mode accuracy|performance|both] [options]",
+             all, {}, args, vm)) {
+    return kExitOk;
+  }
+
+  cfg.suites = split_commas(suites);
+  cfg.backends = split_commas(backends);
+  if (cfg.backends.empty()) cfg.backends = {"eager"};
+  cfg.filter.only = split_commas(only);
+  if (!filter.empty()) cfg.filter.include = compile_regex(filter, "--filter");
+  if (!exclude.empty()) cfg.filter.exclude = compile_regex(exclude, "--exclude");
+  if (!shard.empty()) parse_shard(shard, cfg.filter);
+  if (mode != "accuracy" && mode != "performance" && mode != "both") {
+    throw po::error(fmt::format("--mode must be accuracy, performance or both, got '{}'", mode));
+  }
+  cfg.mode = mode;
+  if (cfg.suites.empty() && cfg.graphs.empty())
+    throw po::error("give at least one --suite or --graph");
+  if (cfg.repeat < 1) throw po::error("--repeat must be at least 1");
+  if (cfg.warmup < 0) throw po::error("--warmup must be >= 0");
+  if (!(cfg.timeout_s > 0)) throw po::error("--timeout must be positive");
+  if (cfg.memory_limit_mb < 0) throw po::error("--memory-limit must be >= 0");
+  if (cfg.threads < 0) throw po::error("--threads must be >= 0");
+  cfg.config = parse_config(config);
+  cfg.db = db;
+  cfg.output_dir = output_dir;
+  cfg.command_line = "crucible run";
+  for (const auto& a : args) cfg.command_line += " " + a;
+
+  if (launch.requested() && std::getenv("CRUCIBLE_LAUNCHED") == nullptr) {
+    LaunchPlan plan = plan_launch(launch, LaunchHost::detect(), self_executable().string(),
+                                  strip_launcher_args(args));
+    return execute_launch(plan, launch.dry_run);
+  }
+  apply_fallback_affinity();
+  return execute_run(cfg);
+}
+
+}  // namespace crucible::cli

@@ -1,0 +1,34 @@
+// `crucible worker`: the internal subcommand `crucible run` starts for each isolated job.
+#include "cli.h"
+#include "worker.h"
+
+namespace crucible::cli {
+
+int worker_command(const std::vector<std::string>& args) {
+  WorkerJob job;
+  std::vector<std::string> config;
+  po::options_description opts("worker options (internal: started by crucible run)");
+  opts.add_options()("job", po::value(&job.job)->required(), "accuracy | profile | timing")(
+      "graph", po::value(&job.graph)->required(), ".graph file")(
+      "suite", po::value(&job.suite), "suite name")("model", po::value(&job.model)->required(),
+                                                    "model name")(
+      "batch-size", po::value(&job.batch_size), "batch size")(
+      "backend", po::value(&job.backends)->required()->composing(), "backend (repeatable)")(
+      "seed", po::value(&job.seed), "input seed")(
+      "threads", po::value(&job.threads), "OpenMP threads")("tolerance", po::value(&job.tolerance),
+                                                            "accuracy tolerance")(
+      "cosine", po::bool_switch(&job.cosine), "cosine-similarity accuracy")(
+      "repeat", po::value(&job.repeat), "timed repeats")("warmup", po::value(&job.warmup),
+                                                         "warm-up runs")(
+      "report", po::value(&job.report)->required(), "report file")(
+      "plugin-path", po::value(&job.plugin_paths)->composing(), "plugin directories")(
+      "config,c", po::value(&config)->composing(), "backend option key=value");
+  po::variables_map vm;
+  if (!parse("worker", "--job J --graph F --model M --backend B --report FILE ...", opts, {}, args,
+             vm))
+    return kExitOk;
+  job.config = parse_config(config);
+  return run_worker_job(job);
+}
+
+}  // namespace crucible::cli

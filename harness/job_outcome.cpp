@@ -1,0 +1,93 @@
+// Status mapping for finished workers (see job_outcome.h).
+#include "job_outcome.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <fstream>
+
+namespace crucible {
+
+namespace {
+
+// The last few lines of a worker's log: the message an abort or an uncaught error left behind.
+std::string log_tail(const std::filesystem::path& log, size_t max_lines = 3) {
+  std::ifstream in(log);
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    lines.push_back(line);
+    if (lines.size() > max_lines) lines.erase(lines.begin());
+  }
+  std::string out;
+  for (const auto& l : lines) out += (out.empty() ? "" : " | ") + l;
+  return out;
+}
+
+bool log_mentions_bad_alloc(const std::filesystem::path& log) {
+  std::ifstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find("std::bad_alloc") != std::string::npos) return true;
+  }
+  return false;
+}
+
+bool is_eager_reference_phase(const std::string& phase) {
+  return phase == "eager_run" || phase == "eager_fp64";
+}
+
+}  // namespace
+
+std::vector<reports::ResultRecord> finalize_job(const WorkerJob& job, const ChildOutcome& outcome,
+                                                const WorkerReport& report,
+                                                const std::filesystem::path& log,
+                                                const ChildLimits& limits) {
+  const std::string mode = job.job == "accuracy" ? "accuracy" : "performance";
+  std::vector<reports::ResultRecord> out;
+  for (const std::string& backend : job.backends) {
+    auto it = std::find_if(report.results.begin(), report.results.end(),
+                           [&](const reports::ResultRecord& r) { return r.backend == backend; });
+    if (it != report.results.end()) {
+      out.push_back(*it);
+      continue;
+    }
+    reports::ResultRecord r;
+    r.suite = job.suite;
+    r.model = job.model;
+    r.backend = backend;
+    r.mode = mode;
+    r.batch_size = job.batch_size;
+    const std::string where =
+        report.phase.empty()
+            ? "before the worker started"
+            : fmt::format("during {}{}", report.phase,
+                          report.phase_backend.empty() ? "" : " of " + report.phase_backend);
+    const bool oom_kill = outcome.signal == SIGKILL && limits.memory_limit_mb > 0 &&
+                          outcome.peak_rss_mb >= 0.9 * static_cast<double>(limits.memory_limit_mb);
+    if (outcome.timed_out) {
+      r.status = "timeout";
+      r.error = fmt::format("no result after {:.0f} s ({})", limits.timeout_s, where);
+    } else if ((outcome.exited && outcome.exit_code == kWorkerExitOom) || oom_kill ||
+               (outcome.signal == SIGABRT && log_mentions_bad_alloc(log))) {
+      r.status = "oom";
+      r.error = fmt::format("out of memory {} (limit {} MB, peak RSS {:.0f} MB)", where,
+                            limits.memory_limit_mb, outcome.peak_rss_mb);
+    } else if (!outcome.exited) {
+      r.status = is_eager_reference_phase(report.phase) ? "eager_fail_to_run" : "crash";
+      r.error = fmt::format("{} {}", signal_name(outcome.signal), where);
+      const std::string tail = log_tail(log);
+      if (!tail.empty()) r.error += ": " + tail;
+    } else {
+      r.status = is_eager_reference_phase(report.phase) ? "eager_fail_to_run" : "fail_to_run";
+      r.error = fmt::format("worker exited with status {} {}: {}", outcome.exit_code, where,
+                            log_tail(log));
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace crucible

@@ -1,0 +1,20 @@
+// Turns how a worker ended (exit code, signal, timeout, peak RSS) and what its report holds into
+// one result per backend it was asked about: a crash or hang becomes a status, never a lost result.
+#pragma once
+
+#include <filesystem>
+#include <vector>
+
+#include "crucible/reports/records.h"
+#include "subprocess.h"
+#include "worker.h"
+#include "worker_report.h"
+
+namespace crucible {
+
+std::vector<reports::ResultRecord> finalize_job(const WorkerJob& job, const ChildOutcome& outcome,
+                                                const WorkerReport& report,
+                                                const std::filesystem::path& log,
+                                                const ChildLimits& limits);
+
+}  // namespace crucible

@@ -1,0 +1,41 @@
+// Everything `crucible run` was asked to do, after option parsing and validation.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "suite.h"
+
+namespace crucible {
+
+struct RunConfig {
+  std::vector<std::string> suites;
+  std::vector<std::string> graphs;  // --graph FILE: ad-hoc models
+  ModelFilter filter;
+  std::vector<std::string> backends;  // as given
+  std::string mode = "accuracy";      // accuracy | performance | both
+  int repeat = 10;
+  int warmup = 3;
+  double timeout_s = 600;
+  int64_t memory_limit_mb = 0;  // 0: none
+  int threads = 0;
+  uint64_t seed = 0;
+  std::filesystem::path db = "crucible.db";
+  std::filesystem::path output_dir;  // default: crucible_out/run_<id>
+  std::string tag;
+  std::map<std::string, std::string> config;  // -c, for every backend but eager
+  std::vector<std::string> plugin_paths;
+  std::vector<std::string> suite_paths;
+  std::string command_line;
+
+  bool accuracy() const { return mode == "accuracy" || mode == "both"; }
+  bool performance() const { return mode == "performance" || mode == "both"; }
+};
+
+// Runs the whole job and returns the CLI exit code (0 when every model passed or was
+// skipped/xfail).
+int execute_run(const RunConfig& config);
+
+}  // namespace crucible

@@ -1,0 +1,325 @@
+// `crucible run`'s engine: for every selected model, accuracy jobs (one worker per backend) and
+// performance jobs (a profile worker per backend, then one interleaved timing worker), each result
+// written to the store in its own transaction as soon as it is known.
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <iostream>
+#include <set>
+
+#include "crucible/ir/text_format.h"
+#include "crucible/reports/csv_export.h"
+#include "crucible/reports/store.h"
+#include "environment.h"
+#include "job_outcome.h"
+#include "plugin_loader.h"
+#include "result_table.h"
+#include "run_config.h"
+
+namespace crucible {
+
+namespace fs = std::filesystem;
+using reports::ResultRecord;
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+void on_signal(int) {
+  g_interrupted = true;
+  kill_running_children();
+}
+
+bool is_success(const std::string& status) {
+  return status == "pass" || status == "skipped" || status == "xfail";
+}
+
+class Progress {
+ public:
+  explicit Progress(size_t total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  void done(const ResultRecord& r, const std::string& what = "") {
+    ++done_;
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double eta =
+        done_ ? elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_) : 0;
+    std::cerr << fmt::format("[{:>3}/{}] {}/{} {} {}: {}  (elapsed {:.1f} s, ETA {:.1f} s)\n",
+                             done_, total_, r.suite, r.model, r.backend,
+                             what.empty() ? r.mode : what, r.status, elapsed, eta);
+  }
+
+ private:
+  size_t total_;
+  size_t done_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
+
+class Runner {
+ public:
+  Runner(const RunConfig& cfg, reports::Store& store, int64_t run_id, fs::path out_dir)
+      : cfg_(cfg), store_(store), run_id_(run_id), out_(std::move(out_dir)) {
+    limits_.timeout_s = cfg.timeout_s;
+    limits_.memory_limit_mb = cfg.memory_limit_mb;
+    perf_backends_.push_back("eager");  // the speed-up baseline always runs first
+    for (const auto& b : cfg.backends) {
+      if (b != "eager") perf_backends_.push_back(b);
+    }
+  }
+
+  size_t jobs_per_model() const {
+    return (cfg_.accuracy() ? cfg_.backends.size() : 0) +
+           (cfg_.performance() ? 2 * perf_backends_.size() : 0);
+  }
+
+  void run_model(const ModelEntry& m, Progress& progress) {
+    if (!m.skip.empty()) {
+      for (const auto& mode : modes()) {
+        for (const auto& b : mode == "accuracy" ? cfg_.backends : perf_backends_) {
+          ResultRecord r = blank(m, b, mode, 0);
+          r.status = "skipped";
+          r.error = m.skip;
+          record(m, r, progress);
+        }
+      }
+      return;
+    }
+    int64_t batch = m.batch_size;
+    std::string load_error;
+    try {
+      Graph g = load_graph_file(m.graph);
+      if (batch == 0 && !g.inputs().empty() && !g.value(g.inputs()[0]).type.shape.empty()) {
+        batch = g.value(g.inputs()[0]).type.shape[0];
+      }
+    } catch (const Error& e) {
+      load_error = e.what();
+    }
+    if (!load_error.empty()) {
+      for (const auto& mode : modes()) {
+        for (const auto& b : mode == "accuracy" ? cfg_.backends : perf_backends_) {
+          ResultRecord r = blank(m, b, mode, batch);
+          r.status = "fail_to_load";
+          r.error = load_error;
+          record(m, r, progress);
+        }
+      }
+      return;
+    }
+    std::set<std::string> passed;
+    if (cfg_.accuracy()) {
+      for (const auto& b : cfg_.backends) {
+        if (g_interrupted) return;
+        WorkerJob job = make_job(m, batch, "accuracy", {b});
+        for (ResultRecord& r : run_job(job, fmt::format("{}.{}.accuracy", m.name, b))) {
+          if (r.status == "pass") passed.insert(r.backend);
+          record(m, r, progress);
+        }
+      }
+    }
+    if (cfg_.performance()) run_performance(m, batch, passed, progress);
+  }
+
+  const std::vector<ResultRecord>& results() const { return results_; }
+
+ private:
+  std::vector<std::string> modes() const {
+    std::vector<std::string> out;
+    if (cfg_.accuracy()) out.push_back("accuracy");
+    if (cfg_.performance()) out.push_back("performance");
+    return out;
+  }
+
+  ResultRecord blank(const ModelEntry& m, const std::string& backend, const std::string& mode,
+                     int64_t batch) const {
+    ResultRecord r;
+    r.suite = m.suite;
+    r.model = m.name;
+    r.backend = backend;
+    r.mode = mode;
+    r.batch_size = batch;
+    return r;
+  }
+
+  WorkerJob make_job(const ModelEntry& m, int64_t batch, const std::string& kind,
+                     std::vector<std::string> backends) const {
+    WorkerJob job;
+    job.job = kind;
+    job.graph = fs::absolute(m.graph).string();
+    job.suite = m.suite;
+    job.model = m.name;
+    job.batch_size = batch;
+    job.backends = std::move(backends);
+    job.seed = cfg_.seed;
+    job.threads = cfg_.threads;
+    job.tolerance = m.tolerance;
+    job.cosine = m.cosine;
+    job.repeat = cfg_.repeat;
+    job.warmup = cfg_.warmup;
+    job.plugin_paths = cfg_.plugin_paths;
+    job.config = cfg_.config;
+    return job;
+  }
+
+  std::vector<ResultRecord> run_job(WorkerJob& job, const std::string& label,
+                                    double* peak_rss_mb = nullptr, const fs::path& cache_dir = {}) {
+    const fs::path report = out_ / "reports" / (label + ".report");
+    const fs::path log = out_ / "logs" / (label + ".log");
+    fs::remove(report);
+    job.report = report.string();
+    std::vector<std::string> argv{self_executable().string()};
+    for (auto& a : job.to_args()) argv.push_back(a);
+    std::map<std::string, std::string> env;
+    if (!cache_dir.empty()) env["CRUCIBLE_CACHE_DIR"] = cache_dir.string();
+    ChildOutcome outcome = run_child(argv, env, log, limits_);
+    if (peak_rss_mb) *peak_rss_mb = outcome.peak_rss_mb;
+    return finalize_job(job, outcome, read_report(report), log, limits_);
+  }
+
+  void run_performance(const ModelEntry& m, int64_t batch,
+                       const std::set<std::string>& accuracy_passed, Progress& progress) {
+    // In `both` mode only backends that passed accuracy are timed (eager is always the baseline).
+    std::vector<std::string> timed;
+    for (const auto& b : perf_backends_) {
+      if (!cfg_.accuracy() || accuracy_passed.contains(b) || b == "eager") timed.push_back(b);
+    }
+    std::map<std::string, ResultRecord> profile;
+    std::map<std::string, double> peak;
+    for (const auto& b : timed) {
+      if (g_interrupted) return;
+      WorkerJob job = make_job(m, batch, "profile", {b});
+      // A fresh cache directory per (model, backend): the first compile in it is a cold compile.
+      const fs::path cache = out_ / "cache" / fmt::format("{}.{}", m.name, b);
+      fs::remove_all(cache);
+      fs::create_directories(cache);
+      double rss = 0;
+      profile[b] = run_job(job, fmt::format("{}.{}.profile", m.name, b), &rss, cache).at(0);
+      peak[b] = rss;
+      progress.done(profile[b], "profile");
+    }
+    if (g_interrupted) return;
+    WorkerJob timing = make_job(m, batch, "timing", timed);
+    auto timed_results = run_job(timing, fmt::format("{}.timing", m.name));
+    std::map<std::string, ResultRecord> by_backend;
+    for (auto& r : timed_results) by_backend[r.backend] = r;
+    const double eager_median = reports::summarize(by_backend["eager"].samples_ms).median;
+    for (const auto& b : perf_backends_) {
+      ResultRecord r = blank(m, b, "performance", batch);
+      if (std::find(timed.begin(), timed.end(), b) == timed.end()) {
+        r.status = "skipped";
+        r.error = "did not pass accuracy";
+        record(m, r, progress);
+        continue;
+      }
+      const ResultRecord& p = profile[b];
+      const ResultRecord& t = by_backend[b];
+      r.status = p.status != "pass" ? p.status : t.status;
+      r.error = p.status != "pass" ? p.error : t.error;
+      r.samples_ms = t.samples_ms;
+      r.compile_s = p.compile_s;
+      r.compile_warm_s = p.compile_warm_s;
+      r.kernels = p.kernels;
+      if (peak[b] > 0) r.peak_rss_mb = peak[b];
+      const double median = reports::summarize(r.samples_ms).median;
+      if (std::isfinite(eager_median) && std::isfinite(median) && median > 0)
+        r.speedup = eager_median / median;
+      if (peak["eager"] > 0 && peak[b] > 0) r.memory_ratio = peak["eager"] / peak[b];
+      record(m, r, progress);
+    }
+  }
+
+  void record(const ModelEntry& m, ResultRecord r, Progress& progress) {
+    if (!m.xfail.empty() && !is_success(r.status) && r.status != "skipped") {
+      r.error = fmt::format("expected failure ({}): {}: {}", m.xfail, r.status, r.error);
+      r.status = "xfail";
+    }
+    store_.add_result(run_id_, r);
+    progress.done(r);
+    results_.push_back(std::move(r));
+  }
+
+  const RunConfig& cfg_;
+  reports::Store& store_;
+  int64_t run_id_;
+  fs::path out_;
+  ChildLimits limits_;
+  std::vector<std::string> perf_backends_;
+  std::vector<ResultRecord> results_;
+};
+
+}  // namespace
+
+int execute_run(const RunConfig& cfg) {
+  // Everything that can be wrong with the request is checked before the run row exists.
+  std::vector<Suite> suites;
+  for (const auto& s : cfg.suites)
+    suites.push_back(find_suite(s, suite_search_path(cfg.suite_paths)));
+  if (!cfg.graphs.empty()) {
+    Suite adhoc{"graphs", {}, {}};
+    for (const auto& g : cfg.graphs) {
+      if (!fs::exists(g)) throw Error(fmt::format("{}: cannot read: No such file or directory", g));
+      ModelEntry m;
+      m.suite = "graphs";
+      m.name = fs::path(g).stem().string();
+      m.graph = fs::absolute(g);
+      adhoc.models.push_back(m);
+    }
+    suites.push_back(adhoc);
+  }
+  std::vector<ModelEntry> models = select_models(suites, cfg.filter);
+  if (models.empty())
+    throw Error("no models selected (check --suite, --only, --filter, --exclude and --shard)");
+  std::set<std::string> all_backends(cfg.backends.begin(), cfg.backends.end());
+  all_backends.insert("eager");
+  for (const auto& b : all_backends)
+    load_plugin(find_plugin(b, plugin_search_path(cfg.plugin_paths)));
+
+  auto store = reports::Store::open(cfg.db);
+  reports::RunInfo info;
+  info.tag = cfg.tag;
+  for (const auto& s : suites) info.suites += (info.suites.empty() ? "" : ",") + s.name;
+  for (const auto& b : cfg.backends) info.backends += (info.backends.empty() ? "" : ",") + b;
+  info.mode = cfg.mode;
+  info.env = capture_environment(cfg.threads);
+  info.env.canary_ms = noise_canary_ms();
+  info.env.command = cfg.command_line;
+  const int64_t run_id = store->begin_run(info);
+  const fs::path out_dir = cfg.output_dir.empty()
+                               ? fs::path("crucible_out") / fmt::format("run_{}", run_id)
+                               : cfg.output_dir;
+  for (const char* sub : {"logs", "reports", "cache"}) fs::create_directories(out_dir / sub);
+
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  std::cerr << fmt::format(
+      "run {}: {} model(s) x {} on {} ({} cores), noise canary {:.1f} ms, output in {}\n", run_id,
+      models.size(), info.backends, info.env.cpu_model, info.env.cores, info.env.canary_ms,
+      out_dir.string());
+  Runner runner(cfg, *store, run_id, out_dir);
+  Progress progress(models.size() * runner.jobs_per_model());
+  for (const ModelEntry& m : models) {
+    if (g_interrupted) break;
+    runner.run_model(m, progress);
+  }
+  store->finish_run(run_id, g_interrupted ? "incomplete" : "complete");
+
+  const auto& results = runner.results();
+  std::cout << format_result_table(results);
+  for (const auto& f : reports::write_dynamo_csvs(out_dir, results))
+    std::cout << "wrote " << f.string() << "\n";
+  std::cout << fmt::format("run {} recorded in {}\n", run_id, cfg.db.string());
+  if (g_interrupted) {
+    std::cerr << fmt::format("run {} interrupted: recorded as incomplete\n", run_id);
+    return 130;
+  }
+  for (const auto& r : results) {
+    if (!is_success(r.status)) return 1;
+  }
+  return 0;
+}
+
+}  // namespace crucible

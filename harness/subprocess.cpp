@@ -1,0 +1,114 @@
+// Child-process supervision (see subprocess.h).
+#include "subprocess.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <thread>
+
+#include "crucible/core/error.h"
+
+namespace crucible {
+
+namespace fs = std::filesystem;
+
+namespace {
+std::atomic<pid_t> g_running_child{0};
+}  // namespace
+
+void kill_running_children() {
+  const pid_t pid = g_running_child.load();
+  if (pid > 0) ::kill(-pid, SIGKILL);
+}
+
+std::string signal_name(int sig) {
+  if (const char* abbrev = sigabbrev_np(sig)) return fmt::format("SIG{}", abbrev);
+  return fmt::format("signal {}", sig);
+}
+
+fs::path self_executable() { return fs::read_symlink("/proc/self/exe"); }
+
+ChildOutcome run_child(const std::vector<std::string>& argv,
+                       const std::map<std::string, std::string>& env, const fs::path& log,
+                       const ChildLimits& limits) {
+  // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string s = *e;
+    const auto name = s.substr(0, s.find('='));
+    if (!env.contains(name)) env_strings.push_back(std::move(s));
+  }
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+
+  const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0)
+    throw Error(fmt::format("{}: cannot open log: {}", log.string(), strerror(errno)));
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(log_fd);
+    throw Error(fmt::format("cannot fork a worker: {}", strerror(errno)));
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a killed harness takes its worker with it
+    if (limits.memory_limit_mb > 0) {
+      rlimit rl{};
+      rl.rlim_cur = rl.rlim_max = static_cast<rlim_t>(limits.memory_limit_mb) << 20;
+      ::setrlimit(RLIMIT_AS, &rl);
+    }
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    ::dup2(devnull, 0);
+    ::dup2(log_fd, 1);
+    ::dup2(log_fd, 2);
+    ::execve(args[0], args.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(log_fd);
+  ::setpgid(pid, pid);  // also from the parent, so the group exists before any kill below
+  g_running_child = pid;
+
+  ChildOutcome out;
+  int status = 0;
+  rusage usage{};
+  for (;;) {
+    const pid_t r = ::wait4(pid, &status, WNOHANG, &usage);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR)
+      throw Error(fmt::format("waiting for worker {}: {}", pid, strerror(errno)));
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (limits.timeout_s > 0 && elapsed > limits.timeout_s && !out.timed_out) {
+      out.timed_out = true;
+      ::kill(-pid, SIGKILL);  // the whole group: a hung compiler child dies too
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(elapsed < 1.0 ? 2 : 20));
+  }
+  g_running_child = 0;
+  if (out.timed_out) ::kill(-pid, SIGKILL);  // grandchildren left in the group
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.peak_rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
+  if (WIFEXITED(status)) {
+    out.exited = true;
+    out.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    out.signal = WTERMSIG(status);
+  }
+  return out;
+}
+
+}  // namespace crucible

@@ -1,0 +1,207 @@
+// Suite manifests and model selection (see suite.h).
+#include "suite.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "crucible/core/error.h"
+
+#ifndef CRUCIBLE_SOURCE_SUITES_DIR
+#define CRUCIBLE_SOURCE_SUITES_DIR ""
+#endif
+
+namespace crucible {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+[[noreturn]] void fail(const fs::path& file, int line, size_t col, std::string_view msg) {
+  throw Error(fmt::format("{}:{}:{}: {}", file.string(), line, col + 1, msg));
+}
+
+// Splits one manifest line into words; a value may be a "quoted string" with \" escapes.
+std::vector<std::pair<std::string, size_t>> split_words(const std::string& line,
+                                                        const fs::path& file, int lineno) {
+  std::vector<std::pair<std::string, size_t>> words;
+  size_t i = 0;
+  while (i < line.size()) {
+    if (line[i] == '#') break;
+    if (std::isspace(static_cast<unsigned char>(line[i]))) {
+      ++i;
+      continue;
+    }
+    const size_t start = i;
+    std::string w;
+    while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) {
+      if (line[i] == '"') {
+        const size_t quote = i++;
+        while (i < line.size() && line[i] != '"') {
+          if (line[i] == '\\' && i + 1 < line.size()) ++i;
+          w += line[i++];
+        }
+        if (i >= line.size()) fail(file, lineno, quote, "unterminated string");
+        ++i;
+      } else {
+        w += line[i++];
+      }
+    }
+    words.emplace_back(w, start);
+  }
+  return words;
+}
+
+double parse_number(const std::string& v, const fs::path& file, int line, size_t col,
+                    const std::string& key) {
+  char* end = nullptr;
+  errno = 0;
+  double d = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || errno == ERANGE)
+    fail(file, line, col, fmt::format("{} must be a number, got '{}'", key, v));
+  return d;
+}
+
+}  // namespace
+
+Suite parse_suite(const std::string& text, const fs::path& manifest) {
+  Suite suite;
+  suite.manifest = manifest;
+  suite.name = manifest.parent_path().filename().string();
+  std::istringstream in(text);
+  std::string line;
+  std::set<std::string> names;
+  for (int lineno = 1; std::getline(in, line); ++lineno) {
+    auto words = split_words(line, manifest, lineno);
+    if (words.empty()) continue;
+    if (words[0].first != "model") {
+      fail(manifest, lineno, words[0].second,
+           fmt::format("expected 'model', got '{}'", words[0].first));
+    }
+    if (words.size() < 2)
+      fail(manifest, lineno, line.size(), "expected a model name after 'model'");
+    ModelEntry m;
+    m.suite = suite.name;
+    m.name = words[1].first;
+    if (!names.insert(m.name).second)
+      fail(manifest, lineno, words[1].second, fmt::format("model '{}' listed twice", m.name));
+    for (size_t w = 2; w < words.size(); ++w) {
+      const auto& [word, col] = words[w];
+      const size_t eq = word.find('=');
+      if (eq == std::string::npos)
+        fail(manifest, lineno, col, fmt::format("expected key=value, got '{}'", word));
+      const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
+      if (key == "graph") {
+        m.graph = manifest.parent_path() / value;
+      } else if (key == "batch_size") {
+        double b = parse_number(value, manifest, lineno, col, key);
+        if (b < 1 || b != static_cast<int64_t>(b))
+          fail(manifest, lineno, col, "batch_size must be a positive integer");
+        m.batch_size = static_cast<int64_t>(b);
+      } else if (key == "tolerance") {
+        m.tolerance = parse_number(value, manifest, lineno, col, key);
+        if (!(m.tolerance > 0)) fail(manifest, lineno, col, "tolerance must be positive");
+      } else if (key == "cosine") {
+        if (value != "true" && value != "false")
+          fail(manifest, lineno, col, "cosine must be true or false");
+        m.cosine = value == "true";
+      } else if (key == "skip") {
+        m.skip = value.empty() ? "skipped" : value;
+      } else if (key == "xfail") {
+        m.xfail = value.empty() ? "expected to fail" : value;
+      } else {
+        fail(manifest, lineno, col,
+             fmt::format(
+                 "unknown key '{}' (expected graph, batch_size, tolerance, cosine, skip or xfail)",
+                 key));
+      }
+    }
+    if (m.graph.empty())
+      fail(manifest, lineno, words[0].second, fmt::format("model '{}' has no graph=FILE", m.name));
+    suite.models.push_back(std::move(m));
+  }
+  return suite;
+}
+
+Suite load_suite_file(const fs::path& manifest) {
+  std::ifstream in(manifest);
+  if (!in) throw Error(fmt::format("{}: cannot read: {}", manifest.string(), std::strerror(errno)));
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return parse_suite(buf.str(), manifest);
+}
+
+std::vector<fs::path> suite_search_path(const std::vector<std::string>& extra) {
+  std::vector<fs::path> dirs;
+  auto add_list = [&](const std::string& list) {
+    std::stringstream ss(list);
+    std::string item;
+    while (std::getline(ss, item, ':')) {
+      if (!item.empty()) dirs.emplace_back(item);
+    }
+  };
+  for (const auto& e : extra) add_list(e);
+  if (const char* env = std::getenv("CRUCIBLE_SUITE_PATH")) add_list(env);
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec)
+    dirs.push_back((exe.parent_path() / ".." / "share" / "crucible" / "suites").lexically_normal());
+  if (*CRUCIBLE_SOURCE_SUITES_DIR) dirs.emplace_back(CRUCIBLE_SOURCE_SUITES_DIR);
+  return dirs;
+}
+
+Suite find_suite(const std::string& name, const std::vector<fs::path>& dirs) {
+  if (name.find('/') != std::string::npos || fs::path(name).extension() == ".manifest")
+    return load_suite_file(name);
+  std::vector<std::string> looked;
+  for (const fs::path& d : dirs) {
+    fs::path p = d / name / "suite.manifest";
+    if (fs::exists(p)) return load_suite_file(p);
+    looked.push_back(d.string());
+  }
+  throw Error(
+      fmt::format("suite '{}': no {}/suite.manifest in {}", name, name, fmt::join(looked, ", ")));
+}
+
+void parse_shard(const std::string& spec, ModelFilter& filter) {
+  int i = -1, n = -1;
+  char slash = 0;
+  std::istringstream in(spec);
+  if (!(in >> i >> slash >> n) || slash != '/' || !in.eof() || n < 1 || i < 0 || i >= n) {
+    throw Error(fmt::format("--shard expects I/N with 0 <= I < N, got '{}'", spec));
+  }
+  filter.shard_index = i;
+  filter.shard_count = n;
+}
+
+std::vector<ModelEntry> select_models(const std::vector<Suite>& suites, const ModelFilter& f) {
+  std::vector<ModelEntry> matched;
+  std::set<std::string> seen_only;
+  for (const Suite& s : suites) {
+    for (const ModelEntry& m : s.models) {
+      if (!f.only.empty()) {
+        if (std::find(f.only.begin(), f.only.end(), m.name) == f.only.end()) continue;
+        seen_only.insert(m.name);
+      }
+      if (f.include && !std::regex_search(m.name, *f.include)) continue;
+      if (f.exclude && std::regex_search(m.name, *f.exclude)) continue;
+      matched.push_back(m);
+    }
+  }
+  for (const std::string& o : f.only) {
+    if (!seen_only.contains(o))
+      throw Error(fmt::format("--only {}: no such model in the selected suites", o));
+  }
+  std::vector<ModelEntry> out;
+  for (size_t k = 0; k < matched.size(); ++k) {
+    if (static_cast<int>(k % f.shard_count) == f.shard_index) out.push_back(matched[k]);
+  }
+  return out;
+}
+
+}  // namespace crucible

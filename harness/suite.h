@@ -1,0 +1,56 @@
+// Suites: a manifest (suites/<name>/suite.manifest) lists models with their graph, batch size,
+// tolerance and skip/xfail reasons. This file reads manifests and selects models for a run.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace crucible {
+
+struct ModelEntry {
+  std::string suite;
+  std::string name;
+  std::filesystem::path graph;  // absolute path of the .graph file
+  int64_t batch_size = 0;       // 0: the first dimension of the first input
+  double tolerance = 1e-4;
+  bool cosine = false;
+  std::string skip;   // non-empty: not run, recorded as skipped with this reason
+  std::string xfail;  // non-empty: expected to fail; a failure is recorded as xfail
+};
+
+struct Suite {
+  std::string name;
+  std::filesystem::path manifest;
+  std::vector<ModelEntry> models;
+};
+
+// Parses a manifest. Lines: `model NAME graph=FILE [batch_size=N] [tolerance=X] [cosine=true]
+// [skip="why"] [xfail="why"]`; '#' starts a comment. Errors: "file:line:col: what".
+Suite parse_suite(const std::string& text, const std::filesystem::path& manifest);
+Suite load_suite_file(const std::filesystem::path& manifest);
+
+// Directories searched for suites: --suite-path entries, CRUCIBLE_SUITE_PATH, the install tree's
+// share/crucible/suites, and the source tree's suites/ (for the build tree).
+std::vector<std::filesystem::path> suite_search_path(const std::vector<std::string>& extra);
+// A suite by name (<dir>/<name>/suite.manifest) or by manifest path. Throws Error listing where it
+// looked.
+Suite find_suite(const std::string& name_or_path, const std::vector<std::filesystem::path>& dirs);
+
+struct ModelFilter {
+  std::vector<std::string> only;      // exact names; empty: all
+  std::optional<std::regex> include;  // --filter
+  std::optional<std::regex> exclude;  // --exclude
+  int shard_index = 0;                // --shard I/N, 0-based
+  int shard_count = 1;
+};
+// Parses "I/N" (0 <= I < N); throws Error otherwise.
+void parse_shard(const std::string& spec, ModelFilter& filter);
+// Models of the suites that pass the filter, in suite order then manifest order; sharding counts
+// the filtered list round-robin so shards stay balanced. An --only name that matches nothing is an
+// Error.
+std::vector<ModelEntry> select_models(const std::vector<Suite>& suites, const ModelFilter& filter);
+
+}  // namespace crucible

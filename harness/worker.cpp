@@ -1,0 +1,283 @@
+// The three worker jobs. Accuracy: eager twice (determinism), the fp64 reference, then the backend,
+// compared output by output. Profile: cold and warm compile, warm-up, a profiled pass for kernel
+// timings. Timing: every backend compiled, warmed up, then timed repeat by repeat, interleaved.
+#include "worker.h"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <chrono>
+#include <new>
+
+#include "accuracy.h"
+#include "crucible/ir/text_format.h"
+#include "crucible/ir/transforms.h"
+#include "plugin_loader.h"
+#include "worker_report.h"
+
+namespace crucible {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::vector<std::string> flag(const std::string& name, const std::string& value) {
+  return {"--" + name, value};
+}
+
+// Everything a job needs about its model and backends, loaded once.
+struct Session {
+  const WorkerJob& job;
+  ReportWriter report;
+  Graph graph;
+  std::vector<Tensor> inputs;
+
+  explicit Session(const WorkerJob& j) : job(j), report(j.report) {}
+
+  reports::ResultRecord record(const std::string& backend, const std::string& mode) const {
+    reports::ResultRecord r;
+    r.suite = job.suite;
+    r.model = job.model;
+    r.backend = backend;
+    r.mode = mode;
+    r.batch_size = job.batch_size;
+    return r;
+  }
+
+  std::unique_ptr<LoadedBackend> load(const std::string& name) {
+    return load_plugin(find_plugin(name, plugin_search_path(job.plugin_paths)));
+  }
+
+  plugin::Options options(const std::string& backend, bool profile) const {
+    plugin::Options o;
+    o.threads = job.threads;
+    o.profile = profile;
+    if (backend != "eager") o.config = job.config;
+    return o;
+  }
+};
+
+// Runs `body`; any exception becomes (status, message) in `r`. Returns true on success.
+template <typename F>
+bool attempt(reports::ResultRecord& r, const std::string& status, F&& body) {
+  try {
+    body();
+    return true;
+  } catch (const std::bad_alloc&) {
+    throw;  // handled by run_worker_job as oom
+  } catch (const std::exception& e) {
+    r.status = status;
+    r.error = e.what();
+  } catch (...) {
+    r.status = status;
+    r.error = "unknown exception";
+  }
+  return false;
+}
+
+void accuracy_job(Session& s) {
+  const std::string backend = s.job.backends.at(0);
+  reports::ResultRecord r = s.record(backend, "accuracy");
+  auto eager = s.load("eager");
+  std::vector<Tensor> e1, e2, fp64, res;
+  s.report.phase("eager_run", "eager");
+  if (!attempt(r, "eager_fail_to_run", [&] {
+        auto exe = eager->backend().compile(s.graph, s.options("eager", false));
+        e1 = exe->run(s.inputs);
+        e2 = exe->run(s.inputs);
+      })) {
+    return s.report.result(r);
+  }
+  for (size_t i = 0; i < e1.size(); ++i) {
+    if (!identical(e1[i], e2[i])) {
+      r.status = "eager_two_runs_differ";
+      r.error = fmt::format("output {} differs between two eager runs on the same inputs", i);
+      return s.report.result(r);
+    }
+  }
+  s.report.phase("eager_fp64", "eager");
+  if (!attempt(r, "eager_fail_to_run", [&] {
+        Graph g64 = widen_to_f64(s.graph);
+        fp64 = eager->backend()
+                   .compile(g64, s.options("eager", false))
+                   ->run(widen_inputs_to_f64(s.inputs));
+      })) {
+    r.error = "fp64 reference: " + r.error;
+    return s.report.result(r);
+  }
+  if (backend == "eager") {
+    res = e1;
+  } else {
+    auto be = s.load(backend);
+    std::unique_ptr<plugin::Executable> exe;
+    s.report.phase("compile", backend);
+    if (!attempt(r, "fail_to_compile",
+                 [&] { exe = be->backend().compile(s.graph, s.options(backend, false)); })) {
+      return s.report.result(r);
+    }
+    s.report.phase("run", backend);
+    if (!attempt(r, "fail_to_run", [&] { res = exe->run(s.inputs); })) return s.report.result(r);
+  }
+  s.report.phase("compare", backend);
+  if (res.size() != e1.size()) {
+    r.status = "fail_accuracy";
+    r.error = fmt::format("{} outputs, eager gives {}", res.size(), e1.size());
+    return s.report.result(r);
+  }
+  AccuracyOptions opts{s.job.tolerance, s.job.cosine, true};
+  bool all = true;
+  for (size_t i = 0; i < res.size(); ++i) {
+    auto a = compare_output(res[i], e1[i], fp64[i], opts);
+    a.index = static_cast<int>(i);
+    if (!a.passed && all) {
+      all = false;
+      r.error = fmt::format(
+          "output {} ({}{}): {} of {} elements differ, first at {}, max abs error {:.3g}", i,
+          a.dtype, a.shape, a.mismatches, res[i].numel(), a.first_mismatch, a.max_abs_err);
+    }
+    r.accuracy.push_back(a);
+  }
+  r.status = all ? "pass" : "fail_accuracy";
+  s.report.result(r);
+}
+
+void profile_job(Session& s) {
+  const std::string backend = s.job.backends.at(0);
+  reports::ResultRecord r = s.record(backend, "performance");
+  auto be = s.load(backend);
+  s.report.phase("compile", backend);
+  auto t0 = Clock::now();
+  std::unique_ptr<plugin::Executable> exe;
+  if (!attempt(r, "fail_to_compile",
+               [&] { exe = be->backend().compile(s.graph, s.options(backend, false)); })) {
+    return s.report.result(r);
+  }
+  r.compile_s = seconds_since(t0);
+  exe.reset();
+  s.report.phase("compile_warm", backend);
+  t0 = Clock::now();
+  if (!attempt(r, "fail_to_compile",
+               [&] { exe = be->backend().compile(s.graph, s.options(backend, false)); })) {
+    return s.report.result(r);
+  }
+  r.compile_warm_s = seconds_since(t0);
+  s.report.phase("run", backend);
+  if (!attempt(r, "fail_to_run", [&] {
+        for (int i = 0; i < std::max(1, s.job.warmup); ++i) exe->run(s.inputs);
+      })) {
+    return s.report.result(r);
+  }
+  exe.reset();
+  // Kernel timings come from their own executable so the timed samples never carry profiling cost.
+  s.report.phase("profile", backend);
+  const int runs = std::max(1, s.job.warmup);
+  if (!attempt(r, "fail_to_run", [&] {
+        auto prof = be->backend().compile(s.graph, s.options(backend, true));
+        prof->run(s.inputs);  // warm caches outside the profile window
+        auto before = prof->profile();
+        for (int i = 0; i < runs; ++i) prof->run(s.inputs);
+        for (auto k : prof->profile()) {
+          for (const auto& b : before) {
+            if (b.name == k.name) {
+              k.calls -= b.calls;
+              k.total_ns -= b.total_ns;
+            }
+          }
+          // Stored per iteration, so figures compare across --warmup settings.
+          r.kernels.push_back({k.name, k.calls / runs, k.total_ns / runs});
+        }
+      })) {
+    return s.report.result(r);
+  }
+  r.status = "pass";
+  s.report.result(r);
+}
+
+void timing_job(Session& s) {
+  struct Entry {
+    std::string name;
+    std::unique_ptr<LoadedBackend> plugin;
+    std::unique_ptr<plugin::Executable> exe;
+    reports::ResultRecord r;
+    bool ok = true;
+  };
+  std::vector<Entry> entries;
+  for (const std::string& b : s.job.backends) {
+    Entry e{b, s.load(b), nullptr, s.record(b, "performance")};
+    s.report.phase("compile", b);
+    e.ok = attempt(e.r, "fail_to_compile",
+                   [&] { e.exe = e.plugin->backend().compile(s.graph, s.options(b, false)); });
+    if (e.ok) {
+      s.report.phase("warmup", b);
+      e.ok = attempt(e.r, "fail_to_run", [&] {
+        for (int i = 0; i < s.job.warmup; ++i) e.exe->run(s.inputs);
+      });
+    }
+    entries.push_back(std::move(e));
+  }
+  s.report.phase("timing", "");
+  for (int rep = 0; rep < s.job.repeat; ++rep) {
+    for (Entry& e : entries) {
+      if (!e.ok) continue;
+      e.ok = attempt(e.r, "fail_to_run", [&] {
+        auto t0 = Clock::now();
+        auto out = e.exe->run(s.inputs);
+        e.r.samples_ms.push_back(seconds_since(t0) * 1e3);
+      });
+    }
+  }
+  for (Entry& e : entries) {
+    if (e.ok) e.r.status = "pass";
+    s.report.result(e.r);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> WorkerJob::to_args() const {
+  std::vector<std::string> a = {"worker"};
+  auto add = [&](const std::vector<std::string>& kv) { a.insert(a.end(), kv.begin(), kv.end()); };
+  add(flag("job", job));
+  add(flag("graph", graph));
+  add(flag("suite", suite));
+  add(flag("model", model));
+  add(flag("batch-size", std::to_string(batch_size)));
+  for (const auto& b : backends) add(flag("backend", b));
+  add(flag("seed", std::to_string(seed)));
+  add(flag("threads", std::to_string(threads)));
+  add(flag("tolerance", fmt::format("{}", tolerance)));
+  if (cosine) a.push_back("--cosine");
+  add(flag("repeat", std::to_string(repeat)));
+  add(flag("warmup", std::to_string(warmup)));
+  add(flag("report", report));
+  for (const auto& p : plugin_paths) add(flag("plugin-path", p));
+  for (const auto& [k, v] : config) add(flag("config", k + "=" + v));
+  return a;
+}
+
+int run_worker_job(const WorkerJob& job) {
+  if (job.threads > 0) omp_set_num_threads(job.threads);
+  Session s(job);
+  try {
+    s.report.phase("load", "");
+    s.graph = load_graph_file(job.graph);
+    s.inputs = make_inputs(s.graph, job.seed);
+    if (job.job == "accuracy") {
+      accuracy_job(s);
+    } else if (job.job == "profile") {
+      profile_job(s);
+    } else if (job.job == "timing") {
+      timing_job(s);
+    } else {
+      throw Error(fmt::format("unknown worker job '{}'", job.job));
+    }
+  } catch (const std::bad_alloc&) {
+    return kWorkerExitOom;
+  }
+  return 0;
+}
+
+}  // namespace crucible

@@ -1,0 +1,39 @@
+// The worker side of an isolated (model, backend) job: `crucible worker --job
+// accuracy|profile|timing`. Workers are started by `crucible run`; each writes its results to a
+// report file (worker_report.h).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace crucible {
+
+// Exit code of a worker that ran out of memory in a way it could catch (std::bad_alloc).
+inline constexpr int kWorkerExitOom = 3;
+
+struct WorkerJob {
+  std::string job;  // accuracy | profile | timing
+  std::string graph;
+  std::string suite;
+  std::string model;
+  int64_t batch_size = 0;
+  std::vector<std::string> backends;  // accuracy/profile: one; timing: all, eager first
+  uint64_t seed = 0;
+  int threads = 0;
+  double tolerance = 1e-4;
+  bool cosine = false;
+  int repeat = 10;
+  int warmup = 3;
+  std::string report;
+  std::vector<std::string> plugin_paths;
+  std::map<std::string, std::string> config;  // for every backend but eager
+
+  // The argv (after the binary) that `crucible worker` parses back into this job.
+  std::vector<std::string> to_args() const;
+};
+
+// Runs a job in this process, writing results to job.report; returns the process exit code.
+int run_worker_job(const WorkerJob& job);
+
+}  // namespace crucible

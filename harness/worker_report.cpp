@@ -1,0 +1,157 @@
+// The worker report's line format: tab-separated fields with \t, \n and \\ escaped; a result is the
+// lines between "result" and "end" and counts only when "end" was written.
+#include "worker_report.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "crucible/core/error.h"
+
+namespace crucible {
+
+namespace {
+
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string unescape(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 1 < s.size()) {
+      char n = s[++i];
+      out += n == 't' ? '\t' : n == 'n' ? '\n' : n;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> split(const std::string& line) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t tab = line.find('\t', start);
+    out.push_back(unescape(line.substr(start, tab - start)));
+    if (tab == std::string::npos) return out;
+    start = tab + 1;
+  }
+}
+
+std::string num(double v) { return fmt::format("{}", v); }
+
+}  // namespace
+
+ReportWriter::ReportWriter(const std::filesystem::path& path) : f_(std::fopen(path.c_str(), "a")) {
+  if (f_ == nullptr) throw Error(fmt::format("{}: cannot write the worker report", path.string()));
+}
+
+ReportWriter::~ReportWriter() { std::fclose(f_); }
+
+void ReportWriter::line(const std::vector<std::string>& fields) {
+  std::string s;
+  for (size_t i = 0; i < fields.size(); ++i) s += (i ? "\t" : "") + escape(fields[i]);
+  s += "\n";
+  std::fwrite(s.data(), 1, s.size(), f_);
+  std::fflush(f_);
+}
+
+void ReportWriter::phase(const std::string& name, const std::string& backend) {
+  line({"phase", name, backend});
+}
+
+void ReportWriter::result(const reports::ResultRecord& r) {
+  line({"result", r.suite, r.model, r.backend, r.mode, std::to_string(r.batch_size)});
+  line({"status", r.status});
+  if (!r.error.empty()) line({"error", r.error});
+  for (double s : r.samples_ms) line({"sample", num(s)});
+  if (r.compile_s) line({"compile_s", num(*r.compile_s)});
+  if (r.compile_warm_s) line({"compile_warm_s", num(*r.compile_warm_s)});
+  for (const auto& a : r.accuracy) {
+    line({"acc", std::to_string(a.index), a.dtype, a.shape, num(a.max_abs_err), num(a.max_rel_err),
+          std::to_string(a.mismatches), std::to_string(a.first_mismatch), num(a.rmse_vs_fp64),
+          num(a.rmse_eager_vs_fp64), num(a.cosine), a.passed ? "1" : "0"});
+  }
+  for (const auto& k : r.kernels)
+    line({"kernel", k.name, std::to_string(k.calls), std::to_string(k.total_ns)});
+  line({"end"});
+}
+
+WorkerReport read_report(const std::filesystem::path& path) {
+  WorkerReport rep;
+  std::ifstream in(path);
+  std::string text;
+  reports::ResultRecord cur;
+  bool open = false;
+  auto d = [](const std::string& s) { return std::stod(s); };
+  auto i64 = [](const std::string& s) { return static_cast<int64_t>(std::stoll(s)); };
+  while (std::getline(in, text)) {
+    if (in.eof() && !text.empty()) break;  // no newline yet: the writer died mid-line
+    auto f = split(text);
+    try {
+      const std::string& k = f[0];
+      if (k == "phase" && f.size() >= 3) {
+        rep.phase = f[1];
+        rep.phase_backend = f[2];
+      } else if (k == "result" && f.size() >= 6) {
+        cur = {};
+        cur.suite = f[1];
+        cur.model = f[2];
+        cur.backend = f[3];
+        cur.mode = f[4];
+        cur.batch_size = i64(f[5]);
+        open = true;
+      } else if (!open) {
+        continue;
+      } else if (k == "status") {
+        cur.status = f.at(1);
+      } else if (k == "error") {
+        cur.error = f.at(1);
+      } else if (k == "sample") {
+        cur.samples_ms.push_back(d(f.at(1)));
+      } else if (k == "compile_s") {
+        cur.compile_s = d(f.at(1));
+      } else if (k == "compile_warm_s") {
+        cur.compile_warm_s = d(f.at(1));
+      } else if (k == "acc" && f.size() >= 12) {
+        reports::OutputAccuracy a;
+        a.index = static_cast<int>(i64(f[1]));
+        a.dtype = f[2];
+        a.shape = f[3];
+        a.max_abs_err = d(f[4]);
+        a.max_rel_err = d(f[5]);
+        a.mismatches = i64(f[6]);
+        a.first_mismatch = i64(f[7]);
+        a.rmse_vs_fp64 = d(f[8]);
+        a.rmse_eager_vs_fp64 = d(f[9]);
+        a.cosine = d(f[10]);
+        a.passed = f[11] == "1";
+        cur.accuracy.push_back(a);
+      } else if (k == "kernel" && f.size() >= 4) {
+        cur.kernels.push_back({f[1], i64(f[2]), i64(f[3])});
+      } else if (k == "end") {
+        rep.results.push_back(std::move(cur));
+        open = false;
+      }
+    } catch (const std::exception&) {
+      open = false;  // a garbled record is dropped, never half-used
+    }
+  }
+  return rep;
+}
+
+}  // namespace crucible

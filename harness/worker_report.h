@@ -1,0 +1,42 @@
+// What a worker tells its parent, written line by line to a report file and flushed at every step,
+// so that after a crash the parent still knows which phase (and backend) was running.
+#pragma once
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "crucible/reports/records.h"
+
+namespace crucible {
+
+// Worker side: appends lines to the report file; each call flushes.
+class ReportWriter {
+ public:
+  explicit ReportWriter(const std::filesystem::path& path);
+  ~ReportWriter();
+  ReportWriter(const ReportWriter&) = delete;
+  ReportWriter& operator=(const ReportWriter&) = delete;
+
+  // A phase such as "eager_run", "eager_fp64", "compile", "run", "compare", with the backend it
+  // concerns.
+  void phase(const std::string& name, const std::string& backend);
+  void result(const reports::ResultRecord& r);
+
+ private:
+  void line(const std::vector<std::string>& fields);
+  std::FILE* f_;
+};
+
+// Parent side: the last phase reached and every complete result.
+struct WorkerReport {
+  std::string phase;
+  std::string phase_backend;
+  std::vector<reports::ResultRecord> results;
+};
+// Reads what a worker wrote; a truncated last record is ignored. A missing file gives an empty
+// report.
+WorkerReport read_report(const std::filesystem::path& path);
+
+}  // namespace crucible

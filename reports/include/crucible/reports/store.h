@@ -1,0 +1,78 @@
+// The results store: SQLite in WAL mode with a schema-version table and migrations. It is the only
+// code that speaks SQL; the harness and the report commands use this interface.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "crucible/core/error.h"
+#include "crucible/reports/records.h"
+
+struct sqlite3;
+
+namespace crucible::reports {
+
+class StoreError : public Error {
+ public:
+  using Error::Error;
+};
+
+struct RunRow {
+  int64_t id = 0;
+  std::string started_at, finished_at, status, tag, suites, backends, mode, hostname, git_commit;
+  int cores = 0;
+  int64_t results = 0;
+};
+
+struct ResultRow {
+  int64_t id = 0;
+  int64_t run_id = 0;
+  std::string suite, model, backend, mode, status, error;
+  int64_t batch_size = 0;
+  SampleStats stats;
+  std::vector<double> samples_ms;
+  std::optional<double> speedup, compile_s, compile_warm_s, peak_rss_mb, memory_ratio;
+  std::optional<double> max_abs_err;  // worst over outputs
+};
+
+// The SQLite library version in use.
+std::string sqlite_version();
+
+class Store {
+ public:
+  static constexpr int kSchemaVersion = 1;
+
+  // Opens (creating if needed) and migrates the database; marks runs left 'running' by a process
+  // that no longer exists on this host as 'incomplete'. Throws StoreError naming the file.
+  static std::unique_ptr<Store> open(const std::filesystem::path& path);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  int schema_version();
+  int64_t begin_run(const RunInfo& run);
+  // Writes the result, its accuracy rows and kernel rows in one transaction.
+  int64_t add_result(int64_t run_id, const ResultRecord& result);
+  // status: "complete" (every result written) or "failed" (the harness stopped on an error).
+  void finish_run(int64_t run_id, const std::string& status);
+
+  std::vector<RunRow> runs(int limit = 20);
+  std::vector<ResultRow> results(int64_t run_id);
+  std::vector<OutputAccuracy> accuracy(int64_t result_id);
+  std::vector<KernelTiming> kernels(int64_t result_id);
+  // SQLite's PRAGMA integrity_check: "ok" for a sound database.
+  std::string integrity_check();
+
+ private:
+  explicit Store(sqlite3* db, std::filesystem::path path);
+  void migrate();
+  void mark_abandoned_runs();
+
+  sqlite3* db_;
+  std::filesystem::path path_;
+};
+
+}  // namespace crucible::reports

@@ -1,0 +1,73 @@
+// Dynamo-compatible CSV exports (see csv_export.h).
+#include "crucible/reports/csv_export.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <map>
+
+#include "crucible/core/error.h"
+
+namespace crucible::reports {
+
+namespace {
+
+std::string field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string num(const std::optional<double>& v, int precision) {
+  return v ? fmt::format("{:.{}f}", *v, precision) : "0";
+}
+
+}  // namespace
+
+std::vector<std::filesystem::path> write_dynamo_csvs(const std::filesystem::path& dir,
+                                                     const std::vector<ResultRecord>& results) {
+  std::map<std::string, std::vector<const ResultRecord*>> perf, acc;
+  std::map<std::string, double> eager_peak;  // by suite/model
+  for (const auto& r : results) {
+    (r.mode == "performance" ? perf : acc)[r.backend].push_back(&r);
+    if (r.mode == "performance" && r.backend == "eager" && r.peak_rss_mb) {
+      eager_peak[r.suite + "/" + r.model] = *r.peak_rss_mb;
+    }
+  }
+  std::vector<std::filesystem::path> written;
+  auto open = [&](const std::string& name) {
+    std::filesystem::path p = dir / name;
+    std::ofstream out(p, std::ios::trunc);
+    if (!out) throw Error(fmt::format("{}: cannot write", p.string()));
+    written.push_back(p);
+    return out;
+  };
+  for (const auto& [backend, rows] : perf) {
+    auto out = open(backend + "_performance.csv");
+    out << "dev,name,batch_size,speedup,abs_latency,compilation_latency,compression_ratio,eager_"
+           "peak_mem,"
+           "dynamo_peak_mem\n";
+    for (const ResultRecord* r : rows) {
+      const SampleStats st = summarize(r->samples_ms);
+      auto it = eager_peak.find(r->suite + "/" + r->model);
+      std::optional<double> eager_gb, own_gb;
+      if (it != eager_peak.end()) eager_gb = it->second / 1024.0;
+      if (r->peak_rss_mb) own_gb = *r->peak_rss_mb / 1024.0;
+      out << fmt::format("cpu,{},{},{},{},{},{},{},{}\n", field(r->model), r->batch_size,
+                         num(r->speedup, 6), st.n ? fmt::format("{:.6f}", st.median) : "0",
+                         num(r->compile_s, 6), num(r->memory_ratio, 6), num(eager_gb, 6),
+                         num(own_gb, 6));
+    }
+  }
+  for (const auto& [backend, rows] : acc) {
+    auto out = open(backend + "_accuracy.csv");
+    out << "dev,name,batch_size,accuracy\n";
+    for (const ResultRecord* r : rows) {
+      out << fmt::format("cpu,{},{},{}\n", field(r->model), r->batch_size, field(r->status));
+    }
+  }
+  return written;
+}
+
+}  // namespace crucible::reports

@@ -1,0 +1,86 @@
+// Migration 0 -> 1: runs, results, per-output accuracy and per-kernel timings.
+#include "schema.h"
+
+namespace crucible::reports {
+
+const std::vector<std::string_view>& migrations() {
+  static const std::vector<std::string_view> kMigrations = {
+      R"sql(
+CREATE TABLE runs (
+  id            INTEGER PRIMARY KEY,
+  started_at    TEXT NOT NULL,
+  finished_at   TEXT,
+  status        TEXT NOT NULL CHECK (status IN ('running', 'complete', 'failed', 'incomplete')),
+  tag           TEXT NOT NULL DEFAULT '',
+  suites        TEXT NOT NULL,
+  backends      TEXT NOT NULL,
+  mode          TEXT NOT NULL,
+  hostname      TEXT NOT NULL,
+  pid           INTEGER NOT NULL,
+  os            TEXT,
+  cpu_model     TEXT,
+  cores         INTEGER,
+  isa_flags     TEXT,
+  compiler      TEXT,
+  libraries     TEXT,
+  git_commit    TEXT,
+  threads       INTEGER,
+  canary_ms     REAL,
+  command       TEXT,
+  launcher_json TEXT NOT NULL DEFAULT '{}',
+  env_json      TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE results (
+  id             INTEGER PRIMARY KEY,
+  run_id         INTEGER NOT NULL REFERENCES runs(id),
+  suite          TEXT NOT NULL,
+  model          TEXT NOT NULL,
+  backend        TEXT NOT NULL,
+  mode           TEXT NOT NULL,
+  batch_size     INTEGER NOT NULL,
+  status         TEXT NOT NULL,
+  error          TEXT NOT NULL DEFAULT '',
+  n_samples      INTEGER NOT NULL DEFAULT 0,
+  median_ms      REAL,
+  mean_ms        REAL,
+  stdev_ms       REAL,
+  min_ms         REAL,
+  max_ms         REAL,
+  samples        BLOB,
+  speedup        REAL,
+  compile_s      REAL,
+  compile_warm_s REAL,
+  peak_rss_mb    REAL,
+  memory_ratio   REAL,
+  created_at     TEXT NOT NULL
+);
+CREATE INDEX results_by_run ON results(run_id);
+CREATE INDEX results_by_model ON results(suite, model, backend, mode);
+CREATE TABLE accuracy (
+  result_id          INTEGER NOT NULL REFERENCES results(id),
+  output_index       INTEGER NOT NULL,
+  dtype              TEXT NOT NULL,
+  shape              TEXT NOT NULL,
+  max_abs_err        REAL,
+  max_rel_err        REAL,
+  mismatches         INTEGER,
+  first_mismatch     INTEGER,
+  rmse_vs_fp64       REAL,
+  rmse_eager_vs_fp64 REAL,
+  cosine             REAL,
+  passed             INTEGER NOT NULL,
+  PRIMARY KEY (result_id, output_index)
+);
+CREATE TABLE kernels (
+  result_id INTEGER NOT NULL REFERENCES results(id),
+  name      TEXT NOT NULL,
+  calls     INTEGER NOT NULL,
+  total_ns  INTEGER NOT NULL
+);
+CREATE INDEX kernels_by_result ON kernels(result_id);
+)sql",
+  };
+  return kMigrations;
+}
+
+}  // namespace crucible::reports

@@ -1,0 +1,33 @@
+// Summary statistics over timing samples.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "crucible/reports/records.h"
+
+namespace crucible::reports {
+
+SampleStats summarize(const std::vector<double>& samples) {
+  SampleStats s;
+  s.n = static_cast<int64_t>(samples.size());
+  if (samples.empty()) {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    s.median = s.mean = s.stdev = s.min = s.max = nan;
+    return s;
+  }
+  std::vector<double> sorted = samples;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  s.median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  s.min = sorted.front();
+  s.max = sorted.back();
+  double sum = 0;
+  for (double v : sorted) sum += v;
+  s.mean = sum / static_cast<double>(n);
+  double sq = 0;
+  for (double v : sorted) sq += (v - s.mean) * (v - s.mean);
+  s.stdev = n > 1 ? std::sqrt(sq / static_cast<double>(n - 1)) : 0.0;
+  return s;
+}
+
+}  // namespace crucible::reports

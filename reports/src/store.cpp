@@ -1,0 +1,349 @@
+// The SQLite store: opening and migrating, writing runs and results (one transaction per result),
+// and the read queries the CLI's reports use.
+#include "crucible/reports/store.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+
+#include "crucible/reports/json.h"
+#include "schema.h"
+#include "sqlite_db.h"
+
+namespace crucible::reports {
+
+namespace {
+
+std::string now_utc() {
+  auto now = std::chrono::system_clock::now();
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03d}Z", buf, ms);
+}
+
+std::string this_host() {
+  char buf[256] = {0};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+std::optional<double> finite(double v) {
+  if (std::isfinite(v)) return v;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string sqlite_version() { return sqlite3_libversion(); }
+
+Store::Store(sqlite3* db, std::filesystem::path path) : db_(db), path_(std::move(path)) {}
+
+Store::~Store() { sqlite3_close_v2(db_); }
+
+std::unique_ptr<Store> Store::open(const std::filesystem::path& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
+      SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close_v2(db);
+    throw StoreError(fmt::format("{}: cannot open database: {}", path.string(), msg));
+  }
+  std::unique_ptr<Store> store(new Store(db, path));
+  sqlite3_busy_timeout(db, 10000);
+  try {
+    // WAL keeps readers (dashboards) working while a run writes; synchronous=FULL makes each
+    // committed result durable against power loss, not only against a killed process.
+    exec(db, "PRAGMA journal_mode=WAL");
+    exec(db, "PRAGMA synchronous=FULL");
+    exec(db, "PRAGMA foreign_keys=ON");
+    store->migrate();
+    store->mark_abandoned_runs();
+  } catch (const StoreError& e) {
+    std::string msg = e.what();
+    if (msg.find("file is not a database") != std::string::npos) {
+      throw StoreError(
+          fmt::format("{}: not a crucible database (file is not SQLite)", path.string()));
+    }
+    throw;
+  }
+  return store;
+}
+
+int Store::schema_version() {
+  Statement has(db_,
+                "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='schema_version'");
+  has.step();
+  if (has.int64(0) == 0) return 0;
+  Statement v(db_, "SELECT version FROM schema_version");
+  return v.step() ? static_cast<int>(v.int64(0)) : 0;
+}
+
+void Store::migrate() {
+  const auto& steps = migrations();
+  int version = schema_version();
+  if (version > static_cast<int>(steps.size())) {
+    throw StoreError(fmt::format("{}: database schema version {} is newer than this crucible's {}",
+                                 path_.string(), version, steps.size()));
+  }
+  for (int v = version; v < static_cast<int>(steps.size()); ++v) {
+    Transaction tx(db_);
+    exec(db_, steps[v]);
+    exec(db_, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+    exec(db_, "DELETE FROM schema_version");
+    Statement(db_, "INSERT INTO schema_version (version) VALUES (?)").bind(1, int64_t{v + 1}).run();
+    tx.commit();
+  }
+}
+
+void Store::mark_abandoned_runs() {
+  Statement q(db_, "SELECT id, pid FROM runs WHERE status = 'running' AND hostname = ?");
+  q.bind(1, this_host());
+  std::vector<int64_t> dead;
+  while (q.step()) {
+    const auto pid = static_cast<pid_t>(q.int64(1));
+    if (pid <= 0 || (::kill(pid, 0) != 0 && errno == ESRCH)) dead.push_back(q.int64(0));
+  }
+  for (int64_t id : dead) {
+    Statement(db_, "UPDATE runs SET status = 'incomplete' WHERE id = ?").bind(1, id).run();
+  }
+}
+
+int64_t Store::begin_run(const RunInfo& run) {
+  const RunEnvironment& e = run.env;
+  Transaction tx(db_);
+  Statement s(db_,
+              "INSERT INTO runs (started_at, status, tag, suites, backends, mode, hostname, pid, "
+              "os, cpu_model, cores,"
+              " isa_flags, compiler, libraries, git_commit, threads, canary_ms, command, "
+              "launcher_json, env_json)"
+              " VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  std::map<std::string, std::string> env_map = {{"hostname", e.hostname},
+                                                {"os", e.os},
+                                                {"cpu_model", e.cpu_model},
+                                                {"cores", std::to_string(e.cores)},
+                                                {"isa_flags", e.isa_flags},
+                                                {"compiler", e.compiler},
+                                                {"libraries", e.libraries},
+                                                {"git_commit", e.git_commit},
+                                                {"threads", std::to_string(e.threads)},
+                                                {"canary_ms", fmt::format("{}", e.canary_ms)}};
+  for (const auto& [k, v] : e.launcher) env_map["launcher." + k] = v;
+  s.bind(1, now_utc())
+      .bind(2, run.tag)
+      .bind(3, run.suites)
+      .bind(4, run.backends)
+      .bind(5, run.mode)
+      .bind(6, e.hostname.empty() ? this_host() : e.hostname)
+      .bind(7, static_cast<int64_t>(::getpid()))
+      .bind(8, e.os)
+      .bind(9, e.cpu_model)
+      .bind(10, static_cast<int64_t>(e.cores))
+      .bind(11, e.isa_flags)
+      .bind(12, e.compiler)
+      .bind(13, e.libraries)
+      .bind(14, e.git_commit)
+      .bind(15, static_cast<int64_t>(e.threads))
+      .bind(16, e.canary_ms)
+      .bind(17, e.command)
+      .bind(18, json_object(e.launcher))
+      .bind(19, json_object(env_map));
+  s.run();
+  int64_t id = sqlite3_last_insert_rowid(db_);
+  tx.commit();
+  return id;
+}
+
+int64_t Store::add_result(int64_t run_id, const ResultRecord& r) {
+  const SampleStats st = summarize(r.samples_ms);
+  Transaction tx(db_);
+  Statement s(db_,
+              "INSERT INTO results (run_id, suite, model, backend, mode, batch_size, status, "
+              "error, n_samples, median_ms,"
+              " mean_ms, stdev_ms, min_ms, max_ms, samples, speedup, compile_s, compile_warm_s, "
+              "peak_rss_mb,"
+              " memory_ratio, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+              "?, ?, ?, ?, ?)");
+  s.bind(1, run_id)
+      .bind(2, r.suite)
+      .bind(3, r.model)
+      .bind(4, r.backend)
+      .bind(5, r.mode)
+      .bind(6, r.batch_size)
+      .bind(7, r.status)
+      .bind(8, r.error)
+      .bind(9, st.n)
+      .bind(10, finite(st.median))
+      .bind(11, finite(st.mean))
+      .bind(12, finite(st.stdev))
+      .bind(13, finite(st.min))
+      .bind(14, finite(st.max));
+  // Raw samples as packed little-endian f64: compact, and exact for later statistics.
+  if (r.samples_ms.empty()) {
+    s.bind_null(15);
+  } else {
+    s.bind_blob(15, r.samples_ms.data(), r.samples_ms.size() * sizeof(double));
+  }
+  s.bind(16, r.speedup)
+      .bind(17, r.compile_s)
+      .bind(18, r.compile_warm_s)
+      .bind(19, r.peak_rss_mb)
+      .bind(20, r.memory_ratio)
+      .bind(21, now_utc());
+  s.run();
+  const int64_t id = sqlite3_last_insert_rowid(db_);
+  Statement acc(db_,
+                "INSERT INTO accuracy (result_id, output_index, dtype, shape, max_abs_err, "
+                "max_rel_err, mismatches,"
+                " first_mismatch, rmse_vs_fp64, rmse_eager_vs_fp64, cosine, passed)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  for (const OutputAccuracy& a : r.accuracy) {
+    acc.bind(1, id)
+        .bind(2, static_cast<int64_t>(a.index))
+        .bind(3, a.dtype)
+        .bind(4, a.shape)
+        .bind(5, finite(a.max_abs_err))
+        .bind(6, finite(a.max_rel_err))
+        .bind(7, a.mismatches)
+        .bind(8, a.first_mismatch)
+        .bind(9, finite(a.rmse_vs_fp64))
+        .bind(10, finite(a.rmse_eager_vs_fp64))
+        .bind(11, finite(a.cosine))
+        .bind(12, static_cast<int64_t>(a.passed));
+    acc.run();
+    acc.reset();
+  }
+  Statement k(db_, "INSERT INTO kernels (result_id, name, calls, total_ns) VALUES (?, ?, ?, ?)");
+  for (const KernelTiming& kt : r.kernels) {
+    k.bind(1, id).bind(2, kt.name).bind(3, kt.calls).bind(4, kt.total_ns);
+    k.run();
+    k.reset();
+  }
+  tx.commit();
+  return id;
+}
+
+void Store::finish_run(int64_t run_id, const std::string& status) {
+  Statement(db_, "UPDATE runs SET status = ?, finished_at = ? WHERE id = ?")
+      .bind(1, status)
+      .bind(2, now_utc())
+      .bind(3, run_id)
+      .run();
+}
+
+std::vector<RunRow> Store::runs(int limit) {
+  Statement q(db_,
+              "SELECT r.id, r.started_at, coalesce(r.finished_at, ''), r.status, r.tag, r.suites, "
+              "r.backends, r.mode,"
+              " r.hostname, coalesce(r.git_commit, ''), coalesce(r.cores, 0),"
+              " (SELECT count(*) FROM results x WHERE x.run_id = r.id)"
+              " FROM runs r ORDER BY r.id DESC LIMIT ?");
+  q.bind(1, static_cast<int64_t>(limit));
+  std::vector<RunRow> out;
+  while (q.step()) {
+    RunRow r;
+    r.id = q.int64(0);
+    r.started_at = q.text(1);
+    r.finished_at = q.text(2);
+    r.status = q.text(3);
+    r.tag = q.text(4);
+    r.suites = q.text(5);
+    r.backends = q.text(6);
+    r.mode = q.text(7);
+    r.hostname = q.text(8);
+    r.git_commit = q.text(9);
+    r.cores = static_cast<int>(q.int64(10));
+    r.results = q.int64(11);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<ResultRow> Store::results(int64_t run_id) {
+  Statement q(db_,
+              "SELECT id, run_id, suite, model, backend, mode, status, error, batch_size, samples, "
+              "speedup, compile_s,"
+              " compile_warm_s, peak_rss_mb, memory_ratio,"
+              " (SELECT max(max_abs_err) FROM accuracy a WHERE a.result_id = results.id)"
+              " FROM results WHERE run_id = ? ORDER BY id");
+  q.bind(1, run_id);
+  std::vector<ResultRow> out;
+  while (q.step()) {
+    ResultRow r;
+    r.id = q.int64(0);
+    r.run_id = q.int64(1);
+    r.suite = q.text(2);
+    r.model = q.text(3);
+    r.backend = q.text(4);
+    r.mode = q.text(5);
+    r.status = q.text(6);
+    r.error = q.text(7);
+    r.batch_size = q.int64(8);
+    r.samples_ms = q.doubles_blob(9);
+    r.stats = summarize(r.samples_ms);
+    r.speedup = q.optional_real(10);
+    r.compile_s = q.optional_real(11);
+    r.compile_warm_s = q.optional_real(12);
+    r.peak_rss_mb = q.optional_real(13);
+    r.memory_ratio = q.optional_real(14);
+    r.max_abs_err = q.optional_real(15);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<OutputAccuracy> Store::accuracy(int64_t result_id) {
+  Statement q(db_,
+              "SELECT output_index, dtype, shape, max_abs_err, max_rel_err, mismatches, "
+              "first_mismatch, rmse_vs_fp64,"
+              " rmse_eager_vs_fp64, cosine, passed FROM accuracy WHERE result_id = ? ORDER BY "
+              "output_index");
+  q.bind(1, result_id);
+  std::vector<OutputAccuracy> out;
+  while (q.step()) {
+    OutputAccuracy a;
+    a.index = static_cast<int>(q.int64(0));
+    a.dtype = q.text(1);
+    a.shape = q.text(2);
+    a.max_abs_err = q.optional_real(3).value_or(NAN);
+    a.max_rel_err = q.optional_real(4).value_or(NAN);
+    a.mismatches = q.int64(5);
+    a.first_mismatch = q.int64(6);
+    a.rmse_vs_fp64 = q.optional_real(7).value_or(NAN);
+    a.rmse_eager_vs_fp64 = q.optional_real(8).value_or(NAN);
+    a.cosine = q.optional_real(9).value_or(NAN);
+    a.passed = q.int64(10) != 0;
+    out.push_back(a);
+  }
+  return out;
+}
+
+std::vector<KernelTiming> Store::kernels(int64_t result_id) {
+  Statement q(
+      db_, "SELECT name, calls, total_ns FROM kernels WHERE result_id = ? ORDER BY total_ns DESC");
+  q.bind(1, result_id);
+  std::vector<KernelTiming> out;
+  while (q.step()) out.push_back({q.text(0), q.int64(1), q.int64(2)});
+  return out;
+}
+
+}  // namespace crucible::reports
+
+namespace crucible::reports {
+
+std::string Store::integrity_check() {
+  Statement q(db_, "PRAGMA integrity_check");
+  std::string out;
+  while (q.step()) out += (out.empty() ? "" : "; ") + q.text(0);
+  return out;
+}
+
+}  // namespace crucible::reports

@@ -1,0 +1,142 @@
+// The accuracy rule on crafted tensors: allclose against eager, the RMSE-vs-fp64 fallback
+// (including the case that must pass: farther from eager than tol but closer to fp64 than eager),
+// exact integer comparison, NaN handling, cosine mode, and the recorded figures.
+#include "accuracy.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "test_util.h"
+
+namespace crucible {
+namespace {
+
+using testing::T;
+
+std::vector<double> ramp(int n, double scale) {
+  std::vector<double> v(n);
+  for (int i = 0; i < n; ++i) v[i] = scale * (i % 17 - 8);
+  return v;
+}
+
+TEST(Accuracy, WithinToleranceOfEagerPasses) {
+  Tensor ref = T(DType::kF32, {3}, {1.0, 2.0, -3.0});
+  Tensor res = T(DType::kF32, {3}, {1.00005, 2.0, -3.0002});
+  auto a = compare_output(res, ref, ref.to(DType::kF64), {});
+  EXPECT_TRUE(a.passed);
+  EXPECT_EQ(a.mismatches, 0);
+  EXPECT_EQ(a.first_mismatch, -1);
+  EXPECT_NEAR(a.max_abs_err, 0.0002, 1e-6);
+}
+
+TEST(Accuracy, FartherFromEagerThanTolButCloserToFp64ThanEagerPasses) {
+  // fp64 truth; eager carries an error of 3e-3 everywhere; the compiled result is exact.
+  const int n = 2000;
+  std::vector<double> truth = ramp(n, 0.5), eager(n), compiled = truth;
+  for (int i = 0; i < n; ++i) eager[i] = truth[i] + 3e-3;
+  auto a = compare_output(T(DType::kF32, {n}, compiled), T(DType::kF32, {n}, eager),
+                          T(DType::kF64, {n}, truth), {});
+  EXPECT_GT(a.mismatches, 0);  // allclose with eager fails...
+  EXPECT_LT(a.rmse_vs_fp64, a.rmse_eager_vs_fp64);
+  EXPECT_TRUE(a.passed);  // ...but it is nearer the truth than eager is
+}
+
+TEST(Accuracy, FarFromBothEagerAndFp64Fails) {
+  const int n = 2000;
+  std::vector<double> truth = ramp(n, 0.5), eager(n), compiled(n);
+  for (int i = 0; i < n; ++i) {
+    eager[i] = truth[i] + 1e-5;
+    compiled[i] = truth[i] + 1e-2;
+  }
+  auto a = compare_output(T(DType::kF32, {n}, compiled), T(DType::kF32, {n}, eager),
+                          T(DType::kF64, {n}, truth), {});
+  EXPECT_FALSE(a.passed);
+  EXPECT_EQ(a.mismatches, n);
+  EXPECT_EQ(a.first_mismatch, 0);
+  EXPECT_NEAR(a.rmse_vs_fp64, 1e-2, 1e-6);
+}
+
+TEST(Accuracy, MultiplierIsTwoForLargeF32AndThreeForSmallOrBf16) {
+  // Result RMSE 2.5x eager's: fails for 2000 f32 elements (m = 2), passes for 500 (m = 3).
+  auto check = [](int n, DType dt) {
+    std::vector<double> truth(n, 1.0), eager(n), compiled(n);
+    for (int i = 0; i < n; ++i) {
+      eager[i] = 1.0 + (i % 2 ? 1e-2 : -1e-2);
+      compiled[i] = 1.0 + (i % 2 ? 2.5e-2 : -2.5e-2);
+    }
+    AccuracyOptions o;
+    o.tol = 1e-4;
+    return compare_output(T(dt, {n}, compiled), T(dt, {n}, eager), T(DType::kF64, {n}, truth), o)
+        .passed;
+  };
+  EXPECT_FALSE(check(2000, DType::kF32));
+  EXPECT_TRUE(check(500, DType::kF32));
+}
+
+TEST(Accuracy, IntegersAndBoolMustMatchExactly) {
+  Tensor ref = T(DType::kU8, {4}, {0, 255, 7, 9});
+  EXPECT_TRUE(compare_output(T(DType::kU8, {4}, {0, 255, 7, 9}), ref, Tensor(), {}).passed);
+  auto a = compare_output(T(DType::kU8, {4}, {0, 254, 7, 8}), ref, Tensor(), {});
+  EXPECT_FALSE(a.passed);
+  EXPECT_EQ(a.mismatches, 2);
+  EXPECT_EQ(a.first_mismatch, 1);
+  EXPECT_EQ(a.max_abs_err, 1);
+  EXPECT_FALSE(
+      compare_output(T(DType::kBool, {2}, {1, 0}), T(DType::kBool, {2}, {1, 1}), Tensor(), {})
+          .passed);
+}
+
+TEST(Accuracy, NanInTheSamePlaceIsEqualOnlyWithEqualNan) {
+  Tensor ref = T(DType::kF32, {2}, {NAN, 1.0});
+  Tensor res = T(DType::kF32, {2}, {NAN, 1.0});
+  EXPECT_TRUE(compare_output(res, ref, ref.to(DType::kF64), {}).passed);
+  AccuracyOptions strict;
+  strict.equal_nan = false;
+  EXPECT_FALSE(compare_output(res, ref, ref.to(DType::kF64), strict).passed);
+  auto a = compare_output(T(DType::kF32, {2}, {0.0, 1.0}), ref, ref.to(DType::kF64), {});
+  EXPECT_FALSE(a.passed);
+  EXPECT_EQ(a.first_mismatch, 0);
+}
+
+TEST(Accuracy, InfinitiesMustMatch) {
+  Tensor ref = T(DType::kF32, {2}, {INFINITY, -1});
+  EXPECT_TRUE(
+      compare_output(T(DType::kF32, {2}, {INFINITY, -1}), ref, ref.to(DType::kF64), {}).passed);
+  EXPECT_FALSE(
+      compare_output(T(DType::kF32, {2}, {-INFINITY, -1}), ref, ref.to(DType::kF64), {}).passed);
+}
+
+TEST(Accuracy, CosineModeIgnoresScaleOfSmallErrors) {
+  const int n = 100;
+  std::vector<double> e = ramp(n, 1.0), r(n);
+  for (int i = 0; i < n; ++i)
+    r[i] = e[i] * 1.01;  // 1% off everywhere: allclose fails, direction same
+  AccuracyOptions cos;
+  cos.cosine = true;
+  auto a =
+      compare_output(T(DType::kF32, {n}, r), T(DType::kF32, {n}, e), T(DType::kF64, {n}, e), cos);
+  EXPECT_TRUE(a.passed);
+  EXPECT_NEAR(a.cosine, 1.0, 1e-9);
+  std::vector<double> flipped(n);
+  for (int i = 0; i < n; ++i) flipped[i] = (i % 2) ? e[i] : -e[i];
+  EXPECT_FALSE(
+      compare_output(T(DType::kF32, {n}, flipped), T(DType::kF32, {n}, e), Tensor(), cos).passed);
+}
+
+TEST(Accuracy, ShapeOrDtypeMismatchFails) {
+  Tensor ref = T(DType::kF32, {2}, {1, 2});
+  auto a = compare_output(T(DType::kF32, {1, 2}, {1, 2}), ref, Tensor(), {});
+  EXPECT_FALSE(a.passed);
+  EXPECT_NE(a.shape.find("eager: f32[2]"), std::string::npos);
+  EXPECT_FALSE(compare_output(T(DType::kF64, {2}, {1, 2}), ref, Tensor(), {}).passed);
+}
+
+TEST(Accuracy, IdenticalTreatsNansAsEqualAndZeroSignsAsDifferent) {
+  EXPECT_TRUE(identical(T(DType::kF32, {2}, {NAN, 1}), T(DType::kF32, {2}, {NAN, 1})));
+  EXPECT_FALSE(identical(T(DType::kF32, {1}, {0.0}), T(DType::kF32, {1}, {-0.0})));
+  EXPECT_FALSE(identical(T(DType::kF32, {1}, {1.0}), T(DType::kF32, {1}, {1.0000001})));
+}
+
+}  // namespace
+}  // namespace crucible

@@ -1,0 +1,231 @@
+// `crucible run` end to end with real workers, the real SQLite store and a misbehaving test plugin:
+// every fault becomes its status, the run finishes, and the other models' results are all there.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "cli_util.h"
+#include "crucible/reports/store.h"
+
+namespace crucible {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_crucible;
+
+class HarnessRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("crucible_run_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "suite");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // One small graph per model; the graph name is what the faulty backend keys its faults on.
+  void add_model(const std::string& name, const std::string& extra = "") {
+    std::ofstream(dir_ / "suite" / (name + ".graph"))
+        << "graph " << name
+        << "(%x: f32[4,8], %y: f32[8]) {\n  %a = mul(%x, %y)\n  %b = neg(%a)\n  return %b\n}\n";
+    std::ofstream(dir_ / "suite" / "suite.manifest", std::ios::app)
+        << "model " << name << " graph=" << name << ".graph " << extra << "\n";
+  }
+
+  std::string run_args(const std::string& extra) const {
+    return "run --suite " + (dir_ / "suite" / "suite.manifest").string() + " --db " +
+           (dir_ / "r.db").string() + " --output-dir " + (dir_ / "out").string() +
+           " --plugin-path " + CRUCIBLE_TEST_PLUGIN_DIR + " " + extra;
+  }
+
+  std::map<std::string, reports::ResultRow> results_by_model(reports::Store& store,
+                                                             int64_t run_id) {
+    std::map<std::string, reports::ResultRow> out;
+    for (auto& r : store.results(run_id)) out[r.model + "/" + r.backend + "/" + r.mode] = r;
+    return out;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(HarnessRun, EveryFaultBecomesItsStatusAndTheRunFinishes) {
+  const std::vector<std::pair<std::string, std::string>> faults = {
+      {"m_ok", ""},           {"m_segv", "segv"},  {"m_abort", "abort"},
+      {"m_hang", "hang"},     {"m_oom", "oom"},    {"m_compile", "compile_error"},
+      {"m_run", "run_error"}, {"m_wrong", "wrong"}};
+  std::string config;
+  for (const auto& [model, fault] : faults) {
+    add_model(model);
+    if (!fault.empty()) config += " -c fault." + model + "=" + fault;
+  }
+  auto r = run_crucible(
+      run_args("--backends faulty --mode accuracy --timeout 4 --memory-limit 1024" + config));
+  EXPECT_EQ(r.status, 1) << r.err;  // some models failed, and that is reported
+
+  auto store = reports::Store::open(dir_ / "r.db");
+  auto runs = store->runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, "complete");
+  auto res = results_by_model(*store, runs[0].id);
+  EXPECT_EQ(res.size(), faults.size());
+  const std::map<std::string, std::string> expected = {
+      {"m_ok", "pass"},         {"m_segv", "crash"},
+      {"m_abort", "crash"},     {"m_hang", "timeout"},
+      {"m_oom", "oom"},         {"m_compile", "fail_to_compile"},
+      {"m_run", "fail_to_run"}, {"m_wrong", "fail_accuracy"}};
+  for (const auto& [model, status] : expected) {
+    ASSERT_TRUE(res.contains(model + "/faulty/accuracy")) << model;
+    const auto& row = res[model + "/faulty/accuracy"];
+    EXPECT_EQ(row.status, status) << model << ": " << row.error;
+  }
+  EXPECT_NE(res["m_segv/faulty/accuracy"].error.find("SIGSEGV during run of faulty"),
+            std::string::npos)
+      << res["m_segv/faulty/accuracy"].error;
+  EXPECT_NE(res["m_abort/faulty/accuracy"].error.find("SIGABRT"), std::string::npos);
+  EXPECT_NE(res["m_compile/faulty/accuracy"].error.find("cannot lower op 'neg' for u8"),
+            std::string::npos);
+  EXPECT_NE(res["m_run/faulty/accuracy"].error.find("kernel launch failed"), std::string::npos);
+  // The wrong answer is caught with its figures: one element off by exactly 1.
+  auto acc = store->accuracy(res["m_wrong/faulty/accuracy"].id);
+  ASSERT_EQ(acc.size(), 1u);
+  EXPECT_FALSE(acc[0].passed);
+  EXPECT_EQ(acc[0].mismatches, 32);
+  EXPECT_EQ(acc[0].first_mismatch, 0);
+  EXPECT_NEAR(acc[0].max_abs_err, 1.0, 1e-6);
+  // The passing model's accuracy row is complete.
+  auto ok = store->accuracy(res["m_ok/faulty/accuracy"].id);
+  ASSERT_EQ(ok.size(), 1u);
+  EXPECT_TRUE(ok[0].passed);
+  EXPECT_EQ(ok[0].shape, "[4,8]");
+  // CSV in dynamo's accuracy format.
+  std::string csv = testing::read_all(dir_ / "out" / "faulty_accuracy.csv");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "dev,name,batch_size,accuracy");
+  EXPECT_NE(csv.find("cpu,m_segv,4,crash"), std::string::npos) << csv;
+}
+
+TEST_F(HarnessRun, BothModesRecordSamplesSpeedupAndKernels) {
+  add_model("m_a");
+  add_model("m_skip", "skip=\"needs conv2d\"");
+  add_model("m_x", "xfail=\"known wrong\"");
+  auto r = run_crucible(
+      run_args("--backends eager,faulty --mode both --repeat 4 --warmup 1 -c fault.m_x=wrong"));
+  EXPECT_EQ(r.status, 0) << r.err << r.out;  // skipped and expected failures do not fail the run
+  auto store = reports::Store::open(dir_ / "r.db");
+  auto run = store->runs().at(0);
+  auto res = results_by_model(*store, run.id);
+  const auto& perf = res["m_a/faulty/performance"];
+  EXPECT_EQ(perf.status, "pass") << perf.error;
+  EXPECT_EQ(perf.samples_ms.size(), 4u);
+  ASSERT_TRUE(perf.speedup.has_value());
+  EXPECT_GT(*perf.speedup, 0);
+  ASSERT_TRUE(perf.peak_rss_mb.has_value());
+  EXPECT_GT(*perf.peak_rss_mb, 1.0);
+  EXPECT_TRUE(perf.compile_s.has_value());
+  EXPECT_TRUE(perf.compile_warm_s.has_value());
+  // Eager's speed-up over itself is exactly 1 and its kernels are named per op kind.
+  const auto& eager = res["m_a/eager/performance"];
+  ASSERT_TRUE(eager.speedup.has_value());
+  EXPECT_DOUBLE_EQ(*eager.speedup, 1.0);
+  auto kernels = store->kernels(eager.id);
+  ASSERT_EQ(kernels.size(), 2u);
+  for (const auto& k : kernels) {
+    EXPECT_TRUE(k.name == "eager::mul" || k.name == "eager::neg") << k.name;
+    EXPECT_EQ(k.calls, 1);  // per iteration
+  }
+  EXPECT_EQ(res["m_skip/eager/accuracy"].status, "skipped");
+  EXPECT_EQ(res["m_skip/eager/accuracy"].error, "needs conv2d");
+  EXPECT_EQ(res["m_x/faulty/accuracy"].status, "xfail");
+  EXPECT_EQ(res["m_x/faulty/performance"].status,
+            "skipped");  // not timed: it did not pass accuracy
+  std::string csv = testing::read_all(dir_ / "out" / "faulty_performance.csv");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "dev,name,batch_size,speedup,abs_latency,compilation_latency,compression_ratio,eager_"
+            "peak_mem,"
+            "dynamo_peak_mem");
+  EXPECT_EQ(store->integrity_check(), "ok");
+}
+
+TEST_F(HarnessRun, KilledRunLeavesCompleteRowsOnlyAndIsMarkedIncomplete) {
+  for (int i = 0; i < 6; ++i) add_model("m_" + std::to_string(i));
+  std::string config;
+  for (int i = 0; i < 6; ++i) config += " -c fault.m_" + std::to_string(i) + "=sleep_ms:300";
+  const std::string cmd = std::string(CRUCIBLE_BIN_DIR) + "/crucible " +
+                          run_args("--backends eager,faulty --mode accuracy" + config) +
+                          " >/dev/null 2>&1";
+  // Kill at several points: while starting, while workers run, between results.
+  const int kill_after_ms[] = {30, 400, 900, 1500};
+  for (int ms : kill_after_ms) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
+      ::_exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+  }
+  auto store = reports::Store::open(dir_ / "r.db");
+  EXPECT_EQ(store->integrity_check(), "ok");
+  auto runs = store->runs();
+  ASSERT_GE(runs.size(), 3u);  // the 30 ms kill may land before the run row exists
+  int64_t results = 0;
+  for (const auto& run : runs) {
+    EXPECT_EQ(run.status, "incomplete") << "run " << run.id;
+    for (const auto& r : store->results(run.id)) {
+      ++results;
+      // A result row is never without its accuracy rows: each was written in one transaction.
+      if (r.status == "pass") {
+        EXPECT_EQ(store->accuracy(r.id).size(), 1u);
+      }
+    }
+  }
+  EXPECT_GT(results, 0);
+}
+
+TEST_F(HarnessRun, BadRequestsFailBeforeAnyRunIsRecorded) {
+  add_model("m_a");
+  struct Case {
+    std::string args, expected;
+  } cases[] = {
+      {"--backends nosuch", "backend 'nosuch': no crucible_backend_nosuch.so"},
+      {"--mode fast", "--mode must be accuracy, performance or both, got 'fast'"},
+      {"--only nothere", "--only nothere: no such model in the selected suites"},
+      {"--filter '('", "--filter '(' is not a valid regular expression"},
+      {"--shard 2/2", "--shard expects I/N with 0 <= I < N, got '2/2'"},
+      {"--repeat 0", "--repeat must be at least 1"},
+      {"--backends " + std::string(CRUCIBLE_TEST_PLUGIN_DIR) + "/wrong_abi_plugin.so",
+       "plugin ABI version 999 does not match"},
+      {"--exclude m_a", "no models selected"},
+  };
+  for (const auto& c : cases) {
+    auto r = run_crucible(run_args(c.args));
+    EXPECT_EQ(r.status, 2) << c.args;
+    EXPECT_EQ(testing::count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
+  }
+  auto missing = run_crucible("run --suite nosuchsuite --db " + (dir_ / "r.db").string());
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("suite 'nosuchsuite': no nosuchsuite/suite.manifest in"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(dir_ / "r.db"));  // nothing was recorded, not even an empty run
+}
+
+TEST_F(HarnessRun, NotADatabaseIsOneClearError) {
+  add_model("m_a");
+  std::ofstream(dir_ / "r.db")
+      << "this is not sqlite, just some text that is long enough to have a header....";
+  auto r = run_crucible(run_args(""));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("r.db: not a crucible database"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace crucible

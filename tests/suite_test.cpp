@@ -1,0 +1,98 @@
+// Suite manifests: parsing, errors with positions, model selection by name, regex and shard.
+#include "suite.h"
+
+#include <gtest/gtest.h>
+
+#include "crucible/core/error.h"
+
+namespace crucible {
+namespace {
+
+const char* kManifest =
+    "# a comment\n"
+    "model alpha graph=a.graph batch_size=8 tolerance=1e-3\n"
+    "\n"
+    "model beta  graph=b.graph skip=\"needs conv2d\"   # trailing comment\n"
+    "model gamma graph=/abs/c.graph xfail=\"bf16 \\\"rounding\\\"\" cosine=true\n"
+    "model delta graph=d.graph\n";
+
+TEST(Suite, ParsesModelsWithTheirSettings) {
+  Suite s = parse_suite(kManifest, "/suites/demo/suite.manifest");
+  EXPECT_EQ(s.name, "demo");
+  ASSERT_EQ(s.models.size(), 4u);
+  EXPECT_EQ(s.models[0].graph, "/suites/demo/a.graph");
+  EXPECT_EQ(s.models[0].batch_size, 8);
+  EXPECT_DOUBLE_EQ(s.models[0].tolerance, 1e-3);
+  EXPECT_EQ(s.models[1].skip, "needs conv2d");
+  EXPECT_EQ(s.models[2].graph, "/abs/c.graph");
+  EXPECT_EQ(s.models[2].xfail, "bf16 \"rounding\"");
+  EXPECT_TRUE(s.models[2].cosine);
+  EXPECT_DOUBLE_EQ(s.models[3].tolerance, 1e-4);
+}
+
+TEST(Suite, ErrorsNameFileLineAndColumn) {
+  struct Case {
+    const char* text;
+    const char* message;
+  } cases[] = {
+      {"modl a graph=a.graph\n", "m.manifest:1:1: expected 'model', got 'modl'"},
+      {"model a graph=a.graph\nmodel a graph=b.graph\n", "m.manifest:2:7: model 'a' listed twice"},
+      {"model a graph=a.graph tol=1\n",
+       "m.manifest:1:23: unknown key 'tol' (expected graph, batch_size, tolerance, "
+       "cosine, skip or xfail)"},
+      {"model a graph=a.graph batch_size=0\n",
+       "m.manifest:1:23: batch_size must be a positive integer"},
+      {"model a graph=a.graph tolerance=x\n",
+       "m.manifest:1:23: tolerance must be a number, got 'x'"},
+      {"model a\n", "m.manifest:1:1: model 'a' has no graph=FILE"},
+      {"model a graph=a.graph skip=\"oops\n", "m.manifest:1:28: unterminated string"},
+      {"model a graph=a.graph batch\n", "m.manifest:1:23: expected key=value, got 'batch'"},
+  };
+  for (const auto& c : cases) {
+    try {
+      parse_suite(c.text, "m.manifest");
+      ADD_FAILURE() << c.text;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), c.message);
+    }
+  }
+}
+
+TEST(Suite, SelectionByOnlyFilterExcludeAndShard) {
+  std::vector<Suite> suites{parse_suite(kManifest, "/s/demo/suite.manifest")};
+  auto names = [](const std::vector<ModelEntry>& ms) {
+    std::string out;
+    for (const auto& m : ms) out += m.name + " ";
+    return out;
+  };
+  ModelFilter all;
+  EXPECT_EQ(names(select_models(suites, all)), "alpha beta gamma delta ");
+  ModelFilter only;
+  only.only = {"gamma", "alpha"};
+  EXPECT_EQ(names(select_models(suites, only)), "alpha gamma ");
+  ModelFilter re;
+  re.include = std::regex("a$");
+  re.exclude = std::regex("^g");
+  EXPECT_EQ(names(select_models(suites, re)), "alpha beta delta ");
+  ModelFilter s0, s1;
+  parse_shard("0/2", s0);
+  parse_shard("1/2", s1);
+  EXPECT_EQ(names(select_models(suites, s0)), "alpha gamma ");
+  EXPECT_EQ(names(select_models(suites, s1)), "beta delta ");
+  ModelFilter missing;
+  missing.only = {"omega"};
+  EXPECT_THROW(select_models(suites, missing), Error);
+  for (const char* bad : {"2/2", "-1/2", "1", "a/b", "0/0", "1/2x"}) {
+    ModelFilter f;
+    EXPECT_THROW(parse_shard(bad, f), Error) << bad;
+  }
+}
+
+TEST(Suite, TutorialSuiteIsFoundAndComplete) {
+  Suite s = find_suite("tutorial", suite_search_path({}));
+  EXPECT_EQ(s.models.size(), 5u);
+  for (const auto& m : s.models) EXPECT_TRUE(std::filesystem::exists(m.graph)) << m.graph;
+}
+
+}  // namespace
+}  // namespace crucible
