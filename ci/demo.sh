@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# README command 1: set up, build, and run the main job — every tutorial graph on the eager backend.
+# README command 1: set up, build, and run the main job — the tutorial suite in both modes on the
+# embedded SQLite default (crucible.db in the working directory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
-for g in suites/tutorial/*.graph; do
-  ./build/bin/crucible run-graph "$g" --backend eager --seed 0
-done
+./build/bin/crucible run --suite tutorial --backends eager --mode both --threads "$(nproc)"

@@ -1,6 +1,5 @@
-// Linear-algebra ops (matmul, linear, addmm, embedding) and the GEMM entry points, against hand
-// values and a double-precision reference with tolerances from the standard error bound of a K-term
-// dot.
+// matmul, linear, addmm, embedding and the GEMM entry points against hand values and a double
+// reference, with tolerances from the k * u * sum|a||b| error bound of a k-term dot product.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -189,6 +188,17 @@ TEST(Matmul, NonContiguousOperands) {
     Tensor batched_p =
         Uniform(dt, {5, 3, 7}, 47).permute(std::vector<int64_t>{1, 0, 2});  // [3,5,7]
     ExpectMatmulClose(Op("matmul", {batched_p, batched_t}), RefMatmul(batched_p, batched_t), 7, dt);
+  }
+}
+
+// Batches folded into M must keep their own row spacing: here one row per batch, 6 apart.
+TEST(Matmul, SharedWeightWithGappedBatchRows) {
+  for (DType dt : {DType::kF32, DType::kF64}) {
+    Tensor a = Uniform(dt, {5, 2, 3}, 48).slice(1, 0, 1);  // [5,1,3], strides [6,3,1]
+    Tensor b = Uniform(dt, {3, 4}, 49);
+    ExpectMatmulClose(Op("matmul", {a, b}), RefMatmul(a, b), 3, dt);
+    Tensor a2 = Uniform(dt, {5, 6, 3}, 50).slice(1, 0, 4);  // [5,4,3], batch stride 18 != 4*3
+    ExpectMatmulClose(Op("matmul", {a2, b}), RefMatmul(a2, b), 3, dt);
   }
 }
 
@@ -439,6 +449,28 @@ TEST(Gemm, BatchedWithBroadcastOperand) {
     const std::vector<double> bt(b.begin() + t * k * n, b.begin() + (t + 1) * k * n);
     const std::vector<double> want =
         RefGemm(false, false, m, n, k, a, k, bt, n, std::vector<double>(m * n), n, 0, 1);
+    for (int64_t i = 0; i < m * n; ++i) {
+      ASSERT_NEAR(c64[t * m * n + i], want[i], 1e-14);
+      ASSERT_NEAR(c32[t * m * n + i], want[i], 1e-5);
+    }
+  }
+}
+
+// Overlapping batch windows (stride 1 < one matrix) are legal for the read-only operands; oneDNN
+// may refuse such a layout, and then the sgemm fallback must give the same answer.
+TEST(Gemm, OverlappingBatchWindows) {
+  const int64_t batch = 4, m = 3, n = 5, k = 4;
+  const std::vector<double> a = RandomVector(batch + m * k, 8), b = RandomVector(k * n, 9);
+  std::vector<float> a32(a.begin(), a.end()), b32(b.begin(), b.end()), c32(batch * m * n);
+  std::vector<double> c64(batch * m * n);
+  gemm_batched_f32(false, false, batch, m, n, k, a32.data(), k, 1, b32.data(), n, 0, c32.data(), n,
+                   m * n);
+  gemm_batched_f64(false, false, batch, m, n, k, a.data(), k, 1, b.data(), n, 0, c64.data(), n,
+                   m * n);
+  for (int64_t t = 0; t < batch; ++t) {
+    const std::vector<double> at(a.begin() + t, a.begin() + t + m * k);
+    const std::vector<double> want =
+        RefGemm(false, false, m, n, k, at, k, b, n, std::vector<double>(m * n), n, 0, 1);
     for (int64_t i = 0; i < m * n; ++i) {
       ASSERT_NEAR(c64[t * m * n + i], want[i], 1e-14);
       ASSERT_NEAR(c32[t * m * n + i], want[i], 1e-5);

@@ -1,6 +1,7 @@
 // Reduction and normalization ops (sum, mean, amax, amin, var, softmax, log_softmax, layer_norm)
 // against hand-computed values and a naive double-precision reference over every kernel path.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <limits>
@@ -352,6 +353,32 @@ TEST(Reductions, BadDims) {
   ExpectError("sum", {x}, Attrs{{"dims", 1.5}}, "dims");
   // An int given for an int-list attribute is a one-element list.
   ExpectTensor(Op("sum", {x}, Attrs{{"dims", int64_t{1}}}), DType::kF32, {2}, {6, 15});
+}
+
+// The eager-twice determinism check compares runs bit for bit, and a run may use any thread count:
+// work splits follow shapes, never threads.
+TEST(Reductions, ResultsDoNotDependOnThreadCount) {
+  Tensor rows = Uniform(DType::kF32, {3, 100003}, 41);
+  Tensor cols = Uniform(DType::kF32, {8192, 300}, 42);
+  auto run_all = [&] {
+    std::vector<std::vector<double>> out;
+    out.push_back(Op("sum", {rows}).to_doubles());
+    out.push_back(Op("sum", {rows}, Dims({1})).to_doubles());
+    out.push_back(Op("var", {cols}, Dims({0})).to_doubles());
+    out.push_back(Op("mean", {cols}, Dims({0})).to_doubles());
+    out.push_back(Op("softmax", {cols}, Attrs{{"dim", int64_t{0}}}).to_doubles());
+    out.push_back(
+        Op("layer_norm", {rows}, Attrs{{"normalized_shape", std::vector<int64_t>{100003}}})
+            .to_doubles());
+    return out;
+  };
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const auto one = run_all();
+  omp_set_num_threads(3);
+  const auto three = run_all();
+  omp_set_num_threads(saved);
+  for (size_t i = 0; i < one.size(); ++i) EXPECT_EQ(one[i], three[i]) << "result " << i;
 }
 
 // ---- softmax / log_softmax ----

@@ -76,10 +76,11 @@ std::shared_ptr<const GemmPlan> make_plan(const GemmKey& key) {
   const bool ta = v[0] != 0, tb = v[1] != 0;
   const int64_t batch = v[2], m = v[3], n = v[4], k = v[5];
   auto plan = std::make_shared<GemmPlan>();
-  plan->a_md = operand_desc(batch, v[9], ta, m, k, v[6]);
-  plan->b_md = operand_desc(batch, v[10], tb, k, n, v[7]);
-  plan->c_md = operand_desc(batch, v[11], false, m, n, v[8]);
   try {
+    // Descriptors throw too, e.g. for overlapping batch windows.
+    plan->a_md = operand_desc(batch, v[9], ta, m, k, v[6]);
+    plan->b_md = operand_desc(batch, v[10], tb, k, n, v[7]);
+    plan->c_md = operand_desc(batch, v[11], false, m, n, v[8]);
     dnnl::primitive_attr attr;
     // Scratchpad owned by the caller, so one primitive can run on several threads at once.
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);

@@ -1,6 +1,5 @@
-// f64 GEMM: our own cache-blocked, packed, OpenMP-parallel kernel, since oneDNN has no f64 matmul.
-// f64 is the accuracy-reference path (models are judged against an fp64 run), so it is exact in
-// its summation order (FMA, fixed order, no dependence on the thread count) before it is fast.
+// f64 GEMM: our own cache-blocked, packed, OpenMP-parallel kernel (oneDNN has no f64 matmul). It is
+// the accuracy-reference path, so its summation order is fixed (FMA, thread-count independent).
 #include <fmt/format.h>
 #include <omp.h>
 

@@ -1,6 +1,5 @@
-// The linear-algebra op family (matmul, linear, addmm, embedding): type rules and eager kernels
-// that map strided operands onto the GEMM entry points of gemm.h without copying BLAS-compatible
-// layouts.
+// Linear algebra (matmul, linear, addmm, embedding): type rules and eager kernels that hand strided
+// operands to the GEMMs of gemm.h, copying only layouts BLAS cannot express.
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -21,7 +21,9 @@ inline constexpr int64_t kParallelGrain = 32768;
 // double sum across blocks, for one extra add per block.
 inline constexpr int64_t kBlock = 4096;
 inline constexpr int64_t kRowBlock = 128;
-// Columns handled by one task of a column fold: accumulators for 256 columns stay in L1.
+// Columns handled by one task of a column fold. Wide enough that a tile usually spans whole
+// 4 KiB rows (tiles of a fraction of a page restart the hardware prefetcher on every row: a sum
+// over dim 0 of [8192, 1024] f32 ran 1.7x slower with 256), small enough for L1/L2 partials.
 inline constexpr int64_t kTile = 1024;
 
 // Independent accumulators per row fold: four AVX2 registers' worth, enough to hide add latency.

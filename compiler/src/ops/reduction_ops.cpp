@@ -1,6 +1,5 @@
-// The reduction op family (sum, mean, amax, amin, var): type rules and the eager kernels, which
-// plan every reduction as [outer kept dims, reduced block, contiguous inner kept block] and fold
-// it.
+// Reductions (sum, mean, amax, amin, var): type rules and eager kernels that plan each reduction
+// as [outer kept dims, one reduced block, a contiguous inner kept block] and fold it vectorized.
 #include <fmt/format.h>
 
 #include <algorithm>
