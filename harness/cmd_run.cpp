@@ -3,6 +3,7 @@
 // under them).
 #include <fmt/format.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <iostream>
 #include <regex>
@@ -148,7 +149,12 @@ int run_command(const std::vector<std::string>& args) {
   if (cfg.repeat < 1) throw po::error("--repeat must be at least 1");
   if (cfg.warmup < 0) throw po::error("--warmup must be >= 0");
   if (!(cfg.timeout_s > 0)) throw po::error("--timeout must be positive");
-  if (cfg.memory_limit_mb < 0) throw po::error("--memory-limit must be >= 0");
+  if (cfg.memory_limit_mb < -1) throw po::error("--memory-limit must be -1, 0 or a size in MB");
+  if (cfg.memory_limit_mb == -1) {
+    // A runaway worker should fail alone, not push the whole machine into swap or the OOM killer.
+    cfg.memory_limit_mb =
+        static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE) / (1 << 20) * 8 / 10;
+  }
   if (cfg.threads < 0) throw po::error("--threads must be >= 0");
   cfg.config = parse_config(config);
   cfg.db = db;

@@ -19,7 +19,7 @@ struct RunConfig {
   int repeat = 10;
   int warmup = 3;
   double timeout_s = 600;
-  int64_t memory_limit_mb = 0;  // 0: none
+  int64_t memory_limit_mb = 0;  // 0: none (the CLI defaults to 80% of RAM)
   int threads = 0;
   uint64_t seed = 0;
   std::filesystem::path db = "crucible.db";

@@ -1,0 +1,127 @@
+// The SQLite store on its own: schema creation and re-opening, WAL, round trips of every field, the
+// abandoned-run rule, and the errors for a file that is not ours.
+#include "crucible/reports/store.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+namespace crucible::reports {
+namespace {
+
+namespace fs = std::filesystem;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = fs::temp_directory_path() / ("crucible_store_" + std::to_string(::getpid()) + ".db");
+    fs::remove(path_);
+  }
+  void TearDown() override {
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path_.string() + suffix);
+  }
+  fs::path path_;
+};
+
+TEST_F(StoreTest, CreatesSchemaOnceAndReopens) {
+  { EXPECT_EQ(Store::open(path_)->schema_version(), Store::kSchemaVersion); }
+  auto again = Store::open(path_);
+  EXPECT_EQ(again->schema_version(), Store::kSchemaVersion);
+  EXPECT_EQ(again->integrity_check(), "ok");
+  EXPECT_TRUE(fs::exists(path_.string() + "-wal"));  // WAL mode
+}
+
+TEST_F(StoreTest, ResultsRoundTripWithSamplesAccuracyAndKernels) {
+  auto store = Store::open(path_);
+  RunInfo info;
+  info.tag = "nightly";
+  info.suites = "tutorial";
+  info.backends = "eager,codegen";
+  info.mode = "both";
+  info.env.cores = 2;
+  info.env.launcher["OMP_NUM_THREADS"] = "2";
+  const int64_t run = store->begin_run(info);
+  ResultRecord r;
+  r.suite = "tutorial";
+  r.model = "sin_cos";
+  r.backend = "codegen";
+  r.mode = "performance";
+  r.batch_size = 10;
+  r.status = "pass";
+  r.samples_ms = {3.0, 1.0, 2.0, 10.0};
+  r.speedup = 1.5;
+  r.compile_s = 0.25;
+  r.peak_rss_mb = 12;
+  OutputAccuracy a;
+  a.dtype = "f32";
+  a.shape = "[10,10]";
+  a.max_abs_err = 1e-6;
+  a.passed = true;
+  r.accuracy = {a};
+  r.kernels = {{"cpp_fused_add_cos_sin_0", 1, 1200}, {"extern::gemm", 2, 5000}};
+  const int64_t id = store->add_result(run, r);
+  store->finish_run(run, "complete");
+
+  auto runs = store->runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, "complete");
+  EXPECT_EQ(runs[0].tag, "nightly");
+  EXPECT_EQ(runs[0].results, 1);
+  auto rows = store->results(run);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].samples_ms, (std::vector<double>{3.0, 1.0, 2.0, 10.0}));  // order kept, exact
+  EXPECT_DOUBLE_EQ(rows[0].stats.median, 2.5);
+  EXPECT_DOUBLE_EQ(*rows[0].speedup, 1.5);
+  EXPECT_FALSE(rows[0].memory_ratio.has_value());
+  EXPECT_DOUBLE_EQ(*rows[0].max_abs_err, 1e-6);
+  auto k = store->kernels(id);
+  ASSERT_EQ(k.size(), 2u);
+  EXPECT_EQ(k[0].name, "extern::gemm");  // by total time
+  EXPECT_EQ(store->accuracy(id).at(0).shape, "[10,10]");
+}
+
+TEST_F(StoreTest, RunOfADeadProcessIsMarkedIncompleteOnOpen) {
+  int64_t run;
+  {
+    auto store = Store::open(path_);
+    run = store->begin_run({});
+  }
+  // Our own pid is alive, so the run stays 'running'...
+  EXPECT_EQ(Store::open(path_)->runs().at(0).status, "running");
+  // ...until the row says it belonged to a process that no longer exists.
+  {
+    std::string cmd = "sqlite3 " + path_.string() +
+                      " \"UPDATE runs SET pid = 2147483000 WHERE id = " + std::to_string(run) +
+                      "\"";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+  }
+  EXPECT_EQ(Store::open(path_)->runs().at(0).status, "incomplete");
+}
+
+TEST_F(StoreTest, NewerSchemaAndForeignFilesAreRefused) {
+  { Store::open(path_); }
+  ASSERT_EQ(
+      std::system(
+          ("sqlite3 " + path_.string() + " \"UPDATE schema_version SET version = 99\"").c_str()),
+      0);
+  try {
+    Store::open(path_);
+    ADD_FAILURE();
+  } catch (const StoreError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("database schema version 99 is newer than this crucible's 1"),
+        std::string::npos)
+        << e.what();
+  }
+  fs::path text = path_.string() + ".txt";
+  std::ofstream(text) << std::string(200, 'x');
+  EXPECT_THROW(Store::open(text), StoreError);
+  fs::remove(text);
+  EXPECT_THROW(Store::open("/nonexistent/dir/x.db"), StoreError);
+}
+
+}  // namespace
+}  // namespace crucible::reports
