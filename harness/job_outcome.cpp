@@ -54,12 +54,8 @@ std::vector<reports::ResultRecord> finalize_job(const WorkerJob& job, const Chil
       out.push_back(*it);
       continue;
     }
-    reports::ResultRecord r;
-    r.suite = job.suite;
-    r.model = job.model;
-    r.backend = backend;
-    r.mode = mode;
-    r.batch_size = job.batch_size;
+    reports::ResultRecord r =
+        reports::make_result(job.suite, job.model, backend, mode, job.batch_size);
     const std::string where =
         report.phase.empty()
             ? "before the worker started"

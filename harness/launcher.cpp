@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "crucible/core/error.h"
+#include "subprocess.h"
 
 namespace crucible {
 
@@ -263,12 +264,7 @@ int execute_launch(const LaunchPlan& plan, bool dry_run) {
   }
   std::vector<pid_t> pids;
   for (const auto& inst : plan.instances) {
-    std::vector<std::string> env_strings;
-    for (char** e = environ; *e; ++e) {
-      std::string s = *e;
-      if (!inst.env.contains(s.substr(0, s.find('=')))) env_strings.push_back(s);
-    }
-    for (const auto& [k, v] : inst.env) env_strings.push_back(k + "=" + v);
+    std::vector<std::string> env_strings = merged_environment(inst.env);
     std::vector<char*> envp, argv;
     for (auto& s : env_strings) envp.push_back(s.data());
     envp.push_back(nullptr);

@@ -133,13 +133,7 @@ class Runner {
 
   ResultRecord blank(const ModelEntry& m, const std::string& backend, const std::string& mode,
                      int64_t batch) const {
-    ResultRecord r;
-    r.suite = m.suite;
-    r.model = m.name;
-    r.backend = backend;
-    r.mode = mode;
-    r.batch_size = batch;
-    return r;
+    return reports::make_result(m.suite, m.name, backend, mode, batch);
   }
 
   WorkerJob make_job(const ModelEntry& m, int64_t batch, const std::string& kind,

@@ -29,6 +29,16 @@ void kill_running_children() {
   if (pid > 0) ::kill(-pid, SIGKILL);
 }
 
+std::vector<std::string> merged_environment(const std::map<std::string, std::string>& overrides) {
+  std::vector<std::string> out;
+  for (char** e = environ; *e; ++e) {
+    std::string s = *e;
+    if (!overrides.contains(s.substr(0, s.find('=')))) out.push_back(std::move(s));
+  }
+  for (const auto& [k, v] : overrides) out.push_back(fmt::format("{}={}", k, v));
+  return out;
+}
+
 std::string signal_name(int sig) {
   if (const char* abbrev = sigabbrev_np(sig)) return fmt::format("SIG{}", abbrev);
   return fmt::format("signal {}", sig);
@@ -43,13 +53,7 @@ ChildOutcome run_child(const std::vector<std::string>& argv,
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) {
-    std::string s = *e;
-    const auto name = s.substr(0, s.find('='));
-    if (!env.contains(name)) env_strings.push_back(std::move(s));
-  }
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<std::string> env_strings = merged_environment(env);
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);

@@ -31,6 +31,9 @@ ChildOutcome run_child(const std::vector<std::string>& argv,
                        const std::map<std::string, std::string>& env,
                        const std::filesystem::path& log, const ChildLimits& limits);
 
+// This process's environment with `overrides` replacing or adding variables, as NAME=value strings.
+std::vector<std::string> merged_environment(const std::map<std::string, std::string>& overrides);
+
 // Kills the process group of the child run_child is waiting for, if any (async-signal-safe).
 void kill_running_children();
 

@@ -38,13 +38,7 @@ struct Session {
   explicit Session(const WorkerJob& j) : job(j), report(j.report) {}
 
   reports::ResultRecord record(const std::string& backend, const std::string& mode) const {
-    reports::ResultRecord r;
-    r.suite = job.suite;
-    r.model = job.model;
-    r.backend = backend;
-    r.mode = mode;
-    r.batch_size = job.batch_size;
-    return r;
+    return reports::make_result(job.suite, job.model, backend, mode, job.batch_size);
   }
 
   std::unique_ptr<LoadedBackend> load(const std::string& name) {
@@ -254,7 +248,7 @@ std::vector<std::string> WorkerJob::to_args() const {
   add(flag("warmup", std::to_string(warmup)));
   add(flag("report", report));
   for (const auto& p : plugin_paths) add(flag("plugin-path", p));
-  for (const auto& [k, v] : config) add(flag("config", k + "=" + v));
+  for (const auto& [k, v] : config) add(flag("config", fmt::format("{}={}", k, v)));
   return a;
 }
 

@@ -17,25 +17,7 @@ namespace {
 
 using testing::ExpectTensor;
 using testing::T;
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-Tensor RunOp(std::string_view op, std::vector<Tensor> in, Attrs attrs = {}) {
-  return run_op(op, in, std::move(attrs));
-}
-
-// Expects `f` to throw crucible::Error whose message contains `substr`.
-template <typename F>
-void ExpectErrorWith(F&& f, const std::string& substr) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception; expected an Error containing '" << substr << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(substr), std::string::npos)
-        << "message '" << e.what() << "' lacks '" << substr << "'";
-  }
-}
+using namespace testing::op_helpers;
 
 Tensor Scalar(DType dtype, double v) { return T(dtype, {}, {v}); }
 

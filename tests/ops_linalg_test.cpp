@@ -19,19 +19,7 @@ namespace {
 
 using testing::ExpectTensor;
 using testing::T;
-
-Tensor Op(const char* op, std::vector<Tensor> in, Attrs attrs = {}) {
-  return run_op(op, in, attrs);
-}
-
-void ExpectError(const char* op, std::vector<Tensor> in, Attrs attrs, const std::string& needle) {
-  try {
-    run_op(op, in, attrs);
-    ADD_FAILURE() << op << ": no error, expected one containing '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
-  }
-}
+using namespace testing::op_helpers;
 
 Tensor Uniform(DType dtype, Shape shape, uint64_t seed) {
   Tensor t = Tensor::empty(dtype, std::move(shape));

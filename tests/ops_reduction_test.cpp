@@ -18,28 +18,12 @@ namespace {
 
 using testing::ExpectTensor;
 using testing::T;
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using namespace testing::op_helpers;
 
 Attrs Dims(std::vector<int64_t> dims, bool keepdim = false) {
   Attrs a{{"dims", dims}};
   if (keepdim) a.set("keepdim", true);
   return a;
-}
-
-Tensor Op(const char* op, std::vector<Tensor> in, Attrs attrs = {}) {
-  return run_op(op, in, attrs);
-}
-
-// Expects run_op to throw an Error whose message contains `needle`.
-void ExpectError(const char* op, std::vector<Tensor> in, Attrs attrs, const std::string& needle) {
-  try {
-    run_op(op, in, attrs);
-    ADD_FAILURE() << op << ": no error, expected one containing '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
-  }
 }
 
 Tensor Uniform(DType dtype, Shape shape, uint64_t seed, double lo = -1.0, double hi = 1.0) {

@@ -15,24 +15,9 @@ namespace {
 
 using testing::ExpectTensor;
 using testing::T;
+using namespace testing::op_helpers;
 
 using Ints = std::vector<int64_t>;
-
-Tensor RunOp(std::string_view op, std::vector<Tensor> in, Attrs attrs = {}) {
-  return run_op(op, in, std::move(attrs));
-}
-
-// Expects `f` to throw crucible::Error whose message contains `substr`.
-template <typename F>
-void ExpectErrorWith(F&& f, const std::string& substr) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception; expected an Error containing '" << substr << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(substr), std::string::npos)
-        << "message '" << e.what() << "' lacks '" << substr << "'";
-  }
-}
 
 Tensor Iota(DType dtype, Shape shape) {
   std::vector<double> v(static_cast<size_t>(shape_numel(shape)));

@@ -4,8 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <string>
+#include <string_view>
 #include <vector>
 
+#include "crucible/core/error.h"
 #include "crucible/core/tensor.h"
 #include "crucible/ir/op_registry.h"
 
@@ -32,5 +36,38 @@ inline void ExpectTensor(const Tensor& t, DType dtype, const Shape& shape,
     }
   }
 }
+
+// Short names the op tests share.
+namespace op_helpers {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
+inline Tensor RunOp(std::string_view op, std::vector<Tensor> in, Attrs attrs = {}) {
+  return run_op(op, in, std::move(attrs));
+}
+inline Tensor Op(std::string_view op, std::vector<Tensor> in, Attrs attrs = {}) {
+  return run_op(op, in, std::move(attrs));
+}
+
+// Expects `f` to throw crucible::Error whose message contains `substr`.
+template <typename F>
+void ExpectErrorWith(F&& f, const std::string& substr) {
+  try {
+    f();
+    ADD_FAILURE() << "no exception; expected an Error containing '" << substr << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(substr), std::string::npos)
+        << "message '" << e.what() << "' lacks '" << substr << "'";
+  }
+}
+
+// Expects run_op(op, in, attrs) to throw an Error whose message contains `needle`.
+inline void ExpectError(std::string_view op, std::vector<Tensor> in, Attrs attrs,
+                        const std::string& needle) {
+  ExpectErrorWith([&] { run_op(op, in, std::move(attrs)); }, needle);
+}
+
+}  // namespace op_helpers
 
 }  // namespace crucible::testing

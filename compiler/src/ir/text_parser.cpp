@@ -426,6 +426,7 @@ class Parser {
     Attrs attrs;
     parse_args(&operand_toks, attrs);
     std::vector<ValueId> operands;
+    operands.reserve(operand_toks.size());
     for (const Token* t : operand_toks) operands.push_back(lookup(g, *t));
     ValueId id;
     try {

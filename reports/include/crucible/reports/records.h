@@ -73,6 +73,18 @@ struct ResultRecord {
   std::vector<KernelTiming> kernels;
 };
 
+// A result with its identity filled in and nothing else: the start of every ResultRecord.
+inline ResultRecord make_result(std::string suite, std::string model, std::string backend,
+                                std::string mode, int64_t batch_size) {
+  ResultRecord r;
+  r.suite = std::move(suite);
+  r.model = std::move(model);
+  r.backend = std::move(backend);
+  r.mode = std::move(mode);
+  r.batch_size = batch_size;
+  return r;
+}
+
 // Summary statistics of a sample vector (NaN fields when empty).
 struct SampleStats {
   int64_t n = 0;
