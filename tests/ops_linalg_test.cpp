@@ -11,7 +11,7 @@
 
 #include "crucible/core/error.h"
 #include "crucible/core/rng.h"
-#include "ops/gemm.h"
+#include "crucible/ops/gemm.h"
 #include "test_util.h"
 
 namespace crucible {

@@ -1,6 +1,6 @@
 // f32 GEMM through oneDNN's matmul primitive. Primitives are cached by problem description, since
 // creating one costs tens of microseconds and eager runs repeat the same shapes call after call.
-#include "ops/gemm.h"
+#include "crucible/ops/gemm.h"
 
 #include <fmt/format.h>
 

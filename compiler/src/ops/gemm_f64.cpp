@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "crucible/core/error.h"
-#include "ops/gemm.h"
+#include "crucible/ops/gemm.h"
 
 namespace crucible {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "crucible/core/error.h"
 #include "crucible/core/strided_loop.h"
-#include "ops/gemm.h"
+#include "crucible/ops/gemm.h"
 #include "ops/register_ops.h"
 
 namespace crucible {
