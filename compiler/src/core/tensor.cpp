@@ -268,6 +268,12 @@ Tensor Tensor::reshape(std::span<const int64_t> shape) const {
   return contiguous().as_strided(target, contiguous_strides(target), 0);
 }
 
+std::optional<Tensor> Tensor::try_view(std::span<const int64_t> shape) const {
+  Shape target = infer_reshape(shape, numel());
+  if (auto strides = view_strides(*this, target)) return as_strided(target, *strides, offset_);
+  return std::nullopt;
+}
+
 Tensor Tensor::contiguous() const {
   if (is_contiguous()) return *this;
   return clone();

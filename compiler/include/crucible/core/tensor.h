@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -79,6 +80,8 @@ class Tensor {
   // A view when the strides allow it, a contiguous copy otherwise (like torch.reshape). -1 infers a
   // size.
   Tensor reshape(std::span<const int64_t> shape) const;
+  // The view reshape would return, or nullopt when reshaping needs a copy (like torch.view).
+  std::optional<Tensor> try_view(std::span<const int64_t> shape) const;
 
   // Copies.
   Tensor contiguous() const;     // returns *this when already contiguous

@@ -1,0 +1,49 @@
+// The codegen pipeline's result: a schedule of steps (generated kernels, extern calls, views) over
+// the decomposed graph, plus the C++ translation units that hold the kernels and every pass's dump.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "crucible/ir/graph.h"
+
+namespace crucible::codegen {
+
+struct CodegenOptions {
+  std::map<std::string, std::string>
+      config;  // fusion=on|off, max_fusion_size=N, inject=KIND:OP, ...
+  int threads = 0;
+};
+
+struct Step {
+  enum class Kind { kKernel, kExtern, kView };
+  Kind kind = Kind::kKernel;
+  std::string name;  // cpp_fused_<ops>_<n>, extern::<op> or view::<op>
+  // kKernel: the generated function's arguments, inputs then outputs (base buffers, by value id).
+  std::vector<ValueId> inputs;
+  std::vector<ValueId> outputs;
+  // For each output, the index into `inputs` whose buffer it reuses in place, or -1.
+  std::vector<int> in_place;
+  // kExtern / kView: the graph node it runs.
+  int node = -1;
+  // kView: the static layout of outputs[0] over the base buffer inputs[0].
+  Shape view_shape, view_strides;
+  int64_t view_offset = 0;
+};
+
+struct Program {
+  Graph graph;  // after decompositions; value ids below refer to it
+  std::vector<Step> steps;
+  std::vector<std::string> sources;          // translation units, kernels split across them
+  std::map<std::string, std::string> dumps;  // file name -> text (ir_pre_fusion.txt, ...)
+  std::vector<std::pair<std::string, double>> pass_seconds;  // per pass, in order
+};
+
+// Runs the pipeline: decompose -> lower to loop IR -> fuse -> plan memory -> emit C++.
+// Throws crucible::Error for an unsupported request (bad -c option).
+Program build_program(const Graph& graph, const CodegenOptions& options);
+
+}  // namespace crucible::codegen

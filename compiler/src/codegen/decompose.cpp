@@ -1,0 +1,101 @@
+// Decompositions: softmax, log_softmax and layer_norm over trailing dims become amax/sum/mean and
+// pointwise ops, so fusion can put each of them, with its neighbours, into one row kernel.
+#include <fmt/format.h>
+
+#include "codegen/passes.h"
+#include "crucible/ir/op_registry.h"
+
+namespace crucible::codegen {
+
+namespace {
+
+class Rewriter {
+ public:
+  explicit Rewriter(const Graph& g) : in_(g), out_(g.name()), map_(g.values().size(), -1) {
+    out_.set_base_dir(g.base_dir());
+  }
+
+  Graph run() {
+    for (ValueId id : in_.inputs()) {
+      const Value& v = in_.value(id);
+      map_[id] = out_.add_input(v.name, v.type, v.init);
+    }
+    for (ValueId id : in_.params()) {
+      const Value& v = in_.value(id);
+      map_[id] = v.data.defined() ? out_.add_param_data(v.name, v.data)
+                                  : out_.add_param(v.name, v.type, v.init);
+    }
+    for (const Node& n : in_.nodes()) {
+      name_ = in_.value(n.output).name;
+      std::vector<ValueId> ops;
+      for (ValueId o : n.operands) ops.push_back(map_[o]);
+      const TensorType& x = in_.value(n.operands.empty() ? n.output : n.operands[0]).type;
+      ValueId result = -1;
+      if ((n.op == "softmax" || n.op == "log_softmax") && is_floating(x.dtype) &&
+          !x.shape.empty()) {
+        result = softmax(ops[0], x, n.attrs.get_int("dim"), n.op == "log_softmax");
+      } else if (n.op == "layer_norm" && is_floating(x.dtype)) {
+        result = layer_norm(ops, x, n.attrs);
+      }
+      if (result < 0) result = out_.add_node(n.op, ops, n.attrs, name_, n.loc);
+      map_[n.output] = result;
+    }
+    std::vector<ValueId> outs;
+    for (ValueId o : in_.outputs()) outs.push_back(map_[o]);
+    out_.set_outputs(outs);
+    return std::move(out_);
+  }
+
+ private:
+  ValueId node(const std::string& op, std::vector<ValueId> ops, Attrs attrs,
+               const std::string& suffix) {
+    return out_.add_node(op, std::move(ops), std::move(attrs),
+                         suffix.empty() ? name_ : name_ + "." + suffix);
+  }
+  ValueId scalar(DType dt, double v, const std::string& suffix) {
+    return node("full", {}, {{"shape", std::vector<int64_t>{}}, {"value", v}, {"dtype", dt}},
+                suffix);
+  }
+
+  ValueId softmax(ValueId x, const TensorType& t, int64_t dim, bool log) {
+    const int64_t rank = static_cast<int64_t>(t.shape.size());
+    if (dim < 0) dim += rank;
+    if (dim != rank - 1) return -1;  // only the last dim fuses as a row reduction
+    Attrs red{{"dims", std::vector<int64_t>{dim}}, {"keepdim", true}};
+    ValueId m = node("amax", {x}, red, "max");
+    ValueId shifted = node("sub", {x, m}, {}, "shifted");
+    ValueId e = node("exp", {shifted}, {}, "exp");
+    ValueId s = node("sum", {e}, red, "sum");
+    if (log) return node("sub", {shifted, node("log", {s}, {}, "logsum")}, {}, "");
+    return node("div", {e, s}, {}, "");
+  }
+
+  ValueId layer_norm(const std::vector<ValueId>& ops, const TensorType& t, const Attrs& attrs) {
+    const auto& ns = attrs.get_ints("normalized_shape");
+    const int64_t rank = static_cast<int64_t>(t.shape.size());
+    std::vector<int64_t> dims;
+    for (int64_t d = rank - static_cast<int64_t>(ns.size()); d < rank; ++d) dims.push_back(d);
+    Attrs red{{"dims", dims}, {"keepdim", true}};
+    ValueId mean = node("mean", {ops[0]}, red, "mean");
+    ValueId centered = node("sub", {ops[0], mean}, {}, "centered");
+    ValueId var = node("mean", {node("mul", {centered, centered}, {}, "sq")}, red, "var");
+    ValueId eps = scalar(t.dtype, attrs.get_float_or("eps", 1e-5), "eps");
+    ValueId inv = node("rsqrt", {node("add", {var, eps}, {}, "var_eps")}, {}, "rstd");
+    const bool affine_w = ops.size() > 1, affine_b = ops.size() > 2;
+    ValueId y = node("mul", {centered, inv}, {}, affine_w ? "normed" : "");
+    if (affine_w) y = node("mul", {y, ops[1]}, {}, affine_b ? "scaled" : "");
+    if (affine_b) y = node("add", {y, ops[2]}, {}, "");
+    return y;
+  }
+
+  const Graph& in_;
+  Graph out_;
+  std::vector<ValueId> map_;
+  std::string name_;
+};
+
+}  // namespace
+
+Graph decompose(const Graph& g) { return Rewriter(g).run(); }
+
+}  // namespace crucible::codegen

@@ -1,0 +1,414 @@
+// The compiled-kernel cache: build_shared_library() hashes (compiler, flags, sources) into a key,
+// returns a verified <cache_dir>/<key>/<key>.so if there is one, and otherwise compiles and
+// publishes it atomically.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "codegen/content_hash.h"
+#include "crucible/codegen/toolchain.h"
+
+namespace crucible::codegen {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Bumped when the entry layout or key recipe changes, so old entries are simply never looked up
+// again.
+constexpr const char* kCacheFormat = "crucible-kernel-cache-v1";
+constexpr const char* kKeySymbol = "crucible_cache_key";
+
+std::string errno_text() { return std::strerror(errno); }
+
+// Temporary names are unique per process (pid) and per call (counter), so two writers never share
+// one.
+fs::path temp_name(const fs::path& final_path) {
+  static std::atomic<unsigned long> counter{0};
+  return fs::path(fmt::format("{}.tmp.{}.{}", final_path.string(), getpid(), counter++));
+}
+
+bool is_temp_name(const std::string& name) { return name.find(".tmp.") != std::string::npos; }
+
+void remove_quietly(const fs::path& p) {
+  std::error_code ec;
+  fs::remove(p, ec);
+}
+
+// Writes `content` under a temporary name and renames it over `final_path`: readers see either the
+// old file or the whole new one, and a killed writer leaves only a *.tmp.* file.
+void write_file_atomically(const fs::path& final_path, std::string_view content) {
+  const fs::path tmp = temp_name(final_path);
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) throw ToolchainError(fmt::format("cannot create {}: {}", tmp.string(), errno_text()));
+  const char* p = content.data();
+  size_t left = content.size();
+  while (left > 0) {
+    const ssize_t n = write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = errno_text();
+      close(fd);
+      remove_quietly(tmp);
+      throw ToolchainError(fmt::format("cannot write {}: {}", tmp.string(), why));
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (close(fd) != 0 || std::rename(tmp.c_str(), final_path.c_str()) != 0) {
+    const std::string why = errno_text();
+    remove_quietly(tmp);
+    throw ToolchainError(fmt::format("cannot write {}: {}", final_path.string(), why));
+  }
+}
+
+std::optional<std::string> read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return std::move(s).str();
+}
+
+// Creates `dir` (mode 0700) if missing and refuses it unless it is a directory owned by us that
+// nobody else can write: we dlopen what is in it, so a directory another user can write is a
+// code-injection hole.
+void ensure_private_dir(const fs::path& dir, const char* what) {
+  if (mkdir(dir.c_str(), 0700) == 0) {
+    chmod(dir.c_str(), 0700);  // in case the umask took bits away that we need (e.g. 0277)
+  } else if (errno == ENOENT) {
+    std::error_code ec;
+    fs::create_directories(dir.parent_path(),
+                           ec);  // parents with default permissions, like mkdir -p
+    if (mkdir(dir.c_str(), 0700) == 0) {
+      chmod(dir.c_str(), 0700);
+    } else if (errno != EEXIST) {
+      throw ToolchainError(
+          fmt::format("cannot create {} {}: {}", what, dir.string(), errno_text()));
+    }
+  } else if (errno != EEXIST) {
+    throw ToolchainError(fmt::format("cannot create {} {}: {}", what, dir.string(), errno_text()));
+  }
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) {
+    throw ToolchainError(fmt::format("cannot use {} {}: {}", what, dir.string(), errno_text()));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    throw ToolchainError(fmt::format("{} {} is not a directory", what, dir.string()));
+  }
+  if (st.st_uid != geteuid()) {
+    throw ToolchainError(
+        fmt::format("refusing {} {}: it is owned by uid {}, not by the current user (uid {}), and "
+                    "compiled code "
+                    "is loaded from it; point CRUCIBLE_CACHE_DIR at a private directory",
+                    what, dir.string(), st.st_uid, geteuid()));
+  }
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    throw ToolchainError(fmt::format(
+        "refusing {} {}: it is group- or world-writable (mode {:04o}), so another user could plant "
+        "code "
+        "that would be loaded; chmod 700 it or point CRUCIBLE_CACHE_DIR at a private directory",
+        what, dir.string(), st.st_mode & 07777));
+  }
+}
+
+// An exclusive flock on <entry>/.lock for the whole look-up/build/publish of one key. It serializes
+// same-key builds across threads (each opens its own file description) and processes, so the second
+// one waits and then hits instead of compiling again, and nobody reads an entry between the .so and
+// .meta renames. The kernel drops the lock when a holder dies, so a killed build never wedges the
+// entry.
+class EntryLock {
+ public:
+  explicit EntryLock(const fs::path& path) {
+    fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ < 0)
+      throw ToolchainError(fmt::format("cannot open lock {}: {}", path.string(), errno_text()));
+    while (flock(fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) {
+        const std::string why = errno_text();
+        close(fd_);
+        throw ToolchainError(fmt::format("cannot lock {}: {}", path.string(), why));
+      }
+    }
+  }
+  ~EntryLock() { close(fd_); }  // closing the last descriptor releases the flock
+  EntryLock(const EntryLock&) = delete;
+  EntryLock& operator=(const EntryLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+std::string key_source(const std::string& key) {
+  // Brace form so the const array gets external linkage; default visibility in case the flags hide
+  // symbols.
+  return fmt::format(
+      "// Generated by crucible: names the cache entry this library was built for, checked on "
+      "load.\n"
+      "extern \"C\" {{\n"
+      "__attribute__((visibility(\"default\"))) extern const char {0}[];\n"
+      "__attribute__((visibility(\"default\"))) const char {0}[] = \"{1}\";\n"
+      "}}\n",
+      kKeySymbol, key);
+}
+
+// The key string as cache_key.cpp stores it in .rodata: NUL-terminated.
+bool embeds_key(std::string_view so_bytes, const std::string& key) {
+  return so_bytes.find(std::string_view(key.c_str(), key.size() + 1)) != std::string_view::npos;
+}
+
+struct EntryPaths {
+  fs::path dir, library, meta, lock;
+};
+
+// Why the entry cannot be trusted, "" if it is absent altogether, or nullopt if it is good. Checks,
+// in order: .meta present; its key; its size against the .so's size; its SHA-256 against the .so's
+// bytes (catches flipped bytes and any replaced file); and that the bytes hold the NUL-terminated
+// key string that cache_key.cpp embeds (catches a foreign library whose .meta was rewritten to
+// match). None of this dlopens the file: loading runs its constructors, and glibc would keep
+// serving a stale mapping of the same path after we rebuild it.
+std::optional<std::string> check_entry(const EntryPaths& e, const std::string& key) {
+  std::error_code ec;
+  const bool have_so = fs::exists(e.library, ec), have_meta = fs::exists(e.meta, ec);
+  if (!have_so && !have_meta) return std::string();
+  if (!have_so) return "the .meta has no .so beside it";
+  std::optional<std::string> meta = read_file(e.meta);
+  if (!meta) return "the .so has no readable .meta";
+  std::map<std::string, std::string> fields;
+  std::istringstream lines(*meta);
+  for (std::string line; std::getline(lines, line);) {
+    if (const size_t eq = line.find('='); eq != std::string::npos) {
+      fields[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+  }
+  if (fields["key"] != key) return fmt::format("the .meta names key '{}'", fields["key"]);
+  std::optional<std::string> bytes = read_file(e.library);
+  if (!bytes) return "the .so cannot be read";
+  if (fields["size"] != std::to_string(bytes->size())) {
+    return fmt::format("size '{}' in the .meta but the .so has {} bytes", fields["size"],
+                       bytes->size());
+  }
+  if (fields["sha256"] != sha256_hex(*bytes)) return "the .so's SHA-256 differs from the .meta's";
+  if (!embeds_key(*bytes, key)) return "the .so does not embed its cache key";
+  return std::nullopt;
+}
+
+struct Compile {
+  fs::path source, object, temp_object;
+  std::vector<std::string> argv;
+  detail::CommandResult result;
+  std::exception_ptr error;  // the command could not even be started
+  bool ran = false;
+};
+
+// Runs the compiles on up to `jobs` threads. After a failure no new compile starts; running ones
+// finish.
+void run_compiles(std::vector<Compile>& compiles, int jobs) {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  auto worker = [&] {
+    for (;;) {
+      const size_t i = next++;
+      if (i >= compiles.size() || failed) return;
+      Compile& c = compiles[i];
+      c.ran = true;
+      try {
+        c.result = detail::run_command(c.argv);
+        if (c.result.exit_code != 0) failed = true;
+      } catch (...) {
+        c.error = std::current_exception();
+        failed = true;
+      }
+    }
+  };
+  const size_t threads = std::min<size_t>(static_cast<size_t>(std::max(jobs, 1)), compiles.size());
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+}
+
+std::string failure_text(const detail::CommandResult& r) {
+  const std::string diagnostics = detail::trim_diagnostics(r.output);
+  if (r.signal != 0) return fmt::format("{} (killed by signal {})", diagnostics, r.signal);
+  return diagnostics.empty() ? fmt::format("(exit status {}, no output)", r.exit_code)
+                             : diagnostics;
+}
+
+bool has_flag(const std::vector<std::string>& flags, const std::string& f) {
+  return std::find(flags.begin(), flags.end(), f) != flags.end();
+}
+
+// Flags that only mean something to the linker; passed to `-c` they would draw "unused" warnings.
+bool link_only(const std::string& f) {
+  return f == "-shared" || f.rfind("-l", 0) == 0 || f.rfind("-L", 0) == 0 ||
+         f.rfind("-Wl,", 0) == 0;
+}
+
+}  // namespace
+
+BuildResult build_shared_library(const std::vector<std::string>& sources,
+                                 const ToolchainOptions& opts) {
+  const std::string compiler =
+      opts.compiler.empty() ? ToolchainOptions::default_compiler() : opts.compiler;
+  const fs::path cache_dir =
+      fs::absolute(opts.cache_dir.empty() ? ToolchainOptions::default_cache_dir() : opts.cache_dir);
+  std::vector<std::string> flags = opts.flags;
+  if (opts.fast_math && !has_flag(flags, "-ffast-math")) flags.push_back("-ffast-math");
+  const std::vector<std::string> compiler_argv = detail::split_words(compiler);
+  if (compiler_argv.empty()) throw ToolchainError("no compiler given");
+
+  // The key covers everything that decides the machine code we would load. The compiler command is
+  // in as well as its version because "c++" and "clang++" can report one and the same line.
+  // -march=native means "this CPU", so a cache shared between machines (an NFS home) must also key
+  // on the CPU.
+  Sha256 hasher;
+  hasher.update_field(kCacheFormat);
+  hasher.update_field(compiler);
+  hasher.update_field(compiler_version(compiler));
+  hasher.update_field(std::to_string(flags.size()));
+  bool native = false;
+  for (const std::string& f : flags) {
+    hasher.update_field(f);
+    native = native || f.find("=native") != std::string::npos;
+  }
+  if (native) hasher.update_field(detail::host_cpu_id());
+  hasher.update_field(std::to_string(sources.size()));
+  for (const std::string& s : sources) hasher.update_field(s);
+  const std::string key = hasher.hex_digest();
+
+  ensure_private_dir(cache_dir, "kernel cache directory");
+  EntryPaths entry;
+  entry.dir = cache_dir / key;
+  entry.library = entry.dir / (key + ".so");
+  entry.meta = entry.dir / (key + ".meta");
+  entry.lock = entry.dir / ".lock";
+  ensure_private_dir(entry.dir, "kernel cache entry");
+
+  BuildResult result;
+  result.key = key;
+  result.library = entry.library;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    result.sources.push_back(entry.dir / fmt::format("tu{}.cpp", i));
+  }
+  result.sources.push_back(entry.dir / "cache_key.cpp");
+
+  EntryLock lock(entry.lock);
+  const std::optional<std::string> problem = check_entry(entry, key);
+  if (!problem) {
+    result.cache_hit = true;
+    return result;
+  }
+  result.rejected = *problem;
+  remove_quietly(
+      entry.meta);  // the .meta first: without it the entry is invalid even if the next fails
+  remove_quietly(entry.library);
+  // Leftovers of killed builds. Every writer of this entry holds the lock, so none of them is live.
+  std::error_code ec;
+  for (const fs::directory_entry& f : fs::directory_iterator(entry.dir, ec)) {
+    if (is_temp_name(f.path().filename().string())) remove_quietly(f.path());
+  }
+
+  std::vector<Compile> compiles(result.sources.size());
+  for (size_t i = 0; i < compiles.size(); ++i) {
+    Compile& c = compiles[i];
+    c.source = result.sources[i];
+    write_file_atomically(c.source, i < sources.size() ? sources[i] : key_source(key));
+    c.object = fs::path(c.source).replace_extension(".o");
+    c.temp_object = temp_name(c.object);
+    c.argv = compiler_argv;
+    for (const std::string& f : flags) {
+      if (!link_only(f)) c.argv.push_back(f);
+    }
+    if (!has_flag(flags, "-fPIC")) c.argv.push_back("-fPIC");
+    c.argv.insert(c.argv.end(), {"-c", c.source.string(), "-o", c.temp_object.string()});
+    result.command_lines.push_back(detail::quote_command(c.argv));
+  }
+  std::vector<std::string> link = compiler_argv;
+  for (const Compile& c : compiles) link.push_back(c.object.string());
+  // Flags after the objects, so a -l in them resolves the objects' references.
+  for (const std::string& f : flags) link.push_back(f);
+  if (!has_flag(flags, "-shared")) link.push_back("-shared");
+  const fs::path temp_library = temp_name(entry.library);
+  link.insert(link.end(), {"-o", temp_library.string()});
+  result.command_lines.push_back(detail::quote_command(link));
+
+  // On failure nothing may stay under a final name except the sources, which the error points at.
+  auto discard_outputs = [&] {
+    for (const Compile& c : compiles) {
+      remove_quietly(c.temp_object);
+      remove_quietly(c.object);
+    }
+    remove_quietly(temp_library);
+  };
+
+  const auto start = std::chrono::steady_clock::now();
+  const int jobs = opts.jobs > 0
+                       ? opts.jobs
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  run_compiles(compiles, jobs);
+  for (const Compile& c : compiles) {
+    if (!c.ran || (!c.error && c.result.exit_code == 0)) continue;
+    discard_outputs();
+    if (c.error) std::rethrow_exception(c.error);
+    ToolchainError err(
+        fmt::format("{} failed on {}:\n{}", compiler, c.source.string(), failure_text(c.result)));
+    err.source = c.source;
+    throw err;
+  }
+  for (const Compile& c : compiles) {
+    if (std::rename(c.temp_object.c_str(), c.object.c_str()) != 0) {
+      const std::string why = errno_text();
+      discard_outputs();
+      throw ToolchainError(fmt::format("cannot write {}: {}", c.object.string(), why));
+    }
+  }
+
+  const detail::CommandResult linked = detail::run_command(link);
+  if (linked.exit_code != 0) {
+    discard_outputs();
+    ToolchainError err(fmt::format("{} failed to link {}:\n{}", compiler, entry.library.string(),
+                                   failure_text(linked)));
+    err.source = entry.dir;
+    throw err;
+  }
+  result.compile_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  const std::optional<std::string> bytes = read_file(temp_library);
+  if (!bytes || !embeds_key(*bytes, key)) {
+    discard_outputs();
+    throw ToolchainError(fmt::format("linked {} but it does not embed its cache key {}",
+                                     entry.library.string(), key));
+  }
+  if (std::rename(temp_library.c_str(), entry.library.c_str()) != 0) {
+    const std::string why = errno_text();
+    discard_outputs();
+    throw ToolchainError(fmt::format("cannot write {}: {}", entry.library.string(), why));
+  }
+  // The .meta goes last: it is the commit record, so a build killed before this line leaves an
+  // entry that the next build rejects and redoes.
+  const std::string flag_line = detail::quote_command(flags);
+  write_file_atomically(entry.meta, fmt::format("key={}\nsize={}\nsha256={}\ncompiler={}\n"
+                                                "compiler_version={}\nflags={}\n",
+                                                key, bytes->size(), sha256_hex(*bytes), compiler,
+                                                compiler_version(compiler), flag_line));
+  return result;
+}
+
+}  // namespace crucible::codegen

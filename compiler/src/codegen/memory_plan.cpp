@@ -1,0 +1,138 @@
+// Memory planning: which values live in buffers (everything read outside the kernel that computes
+// it), what each kernel reads and writes, and which outputs overwrite a dying input buffer in
+// place.
+#include <algorithm>
+#include <set>
+
+#include "codegen/passes.h"
+#include "crucible/ir/op_registry.h"
+
+namespace crucible::codegen {
+
+bool view_layout(const Graph& g, int node, const std::vector<NodeClass>& classes, ValueId& base,
+                 Shape& shape, Shape& strides, int64_t& offset) {
+  const Node& n = g.nodes()[node];
+  const ValueId src = n.operands[0];
+  const int producer = g.value(src).kind == ValueKind::kNode ? g.value(src).node : -1;
+  Tensor fake;
+  if (producer >= 0 && classes[producer] == NodeClass::kView) {
+    Shape s, st;
+    int64_t off;
+    if (!view_layout(g, producer, classes, base, s, st, off)) return false;
+    fake = Tensor::empty(g.value(src).type.dtype, {1}).as_strided(s, st, off);
+  } else {
+    base = src;
+    const Shape& s = g.value(src).type.shape;
+    fake = Tensor::empty(g.value(src).type.dtype, {1}).as_strided(s, contiguous_strides(s), 0);
+  }
+  Tensor v;
+  if (n.op == "reshape") {
+    auto view = fake.try_view(n.attrs.get_ints("shape"));
+    if (!view) return false;
+    v = *view;
+  } else {
+    // Every other view op's kernel only rewrites metadata, so it runs safely on the 1-element
+    // stand-in.
+    v = OpRegistry::global().get(n.op).kernel(std::vector<Tensor>{fake}, n.attrs);
+  }
+  shape = v.shape();
+  strides = v.strides();
+  offset = v.offset();
+  return true;
+}
+
+MemoryPlan plan_memory(const Graph& g, const LoopProgram& lp) {
+  const auto& nodes = g.nodes();
+  MemoryPlan mp;
+  mp.materialized.assign(g.values().size(), false);
+  std::set<ValueId> graph_outputs(g.outputs().begin(), g.outputs().end());
+  for (ValueId v : g.inputs()) mp.materialized[v] = true;
+  for (ValueId v : g.params()) mp.materialized[v] = true;
+  auto group_of_value = [&](ValueId v) {
+    const Value& val = g.value(v);
+    return val.kind == ValueKind::kNode ? lp.group_of[val.node] : -1;
+  };
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    if (lp.classes[i] == NodeClass::kConstant) continue;
+    const int gi = lp.group_of[i];
+    if (lp.groups[gi].kind != Group::Kind::kKernel || graph_outputs.contains(n.output)) {
+      mp.materialized[n.output] = true;
+    }
+    for (ValueId o : n.operands) {
+      const int og = group_of_value(o);
+      const bool constant = og < 0 && g.value(o).kind == ValueKind::kNode;
+      if (!constant && (og != gi || lp.groups[gi].kind != Group::Kind::kKernel))
+        mp.materialized[o] = true;
+    }
+  }
+  // The base buffer behind a value (a view resolves to what it views).
+  auto base_of = [&](ValueId v) {
+    while (g.value(v).kind == ValueKind::kNode && lp.classes[g.value(v).node] == NodeClass::kView) {
+      v = nodes[g.value(v).node].operands[0];
+    }
+    return v;
+  };
+  // Last group reading each base buffer, directly or through a view.
+  std::vector<int> last_read(g.values().size(), -1);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (ValueId o : nodes[i].operands) {
+      ValueId b = base_of(o);
+      last_read[b] = std::max(last_read[b], lp.group_of[i]);
+    }
+  }
+  for (ValueId o : g.outputs()) last_read[base_of(o)] = INT32_MAX;
+
+  mp.in_place.resize(lp.groups.size());
+  mp.inputs.resize(lp.groups.size());
+  mp.outputs.resize(lp.groups.size());
+  for (size_t gi = 0; gi < lp.groups.size(); ++gi) {
+    const Group& grp = lp.groups[gi];
+    if (grp.kind != Group::Kind::kKernel) continue;
+    std::set<ValueId> in_group;
+    for (int ni : grp.nodes) in_group.insert(nodes[ni].output);
+    std::vector<ValueId>& ins = mp.inputs[gi];
+    for (int ni : grp.nodes) {
+      for (ValueId o : nodes[ni].operands) {
+        if (in_group.contains(o) || !mp.materialized[o]) continue;
+        ValueId b = base_of(o);
+        if (std::find(ins.begin(), ins.end(), b) == ins.end()) ins.push_back(b);
+      }
+    }
+    for (int ni : grp.nodes) {
+      if (mp.materialized[nodes[ni].output]) mp.outputs[gi].push_back(nodes[ni].output);
+    }
+    // In place: a pointwise kernel may write an output over an input buffer that dies here, when
+    // that input is an intermediate of the same size and dtype read element for element (never
+    // broadcast, never through a view), so each element is read before it is overwritten at the
+    // same index.
+    std::set<size_t> used;
+    for (ValueId out : mp.outputs[gi]) {
+      int chosen = -1;
+      for (size_t k = 0; k < ins.size() && !grp.has_reduction; ++k) {
+        const ValueId b = ins[k];
+        const Value& bv = g.value(b);
+        if (used.contains(k) || bv.kind != ValueKind::kNode || last_read[b] != static_cast<int>(gi))
+          continue;
+        if (bv.type != g.value(out).type) continue;
+        bool direct_only = true;
+        for (int ni : grp.nodes) {
+          for (ValueId o : nodes[ni].operands) {
+            if (base_of(o) == b &&
+                (o != b || g.value(nodes[ni].output).type.shape != bv.type.shape)) {
+              direct_only = false;
+            }
+          }
+        }
+        if (!direct_only) continue;
+        chosen = static_cast<int>(k);
+        used.insert(k);
+        break;
+      }
+      mp.in_place[gi].push_back(chosen);
+    }
+  }
+  return mp;
+}
+
+}  // namespace crucible::codegen

@@ -1,0 +1,73 @@
+// The codegen pipeline's passes, in order (see pipeline.cpp): each takes the previous one's result
+// and can print its own, so the debug directory shows the program after every step.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "crucible/codegen/program.h"
+#include "crucible/ir/graph.h"
+
+namespace crucible::codegen {
+
+// 1. Rewrites ops whose pieces fuse better than the whole (softmax, log_softmax, layer_norm over
+// the last
+//    dims) into primitive ops. Other nodes are copied as they are; names are kept for the final
+//    node.
+Graph decompose(const Graph& g);
+
+// 2-3. Loop IR: every node classified, then grouped into kernels.
+enum class NodeClass { kPointwise, kReduction, kView, kConstant, kExtern };
+
+struct Group {
+  enum class Kind { kKernel, kExtern, kView };
+  Kind kind = Kind::kKernel;
+  std::vector<int> nodes;  // graph node indices, in order
+  // Kernel groups iterate outer x inner; a pointwise-only group has inner = {} until a reduction
+  // joins.
+  Shape outer;
+  Shape inner;
+  bool has_reduction = false;
+  std::string name;
+};
+
+struct LoopProgram {
+  std::vector<NodeClass> classes;  // per graph node
+  std::vector<Group> groups;       // in execution order
+  std::vector<int> group_of;       // per graph node
+};
+
+// Classifies each node: pointwise ops codegen implements for that dtype, trailing-dim reductions,
+// views, inline constants; everything else runs as an extern call into the eager kernel.
+LoopProgram lower(const Graph& g, const std::map<std::string, std::string>& config);
+// Greedy fusion in topological order: vertical pointwise chains, pointwise into and after trailing
+// reductions over the same rows, horizontal fusion over equal iteration spaces; capped in size.
+void fuse(const Graph& g, LoopProgram& lp, const std::map<std::string, std::string>& config);
+std::string print_loop_program(const Graph& g, const LoopProgram& lp);
+
+// 4. Memory plan: which values get buffers, and which kernel outputs reuse an input buffer in
+// place.
+struct MemoryPlan {
+  std::vector<bool> materialized;          // per value: has a buffer (or is a view over one)
+  std::vector<std::vector<int>> in_place;  // per group: per output, input index reused or -1
+  std::vector<std::vector<ValueId>> inputs,
+      outputs;  // per kernel group: base buffers read / written
+};
+MemoryPlan plan_memory(const Graph& g, const LoopProgram& lp);
+
+// 5. C++ emission: one function per kernel group, each statement preceded by the graph node it
+// comes
+//    from; split into translation units of at most `kernels_per_tu` kernels.
+struct EmitResult {
+  std::vector<std::string> sources;
+  std::string output_code;  // all units, for output_code.cpp
+};
+EmitResult emit_cpp(const Graph& g, const LoopProgram& lp, const MemoryPlan& mp,
+                    const std::map<std::string, std::string>& config);
+
+// Static layout of a view node's result over its base buffer (a contiguous graph input, parameter,
+// kernel or extern output). Returns false when the view cannot be expressed without a copy.
+bool view_layout(const Graph& g, int node, const std::vector<NodeClass>& classes, ValueId& base,
+                 Shape& shape, Shape& strides, int64_t& offset);
+
+}  // namespace crucible::codegen

@@ -1,0 +1,101 @@
+// The codegen pipeline as a straight list of passes, each timed and each leaving a dump:
+// decompose -> lower (loop IR) -> fuse -> plan memory -> emit C++ -> schedule.
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "codegen/passes.h"
+#include "crucible/codegen/program.h"
+#include "crucible/ir/text_format.h"
+
+namespace crucible::codegen {
+
+namespace {
+
+class PassTimer {
+ public:
+  explicit PassTimer(Program& p) : p_(p) {}
+  template <typename F>
+  auto run(const std::string& name, F&& f) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto result = f();
+    p_.pass_seconds.emplace_back(
+        name, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return result;
+  }
+
+ private:
+  Program& p_;
+};
+
+std::string print_memory_plan(const Graph& g, const LoopProgram& lp, const MemoryPlan& mp) {
+  std::string out;
+  for (size_t gi = 0; gi < lp.groups.size(); ++gi) {
+    if (lp.groups[gi].kind != Group::Kind::kKernel) continue;
+    out += fmt::format("{}: reads", lp.groups[gi].name);
+    for (ValueId v : mp.inputs[gi]) out += " %" + g.value(v).name;
+    out += "; writes";
+    for (size_t k = 0; k < mp.outputs[gi].size(); ++k) {
+      out += " %" + g.value(mp.outputs[gi][k]).name;
+      if (mp.in_place[gi][k] >= 0)
+        out += fmt::format(" (in place of %{})", g.value(mp.inputs[gi][mp.in_place[gi][k]]).name);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+Program build_program(const Graph& graph, const CodegenOptions& options) {
+  Program p;
+  PassTimer timer(p);
+  p.dumps["graph_readable.txt"] = print_graph(graph);
+  p.graph = timer.run("decompose", [&] { return decompose(graph); });
+  LoopProgram lp = timer.run("lower", [&] { return lower(p.graph, options.config); });
+  p.dumps["ir_pre_fusion.txt"] = "# graph after decompositions\n" + print_graph(p.graph) +
+                                 "\n# nodes as lowered\n" + print_loop_program(p.graph, lp);
+  timer.run("fuse", [&] {
+    fuse(p.graph, lp, options.config);
+    return 0;
+  });
+  MemoryPlan mp = timer.run("plan_memory", [&] { return plan_memory(p.graph, lp); });
+  p.dumps["ir_post_fusion.txt"] = "# kernels and extern calls, in order\n" +
+                                  print_loop_program(p.graph, lp) + "\n# buffers\n" +
+                                  print_memory_plan(p.graph, lp, mp);
+  EmitResult code =
+      timer.run("emit_cpp", [&] { return emit_cpp(p.graph, lp, mp, options.config); });
+  p.sources = std::move(code.sources);
+  p.dumps["output_code.cpp"] = std::move(code.output_code);
+  timer.run("schedule", [&] {
+    for (size_t gi = 0; gi < lp.groups.size(); ++gi) {
+      const Group& grp = lp.groups[gi];
+      Step s;
+      s.name = grp.name;
+      if (grp.kind == Group::Kind::kKernel) {
+        s.kind = Step::Kind::kKernel;
+        s.inputs = mp.inputs[gi];
+        s.outputs = mp.outputs[gi];
+        s.in_place = mp.in_place[gi];
+      } else {
+        s.kind = grp.kind == Group::Kind::kExtern ? Step::Kind::kExtern : Step::Kind::kView;
+        s.node = grp.nodes[0];
+        const Node& n = p.graph.nodes()[s.node];
+        s.outputs = {n.output};
+        if (s.kind == Step::Kind::kView) {
+          ValueId base;
+          view_layout(p.graph, s.node, lp.classes, base, s.view_shape, s.view_strides,
+                      s.view_offset);
+          s.inputs = {base};
+        } else {
+          s.inputs = n.operands;
+        }
+      }
+      p.steps.push_back(std::move(s));
+    }
+    return 0;
+  });
+  return p;
+}
+
+}  // namespace crucible::codegen

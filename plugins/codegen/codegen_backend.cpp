@@ -1,0 +1,243 @@
+// The codegen backend: runs the codegen pipeline, compiles the generated C++ with the system
+// compiler (cached), dlopens it and executes the schedule: generated kernels, extern calls, and
+// views.
+#include <fmt/format.h>
+#include <omp.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+
+#include "crucible/codegen/program.h"
+#include "crucible/codegen/toolchain.h"
+#include "crucible/ir/op_registry.h"
+#include "crucible/plugin_api.h"
+
+namespace crucible::codegen_backend {
+
+namespace {
+
+namespace fs = std::filesystem;
+using codegen::Program;
+using codegen::Step;
+using KernelFn = void(void**);
+
+const std::set<std::string> kConfigKeys = {"debug_dir",       "inject",           "fusion",
+                                           "max_fusion_size", "kernels_per_unit", "fast_math"};
+
+fs::path debug_dir_for(const Graph& g, const plugin::Options& o) {
+  std::string dir = o.get("debug_dir", o.debug_dir);
+  if (dir.empty()) {
+    const char* env = std::getenv("CRUCIBLE_DEBUG");
+    if (env == nullptr || std::string(env) == "0" || std::string(env).empty()) return {};
+    static std::atomic<int> counter{0};
+    dir = fmt::format("crucible_debug/{}_{}_{}", g.name(), ::getpid(), counter++);
+  }
+  return dir;
+}
+
+class CodegenExecutable final : public plugin::Executable {
+ public:
+  CodegenExecutable(Program program, codegen::LoadedLibrary lib, const plugin::Options& opts,
+                    std::vector<fs::path> artifacts)
+      : prog_(std::move(program)),
+        lib_(std::move(lib)),
+        opts_(opts),
+        artifacts_(std::move(artifacts)) {
+    const Graph& g = prog_.graph;
+    for (const Step& s : prog_.steps) {
+      fns_.push_back(s.kind == Step::Kind::kKernel ? lib_.function<KernelFn>(s.name) : nullptr);
+      kernels_.push_back(s.kind == Step::Kind::kExtern
+                             ? &OpRegistry::global().get(g.nodes()[s.node].op).kernel
+                             : nullptr);
+    }
+    for (ValueId p : g.params()) params_.emplace_back(p, materialize_param(g, p).contiguous());
+    last_use_.assign(g.values().size(), -1);
+    for (size_t i = 0; i < prog_.steps.size(); ++i) {
+      for (ValueId v : prog_.steps[i].inputs) last_use_[v] = static_cast<int>(i);
+    }
+    for (ValueId v : g.outputs()) last_use_[v] = INT32_MAX;
+    if (opts_.profile) {
+      for (const Step& s : prog_.steps) {
+        if (!stat_of_.contains(s.name)) {
+          stat_of_[s.name] = stats_.size();
+          stats_.push_back({s.name, 0, 0});
+        }
+      }
+    }
+  }
+
+  std::vector<Tensor> run(std::span<const Tensor> inputs) override {
+    std::vector<Tensor> env = execute(inputs, {});
+    std::vector<Tensor> out;
+    for (ValueId v : prog_.graph.outputs()) out.push_back(env[v]);
+    return out;
+  }
+
+  std::vector<Tensor> intermediates(std::span<const Tensor> inputs,
+                                    std::span<const ValueId> values) override {
+    std::set<ValueId> keep(values.begin(), values.end());
+    std::vector<Tensor> env = execute(inputs, keep);
+    std::vector<Tensor> out;
+    for (ValueId v : values) {
+      if (v < 0 || static_cast<size_t>(v) >= env.size() || !env[v].defined()) {
+        throw Error(fmt::format(
+            "intermediates: value id {} is not kept in a buffer by codegen (fused away)", v));
+      }
+      out.push_back(env[v]);
+    }
+    return out;
+  }
+
+  std::vector<plugin::KernelStat> profile() const override { return stats_; }
+  std::vector<fs::path> artifacts() const override { return artifacts_; }
+
+ private:
+  std::vector<Tensor> execute(std::span<const Tensor> inputs, const std::set<ValueId>& keep) {
+    const Graph& g = prog_.graph;
+    if (inputs.size() != g.inputs().size()) {
+      throw Error(fmt::format("graph {} takes {} inputs, got {}", g.name(), g.inputs().size(),
+                              inputs.size()));
+    }
+    if (opts_.threads > 0) omp_set_num_threads(opts_.threads);
+    std::vector<Tensor> env(g.values().size());
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const Value& v = g.value(g.inputs()[k]);
+      if (inputs[k].dtype() != v.type.dtype || inputs[k].shape() != v.type.shape) {
+        throw Error(fmt::format("input %{} must be {}, got {}", v.name, v.type.str(),
+                                TensorType{inputs[k].dtype(), inputs[k].shape()}.str()));
+      }
+      env[g.inputs()[k]] = inputs[k].contiguous();  // generated code indexes contiguous buffers
+    }
+    for (const auto& [id, t] : params_) env[id] = t;
+    std::vector<void*> args;
+    std::vector<Tensor> operands;
+    for (size_t i = 0; i < prog_.steps.size(); ++i) {
+      const Step& s = prog_.steps[i];
+      auto t0 = opts_.profile ? std::chrono::steady_clock::now()
+                              : std::chrono::steady_clock::time_point{};
+      if (s.kind == Step::Kind::kKernel) {
+        args.clear();
+        for (ValueId v : s.inputs) args.push_back(env[v].raw_data());
+        for (size_t k = 0; k < s.outputs.size(); ++k) {
+          const ValueId out = s.outputs[k];
+          const int reuse = s.in_place[k];
+          // In place only when nothing else holds the input's storage (no view, no caller's copy).
+          if (reuse >= 0 && env[s.inputs[reuse]].storage().use_count() == 1 &&
+              env[s.inputs[reuse]].is_contiguous()) {
+            env[out] = env[s.inputs[reuse]];
+          } else {
+            env[out] = Tensor::empty(g.value(out).type.dtype, g.value(out).type.shape);
+          }
+          args.push_back(env[out].raw_data());
+        }
+        fns_[i](args.data());
+      } else if (s.kind == Step::Kind::kExtern) {
+        const Node& n = g.nodes()[s.node];
+        operands.clear();
+        for (ValueId v : n.operands) operands.push_back(env[v]);
+        Tensor r = (*kernels_[i])(operands, n.attrs);
+        env[n.output] = r.is_contiguous() ? r : r.contiguous();
+      } else {
+        const Tensor& base = env[s.inputs[0]];
+        env[s.outputs[0]] =
+            base.as_strided(s.view_shape, s.view_strides, base.offset() + s.view_offset);
+      }
+      if (opts_.profile) {
+        auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+            std::chrono::steady_clock::now() - t0);
+        auto& st = stats_[stat_of_.at(s.name)];
+        st.calls += 1;
+        st.total_ns += ns.count();
+      }
+      for (ValueId v : s.inputs) {
+        if (last_use_[v] == static_cast<int>(i) && g.value(v).kind == ValueKind::kNode &&
+            !keep.contains(v)) {
+          env[v] = Tensor();
+        }
+      }
+    }
+    return env;
+  }
+
+  Program prog_;
+  codegen::LoadedLibrary lib_;
+  plugin::Options opts_;
+  std::vector<fs::path> artifacts_;
+  std::vector<KernelFn*> fns_;
+  std::vector<const Kernel*> kernels_;
+  std::vector<std::pair<ValueId, Tensor>> params_;
+  std::vector<int> last_use_;
+  std::map<std::string, size_t> stat_of_;
+  std::vector<plugin::KernelStat> stats_;
+};
+
+class CodegenBackend final : public plugin::Backend {
+ public:
+  plugin::BackendInfo info() const override { return {"codegen", "0.1.0", plugin::kAbiVersion}; }
+
+  std::unique_ptr<plugin::Executable> compile(const Graph& graph,
+                                              const plugin::Options& options) override {
+    for (const auto& [k, v] : options.config) {
+      if (!kConfigKeys.contains(k)) {
+        throw plugin::CompileError(
+            fmt::format("codegen: unknown option -c {}={} (known: debug_dir, inject, fusion, "
+                        "max_fusion_size, kernels_per_unit, fast_math)",
+                        k, v));
+      }
+    }
+    codegen::CodegenOptions copts;
+    copts.config = options.config;
+    copts.threads = options.threads;
+    Program program;
+    try {
+      program = codegen::build_program(graph, copts);
+    } catch (const Error& e) {
+      throw plugin::CompileError(e.what());
+    }
+    codegen::ToolchainOptions topts = codegen::ToolchainOptions::defaults();
+    topts.fast_math = options.get("fast_math") == "on" || options.get("fast_math") == "true";
+    const fs::path debug = debug_dir_for(graph, options);
+    std::vector<fs::path> artifacts;
+    auto dump = [&](const std::string& name, const std::string& text) {
+      if (debug.empty()) return;
+      fs::create_directories(debug);
+      std::ofstream(debug / name) << text;
+      artifacts.push_back(debug / name);
+    };
+    for (const auto& [name, text] : program.dumps) dump(name, text);
+    codegen::BuildResult built;
+    try {
+      built = codegen::build_shared_library(program.sources, topts);
+    } catch (const codegen::ToolchainError& e) {
+      dump("compile_times.txt", "compile failed\n");
+      throw plugin::CompileError(e.what());
+    }
+    std::string times;
+    for (const auto& [pass, secs] : program.pass_seconds)
+      times += fmt::format("{:<16} {:10.6f} s\n", pass, secs);
+    times += fmt::format("{:<16} {:10.6f} s ({}; {} translation unit(s); key {})\n", "toolchain",
+                         built.compile_seconds, built.cache_hit ? "cache hit" : "compiled",
+                         program.sources.size(), built.key);
+    for (const auto& cmd : built.command_lines) times += "  " + cmd + "\n";
+    dump("compile_times.txt", times);
+    try {
+      codegen::LoadedLibrary lib(built.library, built.key);
+      return std::make_unique<CodegenExecutable>(std::move(program), std::move(lib), options,
+                                                 std::move(artifacts));
+    } catch (const codegen::ToolchainError& e) {
+      throw plugin::CompileError(e.what());
+    }
+  }
+};
+
+std::unique_ptr<plugin::Backend> create() { return std::make_unique<CodegenBackend>(); }
+
+}  // namespace
+
+}  // namespace crucible::codegen_backend
+
+CRUCIBLE_EXPORT_BACKEND(crucible::codegen_backend::create)
