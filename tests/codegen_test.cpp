@@ -265,11 +265,35 @@ TEST_F(Codegen, ProfileNamesKernelsAndExterns) {
       EXPECT_EQ(s.calls, 2) << s.name;
     }
     saw_kernel |= s.name.rfind("cpp_fused_", 0) == 0;
-    saw_extern |= s.name == "extern::linear";
+    saw_extern |= s.name == "extern::packed_linear";
   }
   EXPECT_TRUE(saw_kernel);
   EXPECT_TRUE(saw_extern);
   EXPECT_TRUE(codegen_->backend().compile(g, {})->profile().empty());
+}
+
+TEST_F(Codegen, LinearWithParameterWeightsIsPackedWithItsActivationFused) {
+  Graph g = parse_graph(R"(
+graph mlp(%x: f32[33,64], %z: f32[2,5,64]) {
+  param %w1: f32[48,64] = randn(seed=1, std=0.1)
+  param %b1: f32[48] = randn(seed=2, std=0.1)
+  param %w2: f32[48,16] = randn(seed=3, std=0.1)
+  %h = linear(%x, %w1, %b1)
+  %a = relu(%h)
+  %o = matmul(%a, %w2)
+  %g = gelu(%o)
+  %z1 = linear(%z, %w1)
+  %t = tanh(%z1)
+  %u = add(%t, %t)
+  return %g, %u
+}
+)");
+  ExpectSameAsEager(g);
+  const std::string ir = code_of(g);
+  EXPECT_NE(ir.find("extern::packed_linear_relu"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("extern::packed_linear_gelu"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("extern::packed_linear_tanh"), std::string::npos) << ir;
+  EXPECT_EQ(count(ir, "extern::linear"), 0) << ir;
 }
 
 TEST_F(Codegen, InjectedBugsMisbehaveAsPlanted) {

@@ -14,6 +14,7 @@
 #include "crucible/codegen/program.h"
 #include "crucible/codegen/toolchain.h"
 #include "crucible/ir/op_registry.h"
+#include "crucible/ops/packed_linear.h"
 #include "crucible/plugin_api.h"
 
 namespace crucible::codegen_backend {
@@ -39,6 +40,14 @@ fs::path debug_dir_for(const Graph& g, const plugin::Options& o) {
   return dir;
 }
 
+Epilogue epilogue_of(const std::string& name) {
+  for (Epilogue e : {Epilogue::kNone, Epilogue::kRelu, Epilogue::kGelu, Epilogue::kGeluTanh,
+                     Epilogue::kSigmoid, Epilogue::kTanh}) {
+    if (name == epilogue_name(e)) return e;
+  }
+  throw Error("codegen: unknown GEMM epilogue " + name);
+}
+
 class CodegenExecutable final : public plugin::Executable {
  public:
   CodegenExecutable(Program program, codegen::LoadedLibrary lib, const plugin::Options& opts,
@@ -55,6 +64,23 @@ class CodegenExecutable final : public plugin::Executable {
                              : nullptr);
     }
     for (ValueId p : g.params()) params_.emplace_back(p, materialize_param(g, p).contiguous());
+    // Weights are packed here, once, into the GEMM library's layout (what makes linear faster than
+    // eager's per-call path); each packed step keeps its own.
+    for (const Step& s : prog_.steps) {
+      if (s.kind != Step::Kind::kPackedLinear) {
+        packed_.emplace_back(nullptr);
+        continue;
+      }
+      auto param = [&](ValueId id) {
+        for (const auto& [pid, t] : params_) {
+          if (pid == id) return t;
+        }
+        return Tensor();
+      };
+      packed_.push_back(std::make_unique<PackedLinear>(param(s.weight), s.weight_nk,
+                                                       s.bias >= 0 ? param(s.bias) : Tensor(),
+                                                       epilogue_of(s.epilogue)));
+    }
     last_use_.assign(g.values().size(), -1);
     for (size_t i = 0; i < prog_.steps.size(); ++i) {
       for (ValueId v : prog_.steps[i].inputs) last_use_[v] = static_cast<int>(i);
@@ -135,6 +161,13 @@ class CodegenExecutable final : public plugin::Executable {
           args.push_back(env[out].raw_data());
         }
         fns_[i](args.data());
+      } else if (s.kind == Step::Kind::kPackedLinear) {
+        const Tensor x = env[s.inputs[0]].contiguous();
+        const TensorType& yt = g.value(s.outputs[0]).type;
+        Tensor y = Tensor::empty(yt.dtype, yt.shape);
+        const int64_t k = packed_[i]->in_features(), n = packed_[i]->out_features();
+        packed_[i]->run(x.data<float>(), k ? x.numel() / k : 0, k, y.data<float>(), n);
+        env[s.outputs[0]] = y;
       } else if (s.kind == Step::Kind::kExtern) {
         const Node& n = g.nodes()[s.node];
         operands.clear();
@@ -169,6 +202,7 @@ class CodegenExecutable final : public plugin::Executable {
   std::vector<fs::path> artifacts_;
   std::vector<KernelFn*> fns_;
   std::vector<const Kernel*> kernels_;
+  std::vector<std::unique_ptr<PackedLinear>> packed_;
   std::vector<std::pair<ValueId, Tensor>> params_;
   std::vector<int> last_use_;
   std::map<std::string, size_t> stat_of_;

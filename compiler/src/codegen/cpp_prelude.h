@@ -94,6 +94,6 @@ inline constexpr const char* kCppPrelude =
             return static_cast<T>(static_cast<int64_t>(d));
           }
           }  // namespace
-)cpp";
+    )cpp";
 
 }  // namespace crucible::codegen

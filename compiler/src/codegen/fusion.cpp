@@ -95,6 +95,32 @@ LoopProgram lower(const Graph& g, const std::map<std::string, std::string>& conf
     }
     lp.classes.push_back(c);
   }
+  // Linear (and matmul) with a parameter weight: packed once into the GEMM library's layout, with a
+  // lone activation consumer fused in as the GEMM's post-op.
+  lp.absorbed_by.assign(g.nodes().size(), -1);
+  std::vector<std::vector<int>> consumers(g.values().size());
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    for (ValueId o : g.nodes()[i].operands) consumers[o].push_back(static_cast<int>(i));
+  }
+  const std::set<std::string> kEpilogues = {"relu", "gelu", "sigmoid", "tanh"};
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = g.nodes()[i];
+    if (n.op != "linear" && n.op != "matmul") continue;
+    const Value& x = g.value(n.operands[0]);
+    const Value& w = g.value(n.operands[1]);
+    const bool bias_ok = n.operands.size() < 3 || g.value(n.operands[2]).kind == ValueKind::kParam;
+    if (x.type.dtype != DType::kF32 || w.kind != ValueKind::kParam || w.type.shape.size() != 2 ||
+        !bias_ok || x.type.shape.size() < 2) {
+      continue;
+    }
+    lp.classes[i] = NodeClass::kPackedLinear;
+    const auto& cs = consumers[n.output];
+    if (cs.size() == 1 && !outputs.contains(n.output) && kEpilogues.contains(g.nodes()[cs[0]].op) &&
+        g.value(g.nodes()[cs[0]].output).type.dtype == DType::kF32) {
+      lp.classes[cs[0]] = NodeClass::kAbsorbed;
+      lp.absorbed_by[cs[0]] = static_cast<int>(i);
+    }
+  }
   // A view whose layout needs a copy (reshape of a non-viewable view) runs as an extern copy.
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     if (lp.classes[i] != NodeClass::kView) continue;
@@ -145,6 +171,20 @@ void fuse(const Graph& g, LoopProgram& lp, const std::map<std::string, std::stri
     const Node& n = nodes[i];
     const NodeClass c = lp.classes[i];
     if (c == NodeClass::kConstant) continue;  // inlined into every use
+    if (c == NodeClass::kAbsorbed) {          // runs inside its linear's GEMM call
+      const int owner = lp.group_of[lp.absorbed_by[i]];
+      lp.groups[owner].nodes.push_back(static_cast<int>(i));
+      lp.group_of[i] = owner;
+      continue;
+    }
+    if (c == NodeClass::kPackedLinear) {
+      Group grp;
+      grp.kind = Group::Kind::kPackedLinear;
+      grp.nodes = {static_cast<int>(i)};
+      lp.group_of[i] = static_cast<int>(lp.groups.size());
+      lp.groups.push_back(grp);
+      continue;
+    }
     if (c == NodeClass::kExtern || c == NodeClass::kView) {
       Group grp;
       grp.kind = c == NodeClass::kExtern ? Group::Kind::kExtern : Group::Kind::kView;
@@ -238,6 +278,9 @@ void fuse(const Graph& g, LoopProgram& lp, const std::map<std::string, std::stri
       std::string name = "cpp_fused";
       for (const auto& op : ops) name += "_" + op;
       grp.name = fmt::format("{}_{}", name, kernel_index++);
+    } else if (grp.kind == Group::Kind::kPackedLinear) {
+      grp.name = "extern::packed_linear";
+      if (grp.nodes.size() > 1) grp.name += "_" + nodes[grp.nodes[1]].op;
     } else {
       grp.name = fmt::format("{}::{}", grp.kind == Group::Kind::kExtern ? "extern" : "view",
                              nodes[grp.nodes[0]].op);
@@ -246,7 +289,8 @@ void fuse(const Graph& g, LoopProgram& lp, const std::map<std::string, std::stri
 }
 
 std::string print_loop_program(const Graph& g, const LoopProgram& lp) {
-  static const char* kClass[] = {"pointwise", "reduction", "view", "constant", "extern"};
+  static const char* kClass[] = {"pointwise", "reduction", "view",    "constant",
+                                 "extern",    "packed",    "epilogue"};
   std::string out;
   if (lp.groups.empty()) {
     for (size_t i = 0; i < g.nodes().size(); ++i) {

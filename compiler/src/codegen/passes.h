@@ -17,10 +17,18 @@ namespace crucible::codegen {
 Graph decompose(const Graph& g);
 
 // 2-3. Loop IR: every node classified, then grouped into kernels.
-enum class NodeClass { kPointwise, kReduction, kView, kConstant, kExtern };
+enum class NodeClass {
+  kPointwise,
+  kReduction,
+  kView,
+  kConstant,
+  kExtern,
+  kPackedLinear,
+  kAbsorbed
+};
 
 struct Group {
-  enum class Kind { kKernel, kExtern, kView };
+  enum class Kind { kKernel, kExtern, kView, kPackedLinear };
   Kind kind = Kind::kKernel;
   std::vector<int> nodes;  // graph node indices, in order
   // Kernel groups iterate outer x inner; a pointwise-only group has inner = {} until a reduction
@@ -33,8 +41,9 @@ struct Group {
 
 struct LoopProgram {
   std::vector<NodeClass> classes;  // per graph node
-  std::vector<Group> groups;       // in execution order
-  std::vector<int> group_of;       // per graph node
+  std::vector<int> absorbed_by;  // per graph node: the packed-linear node whose epilogue it became
+  std::vector<Group> groups;     // in execution order
+  std::vector<int> group_of;     // per graph node
 };
 
 // Classifies each node: pointwise ops codegen implements for that dtype, trailing-dim reductions,

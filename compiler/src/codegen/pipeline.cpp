@@ -77,6 +77,22 @@ Program build_program(const Graph& graph, const CodegenOptions& options) {
         s.inputs = mp.inputs[gi];
         s.outputs = mp.outputs[gi];
         s.in_place = mp.in_place[gi];
+      } else if (grp.kind == Group::Kind::kPackedLinear) {
+        s.kind = Step::Kind::kPackedLinear;
+        s.node = grp.nodes[0];
+        const Node& n = p.graph.nodes()[s.node];
+        s.inputs = {n.operands[0]};
+        s.outputs = {p.graph.nodes()[grp.nodes.back()].output};
+        s.weight = n.operands[1];
+        s.bias = n.operands.size() > 2 ? n.operands[2] : -1;
+        s.weight_nk = n.op == "linear";
+        if (grp.nodes.size() > 1) {
+          const Node& act = p.graph.nodes()[grp.nodes[1]];
+          s.epilogue = act.op;
+          if (act.op == "gelu" && act.attrs.get_string_or("approximate", "none") == "tanh") {
+            s.epilogue = "gelu_tanh";
+          }
+        }
       } else {
         s.kind = grp.kind == Group::Kind::kExtern ? Step::Kind::kExtern : Step::Kind::kView;
         s.node = grp.nodes[0];

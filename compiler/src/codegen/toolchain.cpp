@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <link.h>
 #include <pwd.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -17,6 +18,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -244,13 +246,39 @@ std::string compiler_version(const std::string& compiler) {
 // ---------------------------------------------------------------------------------------------------
 // LoadedLibrary
 
+namespace {
+
+std::set<std::string> loaded_objects() {
+  std::set<std::string> names;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        if (info->dlpi_name && info->dlpi_name[0]) {
+          static_cast<std::set<std::string>*>(out)->insert(info->dlpi_name);
+        }
+        return 0;
+      },
+      &names);
+  return names;
+}
+
+}  // namespace
+
 LoadedLibrary::LoadedLibrary(const fs::path& so, const std::string& expected_key) : path_(so) {
+  const std::set<std::string> before = loaded_objects();
   dlerror();
   handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) {
     const char* why = dlerror();
     throw ToolchainError(
         fmt::format("cannot load {}: {}", so.string(), why ? why : "unknown error"));
+  }
+  // Pin what the kernel pulled in (RTLD_NODELETE), but not the kernel itself. The OpenMP runtime
+  // keeps its worker threads parked inside its own code after a parallel region; if our dlclose
+  // dropped the last reference to it (a host that does not link libgomp itself), those threads
+  // would crash.
+  for (const std::string& name : loaded_objects()) {
+    if (before.count(name) || name == so.string()) continue;
+    if (void* pin = dlopen(name.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)) dlclose(pin);
   }
   const auto* key = static_cast<const char*>(dlsym(handle_, "crucible_cache_key"));
   std::string problem;

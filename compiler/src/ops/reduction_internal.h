@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "crucible/core/dtype.h"
+#include "crucible/core/fast_math.h"
 #include "crucible/ir/op_registry.h"
 
 namespace crucible::reduction {
@@ -93,51 +94,8 @@ inline Lane lane_fold(int64_t n, Lane init, Comb comb, F&& f) {
   return acc;
 }
 
-// exp for float without calls or branches, so loops calling it vectorize (glibc's expf does not
-// without -ffast-math). Cody-Waite reduction x = n*ln2 + r, |r| <= ln2/2, then a degree-7 Taylor
-// polynomial (truncation error < 1e-8 relative); measured within 0.9 ulp of the correctly rounded
-// value over the whole range. Results below FLT_MIN flush to 0 and inputs above 88.376 (where
-// 2^n would leave the exponent range) give +inf, slightly early (expf overflows at 88.723): softmax
-// only feeds it x - max <= 0. NaN and +-inf behave as in expf.
-// Out-of-range inputs compute garbage that the final integer masks discard: masks, not selects,
-// because GCC would otherwise sink the polynomial into a branch it may not if-convert.
-inline float exp_f32(float x) {
-  constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kLn2Hi = 0.693359375f;  // ln2 split so that n * kLn2Hi is exact
-  constexpr float kLn2Lo = -2.12194440e-4f;
-  constexpr float kMin = -87.3365447f;   // exp(kMin) = FLT_MIN
-  constexpr float kMax = 88.3762626f;    // round(kMax * log2(e)) = 127, the largest exponent
-  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  const float t = x * kLog2e + kRound;
-  const float n = t - kRound;
-  const float r = (x - n * kLn2Hi) - n * kLn2Lo;
-  float p = 1.0f / 5040.0f;
-  p = p * r + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  uint32_t t_bits;
-  std::memcpy(&t_bits, &t, sizeof t_bits);
-  // The low mantissa bits of t hold n (offset by kRound's pattern); shift them into an exponent.
-  const uint32_t scale_bits = (t_bits - 0x4B400000u + 127u) << 23;
-  float scale;
-  std::memcpy(&scale, &scale_bits, sizeof scale);
-  const float y = p * scale;
-  uint32_t y_bits, x_bits;
-  std::memcpy(&y_bits, &y, sizeof y_bits);
-  std::memcpy(&x_bits, &x, sizeof x_bits);
-  const uint32_t under = 0u - static_cast<uint32_t>(x < kMin);
-  const uint32_t over = 0u - static_cast<uint32_t>(x > kMax);
-  const uint32_t nan = 0u - static_cast<uint32_t>(x != x);
-  y_bits = (y_bits & ~under & ~over) | (0x7f800000u & over);
-  y_bits = (y_bits & ~nan) | (x_bits & nan);
-  float out;
-  std::memcpy(&out, &y_bits, sizeof out);
-  return out;
-}
+// The vectorizable float exp lives in crucible/core/fast_math.h (shared with generated code).
+using crucible_fast::exp_f32;
 
 // exp in the accumulation type: the fast float path for f32/bf16, libm for the f64 reference path.
 inline float exp_acc(float x) { return exp_f32(x); }

@@ -19,7 +19,7 @@ struct CodegenOptions {
 };
 
 struct Step {
-  enum class Kind { kKernel, kExtern, kView };
+  enum class Kind { kKernel, kExtern, kView, kPackedLinear };
   Kind kind = Kind::kKernel;
   std::string name;  // cpp_fused_<ops>_<n>, extern::<op> or view::<op>
   // kKernel: the generated function's arguments, inputs then outputs (base buffers, by value id).
@@ -29,6 +29,12 @@ struct Step {
   std::vector<int> in_place;
   // kExtern / kView: the graph node it runs.
   int node = -1;
+  // kPackedLinear: y = epilogue(x @ W^T + b) with W (and b) parameters packed once at compile time;
+  // inputs = {x}, outputs = {y}. bias is -1 when absent; weight_nk is false for matmul's [K,N]
+  // weight.
+  ValueId weight = -1, bias = -1;
+  bool weight_nk = true;
+  std::string epilogue = "none";
   // kView: the static layout of outputs[0] over the base buffer inputs[0].
   Shape view_shape, view_strides;
   int64_t view_offset = 0;

@@ -1,0 +1,209 @@
+// Fused patterns, eager against codegen side by side in one benchmark: each iteration times both on
+// the same inputs and reports both medians, the speed-up, the bytes each form must move, and each
+// form's achieved bandwidth as a fraction of the STREAM triad measured earlier in this binary.
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+
+#include "bounds.h"
+#include "crucible/ir/text_format.h"
+#include "plugin_loader.h"
+
+namespace crucible::bench {
+namespace {
+
+constexpr double kMiB = 1 << 20;
+
+LoadedBackend& backend(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<LoadedBackend>> loaded;
+  auto& slot = loaded[name];
+  if (!slot) slot = load_plugin(find_plugin(name, plugin_search_path({})));
+  return *slot;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Times eager and codegen alternately on `text`; `fused_bytes` / `eager_bytes` are what each form
+// must move per run (the fused kernel reads its inputs and writes its output once; eager reads and
+// writes every intermediate), `flops` for compute-bound patterns.
+void compare(benchmark::State& state, const std::string& text, double fused_bytes,
+             double eager_bytes, double flops = 0) {
+  Graph g = parse_graph(text);
+  auto in = make_inputs(g, 1);
+  plugin::Options opts;
+  auto eager = backend("eager").backend().compile(g, opts);
+  auto codegen = backend("codegen").backend().compile(g, opts);
+  for (int i = 0; i < 3; ++i) {  // warm caches, pages and the block cache
+    eager->run(in);
+    codegen->run(in);
+  }
+  std::vector<double> te, tc;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(eager->run(in));
+    auto t1 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(codegen->run(in));
+    auto t2 = std::chrono::steady_clock::now();
+    te.push_back(std::chrono::duration<double>(t1 - t0).count());
+    tc.push_back(std::chrono::duration<double>(t2 - t1).count());
+    state.SetIterationTime(tc.back());
+  }
+  const double me = median(te), mc = median(tc), triad = triad_bytes_per_second();
+  state.counters["eager_ms"] = me * 1e3;
+  state.counters["codegen_ms"] = mc * 1e3;
+  state.counters["speedup"] = me / mc;
+  if (fused_bytes > 0) {
+    state.counters["fused_MiB"] = fused_bytes / kMiB;
+    state.counters["eager_MiB"] = eager_bytes / kMiB;
+    state.counters["bound_x"] = eager_bytes / fused_bytes;  // the speed-up memory traffic allows
+    if (triad > 0) {
+      state.counters["codegen_of_triad"] = fused_bytes / mc / triad;
+      state.counters["eager_of_triad"] = eager_bytes / me / triad;
+    }
+  }
+  if (flops > 0) {
+    state.counters["codegen_GFLOP/s"] = flops / mc / 1e9;
+    state.counters["eager_GFLOP/s"] = flops / me / 1e9;
+    if (peak_flops() > 0) state.counters["codegen_of_peak"] = flops / mc / peak_flops();
+  }
+}
+
+void BM_Fused_AddAddMulAdd_16384x512(benchmark::State& state) {
+  const double full = 16384.0 * 512 * 4;
+  // eager: add(a0,a1) 2 passes, add(t0,a2) 3, mul 2, add 2 = 9 full tensors; fused: a0, a2, y = 3.
+  compare(state,
+          "graph p(%a0: f32[16384,512], %a1: f32[1,512], %a2: f32[16384,512], %a3: f32[1,512], "
+          "%a4: f32[1,512]) {\n"
+          "  %t0 = add(%a0, %a1)\n  %t1 = add(%t0, %a2)\n  %t2 = mul(%t1, %a3)\n  %y = add(%t2, "
+          "%a4)\n  return %y\n}\n",
+          3 * full, 9 * full);
+}
+BENCHMARK(BM_Fused_AddAddMulAdd_16384x512)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0);
+
+void BM_Fused_SoftmaxScaleMask_8192x1024(benchmark::State& state) {
+  const double full = 8192.0 * 1024 * 4;
+  // eager: mul 2, add 2, softmax 2 = 6 full tensors; fused: x, y = 2.
+  compare(state,
+          "graph p(%x: f32[8192,1024], %mask: f32[1024]) {\n  %s = full(shape=[], value=0.125)\n"
+          "  %a = mul(%x, %s)\n  %b = add(%a, %mask)\n  %y = softmax(%b, dim=-1)\n  return %y\n}\n",
+          2 * full, 6 * full);
+}
+BENCHMARK(BM_Fused_SoftmaxScaleMask_8192x1024)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0);
+
+void BM_Fused_LayerNormResidual_8192x1024(benchmark::State& state) {
+  const double full = 8192.0 * 1024 * 4;
+  // eager: add 3, layer_norm 2 = 5 full tensors; fused: x, residual, y = 3.
+  compare(state,
+          "graph p(%x: f32[8192,1024], %r: f32[8192,1024]) {\n  param %w: f32[1024] = "
+          "randn(seed=1, std=0.1)\n"
+          "  param %b: f32[1024] = randn(seed=2, std=0.1)\n  %a = add(%x, %r)\n"
+          "  %y = layer_norm(%a, %w, %b, normalized_shape=[1024], eps=1e-05)\n  return %y\n}\n",
+          3 * full, 5 * full);
+}
+BENCHMARK(BM_Fused_LayerNormResidual_8192x1024)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0);
+
+void BM_Fused_GeluBias_8192x2048(benchmark::State& state) {
+  const double full = 8192.0 * 2048 * 4;
+  // eager: add 2, gelu 2 = 4 full tensors; fused: x, y = 2.
+  compare(state,
+          "graph p(%x: f32[8192,2048]) {\n  param %bias: f32[2048] = randn(seed=3, std=0.1)\n"
+          "  %a = add(%x, %bias)\n  %y = gelu(%a)\n  return %y\n}\n",
+          2 * full, 4 * full);
+}
+BENCHMARK(BM_Fused_GeluBias_8192x2048)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0);
+
+void BM_LinearBiasRelu_16384x512x512(benchmark::State& state) {
+  compare(
+      state,
+      "graph p(%x: f32[16384,512]) {\n  param %w: f32[512,512] = randn(seed=4, std=0.04)\n"
+      "  param %b: f32[512] = randn(seed=5, std=0.1)\n  %h = linear(%x, %w, %b)\n  %y = relu(%h)\n"
+      "  return %y\n}\n",
+      0, 0, 2.0 * 16384 * 512 * 512);
+}
+BENCHMARK(BM_LinearBiasRelu_16384x512x512)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0);
+
+void BM_BatchedMatmul_64x128x128(benchmark::State& state) {
+  compare(state,
+          "graph p(%a: f32[64,128,128], %b: f32[64,128,128]) {\n  %y = matmul(%a, %b)\n  return "
+          "%y\n}\n",
+          0, 0, 2.0 * 64 * 128 * 128 * 128);
+}
+BENCHMARK(BM_BatchedMatmul_64x128x128)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0);
+
+// A transformer-like stack of `blocks` blocks (about 12 nodes each after decomposition): linear
+// with packed weights, bias, residual, layer norm, gelu, scaled softmax. Cold compile (fresh cache)
+// of the whole graph, its kernels split across translation units compiled in parallel.
+Graph transformer_like(int blocks) {
+  Graph g("transformer_like");
+  ValueId x = g.add_input("x", {DType::kF32, {64, 256}});
+  for (int b = 0; b < blocks; ++b) {
+    auto p = [&](const std::string& n, Shape s) {
+      return g.add_param(fmt::format("{}{}", n, b), {DType::kF32, std::move(s)},
+                         Initializer{"randn", {{"seed", int64_t{b}}, {"std", 0.05}}});
+    };
+    ValueId h = g.add_node("linear", {x, p("w", {256, 256})});
+    h = g.add_node("add", {h, p("bias", {256})});
+    h = g.add_node("add", {h, x});
+    h = g.add_node("layer_norm", {h, p("lnw", {256}), p("lnb", {256})},
+                   {{"normalized_shape", std::vector<int64_t>{256}}});
+    h = g.add_node("gelu", {h});
+    ValueId s = g.add_node("mul", {h, p("scale", {256})});
+    s = g.add_node("softmax", {s}, {{"dim", int64_t{-1}}});
+    x = g.add_node("add", {h, s});
+  }
+  g.set_outputs({x});
+  return g;
+}
+
+void BM_ColdCompile_TransformerLike(benchmark::State& state) {
+  const int blocks = static_cast<int>(state.range(0));
+  Graph g = transformer_like(blocks);
+  const auto dir =
+      std::filesystem::temp_directory_path() / fmt::format("crucible_bench_cache_{}", ::getpid());
+  for (auto _ : state) {
+    std::filesystem::remove_all(dir);
+    ::setenv("CRUCIBLE_CACHE_DIR", dir.c_str(), 1);
+    auto t0 = std::chrono::steady_clock::now();
+    auto exe = backend("codegen").backend().compile(g, {});
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    benchmark::DoNotOptimize(exe.get());
+  }
+  ::unsetenv("CRUCIBLE_CACHE_DIR");
+  std::filesystem::remove_all(dir);
+  state.counters["graph_nodes"] = static_cast<double>(g.nodes().size());
+}
+BENCHMARK(BM_ColdCompile_TransformerLike)
+    ->Arg(188)
+    ->UseManualTime()
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
+
+}  // namespace
+}  // namespace crucible::bench
