@@ -27,10 +27,11 @@
 // - A 1x1 convolution with the rows as its spatial dimension (src "nwc" = x row-major, dst "nwc" =
 //   y row-major) does choose a blocked weight layout (OIw8i8o, `jit_1x1:avx2`), and it is the
 //   faster kernel: 16384x512x512 186 vs 171 GFLOP/s; 333x512x512 201 vs 180; 8x512x512 174 vs 101;
-//   2048x13x1000 119 vs 49. It loses at M=1 (gemv: 30 vs 43 GFLOP/s at 512x512, 26 vs 55 at
+//   2048x13x1000 119 vs 49. It loses at M=1 (gemv: 30 vs 37 GFLOP/s at 512x512, 26 vs 44 at
 //   768x3072) and when N is tiny (N=1: 12 vs 32 GFLOP/s), and it accepts only dense rows (a row
 //   stride other than K or N sends it to oneDNN's reference kernel). It has no runtime
 //   dimensions, and f32 convolutions accept no output scales.
+// - (MKL-style sgemm_pack/sgemm_compute exist inside libdnnl but are not public API: not used.)
 //
 // Hence: blocked weights + 1x1 convolution primitives created lazily per distinct M (one ~150 us
 // JIT compile each, kept in a small bounded cache, and in oneDNN's own primitive cache), used for
