@@ -190,6 +190,34 @@ TEST_F(HarnessRun, KilledRunLeavesCompleteRowsOnlyAndIsMarkedIncomplete) {
   EXPECT_GT(results, 0);
 }
 
+TEST_F(HarnessRun, CodegenInjectedBugsGetTheirStatuses) {
+  // The tutorial's graphs on the real codegen backend, each planted bug caught as the field
+  // expects.
+  const std::string cache = "CRUCIBLE_CACHE_DIR=" + (dir_ / "cache").string();
+  struct Case {
+    std::string inject, model, status;
+  } cases[] = {
+      {"neg:times2", "neg_maximum_cat_f32", "fail_accuracy"},
+      {"neg:no_cast", "neg_maximum_cat_u8", "fail_to_compile"},
+      {"neg:crash", "neg_maximum_cat_f32", "crash"},
+      {"maximum:offbyone", "neg_maximum_cat_f32", "fail_accuracy"},
+      {"amax:bad_init", "add_add_mul_add", "pass"},  // no reduction there: the bug is never planted
+      {"mean:bad_init", "linear_layernorm_relu", "fail_accuracy"},
+  };
+  for (const auto& c : cases) {
+    fs::remove(dir_ / "r.db");
+    auto r = run_crucible("run --suite tutorial --only " + c.model +
+                              " --backends codegen -c inject=" + c.inject + " --db " +
+                              (dir_ / "r.db").string() + " --output-dir " + (dir_ / "out").string(),
+                          cache);
+    auto store = reports::Store::open(dir_ / "r.db");
+    auto rows = store->results(store->runs().at(0).id);
+    ASSERT_EQ(rows.size(), 1u) << c.inject << r.err;
+    EXPECT_EQ(rows[0].status, c.status) << c.inject << ": " << rows[0].error;
+    EXPECT_EQ(r.status, c.status == "pass" ? 0 : 1) << c.inject;
+  }
+}
+
 TEST_F(HarnessRun, BadRequestsFailBeforeAnyRunIsRecorded) {
   add_model("m_a");
   struct Case {

@@ -80,6 +80,11 @@ class CodegenExecutable final : public plugin::Executable {
       packed_.push_back(std::make_unique<PackedLinear>(param(s.weight), s.weight_nk,
                                                        s.bias >= 0 ? param(s.bias) : Tensor(),
                                                        epilogue_of(s.epilogue)));
+      // Shapes are static: build the GEMM primitive for this M now, so its JIT is compile time.
+      const PackedLinear& pl = *packed_.back();
+      const int64_t k = pl.in_features(), n = pl.out_features();
+      const int64_t m = k ? g.value(s.inputs[0]).type.numel() / k : 0;
+      pl.prepare(m, k, n);
     }
     last_use_.assign(g.values().size(), -1);
     for (size_t i = 0; i < prog_.steps.size(); ++i) {
