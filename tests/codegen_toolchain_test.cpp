@@ -1,6 +1,5 @@
-// Tests of the codegen toolchain: building shared objects from C++ sources through the private
-// kernel cache, cache hits and misses, verification of cached entries, concurrency, and directory
-// safety.
+// Tests of the codegen toolchain: shared objects built from C++ sources through the kernel cache;
+// hits and misses, verification of cached entries, concurrency and cache-directory safety.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -182,6 +181,7 @@ TEST_F(ToolchainTest, ChangingFlagsMisses) {
     EXPECT_EQ(line.find("-ffast-math"), std::string::npos);
   for (const std::string& line : c.command_lines)
     EXPECT_NE(line.find("-ffast-math"), std::string::npos);
+  ASSERT_FALSE(b.command_lines.empty());
   EXPECT_NE(b.command_lines[0].find("-O2"), std::string::npos);
   EXPECT_EQ(call_add_one(c, 2), 3);
 }
@@ -204,23 +204,24 @@ TEST_F(ToolchainTest, ChangingOneSourceByteMisses) {
 }
 
 TEST_F(ToolchainTest, TranslationUnitsCompileInParallelIntoOneLibrary) {
-  // A compiler wrapper that, for each -c, waits (up to 5 s) until another compile has started too
-  // and records how many it saw: run one after another, every compile would only ever see itself.
+  // A compiler wrapper: each -c marks itself running, waits (up to 5 s) until another compile runs
+  // too, and records how many were running. Run one after another, each would only see itself.
   const fs::path marks = root_ / "marks";
   fs::create_directory(marks);
   const fs::path wrapper = root_ / "cxx_wrapper.sh";
-  spit(wrapper,
-       "#!/bin/sh\n"
-       "case \" $* \" in *\" -c \"*)\n"
-       "  d='" +
-           marks.string() +
-           "'; touch \"$d/started.$$\"; i=0\n"
-           "  while [ $(ls \"$d\" | grep -c '^started') -lt 2 ] && [ $i -lt 50 ]; do\n"
-           "    sleep 0.1; i=$((i+1)); done\n"
-           "  ls \"$d\" | grep -c '^started' >> \"$d/../seen\" ;;\n"
-           "esac\n"
-           "exec " +
-           ToolchainOptions::default_compiler() + " \"$@\"\n");
+  const std::string cxx = ToolchainOptions::default_compiler();
+  spit(wrapper, fmt::format(R"(#!/bin/sh
+case " $* " in *" -c "*)
+  d='{0}'; touch "$d/running.$$"; i=0
+  while [ $(ls "$d" | wc -l) -lt 2 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
+  ls "$d" | wc -l >> '{1}'
+  {2} "$@"; rc=$?
+  rm -f "$d/running.$$"
+  exit $rc ;;
+esac
+exec {2} "$@"
+)",
+                            marks.string(), (root_ / "seen").string(), cxx));
   fs::permissions(wrapper, fs::perms::owner_all);
   ToolchainOptions o = opts_;
   o.compiler = wrapper.string();

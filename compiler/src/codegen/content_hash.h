@@ -1,6 +1,5 @@
 // SHA-256 (FIPS 180-4) for the kernel cache: keys over (compiler, flags, sources) and digests of
-// cached objects. Private to crucible_compiler; written here so the library needs no crypto
-// dependency.
+// cached objects. Private to crucible_compiler; our own so the library needs no crypto dependency.
 #pragma once
 
 #include <array>

@@ -1,6 +1,5 @@
 // Toolchain plumbing for the codegen backend: option defaults, running the compiler without a
-// shell, compiler version probing, diagnostics trimming, and LoadedLibrary (dlopen with a cache-key
-// check).
+// shell, its version, diagnostics trimming, and LoadedLibrary (dlopen with a cache-key check).
 #include "crucible/codegen/toolchain.h"
 
 #include <dlfcn.h>
@@ -313,9 +312,9 @@ LoadedLibrary& LoadedLibrary::operator=(LoadedLibrary&& other) noexcept {
 }
 
 void* LoadedLibrary::symbol(const std::string& name) const {
-  if (!handle_)
+  if (!handle_) {
     throw ToolchainError(fmt::format("symbol '{}' requested from a moved-from library", name));
-  dlerror();
+  }
   void* p = dlsym(handle_, name.c_str());
   if (!p) {
     throw ToolchainError(fmt::format("symbol '{}' not found in {}", name, path_.string()));

@@ -25,8 +25,8 @@ struct ToolchainOptions {
   // ("ccache c++"); it is split on spaces and run without a shell.
   std::string compiler;
   std::vector<std::string> flags = default_flags();
-  bool fast_math =
-      false;  // appends -ffast-math; off by default because it changes results vs eager
+  // Appends -ffast-math. Off by default: it changes results against eager and the fp64 reference.
+  bool fast_math = false;
   // Empty means "resolve at build time": $CRUCIBLE_CACHE_DIR, else
   // $XDG_CACHE_HOME/crucible/kernels, else $HOME/.cache/crucible/kernels.
   std::filesystem::path cache_dir;
@@ -34,8 +34,8 @@ struct ToolchainOptions {
 
   // Every field filled in from the environment, as a build would resolve it.
   static ToolchainOptions defaults();
-  static std::vector<std::string>
-  default_flags();  // -O3 -march=native -fopenmp -shared -fPIC -std=c++17
+  // -O3 -march=native -fopenmp -shared -fPIC -std=c++17
+  static std::vector<std::string> default_flags();
   static std::string default_compiler();
   static std::filesystem::path default_cache_dir();
 };
@@ -74,7 +74,9 @@ std::string compiler_version(const std::string& compiler);
 
 // A dlopen'ed library (RTLD_NOW | RTLD_LOCAL), closed on destruction. The constructor checks that
 // the library defines `extern "C" const char crucible_cache_key[]` equal to `expected_key` and
-// throws ToolchainError (after closing it) otherwise.
+// throws ToolchainError (after closing it) otherwise. Libraries the kernel pulls in (libgomp) are
+// pinned so that dlclose never unloads a runtime whose threads are still parked in it. As with any
+// dlopen, a path already loaded in this process is not re-read from disk.
 class LoadedLibrary {
  public:
   LoadedLibrary(const std::filesystem::path& so, const std::string& expected_key);
@@ -97,8 +99,7 @@ class LoadedLibrary {
   std::filesystem::path path_;
 };
 
-// Helpers shared by toolchain.cpp and kernel_cache.cpp; not meant for callers outside the
-// toolchain.
+// Helpers shared by toolchain.cpp and kernel_cache.cpp (and tested); not for other callers.
 namespace detail {
 
 struct CommandResult {
