@@ -56,7 +56,7 @@ std::vector<std::pair<std::string, std::string>> read_meta(const fs::path& p) {
 
 void write_meta(const fs::path& p, const std::vector<std::pair<std::string, std::string>>& fields) {
   std::string text;
-  for (const auto& [k, v] : fields) text += k + "=" + v + "\n";
+  for (const auto& [k, v] : fields) text += fmt::format("{}={}\n", k, v);
   spit(p, text);
 }
 

@@ -113,6 +113,7 @@ std::string quote_command(const std::vector<std::string>& argv) {
 CommandResult run_command(const std::vector<std::string>& argv) {
   if (argv.empty()) throw ToolchainError("empty command");
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   // LC_ALL=C: GCC translates its diagnostics and quotes, and callers match on "error".
@@ -122,6 +123,7 @@ CommandResult run_command(const std::vector<std::string>& argv) {
   }
   env_storage.emplace_back("LC_ALL=C");
   std::vector<char*> env;
+  env.reserve(env_storage.size() + 1);
   for (std::string& e : env_storage) env.push_back(e.data());
   env.push_back(nullptr);
 
