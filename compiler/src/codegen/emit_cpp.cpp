@@ -383,7 +383,25 @@ class KernelEmitter {
     for (ValueId o : n.operands) ops.push_back(value(o, sc, val.type.shape, shift && sc.element));
     const std::string var = fresh();
     *sc.stmts += fmt::format("{}// %{} = {}\n", indent(sc), val.name, describe(n));
-    *sc.stmts += fmt::format("{}auto {} = {};\n", indent(sc), var, expression(n, ops));
+    std::string e = expression(n, ops);
+    // Dividing a row by its per-row value: multiply by a reciprocal taken once per row (a vector
+    // division costs several multiplies). Same dtype on both sides only, so no conversion is
+    // skipped.
+    const ValueId d = n.operands.size() == 2 ? n.operands[1] : -1;
+    if (n.op == "div" && sc.element && d >= 0 && in_group_.contains(d) && is_row_scalar(d) &&
+        g_.value(n.operands[0]).type.dtype == val.type.dtype &&
+        g_.value(d).type.dtype == val.type.dtype &&
+        (val.type.dtype == DType::kF32 || val.type.dtype == DType::kF64)) {
+      auto it = reciprocal_.find(d);
+      if (it == reciprocal_.end()) {
+        const std::string r = fresh();
+        *row_scope_.stmts += fmt::format("    const auto {0} = {1}(1) / {2};  // 1 / %{3}\n", r,
+                                         compute_type(val.type.dtype), ops[1], g_.value(d).name);
+        it = reciprocal_.emplace(d, r).first;
+      }
+      e = fmt::format("static_cast<{}>({} * {})", compute_type(val.type.dtype), ops[0], it->second);
+    }
+    *sc.stmts += fmt::format("{}auto {} = {};\n", indent(sc), var, e);
     (*sc.vars)[v] = var;
     return var;
   }
@@ -510,6 +528,7 @@ class KernelEmitter {
     std::string row;  // per-row statements, in order
     std::map<ValueId, std::string> row_vars;
     row_scope_ = Scope{&row, &row_vars, false};
+    find_stash();
     std::string passes;
     for (int ni : grp_.nodes) {
       if (lp_.classes[ni] != NodeClass::kReduction) continue;
@@ -520,6 +539,16 @@ class KernelEmitter {
     std::map<ValueId, std::string> elem_vars;
     elem_loads_.clear();
     Scope sc{&elem, &elem_vars, true};
+    if (stash_value_ >= 0) {
+      // Read back what the last reduction pass left in the output row (still in L1) instead of
+      // recomputing it: softmax's final pass divides the stored exp instead of redoing it.
+      const int a = access_key(stash_store_, g_.value(stash_store_).type.shape, true);
+      const std::string var = fresh();
+      elem += fmt::format("      auto {} = a{}[{}];  // %{} as stashed in %{}'s row\n", var,
+                          accesses_[a].arg, index(a, true, false), g_.value(stash_value_).name,
+                          g_.value(stash_store_).name);
+      elem_vars[stash_value_] = var;
+    }
     const std::string st = stores(sc, true);
     std::string final_pass;
     if (!st.empty()) {
@@ -548,6 +577,11 @@ class KernelEmitter {
     Scope sc{&elem, &elem_vars, true};
     const bool shift = inj_.kind == "offbyone" && n.op == inj_.op;
     const std::string x = value(n.operands[0], sc, full_, shift);
+    if (ni == stash_reduction_) {
+      const int a = access_key(stash_store_, g_.value(stash_store_).type.shape, true);
+      elem += fmt::format("      a{}[{}] = {};  // stash %{} for the final pass\n",
+                          accesses_[a].arg, index(a, true, false), x, g_.value(stash_value_).name);
+    }
     const std::string acc = fresh(), nan = acc + "_nan";
     const bool bad_init = inj_.kind == "bad_init" && inj_.op == n.op;
     std::string init, update, pragma, finish;
@@ -583,6 +617,42 @@ class KernelEmitter {
     row_vars[n.output] = var;
     return s;
   }
+
+  // The stash: when the only full-row store is `op(E, s)` with E the last reduction's input and s a
+  // per-row value (softmax's div(exp, sum)), the last reduction pass also writes E into the output
+  // row and the final pass reads it back. Float outputs of E's own dtype only, so nothing is
+  // rounded.
+  void find_stash() {
+    int last = -1;
+    for (int ni : grp_.nodes) {
+      if (lp_.classes[ni] == NodeClass::kReduction) last = ni;
+    }
+    if (last < 0 || inj_.kind == "offbyone") return;
+    std::vector<ValueId> stores;
+    for (int ni : grp_.nodes) {
+      const ValueId v = g_.nodes()[ni].output;
+      if (mp_.materialized[v] && !is_row_scalar(v)) stores.push_back(v);
+    }
+    if (stores.size() != 1) return;
+    const Value& out = g_.value(stores[0]);
+    const Node& n = g_.nodes()[out.node];
+    const ValueId e = g_.nodes()[last].operands[0];
+    if ((n.op != "div" && n.op != "mul") || n.operands[0] != e || !in_group_.contains(e) ||
+        !in_group_.contains(n.operands[1]) || !is_row_scalar(n.operands[1])) {
+      return;
+    }
+    if (out.type.dtype != g_.value(e).type.dtype ||
+        (out.type.dtype != DType::kF32 && out.type.dtype != DType::kF64)) {
+      return;
+    }
+    stash_reduction_ = last;
+    stash_value_ = e;
+    stash_store_ = stores[0];
+  }
+
+  std::map<ValueId, std::string> reciprocal_;  // per-row 1/x, by x
+  int stash_reduction_ = -1;
+  ValueId stash_value_ = -1, stash_store_ = -1;
 
   static constexpr int64_t kParallelMin = 32768;  // elements below which a kernel stays serial
 
