@@ -189,7 +189,7 @@ class Runner {
       fs::create_directories(cache);
       double rss = 0;
       profile[b] = run_job(job, fmt::format("{}.{}.profile", m.name, b), &rss, cache).at(0);
-      peak[b] = rss;
+      peak[b] = profile[b].peak_rss_mb.value_or(rss);
       progress.done(profile[b], "profile");
     }
     if (g_interrupted) return;

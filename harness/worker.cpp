@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <omp.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <new>
@@ -187,6 +188,11 @@ void profile_job(Session& s) {
     return s.report.result(r);
   }
   r.status = "pass";
+  // The worker's own peak, without the compiler processes it waited for (wait4's figure counts
+  // them).
+  rusage self{};
+  getrusage(RUSAGE_SELF, &self);
+  r.peak_rss_mb = static_cast<double>(self.ru_maxrss) / 1024.0;
   s.report.result(r);
 }
 

@@ -81,6 +81,7 @@ void ReportWriter::result(const reports::ResultRecord& r) {
   for (double s : r.samples_ms) line({"sample", num(s)});
   if (r.compile_s) line({"compile_s", num(*r.compile_s)});
   if (r.compile_warm_s) line({"compile_warm_s", num(*r.compile_warm_s)});
+  if (r.peak_rss_mb) line({"peak_rss_mb", num(*r.peak_rss_mb)});
   for (const auto& a : r.accuracy) {
     line({"acc", std::to_string(a.index), a.dtype, a.shape, num(a.max_abs_err), num(a.max_rel_err),
           std::to_string(a.mismatches), std::to_string(a.first_mismatch), num(a.rmse_vs_fp64),
@@ -127,6 +128,8 @@ WorkerReport read_report(const std::filesystem::path& path) {
         cur.compile_s = d(f.at(1));
       } else if (k == "compile_warm_s") {
         cur.compile_warm_s = d(f.at(1));
+      } else if (k == "peak_rss_mb") {
+        cur.peak_rss_mb = d(f.at(1));
       } else if (k == "acc" && f.size() >= 12) {
         reports::OutputAccuracy a;
         a.index = static_cast<int>(i64(f[1]));
