@@ -129,18 +129,10 @@ class CodegenExecutable final : public plugin::Executable {
  private:
   std::vector<Tensor> execute(std::span<const Tensor> inputs, const std::set<ValueId>& keep) {
     const Graph& g = prog_.graph;
-    if (inputs.size() != g.inputs().size()) {
-      throw Error(fmt::format("graph {} takes {} inputs, got {}", g.name(), g.inputs().size(),
-                              inputs.size()));
-    }
+    plugin::check_inputs(g, inputs);
     if (opts_.threads > 0) omp_set_num_threads(opts_.threads);
     std::vector<Tensor> env(g.values().size());
     for (size_t k = 0; k < inputs.size(); ++k) {
-      const Value& v = g.value(g.inputs()[k]);
-      if (inputs[k].dtype() != v.type.dtype || inputs[k].shape() != v.type.shape) {
-        throw Error(fmt::format("input %{} must be {}, got {}", v.name, v.type.str(),
-                                TensorType{inputs[k].dtype(), inputs[k].shape()}.str()));
-      }
       env[g.inputs()[k]] = inputs[k].contiguous();  // generated code indexes contiguous buffers
     }
     for (const auto& [id, t] : params_) env[id] = t;

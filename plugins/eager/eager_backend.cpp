@@ -62,18 +62,10 @@ class EagerExecutable final : public plugin::Executable {
  private:
   std::vector<Tensor> execute(std::span<const Tensor> inputs,
                               const std::unordered_set<ValueId>& keep) {
-    if (inputs.size() != graph_.inputs().size()) {
-      throw Error(fmt::format("graph {} takes {} inputs, got {}", graph_.name(),
-                              graph_.inputs().size(), inputs.size()));
-    }
+    plugin::check_inputs(graph_, inputs);
     if (opts_.threads > 0) omp_set_num_threads(opts_.threads);
     std::vector<Tensor> env(graph_.values().size());
     for (size_t k = 0; k < inputs.size(); ++k) {
-      const Value& v = graph_.value(graph_.inputs()[k]);
-      if (inputs[k].dtype() != v.type.dtype || inputs[k].shape() != v.type.shape) {
-        throw Error(fmt::format("input %{} must be {}, got {}", v.name, v.type.str(),
-                                TensorType{inputs[k].dtype(), inputs[k].shape()}.str()));
-      }
       env[graph_.inputs()[k]] = inputs[k];
     }
     for (const auto& [id, t] : params_) env[id] = t;
