@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "crucible/reports/json.h"
+
 namespace crucible::reports {
 namespace {
 
@@ -121,6 +123,19 @@ TEST_F(StoreTest, NewerSchemaAndForeignFilesAreRefused) {
   EXPECT_THROW(Store::open(text), StoreError);
   fs::remove(text);
   EXPECT_THROW(Store::open("/nonexistent/dir/x.db"), StoreError);
+}
+
+}  // namespace
+}  // namespace crucible::reports
+
+namespace crucible::reports {
+namespace {
+
+TEST(Json, StringsEscapeQuotesBackslashesAndControlBytes) {
+  EXPECT_EQ(json_string("a\"b\\c\nd\te\rf\x01g"), "\"a\\\"b\\\\c\\nd\\te\\rf\\u0001g\"");
+  EXPECT_EQ(json_number(0.5), "0.5");
+  EXPECT_EQ(json_number(std::nan("")), "null");
+  EXPECT_EQ(json_object({{"k", "v\""}, {"a", "1"}}), "{\"a\": \"1\", \"k\": \"v\\\"\"}");
 }
 
 }  // namespace

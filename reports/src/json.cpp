@@ -5,37 +5,11 @@
 
 #include <cmath>
 
+#include "crucible/core/quote.h"
+
 namespace crucible::reports {
 
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (c < 0x20) {
-          out += fmt::format("\\u{:04x}", c);
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
+std::string json_string(std::string_view s) { return quote(s, QuoteStyle::kJson); }
 
 std::string json_number(double v) {
   if (!std::isfinite(v)) return "null";

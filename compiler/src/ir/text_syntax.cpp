@@ -5,30 +5,11 @@
 
 #include <cmath>
 
+#include "crucible/core/quote.h"
+
 namespace crucible {
 
-std::string quote_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out + "\"";
-}
+std::string quote_string(std::string_view s) { return quote(s, QuoteStyle::kGraph); }
 
 std::string format_float(double v) {
   if (std::isnan(v)) return "nan";
