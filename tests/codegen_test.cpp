@@ -414,6 +414,18 @@ TEST_F(Codegen, InjectedBugsMisbehaveAsPlanted) {
   plugin::Options unknown;
   unknown.config["unroll"] = "4";
   EXPECT_THROW(codegen_->backend().compile(g, unknown), plugin::CompileError);
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"max_fusion_size", "abc"}, {"kernels_per_unit", "0"}, {"fusion", "maybe"}}) {
+    plugin::Options malformed;
+    malformed.config[key] = value;
+    try {
+      codegen_->backend().compile(g, malformed);
+      ADD_FAILURE() << key << "=" << value << " accepted";
+    } catch (const plugin::CompileError& e) {
+      EXPECT_NE(std::string(e.what()).find("-c " + key + "=" + value), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST_F(Codegen, SecondCompileIsACacheHit) {

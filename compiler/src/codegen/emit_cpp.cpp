@@ -704,9 +704,7 @@ Injection parse_injection(const std::map<std::string, std::string>& config) {
 EmitResult emit_cpp(const Graph& g, const LoopProgram& lp, const MemoryPlan& mp,
                     const std::map<std::string, std::string>& config) {
   const Injection inj = parse_injection(config);
-  size_t per_tu = 16;
-  if (config.contains("kernels_per_unit"))
-    per_tu = std::max<size_t>(1, std::stoul(config.at("kernels_per_unit")));
+  const size_t per_tu = config_count(config, "kernels_per_unit", 16);
   EmitResult r;
   std::vector<std::string> kernels;
   for (size_t gi = 0; gi < lp.groups.size(); ++gi) {

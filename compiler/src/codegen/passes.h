@@ -2,6 +2,7 @@
 // and can print its own, so the debug directory shows the program after every step.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,10 @@
 #include "crucible/ir/graph.h"
 
 namespace crucible::codegen {
+
+// A positive integer -c option, or `fallback` when absent; throws Error naming a malformed one.
+size_t config_count(const std::map<std::string, std::string>& config, const std::string& key,
+                    size_t fallback);
 
 // 1. Rewrites ops whose pieces fuse better than the whole (softmax, log_softmax, layer_norm over
 // the last
