@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -92,12 +91,7 @@ class CodegenExecutable final : public plugin::Executable {
     }
     for (ValueId v : g.outputs()) last_use_[v] = INT32_MAX;
     if (opts_.profile) {
-      for (const Step& s : prog_.steps) {
-        if (!stat_of_.contains(s.name)) {
-          stat_of_[s.name] = stats_.size();
-          stats_.push_back({s.name, 0, 0});
-        }
-      }
+      for (const Step& s : prog_.steps) stat_of_step_.push_back(profile_.declare(s.name));
     }
   }
 
@@ -123,7 +117,7 @@ class CodegenExecutable final : public plugin::Executable {
     return out;
   }
 
-  std::vector<plugin::KernelStat> profile() const override { return stats_; }
+  std::vector<plugin::KernelStat> profile() const override { return profile_.stats(); }
   std::vector<fs::path> artifacts() const override { return artifacts_; }
 
  private:
@@ -140,8 +134,8 @@ class CodegenExecutable final : public plugin::Executable {
     std::vector<Tensor> operands;
     for (size_t i = 0; i < prog_.steps.size(); ++i) {
       const Step& s = prog_.steps[i];
-      auto t0 = opts_.profile ? std::chrono::steady_clock::now()
-                              : std::chrono::steady_clock::time_point{};
+      const auto t0 = opts_.profile ? plugin::ProfileRecorder::Clock::now()
+                                    : plugin::ProfileRecorder::Clock::time_point{};
       if (s.kind == Step::Kind::kKernel) {
         args.clear();
         for (ValueId v : s.inputs) args.push_back(env[v].raw_data());
@@ -176,13 +170,7 @@ class CodegenExecutable final : public plugin::Executable {
         env[s.outputs[0]] =
             base.as_strided(s.view_shape, s.view_strides, base.offset() + s.view_offset);
       }
-      if (opts_.profile) {
-        auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-            std::chrono::steady_clock::now() - t0);
-        auto& st = stats_[stat_of_.at(s.name)];
-        st.calls += 1;
-        st.total_ns += ns.count();
-      }
+      if (opts_.profile) profile_.record(stat_of_step_[i], t0);
       for (ValueId v : s.inputs) {
         if (last_use_[v] == static_cast<int>(i) && g.value(v).kind == ValueKind::kNode &&
             !keep.contains(v)) {
@@ -202,8 +190,8 @@ class CodegenExecutable final : public plugin::Executable {
   std::vector<std::unique_ptr<PackedLinear>> packed_;
   std::vector<std::pair<ValueId, Tensor>> params_;
   std::vector<int> last_use_;
-  std::map<std::string, size_t> stat_of_;
-  std::vector<plugin::KernelStat> stats_;
+  plugin::ProfileRecorder profile_;
+  std::vector<size_t> stat_of_step_;
 };
 
 class CodegenBackend final : public plugin::Backend {

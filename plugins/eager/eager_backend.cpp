@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <omp.h>
 
-#include <chrono>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -29,9 +28,8 @@ class EagerExecutable final : public plugin::Executable {
     }
     for (ValueId v : graph_.outputs()) last_use_[v] = static_cast<int>(graph_.nodes().size());
     if (opts_.profile) {
-      for (const Node& n : graph_.nodes()) stat_index_.try_emplace(n.op, stat_index_.size());
-      stats_.resize(stat_index_.size());
-      for (const auto& [op, i] : stat_index_) stats_[i].name = "eager::" + op;
+      for (const Node& n : graph_.nodes())
+        stat_of_node_.push_back(profile_.declare("eager::" + n.op));
     }
   }
 
@@ -57,7 +55,7 @@ class EagerExecutable final : public plugin::Executable {
     return out;
   }
 
-  std::vector<KernelStat> profile() const override { return stats_; }
+  std::vector<KernelStat> profile() const override { return profile_.stats(); }
 
  private:
   std::vector<Tensor> execute(std::span<const Tensor> inputs,
@@ -75,13 +73,9 @@ class EagerExecutable final : public plugin::Executable {
       operands.clear();
       for (ValueId v : n.operands) operands.push_back(env[v]);
       if (opts_.profile) {
-        auto t0 = std::chrono::steady_clock::now();
+        const auto t0 = plugin::ProfileRecorder::Clock::now();
         env[n.output] = (*kernels_[i])(operands, n.attrs);
-        auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-            std::chrono::steady_clock::now() - t0);
-        KernelStat& s = stats_[stat_index_.at(n.op)];
-        s.calls += 1;
-        s.total_ns += ns.count();
+        profile_.record(stat_of_node_[i], t0);
       } else {
         env[n.output] = (*kernels_[i])(operands, n.attrs);
       }
@@ -101,8 +95,8 @@ class EagerExecutable final : public plugin::Executable {
   std::vector<const Kernel*> kernels_;
   std::unordered_map<ValueId, Tensor> params_;
   std::vector<int> last_use_;
-  std::unordered_map<std::string, size_t> stat_index_;
-  std::vector<KernelStat> stats_;
+  plugin::ProfileRecorder profile_;
+  std::vector<size_t> stat_of_node_;
 };
 
 class EagerBackend final : public plugin::Backend {

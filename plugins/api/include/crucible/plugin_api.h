@@ -3,6 +3,7 @@
 #pragma once
 
 #include <boost/dll/alias.hpp>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -50,6 +51,31 @@ struct KernelStat {
   std::string name;  // e.g. "eager::add" or "cpp_fused_add_mul_3"
   int64_t calls = 0;
   int64_t total_ns = 0;
+};
+
+// The bookkeeping behind Executable::profile(): each kernel name is declared once at compile time
+// and the returned index is what the run loop records against, so timing a step costs no name
+// lookup.
+class ProfileRecorder {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  size_t declare(const std::string& name) {
+    for (size_t i = 0; i < stats_.size(); ++i) {
+      if (stats_[i].name == name) return i;
+    }
+    stats_.push_back({name, 0, 0});
+    return stats_.size() - 1;
+  }
+  void record(size_t index, Clock::time_point start) {
+    stats_[index].calls += 1;
+    stats_[index].total_ns +=
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+  }
+  const std::vector<KernelStat>& stats() const { return stats_; }
+
+ private:
+  std::vector<KernelStat> stats_;
 };
 
 class Executable {
