@@ -8,7 +8,7 @@ PACKAGES=(
   libboost-dev libboost-program-options-dev
   libfmt-dev libsqlite3-dev sqlite3
   libgtest-dev libgmock-dev libbenchmark-dev
-  libdnnl-dev libomp-dev
+  libdnnl-dev ocl-icd-opencl-dev libomp-dev
   numactl clang-format
 )
 
