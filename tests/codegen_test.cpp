@@ -196,6 +196,36 @@ TEST_F(Codegen, SoftmaxAndLayerNormWithNeighboursAreOneKernelEach) {
   EXPECT_EQ(count(ln, "extern::"), 0) << ln;
 }
 
+// GPT-2's causal mask: a [S,S] bool broadcast over [B,H,S,S] scores ahead of a softmax. Fused as a
+// widened pointwise value it must not become a per-row value of the softmax's row kernel.
+TEST_F(Codegen, CausalMaskAheadOfSoftmaxMatchesEager) {
+  ExpectSameAsEager(parse_graph(R"(graph causal(%s: f32[2,3,7,7]) {
+  %p = arange(end=7.0, dtype=i64)
+  %r = unsqueeze(%p, dim=1)
+  %c = unsqueeze(%p, dim=0)
+  %m = ge(%r, %c)
+  %low = full(shape=[], value=-3.0e38)
+  %w = where(%m, %s, %low)
+  %y = softmax(%w, dim=-1)
+  return %y
+}
+)"));
+}
+
+// A constant tensor read by an extern call (MobileBERT's zero padding in a cat) is a real tensor,
+// not a scalar inlined into kernels.
+TEST_F(Codegen, ConstantTensorFeedingAnExternCall) {
+  ExpectSameAsEager(parse_graph(R"(graph pad(%e: f32[2,5,3]) {
+  %z = full(shape=[2, 1, 3], value=0.0)
+  %s = slice(%e, dim=1, start=1, end=5)
+  %n = cat(%s, %z, dim=1)
+  %two = full(shape=[], value=2.0)
+  %y = mul(%n, %two)
+  return %y
+}
+)"));
+}
+
 TEST_F(Codegen, NanPropagatesThroughFusedMaxAndSoftmax) {
   Graph g = parse_graph(
       "graph n(%x: f32[20,9], %y: f32[20,9]) {\n  %m = maximum(%x, %y)\n  %a = amax(%x, dims=[1])\n"

@@ -143,6 +143,15 @@ LoopProgram lower(const Graph& g, const std::map<std::string, std::string>& conf
       lp.classes[i] = NodeClass::kExtern;
     }
   }
+  // A constant is inlined into the kernels that read it; one that a view, an extern call or a GEMM
+  // reads must exist as a tensor, so it is made by the eager kernel instead.
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    if (lp.classes[i] != NodeClass::kConstant) continue;
+    for (int c : consumers[g.nodes()[i].output]) {
+      if (lp.classes[c] != NodeClass::kPointwise && lp.classes[c] != NodeClass::kReduction)
+        lp.classes[i] = NodeClass::kExtern;
+    }
+  }
   return lp;
 }
 
@@ -249,8 +258,11 @@ void fuse(const Graph& g, LoopProgram& lp, const std::map<std::string, std::stri
         const size_t k = n.attrs.get_ints("dims").size();
         const Shape outer = split_outer(x, k), inner = split_inner(x, k);
         if (!grp.has_reduction) {
-          // Turns a pointwise group over exactly these elements into a row group.
+          // Turns a pointwise group over exactly these elements into a row group. A widened
+          // member (a broadcast value recomputed per element, say a causal mask) has no place in
+          // a row group, whose smaller values are per-row, so such a group stays pointwise.
           ok = grp.outer == x;
+          for (int m : grp.nodes) ok = ok && g.value(nodes[m].output).type.shape == x;
           if (ok) {
             grp.outer = outer;
             grp.inner = inner;
