@@ -8,7 +8,7 @@
 
 namespace crucible::ew {
 
-void register_unary_ops(OpRegistry& r);    // neg, abs, relu, exp ... gelu, clamp
+void register_unary_ops(OpRegistry& r);    // neg, abs, relu, exp ... gelu, clamp, silu ...
 void register_binary_ops(OpRegistry& r);   // add, sub, mul, div, maximum, minimum, pow
 void register_compare_ops(OpRegistry& r);  // eq, ne, lt, le, gt, ge, where
 

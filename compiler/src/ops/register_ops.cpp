@@ -8,6 +8,7 @@ void register_builtin_ops(OpRegistry& r) {
   register_shape_ops(r);
   register_reduction_ops(r);
   register_linalg_ops(r);
+  register_vision_ops(r);
 }
 
 }  // namespace crucible

@@ -1,5 +1,5 @@
 // Unary elementwise ops: dtype-keeping (neg, abs, relu, clamp) and float-valued math (exp ...
-// gelu), with their type rules and the reference kernels the eager backend runs.
+// gelu, silu, hardswish, hardsigmoid), with their type rules and the eager reference kernels.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "crucible/core/error.h"
+#include "crucible/core/fast_math.h"
 #include "ops/elementwise_internal.h"
 #include "ops/elementwise_loop.h"
 
@@ -131,6 +132,41 @@ struct GeluTanh {
     const C kBeta = C(0.79788456080286535588);  // sqrt(2/pi)
     const C inner = kBeta * (x + C(0.044715) * x * x * x);
     return C(0.5) * x * (C(1) + std::tanh(inner));
+  }
+};
+
+// The activations of mobile networks. silu computes sigmoid as 1 / (1 + exp(-x)) with the
+// vectorizable exp of fast_math.h for float (the exp codegen's sigmoid uses, so the decomposed
+// silu agrees with this one), libm for f64. hardsigmoid / hardswish clamp x + 3 to [0, 6] with
+// comparisons that a NaN fails, so NaN propagates as in PyTorch, and divide by 6 as PyTorch does.
+struct Silu {
+  template <typename C>
+  C operator()(C x) const {
+    C e;
+    if constexpr (std::is_same_v<C, float>) {
+      e = crucible_fast::exp_f32(-x);
+    } else {
+      e = std::exp(-x);
+    }
+    return x * (C(1) / (C(1) + e));
+  }
+};
+template <typename C>
+inline C relu6_of_x_plus_3(C x) {
+  C t = x + C(3);
+  t = t < C(0) ? C(0) : t;
+  return t > C(6) ? C(6) : t;
+}
+struct Hardsigmoid {
+  template <typename C>
+  C operator()(C x) const {
+    return relu6_of_x_plus_3(x) / C(6);
+  }
+};
+struct Hardswish {
+  template <typename C>
+  C operator()(C x) const {
+    return x * relu6_of_x_plus_3(x) / C(6);
   }
 };
 
@@ -283,6 +319,9 @@ void register_unary_ops(OpRegistry& r) {
   r.add(float_def<Reciprocal>("reciprocal"));
   r.add(gelu_def());
   r.add(clamp_def());
+  r.add(float_def<Silu>("silu"));
+  r.add(float_def<Hardswish>("hardswish"));
+  r.add(float_def<Hardsigmoid>("hardsigmoid"));
 }
 
 }  // namespace crucible::ew

@@ -1,0 +1,29 @@
+// Internal seams of the vision op family (conv2d, the 2-D pools, batch_norm): each file's
+// registration function and the convolution back ends the conv2d kernel dispatches to.
+#pragma once
+
+#include <cstdint>
+
+#include "crucible/ir/op_registry.h"
+#include "ops/window_geometry.h"
+
+namespace crucible::vision {
+
+void register_conv_ops(OpRegistry& r);        // conv2d
+void register_pool_ops(OpRegistry& r);        // max_pool2d, avg_pool2d, adaptive_avg_pool2d
+void register_batch_norm_ops(OpRegistry& r);  // batch_norm
+
+// One conv2d problem: input [n, c, h, w], weight [o, c/groups, kh, kw], output [n, o, oh, ow].
+struct ConvShape {
+  int64_t n = 0, c = 0, h = 0, w = 0, o = 0, kh = 0, kw = 0, oh = 0, ow = 0;
+  ConvParams p;
+};
+
+// y = conv(x, w) + bias over contiguous NCHW / OIHW buffers (bias may be null). Every dim of x and
+// w is non-empty. f32 runs oneDNN's convolution primitive; f64 (the accuracy reference) our own
+// im2col + blocked GEMM, or a direct loop for depthwise, accumulating in double.
+void conv2d_f32(const ConvShape& s, const float* x, const float* w, const float* bias, float* y);
+void conv2d_f64(const ConvShape& s, const double* x, const double* w, const double* bias,
+                double* y);
+
+}  // namespace crucible::vision

@@ -1,0 +1,14 @@
+// The vision op family's entry point: conv2d, the 2-D pools and batch_norm, each in its own file.
+// Their shared window geometry lives in window_geometry.cpp.
+#include "ops/register_ops.h"
+#include "ops/vision_internal.h"
+
+namespace crucible {
+
+void register_vision_ops(OpRegistry& r) {
+  vision::register_conv_ops(r);
+  vision::register_pool_ops(r);
+  vision::register_batch_norm_ops(r);
+}
+
+}  // namespace crucible
