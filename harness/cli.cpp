@@ -13,6 +13,8 @@ const std::vector<Command>& commands() {
        run_command},
       {"run-graph", "run one .graph file on a backend and print its outputs", run_graph_command},
       {"list", "list registered ops or available backend plugins", list_command},
+      {"models", "list models with parameter counts, nodes and FLOPs", models_command},
+      {"export", "write a built-in model as a .graph file", export_command},
       {"worker", "(internal) one isolated job of a run", worker_command},
   };
   return kCommands;

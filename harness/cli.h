@@ -40,5 +40,7 @@ int run_graph_command(const std::vector<std::string>& args);
 int list_command(const std::vector<std::string>& args);
 int run_command(const std::vector<std::string>& args);
 int worker_command(const std::vector<std::string>& args);
+int models_command(const std::vector<std::string>& args);
+int export_command(const std::vector<std::string>& args);
 
 }  // namespace crucible::cli

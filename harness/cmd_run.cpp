@@ -103,6 +103,10 @@ int run_command(const std::vector<std::string>& args) {
                                            "worker address-space limit in MB (0: none)")(
       "threads,t", po::value(&cfg.threads)->default_value(0), "OpenMP threads per worker (0: all)")(
       "seed", po::value(&cfg.seed)->default_value(0), "seed of the model inputs")(
+      "variant", po::value(&cfg.variant)->default_value("full"),
+      "built-in models: full | small (CI-sized)")(
+      "batch-size", po::value(&cfg.batch_size)->default_value(0),
+      "batch size of built-in models (0: each model's default)")(
       "plugin-path", po::value(&cfg.plugin_paths)->composing(), "extra plugin directories")(
       "suite-path", po::value(&cfg.suite_paths)->composing(), "extra suite directories");
   po::options_description out("where results go");
@@ -156,6 +160,9 @@ int run_command(const std::vector<std::string>& args) {
         static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE) / (1 << 20) * 8 / 10;
   }
   if (cfg.threads < 0) throw po::error("--threads must be >= 0");
+  if (cfg.variant != "full" && cfg.variant != "small")
+    throw po::error(fmt::format("--variant must be full or small, got '{}'", cfg.variant));
+  if (cfg.batch_size < 0) throw po::error("--batch-size must be >= 0");
   cfg.config = parse_config(config);
   cfg.db = db;
   cfg.output_dir = output_dir;

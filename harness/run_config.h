@@ -22,6 +22,8 @@ struct RunConfig {
   int64_t memory_limit_mb = 0;  // 0: none (the CLI defaults to 80% of RAM)
   int threads = 0;
   uint64_t seed = 0;
+  std::string variant = "full";  // of built-in models: full | small
+  int64_t batch_size = 0;        // overrides built-in models' batch size (0: theirs)
   std::filesystem::path db = "crucible.db";
   std::filesystem::path output_dir;  // default: crucible_out/run_<id>
   std::string tag;

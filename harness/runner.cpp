@@ -10,6 +10,7 @@
 #include <iostream>
 #include <set>
 
+#include "builtin_models.h"
 #include "crucible/ir/text_format.h"
 #include "crucible/reports/csv_export.h"
 #include "crucible/reports/store.h"
@@ -264,6 +265,8 @@ int execute_run(const RunConfig& cfg) {
   std::vector<ModelEntry> models = select_models(suites, cfg.filter);
   if (models.empty())
     throw Error("no models selected (check --suite, --only, --filter, --exclude and --shard)");
+  const std::vector<BuiltGraph> builtins =
+      build_builtin_models(models, models::parse_variant(cfg.variant), cfg.batch_size);
   std::set<std::string> all_backends(cfg.backends.begin(), cfg.backends.end());
   all_backends.insert("eager");
   for (const auto& b : all_backends)
@@ -283,6 +286,7 @@ int execute_run(const RunConfig& cfg) {
                                ? fs::path("crucible_out") / fmt::format("run_{}", run_id)
                                : cfg.output_dir;
   for (const char* sub : {"logs", "reports", "cache"}) fs::create_directories(out_dir / sub);
+  write_builtin_models(builtins, models, out_dir / "graphs");
 
   struct sigaction sa {};
   sa.sa_handler = on_signal;

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "crucible/core/error.h"
+#include "crucible/models/model_zoo.h"
 
 #ifndef CRUCIBLE_SOURCE_SUITES_DIR
 #define CRUCIBLE_SOURCE_SUITES_DIR ""
@@ -98,6 +99,14 @@ Suite parse_suite(const std::string& text, const fs::path& manifest) {
       const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
       if (key == "graph") {
         m.graph = manifest.parent_path() / value;
+      } else if (key == "builtin") {
+        try {
+          const double tol = models::find_model(value).tolerance;
+          if (!m.tolerance_set) m.tolerance = tol;
+        } catch (const Error& e) {
+          fail(manifest, lineno, col, e.what());
+        }
+        m.builtin = value;
       } else if (key == "batch_size") {
         double b = parse_number(value, manifest, lineno, col, key);
         if (b < 1 || b != static_cast<int64_t>(b))
@@ -106,6 +115,7 @@ Suite parse_suite(const std::string& text, const fs::path& manifest) {
       } else if (key == "tolerance") {
         m.tolerance = parse_number(value, manifest, lineno, col, key);
         if (!(m.tolerance > 0)) fail(manifest, lineno, col, "tolerance must be positive");
+        m.tolerance_set = true;
       } else if (key == "cosine") {
         if (value != "true" && value != "false")
           fail(manifest, lineno, col, "cosine must be true or false");
@@ -117,12 +127,15 @@ Suite parse_suite(const std::string& text, const fs::path& manifest) {
       } else {
         fail(manifest, lineno, col,
              fmt::format(
-                 "unknown key '{}' (expected graph, batch_size, tolerance, cosine, skip or xfail)",
+                 "unknown key '{}' (expected graph, builtin, batch_size, tolerance, cosine, skip "
+                 "or xfail)",
                  key));
       }
     }
-    if (m.graph.empty())
-      fail(manifest, lineno, words[0].second, fmt::format("model '{}' has no graph=FILE", m.name));
+    if (m.graph.empty() == m.builtin.empty()) {
+      fail(manifest, lineno, words[0].second,
+           fmt::format("model '{}' needs exactly one of graph=FILE and builtin=MODEL", m.name));
+    }
     suite.models.push_back(std::move(m));
   }
   return suite;

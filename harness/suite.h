@@ -13,9 +13,11 @@ namespace crucible {
 struct ModelEntry {
   std::string suite;
   std::string name;
-  std::filesystem::path graph;  // absolute path of the .graph file
-  int64_t batch_size = 0;       // 0: the first dimension of the first input
+  std::filesystem::path graph;  // absolute path of the .graph file (set at run time for builtins)
+  std::string builtin;          // a model of the built-in zoo (crucible/models), instead of graph
+  int64_t batch_size = 0;       // 0: the model's default (builtins) or the first input's dim 0
   double tolerance = 1e-4;
+  bool tolerance_set = false;  // given in the manifest (overrides a builtin's own)
   bool cosine = false;
   std::string skip;   // non-empty: not run, recorded as skipped with this reason
   std::string xfail;  // non-empty: expected to fail; a failure is recorded as xfail
@@ -27,8 +29,9 @@ struct Suite {
   std::vector<ModelEntry> models;
 };
 
-// Parses a manifest. Lines: `model NAME graph=FILE [batch_size=N] [tolerance=X] [cosine=true]
-// [skip="why"] [xfail="why"]`; '#' starts a comment. Errors: "file:line:col: what".
+// Parses a manifest. Lines: `model NAME graph=FILE|builtin=MODEL [batch_size=N] [tolerance=X]
+// [cosine=true] [skip="why"] [xfail="why"]`; '#' starts a comment. A builtin model takes its
+// tolerance from the zoo unless the line sets one. Errors: "file:line:col: what".
 Suite parse_suite(const std::string& text, const std::filesystem::path& manifest);
 Suite load_suite_file(const std::filesystem::path& manifest);
 

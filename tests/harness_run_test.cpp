@@ -65,7 +65,7 @@ TEST_F(HarnessRun, EveryFaultBecomesItsStatusAndTheRunFinishes) {
     if (!fault.empty()) config += " -c fault." + model + "=" + fault;
   }
   auto r = run_crucible(
-      run_args("--backends faulty --mode accuracy --timeout 4 --memory-limit 1024" + config));
+      run_args("--backends faulty --mode accuracy --timeout 8 --memory-limit 1024" + config));
   EXPECT_EQ(r.status, 1) << r.err;  // some models failed, and that is reported
 
   auto store = reports::Store::open(dir_ / "r.db");

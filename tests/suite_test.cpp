@@ -38,13 +38,13 @@ TEST(Suite, ErrorsNameFileLineAndColumn) {
       {"modl a graph=a.graph\n", "m.manifest:1:1: expected 'model', got 'modl'"},
       {"model a graph=a.graph\nmodel a graph=b.graph\n", "m.manifest:2:7: model 'a' listed twice"},
       {"model a graph=a.graph tol=1\n",
-       "m.manifest:1:23: unknown key 'tol' (expected graph, batch_size, tolerance, "
+       "m.manifest:1:23: unknown key 'tol' (expected graph, builtin, batch_size, tolerance, "
        "cosine, skip or xfail)"},
       {"model a graph=a.graph batch_size=0\n",
        "m.manifest:1:23: batch_size must be a positive integer"},
       {"model a graph=a.graph tolerance=x\n",
        "m.manifest:1:23: tolerance must be a number, got 'x'"},
-      {"model a\n", "m.manifest:1:1: model 'a' has no graph=FILE"},
+      {"model a\n", "m.manifest:1:1: model 'a' needs exactly one of graph=FILE and builtin=MODEL"},
       {"model a graph=a.graph skip=\"oops\n", "m.manifest:1:28: unterminated string"},
       {"model a graph=a.graph batch\n", "m.manifest:1:23: expected key=value, got 'batch'"},
   };

@@ -1,0 +1,133 @@
+// `crucible models` lists models with their parameter counts, nodes and GEMM/conv FLOPs;
+// `crucible export` writes a built-in model as a .graph file that `crucible run --graph` takes.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli.h"
+#include "crucible/ir/text_format.h"
+#include "crucible/models/model_zoo.h"
+#include "suite.h"
+
+namespace crucible::cli {
+
+namespace {
+
+std::vector<std::string> split_list(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const auto& item : items) {
+    size_t start = 0;
+    while (start <= item.size()) {
+      const size_t comma = std::min(item.find(',', start), item.size());
+      if (comma > start) out.push_back(item.substr(start, comma - start));
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
+// Digits grouped by thousands, so a count can be compared with a paper's at a glance.
+std::string grouped(int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+int models_command(const std::vector<std::string>& args) {
+  std::vector<std::string> suites, suite_paths;
+  std::string variant_text = "full";
+  int64_t batch = 0;
+  po::options_description opts("models options");
+  opts.add_options()("suite,s", po::value(&suites)->composing(),
+                     "suite names or manifest paths (comma-separated; default: the built-in zoo)")(
+      "variant", po::value(&variant_text)->default_value("full"), "full | small")(
+      "batch-size", po::value(&batch)->default_value(0), "batch size (0: each model's default)")(
+      "suite-path", po::value(&suite_paths)->composing(), "extra suite directories");
+  po::variables_map vm;
+  if (!parse("models", "[--suite S] [--variant full|small] [--batch-size N]", opts, {}, args, vm))
+    return kExitOk;
+  if (batch < 0) throw po::error("--batch-size must be >= 0");
+  const models::Variant variant = models::parse_variant(variant_text);
+
+  std::vector<ModelEntry> entries;
+  if (suites.empty()) {
+    for (const auto& spec : models::model_zoo()) {
+      ModelEntry e;
+      e.suite = spec.suite;
+      e.name = e.builtin = spec.name;
+      entries.push_back(e);
+    }
+  } else {
+    for (const auto& s : split_list(suites)) {
+      Suite suite = find_suite(s, suite_search_path(suite_paths));
+      entries.insert(entries.end(), suite.models.begin(), suite.models.end());
+    }
+  }
+  std::cout << fmt::format("{:<12} {:<22} {:<7} {:>6} {:>14} {:>10} {:>6} {:>10}  {}\n", "suite",
+                           "model", "variant", "batch", "params", "buffers", "nodes", "GFLOP",
+                           "what");
+  for (const ModelEntry& m : entries) {
+    Graph g;
+    std::string what, var = "-";
+    int64_t used_batch = m.batch_size;
+    if (!m.builtin.empty()) {
+      const models::ModelSpec& spec = models::find_model(m.builtin);
+      if (batch > 0) used_batch = batch;
+      g = models::build_model(spec, {variant, used_batch});
+      if (used_batch == 0) used_batch = spec.default_batch(variant);
+      what = spec.summary;
+      var = models::variant_name(variant);
+      if (variant == models::Variant::kSmall) {
+        // The summary describes the full model; say what the small one takes instead.
+        what = "small variant; inputs";
+        for (ValueId in : g.inputs())
+          what += fmt::format(" %{}: {}", g.value(in).name, g.value(in).type.str());
+      }
+    } else {
+      g = load_graph_file(m.graph);
+      if (used_batch == 0 && !g.inputs().empty() && !g.value(g.inputs()[0]).type.shape.empty())
+        used_batch = g.value(g.inputs()[0]).type.shape[0];
+      what = m.graph.filename().string();
+    }
+    const models::GraphStats st = models::graph_stats(g);
+    std::cout << fmt::format("{:<12} {:<22} {:<7} {:>6} {:>14} {:>10} {:>6} {:>10.2f}  {}\n",
+                             m.suite, m.name, var, used_batch, grouped(st.trainable_params),
+                             grouped(st.buffer_params), st.nodes,
+                             static_cast<double>(st.flops) / 1e9, what);
+  }
+  return kExitOk;
+}
+
+int export_command(const std::vector<std::string>& args) {
+  std::string name, variant_text = "full", output;
+  int64_t batch = 0;
+  po::options_description opts("export options");
+  opts.add_options()("model", po::value(&name)->required(), "a built-in model (crucible models)")(
+      "variant", po::value(&variant_text)->default_value("full"), "full | small")(
+      "batch-size", po::value(&batch)->default_value(0), "batch size (0: the model's default)")(
+      "output,o", po::value(&output), "write here instead of standard output");
+  po::positional_options_description pos;
+  pos.add("model", 1);
+  po::variables_map vm;
+  if (!parse("export", "MODEL [--variant full|small] [--batch-size N] [-o FILE]", opts, pos, args,
+             vm)) {
+    return kExitOk;
+  }
+  if (batch < 0) throw po::error("--batch-size must be >= 0");
+  Graph g =
+      models::build_model(models::find_model(name), {models::parse_variant(variant_text), batch});
+  if (output.empty()) {
+    std::cout << print_graph(g);
+  } else {
+    save_graph_file(g, output);
+    std::cerr << fmt::format("wrote {} ({} nodes)\n", output, g.nodes().size());
+  }
+  return kExitOk;
+}
+
+}  // namespace crucible::cli

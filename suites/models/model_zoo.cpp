@@ -1,0 +1,99 @@
+// The zoo's registry (one line per model, in suite order), variant parsing, and graph statistics:
+// PyTorch-style parameter counts and the GEMM/convolution FLOPs of one forward pass.
+#include <fmt/format.h>
+
+#include <set>
+
+#include "crucible/core/error.h"
+#include "models.h"
+
+namespace crucible::models {
+
+Variant parse_variant(const std::string& text) {
+  if (text == "full") return Variant::kFull;
+  if (text == "small") return Variant::kSmall;
+  throw Error(fmt::format("variant must be full or small, got '{}'", text));
+}
+
+const char* variant_name(Variant v) { return v == Variant::kFull ? "full" : "small"; }
+
+const std::vector<ModelSpec>& model_zoo() {
+  static const std::vector<ModelSpec> zoo = {
+      {"mobilebert", "transformer",
+       "MobileBERT for QA: 24 layers, hidden 512, bottleneck 128, NoNorm, ReLU; seq 128", 128, 2,
+       1e-4, build_mobilebert},
+      {"bert_base", "transformer", "BERT-base encoder stack: 12 layers, hidden 768, GELU; seq 128",
+       8, 2, 1e-4, build_bert_base},
+      {"gpt2", "transformer",
+       "GPT-2 small LM: 12 causal layers, hidden 768, tanh GELU, tied LM head; seq 128", 4, 2, 1e-4,
+       build_gpt2},
+      {"resnet18", "vision", "torchvision ResNet-18, 3x224x224", 16, 2, 1e-4, build_resnet18},
+      {"resnet50", "vision", "torchvision ResNet-50 (v1.5), 3x224x224", 8, 2, 1e-4, build_resnet50},
+      {"mobilenet_v2", "vision", "torchvision MobileNetV2, 3x224x224", 16, 2, 1e-4,
+       build_mobilenet_v2},
+      {"densenet121", "vision", "torchvision DenseNet-121, 3x224x224", 8, 2, 1e-4,
+       build_densenet121},
+      {"dlrm", "mlp",
+       "DLRM-like: bottom MLP 512-512-64, 8 tables x 1M rows x 64, 100-index bags, dot "
+       "interaction, top MLP 1024-1024-1024-1",
+       1024, 8, 1e-4, build_dlrm},
+      {"mlp", "mlp", "4-layer MLP 1024-4096-4096-4096-1000, ReLU", 512, 16, 1e-4, build_mlp},
+  };
+  return zoo;
+}
+
+const ModelSpec& find_model(const std::string& name) {
+  std::vector<std::string> names;
+  for (const ModelSpec& m : model_zoo()) {
+    if (m.name == name) return m;
+    names.push_back(m.name);
+  }
+  throw Error(fmt::format("no built-in model '{}' (known: {})", name, fmt::join(names, ", ")));
+}
+
+Graph build_model(const ModelSpec& spec, BuildOptions options) {
+  if (options.batch_size < 0)
+    throw Error(fmt::format("batch size must be positive, got {}", options.batch_size));
+  if (options.batch_size == 0) options.batch_size = spec.default_batch(options.variant);
+  Graph g = spec.build(options);
+  g.set_name(spec.name);
+  return g;
+}
+
+GraphStats graph_stats(const Graph& g) {
+  GraphStats st;
+  st.nodes = static_cast<int64_t>(g.nodes().size());
+  // A parameter is a buffer when every use of it is as batch_norm's running mean or variance.
+  std::set<ValueId> stat_uses, other_uses;
+  for (const Node& n : g.nodes()) {
+    for (size_t i = 0; i < n.operands.size(); ++i) {
+      const bool running_stat = n.op == "batch_norm" && (i == 3 || i == 4);
+      (running_stat ? stat_uses : other_uses).insert(n.operands[i]);
+    }
+    const Shape& out = g.value(n.output).type.shape;
+    const int64_t out_numel = shape_numel(out);
+    auto operand_shape = [&](size_t i) -> const Shape& {
+      return g.value(n.operands[i]).type.shape;
+    };
+    if (n.op == "matmul" || n.op == "addmm") {
+      const Shape& a = operand_shape(n.op == "matmul" ? 0 : 1);
+      st.flops += 2 * out_numel * a.back();
+    } else if (n.op == "linear") {
+      st.flops += 2 * out_numel * operand_shape(1).back();
+    } else if (n.op == "conv2d") {
+      const Shape& w = operand_shape(1);
+      st.flops += 2 * out_numel * w[1] * w[2] * w[3];
+    }
+  }
+  for (ValueId p : g.params()) {
+    const int64_t n = g.value(p).type.numel();
+    if (stat_uses.contains(p) && !other_uses.contains(p)) {
+      st.buffer_params += n;
+    } else {
+      st.trainable_params += n;
+    }
+  }
+  return st;
+}
+
+}  // namespace crucible::models
