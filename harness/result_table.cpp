@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
+#include <utility>
 
 namespace crucible {
 
@@ -27,6 +30,40 @@ std::string format_result_table(const std::vector<reports::ResultRecord>& result
         r.backend, r.mode, r.status, stats.n ? fmt::format("{:.3f}", stats.median) : "-",
         opt(r.speedup, "{:.2f}x"), opt(r.compile_s, "{:.3f}"), opt(r.peak_rss_mb, "{:.0f}"),
         max_err >= 0 ? fmt::format("{:.2g}", max_err) : "-");
+  }
+  return out;
+}
+
+std::string format_speedup_summary(const std::vector<reports::ResultRecord>& results) {
+  struct LogSum {
+    double sum = 0;
+    int n = 0;
+  };
+  std::map<std::pair<std::string, std::string>, LogSum> by_suite;  // (backend, suite)
+  std::map<std::string, LogSum> overall;
+  std::map<std::string, std::set<std::string>> suites_of;
+  for (const auto& r : results) {
+    if (r.mode != "performance" || r.backend == "eager" || r.status != "pass" || !r.speedup ||
+        !(*r.speedup > 0)) {
+      continue;
+    }
+    const double l = std::log(*r.speedup);
+    auto& s = by_suite[{r.backend, r.suite}];
+    s.sum += l;
+    ++s.n;
+    overall[r.backend].sum += l;
+    ++overall[r.backend].n;
+    suites_of[r.backend].insert(r.suite);
+  }
+  std::string out;
+  for (const auto& [key, s] : by_suite) {
+    out += fmt::format("geomean speedup of {} over eager, suite {}: {:.2f}x ({} models)\n",
+                       key.first, key.second, std::exp(s.sum / s.n), s.n);
+  }
+  for (const auto& [backend, s] : overall) {
+    if (suites_of[backend].size() < 2) continue;
+    out += fmt::format("geomean speedup of {} over eager, all suites: {:.2f}x ({} models)\n",
+                       backend, std::exp(s.sum / s.n), s.n);
   }
   return out;
 }

@@ -1,4 +1,5 @@
-// The console table printed at the end of a run: one row per result.
+// The console table printed at the end of a run: one row per result, then each suite's geomean
+// speed-up per backend.
 #pragma once
 
 #include <string>
@@ -10,5 +11,10 @@ namespace crucible {
 
 // Columns: suite/model, backend, mode, status, median ms, speedup, compile s, peak MB, max error.
 std::string format_result_table(const std::vector<reports::ResultRecord>& results);
+
+// One line per (suite, backend) with performance results: the geometric mean of the speed-ups over
+// eager of its passing models, as PyTorch's dashboard summarises a suite; then the same over all
+// suites when there are several. Empty when no backend other than eager has a speed-up.
+std::string format_speedup_summary(const std::vector<reports::ResultRecord>& results);
 
 }  // namespace crucible

@@ -306,7 +306,7 @@ int execute_run(const RunConfig& cfg) {
   store->finish_run(run_id, g_interrupted ? "incomplete" : "complete");
 
   const auto& results = runner.results();
-  std::cout << format_result_table(results);
+  std::cout << format_result_table(results) << format_speedup_summary(results);
   for (const auto& f : reports::write_dynamo_csvs(out_dir, results))
     std::cout << "wrote " << f.string() << "\n";
   std::cout << fmt::format("run {} recorded in {}\n", run_id, cfg.db.string());

@@ -1,0 +1,39 @@
+// The end-of-run console output: the per-suite geometric-mean speed-up lines.
+#include "result_table.h"
+
+#include <gtest/gtest.h>
+
+namespace crucible {
+namespace {
+
+reports::ResultRecord perf(const std::string& suite, const std::string& model,
+                           const std::string& backend, const std::string& status,
+                           std::optional<double> speedup) {
+  auto r = reports::make_result(suite, model, backend, "performance", 1);
+  r.status = status;
+  r.speedup = speedup;
+  return r;
+}
+
+TEST(SpeedupSummary, GeomeanPerSuiteAndOverall) {
+  const std::vector<reports::ResultRecord> rs = {
+      perf("vision", "a", "eager", "pass", 1.0),
+      perf("vision", "a", "codegen", "pass", 2.0),
+      perf("vision", "b", "codegen", "pass", 8.0),        // geomean(2, 8) = 4
+      perf("vision", "c", "codegen", "fail_to_run", {}),  // not counted
+      perf("mlp", "d", "codegen", "pass", 0.5),
+  };
+  EXPECT_EQ(format_speedup_summary(rs),
+            "geomean speedup of codegen over eager, suite mlp: 0.50x (1 models)\n"
+            "geomean speedup of codegen over eager, suite vision: 4.00x (2 models)\n"
+            "geomean speedup of codegen over eager, all suites: 2.00x (3 models)\n");
+}
+
+TEST(SpeedupSummary, EmptyWithoutPerformanceResults) {
+  auto acc = reports::make_result("vision", "a", "codegen", "accuracy", 1);
+  acc.status = "pass";
+  EXPECT_EQ(format_speedup_summary({acc, perf("vision", "a", "eager", "pass", 1.0)}), "");
+}
+
+}  // namespace
+}  // namespace crucible
