@@ -1,5 +1,6 @@
 // Decompositions: softmax, log_softmax and layer_norm over trailing dims become amax/sum/mean and
-// pointwise ops, so fusion can put each of them, with its neighbours, into one row kernel.
+// pointwise ops, so fusion can put each of them, with its neighbours, into one row kernel; the
+// activations silu, hardswish, hardsigmoid and inference batch_norm become pointwise chains.
 #include <fmt/format.h>
 
 #include "codegen/passes.h"
@@ -36,6 +37,11 @@ class Rewriter {
         result = softmax(ops[0], x, n.attrs.get_int("dim"), n.op == "log_softmax");
       } else if (n.op == "layer_norm" && is_floating(x.dtype)) {
         result = layer_norm(ops, x, n.attrs);
+      } else if ((n.op == "silu" || n.op == "hardswish" || n.op == "hardsigmoid") &&
+                 is_floating(x.dtype)) {
+        result = activation(n.op, ops[0], x.dtype);
+      } else if (n.op == "batch_norm") {
+        result = batch_norm(ops, x, n.attrs);
       }
       if (result < 0) result = out_.add_node(n.op, ops, n.attrs, name_, n.loc);
       map_[n.output] = result;
@@ -86,6 +92,62 @@ class Rewriter {
     if (affine_w) y = node("mul", {y, ops[1]}, {}, affine_b ? "scaled" : "");
     if (affine_b) y = node("add", {y, ops[2]}, {}, "");
     return y;
+  }
+
+  // bf16 activations and batch_norm compute in f32 and round once at the end, as their eager
+  // kernels do: a bf16 chain would round after every primitive.
+  static DType compute_dtype(DType t) { return t == DType::kBF16 ? DType::kF32 : t; }
+  ValueId widen(ValueId v, DType from, const std::string& suffix) {
+    const DType to = compute_dtype(from);
+    return to == from ? v : node("cast", {v}, {{"dtype", to}}, suffix);
+  }
+  // The final value `y` (computed in compute_dtype(t)) named after the node, narrowed back to t.
+  ValueId narrow(ValueId y, DType t) {
+    return compute_dtype(t) == t ? y : node("cast", {y}, {{"dtype", t}}, "");
+  }
+  std::string last(DType t, const std::string& suffix) const {
+    return compute_dtype(t) == t ? "" : suffix;
+  }
+
+  // silu = x * sigmoid(x); hardsigmoid = clamp(x + 3, 0, 6) / 6; hardswish = x * that (with the
+  // eager kernels' operation order, so the two backends round alike).
+  ValueId activation(const std::string& op, ValueId x, DType t) {
+    const DType ct = compute_dtype(t);
+    const ValueId v = widen(x, t, "f32");
+    ValueId y;
+    if (op == "silu") {
+      y = node("mul", {v, node("sigmoid", {v}, {}, "sigmoid")}, {}, last(t, "silu"));
+    } else {
+      const ValueId shifted = node("add", {v, scalar(ct, 3.0, "three")}, {}, "plus3");
+      ValueId r = node("clamp", {shifted}, {{"min", 0.0}, {"max", 6.0}}, "relu6");
+      if (op == "hardswish") r = node("mul", {v, r}, {}, "times_x");
+      y = node("div", {r, scalar(ct, 6.0, "six")}, {}, last(t, op));
+    }
+    return narrow(y, t);
+  }
+
+  // Inference batch_norm: scale = weight * rsqrt(var + eps) and shift = bias - mean * scale are
+  // [C] values (one small kernel), viewed as [C, 1, ...] so that they broadcast along dim 1; the
+  // pass over x is then mul + add, which fuses with its neighbours (a relu after, say). Each
+  // row of the fused kernel's inner loop is one (n, c) plane, with scale and shift as scalars.
+  ValueId batch_norm(const std::vector<ValueId>& ops, const TensorType& t, const Attrs& attrs) {
+    const DType ct = compute_dtype(t.dtype);
+    const ValueId w = widen(ops[1], t.dtype, "weight_f32"), b = widen(ops[2], t.dtype, "bias_f32"),
+                  mean = widen(ops[3], t.dtype, "mean_f32"),
+                  var = widen(ops[4], t.dtype, "var_f32");
+    const ValueId eps = scalar(ct, attrs.get_float_or("eps", 1e-5), "eps");
+    const ValueId rstd = node("rsqrt", {node("add", {var, eps}, {}, "var_eps")}, {}, "rstd");
+    ValueId scale = node("mul", {w, rstd}, {}, "scale");
+    ValueId shift = node("sub", {b, node("mul", {mean, scale}, {}, "mean_scale")}, {}, "shift");
+    if (t.shape.size() > 2) {
+      std::vector<int64_t> per_channel(t.shape.size() - 1, 1);
+      per_channel[0] = t.shape[1];
+      scale = node("reshape", {scale}, {{"shape", per_channel}}, "scale_c");
+      shift = node("reshape", {shift}, {{"shape", per_channel}}, "shift_c");
+    }
+    const ValueId y = node("add", {node("mul", {ops[0], scale}, {}, "scaled"), shift}, {},
+                           last(t.dtype, "shifted"));
+    return narrow(y, t.dtype);
   }
 
   const Graph& in_;

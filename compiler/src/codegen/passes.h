@@ -17,8 +17,8 @@ size_t config_count(const std::map<std::string, std::string>& config, const std:
 
 // 1. Rewrites ops whose pieces fuse better than the whole (softmax, log_softmax, layer_norm over
 // the last
-//    dims) into primitive ops. Other nodes are copied as they are; names are kept for the final
-//    node.
+//    dims; silu, hardswish, hardsigmoid, batch_norm) into primitive ops. Other nodes are copied as
+//    they are; names are kept for the final node.
 Graph decompose(const Graph& g);
 
 // 2-3. Loop IR: every node classified, then grouped into kernels.
