@@ -197,14 +197,15 @@ TEST(ModelZooCli, SmallSuitesPassOnEagerAndCodegen) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   auto r = run_crucible(
-      fmt::format("run --suite transformer,mlp --variant small --backends eager,codegen --mode "
-                  "accuracy --threads 2 --db {} --output-dir {}",
-                  (dir / "r.db").string(), (dir / "out").string()),
+      fmt::format(
+          "run --suite transformer,vision,mlp --variant small --backends eager,codegen --mode "
+          "accuracy --threads 2 --db {} --output-dir {}",
+          (dir / "r.db").string(), (dir / "out").string()),
       fmt::format("CRUCIBLE_CACHE_DIR={}", (dir / "cache").string()));
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   auto store = reports::Store::open(dir / "r.db");
   auto results = store->results(store->runs().back().id);
-  EXPECT_EQ(results.size(), 10u);
+  EXPECT_EQ(results.size(), 18u);
   for (const auto& row : results)
     EXPECT_EQ(row.status, "pass") << row.model << " " << row.backend << ": " << row.error;
   EXPECT_TRUE(fs::exists(dir / "out" / "graphs" / "transformer.gpt2.graph"));
