@@ -7,6 +7,7 @@
 namespace crucible::models {
 
 Graph build_densenet121(const BuildOptions& o) {
+  constexpr auto kFanIn = NetBuilder::Fan::kIn;  // torchvision's kaiming_normal_ default
   const bool full = o.variant == Variant::kFull;
   const int64_t growth = full ? 32 : 8, init = full ? 64 : 16, bn_size = 4;
   const std::vector<int64_t> blocks =
@@ -17,7 +18,8 @@ Graph build_densenet121(const BuildOptions& o) {
   int64_t features = init;
   {
     auto f = b.scope("features");
-    x = b.relu(b.batch_norm(b.conv2d(x, 3, init, 7, 2, 3, 1, false, "conv0"), init, "norm0"));
+    x = b.relu(
+        b.batch_norm(b.conv2d(x, 3, init, 7, 2, 3, 1, false, "conv0", kFanIn), init, "norm0"));
     x = b.op("max_pool2d", {x},
              {{"kernel_size", std::vector<int64_t>{3, 3}},
               {"stride", std::vector<int64_t>{2, 2}},
@@ -32,9 +34,10 @@ Graph build_densenet121(const BuildOptions& o) {
           const int64_t in = features + l * growth;
           ValueId cat = parts.size() == 1 ? parts[0] : b.cat(parts, 1);
           ValueId y = b.relu(b.batch_norm(cat, in, "norm1"));
-          y = b.conv2d(y, in, bn_size * growth, 1, 1, 0, 1, false, "conv1");
+          y = b.conv2d(y, in, bn_size * growth, 1, 1, 0, 1, false, "conv1", kFanIn);
           y = b.relu(b.batch_norm(y, bn_size * growth, "norm2"));
-          parts.push_back(b.conv2d(y, bn_size * growth, growth, 3, 1, 1, 1, false, "conv2"));
+          parts.push_back(
+              b.conv2d(y, bn_size * growth, growth, 3, 1, 1, 1, false, "conv2", kFanIn));
         }
       }
       x = b.cat(parts, 1);
@@ -42,7 +45,7 @@ Graph build_densenet121(const BuildOptions& o) {
       if (blk + 1 < blocks.size()) {
         auto s = b.scope("transition" + std::to_string(blk + 1));
         x = b.relu(b.batch_norm(x, features, "norm"));
-        x = b.conv2d(x, features, features / 2, 1, 1, 0, 1, false, "conv");
+        x = b.conv2d(x, features, features / 2, 1, 1, 0, 1, false, "conv", kFanIn);
         x = b.op(
             "avg_pool2d", {x},
             {{"kernel_size", std::vector<int64_t>{2, 2}}, {"stride", std::vector<int64_t>{2, 2}}},

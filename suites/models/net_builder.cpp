@@ -98,10 +98,13 @@ ValueId NetBuilder::embedding(ValueId ids, int64_t num, int64_t dim, double std,
 }
 
 ValueId NetBuilder::conv2d(ValueId x, int64_t in, int64_t out, int64_t kernel, int64_t stride,
-                           int64_t padding, int64_t groups, bool bias, const std::string& name) {
+                           int64_t padding, int64_t groups, bool bias, const std::string& name,
+                           Fan fan) {
   Scope s(*this, name);
-  const double fan_out = static_cast<double>(out * kernel * kernel / groups);
-  ValueId w = normal_param("weight", {out, in / groups, kernel, kernel}, std::sqrt(2.0 / fan_out));
+  const double fan_count =
+      static_cast<double>((fan == Fan::kOut ? out / groups : in / groups) * kernel * kernel);
+  ValueId w =
+      normal_param("weight", {out, in / groups, kernel, kernel}, std::sqrt(2.0 / fan_count));
   std::vector<ValueId> operands{x, w};
   if (bias) operands.push_back(const_param("bias", {out}, 0.0));
   return op("conv2d", operands,

@@ -73,10 +73,13 @@ class NetBuilder {
                  const std::string& name = "");
   ValueId layer_norm(ValueId x, int64_t dim, double eps, const std::string& name = "");
   ValueId embedding(ValueId ids, int64_t num, int64_t dim, double std, const std::string& name);
-  // nn.Conv2d with torchvision's kaiming-normal (fan_out, relu) weights.
+  // nn.Conv2d with kaiming-normal (relu gain) weights over fan_out, as torchvision's ResNet and
+  // MobileNetV2 draw them, or over fan_in (DenseNet's choice, which keeps the variance of its
+  // growing concatenations from exploding layer after layer).
+  enum class Fan { kOut, kIn };
   ValueId conv2d(ValueId x, int64_t in, int64_t out, int64_t kernel, int64_t stride,
                  int64_t padding, int64_t groups = 1, bool bias = false,
-                 const std::string& name = "conv");
+                 const std::string& name = "conv", Fan fan = Fan::kOut);
   // nn.BatchNorm2d in inference form. Its affine weights and running statistics are drawn near
   // torchvision's (1, 0, 0, 1) defaults, so a wrong mean, variance or eps changes the values.
   ValueId batch_norm(ValueId x, int64_t channels, const std::string& name = "bn");
