@@ -76,16 +76,6 @@ Planes as_planes(const Tensor& in) {
   return p;
 }
 
-// Output columns ow whose input column ow * s - pad + off lies in [0, w): [lo, hi).
-void valid_columns(int64_t w, int64_t ow_n, int64_t s, int64_t pad, int64_t off, int64_t& lo,
-                   int64_t& hi) {
-  const int64_t first = pad - off;  // ow * s >= first
-  lo = first <= 0 ? 0 : (first + s - 1) / s;
-  const int64_t last = w - 1 + pad - off;  // ow * s <= last
-  hi = last < 0 ? 0 : std::min(ow_n, last / s + 1);
-  lo = std::min(lo, hi);
-}
-
 // Runs a windowed pool row by row: acc[ow] starts at `init`, folds every in-bounds window element
 // with comb (kernel rows outer, kernel columns inner, so each output sees its window in PyTorch's
 // order), and finish(oh, acc, out_row) writes the row. Rows of all planes split across threads.
@@ -111,7 +101,7 @@ void pool_rows(const Planes& in, T* y, Hw out, const PoolParams& p, Acc init, Co
         for (int64_t j = 0; j < p.kernel.w; ++j) {
           const int64_t off = j * p.dilation.w - p.padding.w;
           int64_t lo, hi;
-          valid_columns(in.w, out.w, p.stride.w, p.padding.w, j * p.dilation.w, lo, hi);
+          tap_range(in.w, out.w, p.stride.w, off, lo, hi);
           const int64_t s = p.stride.w;
 #pragma omp simd
           for (int64_t ow = lo; ow < hi; ++ow) {
