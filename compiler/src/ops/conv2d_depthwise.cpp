@@ -1,6 +1,8 @@
 // Depthwise conv2d (one input channel per group) as a direct loop over NCHW output rows, in float
 // or double. Square 3x3 and 5x5 kernels (MobileNet's and EfficientNet's) compute each interior
 // output with all taps unrolled in one vector loop; other shapes add one tap at a time.
+#include <omp.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -89,17 +91,27 @@ void run_rows(const ConvShape& s, const T* x, const T* w, const T* bias, T* y) {
   const int64_t per_group = s.o / s.p.groups, rows = s.n * s.o * s.oh;
   const int64_t work = rows * s.ow * s.kh * s.kw;
   const std::vector<T> zeros(K > 0 ? s.w : 0, T(0));
-#pragma omp parallel for schedule(static) if (work >= reduction::kParallelGrain && rows > 1)
-  for (int64_t row = 0; row < rows; ++row) {
-    const int64_t plane = row / s.oh, oh = row % s.oh;
-    const int64_t n = plane / s.o, oc = plane % s.o;
-    const T* xp = x + (n * s.c + oc / per_group) * s.h * s.w;
-    const T* wp = w + oc * s.kh * s.kw;
-    const T b = bias != nullptr ? bias[oc] : T(0);
-    if constexpr (K > 0) {
-      row_unrolled<T, K>(s, xp, wp, b, oh, zeros.data(), y + row * s.ow);
-    } else {
-      row_by_taps<T>(s, xp, wp, b, oh, y + row * s.ow);
+  // Each thread takes a contiguous run of output rows and walks it with counters: a row is only
+  // ~100 cycles of work, so the divisions of recomputing (plane, oh) per row would show.
+#pragma omp parallel if (work >= reduction::kParallelGrain && rows > 1)
+  {
+    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t begin = rows * t / nt, end = rows * (t + 1) / nt;
+    int64_t plane = begin / s.oh, oh = begin % s.oh;
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t n = plane / s.o, oc = plane % s.o;
+      const T* xp = x + (n * s.c + oc / per_group) * s.h * s.w;
+      const T* wp = w + oc * s.kh * s.kw;
+      const T b = bias != nullptr ? bias[oc] : T(0);
+      if constexpr (K > 0) {
+        row_unrolled<T, K>(s, xp, wp, b, oh, zeros.data(), y + row * s.ow);
+      } else {
+        row_by_taps<T>(s, xp, wp, b, oh, y + row * s.ow);
+      }
+      if (++oh == s.oh) {
+        oh = 0;
+        ++plane;
+      }
     }
   }
 }
