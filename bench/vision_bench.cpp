@@ -1,5 +1,6 @@
 // Eager vision kernels against the machine's bounds: conv2d (a ResNet-50 3x3 layer and a
-// MobileNetV2 depthwise 3x3) as GFLOP/s and fraction of FMA peak, batch_norm as fraction of triad.
+// MobileNetV2 depthwise 3x3) as GFLOP/s and fraction of FMA peak; batch_norm, max pooling and
+// hardswish as fraction of triad.
 #include <benchmark/benchmark.h>
 
 #include "bounds.h"
@@ -66,6 +67,24 @@ void BM_BatchNorm_F32_Eager(benchmark::State& state) {
   timer.report(2.0 * static_cast<double>(x.nbytes()), 0);
 }
 BENCHMARK(BM_BatchNorm_F32_Eager)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
+
+// ResNet's stem max pool (3x3, stride 2, padding 1) on [32, 64, 112, 112]: reads the input once
+// (overlapping windows hit the caches), writes a quarter of it.
+void BM_MaxPool2d_ResNetStem_F32_Eager(benchmark::State& state) {
+  const std::vector<Tensor> args{randn({32, 64, 112, 112}, 9)};
+  const Attrs attrs{{"kernel_size", std::vector<int64_t>{3, 3}},
+                    {"stride", std::vector<int64_t>{2, 2}},
+                    {"padding", std::vector<int64_t>{1, 1}}};
+  KernelTimer timer(state);
+  for (auto _ : state) {
+    timer.time([&] { benchmark::DoNotOptimize(run_op("max_pool2d", args, attrs).raw_data()); });
+  }
+  timer.report(1.25 * static_cast<double>(args[0].nbytes()), 0);
+}
+BENCHMARK(BM_MaxPool2d_ResNetStem_F32_Eager)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1.0);
 
 // hardswish (MobileNetV3's activation) over the same tensor, for the activations' streaming rate.
 void BM_Hardswish_F32_Eager(benchmark::State& state) {
