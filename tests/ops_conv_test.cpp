@@ -157,9 +157,10 @@ TEST(Conv2d, RandomizedShapesMatchReferenceInEveryDtype) {
   }
 }
 
-// The layers the model suites use, each through its own oneDNN path: a ResNet 3x3 (blocked
+// The layers the model suites use, each through its own kernel path: a ResNet 3x3 (blocked
 // activations), a 1x1 projection with stride 2 (plain GEMM), the 7x7/2 stem on 3 channels (plain
-// input, blocked output), MobileNetV2's depthwise 3x3 at stride 1 and 2, and a grouped 3x3.
+// input, blocked output), MobileNetV2's depthwise 3x3 at stride 1 and 2 (the direct loop), a
+// grouped 3x3 and a dilated 3x3.
 TEST(Conv2d, ModelLayersMatchReference) {
   const ConvCase cases[] = {
       {2, 32, 10, 9, 48, 3, 3, 1, 1, 1, 1},
@@ -169,6 +170,12 @@ TEST(Conv2d, ModelLayersMatchReference) {
       {2, 48, 11, 9, 48, 3, 3, 2, 2, 1, 1, 1, 1, 48},
       {2, 32, 9, 9, 64, 3, 3, 1, 1, 1, 1, 1, 1, 4, false},
       {1, 16, 12, 12, 16, 3, 3, 1, 1, 2, 2, 2, 2, 1},
+      // Depthwise 5x5 (EfficientNet) at stride 2 with dilation, one with a channel multiplier, and
+      // rows narrower than the kernel, where every output column is a border column.
+      {2, 24, 13, 12, 24, 5, 5, 2, 2, 2, 2, 1, 2, 24},
+      {1, 8, 9, 10, 16, 5, 5, 1, 1, 2, 2, 1, 1, 8},
+      {2, 8, 6, 1, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8},
+      {1, 8, 2, 3, 8, 5, 5, 1, 2, 2, 2, 1, 1, 8},
   };
   uint64_t seed = 500;
   for (const ConvCase& k : cases) {

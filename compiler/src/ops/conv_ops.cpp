@@ -91,11 +91,16 @@ Tensor conv2d_kernel(std::span<const Tensor> in, const Attrs& attrs) {
     }
     return out;
   }
+  const bool depthwise = s.c == s.p.groups && s.p.groups > 1;
   if (dtype == DType::kF64) {
     const Tensor x = in[0].contiguous(), w = in[1].contiguous();
     const Tensor b = has_bias ? in[2].contiguous() : Tensor();
-    conv2d_f64(s, x.data<double>(), w.data<double>(), has_bias ? b.data<double>() : nullptr,
-               out.data<double>());
+    const double* bp = has_bias ? b.data<double>() : nullptr;
+    if (depthwise) {
+      conv2d_depthwise<double>(s, x.data<double>(), w.data<double>(), bp, out.data<double>());
+    } else {
+      conv2d_f64(s, x.data<double>(), w.data<double>(), bp, out.data<double>());
+    }
     return out;
   }
   // f32 directly; bf16 widened to f32 (oneDNN's bf16 convolutions need AVX-512 BF16 hardware,
@@ -106,8 +111,15 @@ Tensor conv2d_kernel(std::span<const Tensor> in, const Attrs& attrs) {
   const Tensor x = as_f32(in[0]), w = as_f32(in[1]);
   const Tensor b = has_bias ? as_f32(in[2]) : Tensor();
   Tensor acc = dtype == DType::kF32 ? out : Tensor::empty(DType::kF32, out.shape());
-  conv2d_f32(s, x.data<float>(), w.data<float>(), has_bias ? b.data<float>() : nullptr,
-             acc.data<float>());
+  const float* bp = has_bias ? b.data<float>() : nullptr;
+  // Depthwise runs our direct NCHW loop: oneDNN's depthwise kernel needs channel-blocked
+  // activations, and reordering them in and out costs twice the whole direct loop (see
+  // docs/design_decisions.md).
+  if (depthwise) {
+    conv2d_depthwise<float>(s, x.data<float>(), w.data<float>(), bp, acc.data<float>());
+  } else {
+    conv2d_f32(s, x.data<float>(), w.data<float>(), bp, acc.data<float>());
+  }
   if (dtype != DType::kF32) out.copy_from(acc);
   return out;
 }

@@ -9,6 +9,7 @@
 
 #include "crucible/core/error.h"
 #include "ops/elementwise_loop.h"
+#include "ops/pool_rows.h"
 #include "ops/reduction_internal.h"
 #include "ops/vision_internal.h"
 
@@ -63,65 +64,11 @@ TensorType adaptive_rule(std::span<const TensorType> in, const Attrs& attrs) {
 
 // ---- Kernels ----
 
-// The input as contiguous planes: [planes, h, w] with planes = N * C (N = 1 for a 3-D input).
-struct Planes {
-  Tensor x;
-  int64_t planes, h, w;
-};
-
 Planes as_planes(const Tensor& in) {
   const int64_t r = in.dim();
   Planes p{in.contiguous(), 1, in.shape()[r - 2], in.shape()[r - 1]};
   for (int64_t d = 0; d + 2 < r; ++d) p.planes *= in.shape()[d];
   return p;
-}
-
-// Output columns ow whose input column ow * s - pad + off lies in [0, w): [lo, hi).
-void valid_columns(int64_t w, int64_t ow_n, int64_t s, int64_t pad, int64_t off, int64_t& lo,
-                   int64_t& hi) {
-  const int64_t first = pad - off;  // ow * s >= first
-  lo = first <= 0 ? 0 : (first + s - 1) / s;
-  const int64_t last = w - 1 + pad - off;  // ow * s <= last
-  hi = last < 0 ? 0 : std::min(ow_n, last / s + 1);
-  lo = std::min(lo, hi);
-}
-
-// Runs a windowed pool row by row: acc[ow] starts at `init`, folds every in-bounds window element
-// with comb (kernel rows outer, kernel columns inner, so each output sees its window in PyTorch's
-// order), and finish(oh, acc, out_row) writes the row. Rows of all planes split across threads.
-template <typename T, typename Acc, typename Comb, typename Finish>
-void pool_rows(const Planes& in, T* y, Hw out, const PoolParams& p, Acc init, Comb comb,
-               Finish finish) {
-  const T* x = in.x.data<T>();
-  const int64_t rows = in.planes * out.h;
-  const int64_t work = rows * out.w * p.kernel.h * p.kernel.w;
-#pragma omp parallel if (work >= kParallelGrain && rows > 1)
-  {
-    std::vector<Acc> acc_buf(out.w);
-    Acc* acc = acc_buf.data();
-#pragma omp for schedule(static)
-    for (int64_t row = 0; row < rows; ++row) {
-      const int64_t plane = row / out.h, oh = row % out.h;
-      const T* xp = x + plane * in.h * in.w;
-      std::fill(acc, acc + out.w, init);
-      for (int64_t i = 0; i < p.kernel.h; ++i) {
-        const int64_t ih = oh * p.stride.h - p.padding.h + i * p.dilation.h;
-        if (ih < 0 || ih >= in.h) continue;
-        const T* xr = xp + ih * in.w;
-        for (int64_t j = 0; j < p.kernel.w; ++j) {
-          const int64_t off = j * p.dilation.w - p.padding.w;
-          int64_t lo, hi;
-          valid_columns(in.w, out.w, p.stride.w, p.padding.w, j * p.dilation.w, lo, hi);
-          const int64_t s = p.stride.w;
-#pragma omp simd
-          for (int64_t ow = lo; ow < hi; ++ow) {
-            acc[ow] = comb(acc[ow], static_cast<Acc>(ew::load(xr[ow * s + off])));
-          }
-        }
-      }
-      finish(oh, acc, y + row * out.w);
-    }
-  }
 }
 
 Tensor max_pool2d_kernel(std::span<const Tensor> in, const Attrs& attrs) {

@@ -21,9 +21,13 @@ struct ConvShape {
 
 // y = conv(x, w) + bias over contiguous NCHW / OIHW buffers (bias may be null). Every dim of x and
 // w is non-empty. f32 runs oneDNN's convolution primitive; f64 (the accuracy reference) our own
-// im2col + blocked GEMM, or a direct loop for depthwise, accumulating in double.
+// im2col + blocked GEMM, accumulating in double.
 void conv2d_f32(const ConvShape& s, const float* x, const float* w, const float* bias, float* y);
 void conv2d_f64(const ConvShape& s, const double* x, const double* w, const double* bias,
                 double* y);
+// The same for one input channel per group (depthwise, any channel multiplier), T = float or
+// double, accumulating in T.
+template <typename T>
+void conv2d_depthwise(const ConvShape& s, const T* x, const T* w, const T* bias, T* y);
 
 }  // namespace crucible::vision

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "crucible/core/error.h"
@@ -88,6 +89,13 @@ int64_t pool_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bo
   // A window that would start in the right padding (or beyond) has no input element: dropped.
   if (ceil_mode && (out - 1) * s >= in + p) --out;
   return out;
+}
+
+void tap_range(int64_t in, int64_t out, int64_t stride, int64_t offset, int64_t& lo, int64_t& hi) {
+  lo = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  const int64_t last = in - 1 - offset;  // o * stride <= last
+  hi = last < 0 ? 0 : std::min(out, last / stride + 1);
+  lo = std::min(lo, hi);
 }
 
 void check_pool_input(const TensorType& x) {

@@ -43,6 +43,10 @@ int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d);
 // window must start inside the input or its left padding (else it is dropped). May be < 1.
 int64_t pool_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode);
 
+// The output positions o in [0, out) whose input position o * stride + offset lies in [0, in), as
+// [lo, hi): the range a window tap can run over without bounds checks (so its loop vectorizes).
+void tap_range(int64_t in, int64_t out, int64_t stride, int64_t offset, int64_t& lo, int64_t& hi);
+
 // Checks that a pool's input is a floating-point [C,H,W] or [N,C,H,W] tensor with non-empty
 // C, H and W (N may be 0), as PyTorch's pools require. Throws Error.
 void check_pool_input(const TensorType& x);
