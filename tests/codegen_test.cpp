@@ -236,6 +236,51 @@ TEST_F(Codegen, NanPropagatesThroughFusedMaxAndSoftmax) {
   ExpectSameAsEager(g, in);
 }
 
+// Rows that exercise every special path of the vectorized exp inside a fused softmax, at widths
+// that leave a SIMD tail (37) or are shorter than one vector (5): +inf (the row turns NaN),
+// masked -inf logits (exact zeros), an all -inf row (NaN), huge finite spreads (exp underflows
+// to 0 for all but the maximum), and denormal-range differences.
+TEST_F(Codegen, SoftmaxRowsWithInfNanAndExtremesMatchEager) {
+  Graph g = parse_graph(
+      "graph s(%x: f32[8,37], %m: f32[37], %n: f32[6,5]) {\n  %s = full(shape=[], value=0.125)\n"
+      "  %a = mul(%x, %s)\n  %b = add(%a, %m)\n  %y = softmax(%b, dim=-1)\n"
+      "  %z = softmax(%n, dim=1)\n  return %y, %z\n}\n");
+  auto in = make_inputs(g, 5);
+  const float inf = std::numeric_limits<float>::infinity();
+  float* x = in[0].data<float>();
+  x[0 * 37 + 3] = inf;                                           // row 0: +inf
+  for (int j = 0; j < 37; j += 3) x[1 * 37 + j] = -inf;          // row 1: masked logits
+  for (int j = 0; j < 37; ++j) x[2 * 37 + j] = -inf;             // row 2: all masked
+  x[3 * 37 + 36] = NAN;                                          // row 3: NaN in the tail
+  for (int j = 0; j < 37; ++j) x[4 * 37 + j] = j * 1e5f;         // row 4: huge spread
+  for (int j = 0; j < 37; ++j) x[5 * 37 + j] = -700.0f + j * 8;  // row 5: exp near FLT_MIN
+  in[1].data<float>()[10] = -inf;                                // a masked column everywhere
+  float* n = in[2].data<float>();
+  n[0] = -inf;
+  n[5 + 4] = inf;
+  for (int j = 0; j < 5; ++j) n[10 + j] = 88.0f + j;  // large but equal-ish logits
+  n[15 + 2] = NAN;
+  ExpectSameAsEager(g, in);
+  auto got = codegen_->backend().compile(g, {})->run(in);
+  const float* y = got[0].data<float>();
+  EXPECT_EQ(y[1 * 37 + 0], 0.0f);  // exp(-inf) is an exact zero, not a tiny value
+  EXPECT_TRUE(std::isnan(y[0 * 37 + 5]) && std::isnan(y[2 * 37]) && std::isnan(y[3 * 37]));
+}
+
+// gelu(x + bias) with the rational erf: specials and the range where erf saturates to +-1.
+TEST_F(Codegen, GeluOfExtremeInputsMatchesEager) {
+  Graph g = parse_graph(
+      "graph g(%x: f32[3,45], %b: f32[45]) {\n  %a = add(%x, %b)\n  %y = gelu(%a)\n"
+      "  %e = erf(%a)\n  return %y, %e\n}\n");
+  auto in = make_inputs(g, 9);
+  const float inf = std::numeric_limits<float>::infinity();
+  float* x = in[0].data<float>();
+  const float specials[] = {inf, -inf, NAN, 1e30f, -1e30f, 5.5f, -5.5f, 3.9f, -3.9f, 1e-30f, 0};
+  for (size_t i = 0; i < std::size(specials); ++i) x[45 + 2 * i] = specials[i];
+  for (int j = 0; j < 45; ++j) x[90 + j] = -8.0f + j * 0.37f;  // through the saturation point
+  ExpectSameAsEager(g, in);
+}
+
 TEST_F(Codegen, FusionFormsTheExpectedKernels) {
   Graph tut =
       load_graph_file(fs::path(CRUCIBLE_SOURCE_DIR) / "suites/tutorial/add_add_mul_add.graph");
