@@ -5,6 +5,7 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
@@ -46,6 +47,13 @@ Epilogue epilogue_of(const std::string& name) {
   }
   throw Error("codegen: unknown GEMM epilogue " + name);
 }
+
+class CodegenExecutable;
+// Compiles `graph` into an executable; `keep` lists values to store for intermediates() (a variant:
+// no profiling, no debug dumps).
+std::unique_ptr<CodegenExecutable> compile_executable(const Graph& graph,
+                                                      const plugin::Options& options,
+                                                      const std::vector<ValueId>& keep);
 
 class CodegenExecutable final : public plugin::Executable {
  public:
@@ -102,17 +110,39 @@ class CodegenExecutable final : public plugin::Executable {
     return out;
   }
 
+  // Values are ids of the graph as given to compile(). Those this program keeps in buffers come
+  // from a normal run; for the others a variant storing them as extra kernel outputs is compiled
+  // once per requested set and cached.
   std::vector<Tensor> intermediates(std::span<const Tensor> inputs,
                                     std::span<const ValueId> values) override {
-    std::set<ValueId> keep(values.begin(), values.end());
-    std::vector<Tensor> env = execute(inputs, keep);
+    const Graph& src = prog_.source;
+    for (ValueId v : values) {
+      if (v < 0 || static_cast<size_t>(v) >= src.values().size()) {
+        throw Error(
+            fmt::format("intermediates: value id {} is not a value of graph {} (ids 0 to {})", v,
+                        src.name(), static_cast<int64_t>(src.values().size()) - 1));
+      }
+    }
+    CodegenExecutable* exe = this;
+    if (!holds_all(values)) {
+      std::vector<ValueId> key(values.begin(), values.end());
+      std::sort(key.begin(), key.end());
+      key.erase(std::unique(key.begin(), key.end()), key.end());
+      auto& variant = variants_[key];
+      if (!variant) {
+        plugin::Options o = opts_;
+        o.profile = false;
+        variant = compile_executable(src, o, key);
+      }
+      exe = variant.get();
+    }
+    std::set<ValueId> keep;
+    for (ValueId v : values) keep.insert(exe->prog_.value_of[v]);
+    std::vector<Tensor> env = exe->execute(inputs, keep);
     std::vector<Tensor> out;
     for (ValueId v : values) {
-      if (v < 0 || static_cast<size_t>(v) >= env.size() || !env[v].defined()) {
-        throw Error(fmt::format(
-            "intermediates: value id {} is not kept in a buffer by codegen (fused away)", v));
-      }
-      out.push_back(env[v]);
+      const ValueId d = exe->prog_.value_of[v];
+      out.push_back(env[d].defined() ? env[d] : exe->constant(d));
     }
     return out;
   }
@@ -121,6 +151,53 @@ class CodegenExecutable final : public plugin::Executable {
   std::vector<fs::path> artifacts() const override { return artifacts_; }
 
  private:
+  // Whether a run of this program leaves every value in `values` (source ids) in a buffer:
+  // inputs, parameters, the steps' results and constants do.
+  bool holds_all(std::span<const ValueId> values) const {
+    std::set<ValueId> held;
+    for (const Step& s : prog_.steps) {
+      held.insert(s.outputs.begin(), s.outputs.end());
+      if (s.raw >= 0) held.insert(s.raw);
+    }
+    for (ValueId v : values) {
+      const ValueId d = prog_.value_of[v];
+      const Value& val = prog_.graph.value(d);
+      if (val.kind == ValueKind::kNode && !held.contains(d) &&
+          !prog_.graph.nodes()[val.node].operands.empty()) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // A constant inlined into the kernels that read it, evaluated by its eager kernel.
+  Tensor constant(ValueId v) const {
+    const Node& n = prog_.graph.nodes()[prog_.graph.value(v).node];
+    return OpRegistry::global().get(n.op).kernel(std::vector<Tensor>{}, n.attrs);
+  }
+
+  // A packed GEMM's value before its epilogue: the same packed weights and bias without the
+  // post-op, packed on first use.
+  Tensor gemm_before_epilogue(size_t step, const Tensor& x) {
+    const Step& s = prog_.steps[step];
+    auto& raw = raw_packed_[step];
+    if (!raw) {
+      auto param = [&](ValueId id) {
+        for (const auto& [pid, t] : params_) {
+          if (pid == id) return t;
+        }
+        return Tensor();
+      };
+      raw = std::make_unique<PackedLinear>(param(s.weight), s.weight_nk,
+                                           s.bias >= 0 ? param(s.bias) : Tensor(), Epilogue::kNone);
+    }
+    const TensorType& t = prog_.graph.value(s.raw).type;
+    Tensor h = Tensor::empty(t.dtype, t.shape);
+    const int64_t k = raw->in_features(), n = raw->out_features();
+    raw->run(x.data<float>(), k ? x.numel() / k : 0, k, h.data<float>(), n);
+    return h;
+  }
+
   std::vector<Tensor> execute(std::span<const Tensor> inputs, const std::set<ValueId>& keep) {
     const Graph& g = prog_.graph;
     plugin::check_inputs(g, inputs);
@@ -142,9 +219,10 @@ class CodegenExecutable final : public plugin::Executable {
         for (size_t k = 0; k < s.outputs.size(); ++k) {
           const ValueId out = s.outputs[k];
           const int reuse = s.in_place[k];
-          // In place only when nothing else holds the input's storage (no view, no caller's copy).
+          // In place only when nothing else holds the input's storage (no view, no caller's copy)
+          // and intermediates() does not return it.
           if (reuse >= 0 && env[s.inputs[reuse]].storage().use_count() == 1 &&
-              env[s.inputs[reuse]].is_contiguous()) {
+              env[s.inputs[reuse]].is_contiguous() && !keep.contains(s.inputs[reuse])) {
             env[out] = env[s.inputs[reuse]];
           } else {
             env[out] = Tensor::empty(g.value(out).type.dtype, g.value(out).type.shape);
@@ -159,6 +237,7 @@ class CodegenExecutable final : public plugin::Executable {
         const int64_t k = packed_[i]->in_features(), n = packed_[i]->out_features();
         packed_[i]->run(x.data<float>(), k ? x.numel() / k : 0, k, y.data<float>(), n);
         env[s.outputs[0]] = y;
+        if (s.raw >= 0) env[s.raw] = gemm_before_epilogue(i, x);
       } else if (s.kind == Step::Kind::kExtern) {
         const Node& n = g.nodes()[s.node];
         operands.clear();
@@ -192,6 +271,8 @@ class CodegenExecutable final : public plugin::Executable {
   std::vector<int> last_use_;
   plugin::ProfileRecorder profile_;
   std::vector<size_t> stat_of_step_;
+  std::map<size_t, std::unique_ptr<PackedLinear>> raw_packed_;  // by step, see gemm_before_epilogue
+  std::map<std::vector<ValueId>, std::unique_ptr<CodegenExecutable>> variants_;  // by kept values
 };
 
 class CodegenBackend final : public plugin::Backend {
@@ -200,58 +281,65 @@ class CodegenBackend final : public plugin::Backend {
 
   std::unique_ptr<plugin::Executable> compile(const Graph& graph,
                                               const plugin::Options& options) override {
-    for (const auto& [k, v] : options.config) {
-      if (!kConfigKeys.contains(k)) {
-        throw plugin::CompileError(
-            fmt::format("codegen: unknown option -c {}={} (known: debug_dir, inject, fusion, "
-                        "max_fusion_size, kernels_per_unit, fast_math)",
-                        k, v));
-      }
-    }
-    codegen::CodegenOptions copts;
-    copts.config = options.config;
-    copts.threads = options.threads;
-    Program program;
-    try {
-      program = codegen::build_program(graph, copts);
-    } catch (const Error& e) {
-      throw plugin::CompileError(e.what());
-    }
-    codegen::ToolchainOptions topts = codegen::ToolchainOptions::defaults();
-    topts.fast_math = options.get("fast_math") == "on" || options.get("fast_math") == "true";
-    const fs::path debug = debug_dir_for(graph, options);
-    std::vector<fs::path> artifacts;
-    auto dump = [&](const std::string& name, const std::string& text) {
-      if (debug.empty()) return;
-      fs::create_directories(debug);
-      std::ofstream(debug / name) << text;
-      artifacts.push_back(debug / name);
-    };
-    for (const auto& [name, text] : program.dumps) dump(name, text);
-    codegen::BuildResult built;
-    try {
-      built = codegen::build_shared_library(program.sources, topts);
-    } catch (const codegen::ToolchainError& e) {
-      dump("compile_times.txt", "compile failed\n");
-      throw plugin::CompileError(e.what());
-    }
-    std::string times;
-    for (const auto& [pass, secs] : program.pass_seconds)
-      times += fmt::format("{:<16} {:10.6f} s\n", pass, secs);
-    times += fmt::format("{:<16} {:10.6f} s ({}; {} translation unit(s); key {})\n", "toolchain",
-                         built.compile_seconds, built.cache_hit ? "cache hit" : "compiled",
-                         program.sources.size(), built.key);
-    for (const auto& cmd : built.command_lines) times += "  " + cmd + "\n";
-    dump("compile_times.txt", times);
-    try {
-      codegen::LoadedLibrary lib(built.library, built.key);
-      return std::make_unique<CodegenExecutable>(std::move(program), std::move(lib), options,
-                                                 std::move(artifacts));
-    } catch (const codegen::ToolchainError& e) {
-      throw plugin::CompileError(e.what());
-    }
+    return compile_executable(graph, options, {});
   }
 };
+
+std::unique_ptr<CodegenExecutable> compile_executable(const Graph& graph,
+                                                      const plugin::Options& options,
+                                                      const std::vector<ValueId>& keep) {
+  for (const auto& [k, v] : options.config) {
+    if (!kConfigKeys.contains(k)) {
+      throw plugin::CompileError(
+          fmt::format("codegen: unknown option -c {}={} (known: debug_dir, inject, fusion, "
+                      "max_fusion_size, kernels_per_unit, fast_math)",
+                      k, v));
+    }
+  }
+  codegen::CodegenOptions copts;
+  copts.config = options.config;
+  copts.threads = options.threads;
+  copts.keep = keep;
+  Program program;
+  try {
+    program = codegen::build_program(graph, copts);
+  } catch (const Error& e) {
+    throw plugin::CompileError(e.what());
+  }
+  codegen::ToolchainOptions topts = codegen::ToolchainOptions::defaults();
+  topts.fast_math = options.get("fast_math") == "on" || options.get("fast_math") == "true";
+  const fs::path debug = keep.empty() ? debug_dir_for(graph, options) : fs::path();
+  std::vector<fs::path> artifacts;
+  auto dump = [&](const std::string& name, const std::string& text) {
+    if (debug.empty()) return;
+    fs::create_directories(debug);
+    std::ofstream(debug / name) << text;
+    artifacts.push_back(debug / name);
+  };
+  for (const auto& [name, text] : program.dumps) dump(name, text);
+  codegen::BuildResult built;
+  try {
+    built = codegen::build_shared_library(program.sources, topts);
+  } catch (const codegen::ToolchainError& e) {
+    dump("compile_times.txt", "compile failed\n");
+    throw plugin::CompileError(e.what());
+  }
+  std::string times;
+  for (const auto& [pass, secs] : program.pass_seconds)
+    times += fmt::format("{:<16} {:10.6f} s\n", pass, secs);
+  times += fmt::format("{:<16} {:10.6f} s ({}; {} translation unit(s); key {})\n", "toolchain",
+                       built.compile_seconds, built.cache_hit ? "cache hit" : "compiled",
+                       program.sources.size(), built.key);
+  for (const auto& cmd : built.command_lines) times += "  " + cmd + "\n";
+  dump("compile_times.txt", times);
+  try {
+    codegen::LoadedLibrary lib(built.library, built.key);
+    return std::make_unique<CodegenExecutable>(std::move(program), std::move(lib), options,
+                                               std::move(artifacts));
+  } catch (const codegen::ToolchainError& e) {
+    throw plugin::CompileError(e.what());
+  }
+}
 
 std::unique_ptr<plugin::Backend> create() { return std::make_unique<CodegenBackend>(); }
 

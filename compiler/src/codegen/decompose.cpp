@@ -52,6 +52,9 @@ class Rewriter {
     return std::move(out_);
   }
 
+  // Per value of the input graph, the value that stands for it in the output graph.
+  const std::vector<ValueId>& value_map() const { return map_; }
+
  private:
   ValueId node(const std::string& op, std::vector<ValueId> ops, Attrs attrs,
                const std::string& suffix) {
@@ -158,6 +161,11 @@ class Rewriter {
 
 }  // namespace
 
-Graph decompose(const Graph& g) { return Rewriter(g).run(); }
+Graph decompose(const Graph& g, std::vector<ValueId>* value_map) {
+  Rewriter r(g);
+  Graph out = r.run();
+  if (value_map != nullptr) *value_map = r.value_map();
+  return out;
+}
 
 }  // namespace crucible::codegen

@@ -631,7 +631,8 @@ class KernelEmitter {
     std::vector<ValueId> stores;
     for (int ni : grp_.nodes) {
       const ValueId v = g_.nodes()[ni].output;
-      if (mp_.materialized[v] && !is_row_scalar(v)) stores.push_back(v);
+      // Values kept for intermediates() are stored beside, so the kernel keeps its stash.
+      if (mp_.materialized[v] && !is_row_scalar(v) && !mp_.extra.contains(v)) stores.push_back(v);
     }
     if (stores.size() != 1) return;
     const Value& out = g_.value(stores[0]);

@@ -155,7 +155,8 @@ LoopProgram lower(const Graph& g, const std::map<std::string, std::string>& conf
   return lp;
 }
 
-void fuse(const Graph& g, LoopProgram& lp, const std::map<std::string, std::string>& config) {
+void fuse(const Graph& g, LoopProgram& lp, const std::map<std::string, std::string>& config,
+          const std::set<ValueId>& keep) {
   const std::string fusion_opt = config.contains("fusion") ? config.at("fusion") : "on";
   if (fusion_opt != "on" && fusion_opt != "off") {
     throw Error(fmt::format("codegen: -c fusion={} must be on or off", fusion_opt));
@@ -182,7 +183,7 @@ void fuse(const Graph& g, LoopProgram& lp, const std::map<std::string, std::stri
     }
     for (int m : grp.nodes) {
       const ValueId v = nodes[m].output;
-      if (graph_outputs.contains(v)) return false;
+      if (graph_outputs.contains(v) || keep.contains(v)) return false;
       for (int c : consumers[v]) {
         if (c != joining && std::find(grp.nodes.begin(), grp.nodes.end(), c) == grp.nodes.end())
           return false;

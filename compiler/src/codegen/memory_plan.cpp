@@ -41,7 +41,7 @@ bool view_layout(const Graph& g, int node, const std::vector<NodeClass>& classes
   return true;
 }
 
-MemoryPlan plan_memory(const Graph& g, const LoopProgram& lp) {
+MemoryPlan plan_memory(const Graph& g, const LoopProgram& lp, const std::set<ValueId>& keep) {
   const auto& nodes = g.nodes();
   MemoryPlan mp;
   mp.materialized.assign(g.values().size(), false);
@@ -66,6 +66,17 @@ MemoryPlan plan_memory(const Graph& g, const LoopProgram& lp) {
         mp.materialized[o] = true;
     }
   }
+  // Kept values computed inside a kernel become extra outputs of it (constants have no kernel; the
+  // runtime evaluates them).
+  for (ValueId v : keep) {
+    const Value& val = g.value(v);
+    if (val.kind != ValueKind::kNode || mp.materialized[v] ||
+        lp.classes[val.node] == NodeClass::kConstant) {
+      continue;
+    }
+    mp.materialized[v] = true;
+    mp.extra.insert(v);
+  }
   // The base buffer behind a value (a view resolves to what it views).
   auto base_of = [&](ValueId v) {
     while (g.value(v).kind == ValueKind::kNode && lp.classes[g.value(v).node] == NodeClass::kView) {
@@ -82,6 +93,7 @@ MemoryPlan plan_memory(const Graph& g, const LoopProgram& lp) {
     }
   }
   for (ValueId o : g.outputs()) last_read[base_of(o)] = INT32_MAX;
+  for (ValueId v : keep) last_read[base_of(v)] = INT32_MAX;  // returned, so never overwritten
 
   mp.in_place.resize(lp.groups.size());
   mp.inputs.resize(lp.groups.size());

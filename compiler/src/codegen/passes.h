@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,9 @@ size_t config_count(const std::map<std::string, std::string>& config, const std:
 // 1. Rewrites ops whose pieces fuse better than the whole (softmax, log_softmax, layer_norm over
 // the last
 //    dims; silu, hardswish, hardsigmoid, batch_norm) into primitive ops. Other nodes are copied as
-//    they are; names are kept for the final node.
-Graph decompose(const Graph& g);
+//    they are; names are kept for the final node. `value_map`, when given, receives per value of
+//    `g` the value standing for it in the result (a decomposed node's final value).
+Graph decompose(const Graph& g, std::vector<ValueId>* value_map = nullptr);
 
 // 2-3. Loop IR: every node classified, then grouped into kernels.
 enum class NodeClass {
@@ -56,18 +58,24 @@ struct LoopProgram {
 LoopProgram lower(const Graph& g, const std::map<std::string, std::string>& config);
 // Greedy fusion in topological order: vertical pointwise chains, pointwise into and after trailing
 // reductions over the same rows, horizontal fusion over equal iteration spaces; capped in size.
-void fuse(const Graph& g, LoopProgram& lp, const std::map<std::string, std::string>& config);
+// `keep` (values intermediates() asks for) only stops a group from widening over a kept value,
+// which a broadcast iteration could not store.
+void fuse(const Graph& g, LoopProgram& lp, const std::map<std::string, std::string>& config,
+          const std::set<ValueId>& keep = {});
 std::string print_loop_program(const Graph& g, const LoopProgram& lp);
 
 // 4. Memory plan: which values get buffers, and which kernel outputs reuse an input buffer in
 // place.
 struct MemoryPlan {
   std::vector<bool> materialized;          // per value: has a buffer (or is a view over one)
+  std::set<ValueId> extra;                 // kernel outputs stored only because they are kept
   std::vector<std::vector<int>> in_place;  // per group: per output, input index reused or -1
   std::vector<std::vector<ValueId>> inputs,
       outputs;  // per kernel group: base buffers read / written
 };
-MemoryPlan plan_memory(const Graph& g, const LoopProgram& lp);
+// `keep`: values stored as extra outputs of the kernels computing them (for intermediates()),
+// never overwritten in place.
+MemoryPlan plan_memory(const Graph& g, const LoopProgram& lp, const std::set<ValueId>& keep = {});
 
 // 5. C++ emission: one function per kernel group, each statement preceded by the graph node it
 // comes

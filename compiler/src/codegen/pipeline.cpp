@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <set>
 
 #include "codegen/passes.h"
 #include "crucible/codegen/program.h"
@@ -51,15 +52,18 @@ Program build_program(const Graph& graph, const CodegenOptions& options) {
   Program p;
   PassTimer timer(p);
   p.dumps["graph_readable.txt"] = print_graph(graph);
-  p.graph = timer.run("decompose", [&] { return decompose(graph); });
+  p.source = graph;
+  p.graph = timer.run("decompose", [&] { return decompose(graph, &p.value_of); });
+  std::set<ValueId> keep;
+  for (ValueId v : options.keep) keep.insert(p.value_of.at(static_cast<size_t>(v)));
   LoopProgram lp = timer.run("lower", [&] { return lower(p.graph, options.config); });
   p.dumps["ir_pre_fusion.txt"] = "# graph after decompositions\n" + print_graph(p.graph) +
                                  "\n# nodes as lowered\n" + print_loop_program(p.graph, lp);
   timer.run("fuse", [&] {
-    fuse(p.graph, lp, options.config);
+    fuse(p.graph, lp, options.config, keep);
     return 0;
   });
-  MemoryPlan mp = timer.run("plan_memory", [&] { return plan_memory(p.graph, lp); });
+  MemoryPlan mp = timer.run("plan_memory", [&] { return plan_memory(p.graph, lp, keep); });
   p.dumps["ir_post_fusion.txt"] = "# kernels and extern calls, in order\n" +
                                   print_loop_program(p.graph, lp) + "\n# buffers\n" +
                                   print_memory_plan(p.graph, lp, mp);
@@ -86,6 +90,7 @@ Program build_program(const Graph& graph, const CodegenOptions& options) {
         s.weight = n.operands[1];
         s.bias = n.operands.size() > 2 ? n.operands[2] : -1;
         s.weight_nk = n.op == "linear";
+        if (grp.nodes.size() > 1 && keep.contains(n.output)) s.raw = n.output;
         if (grp.nodes.size() > 1) {
           const Node& act = p.graph.nodes()[grp.nodes[1]];
           s.epilogue = act.op;

@@ -16,6 +16,10 @@ struct CodegenOptions {
   std::map<std::string, std::string>
       config;  // fusion=on|off, max_fusion_size=N, inject=KIND:OP, ...
   int threads = 0;
+  // Values of the source graph to keep for Executable::intermediates: each is stored as an extra
+  // output of the kernel computing it (and a packed GEMM's value before its epilogue by a second
+  // call without it), with the fusion otherwise unchanged, so what is compared is the fused code.
+  std::vector<ValueId> keep;
 };
 
 struct Step {
@@ -35,13 +39,17 @@ struct Step {
   ValueId weight = -1, bias = -1;
   bool weight_nk = true;
   std::string epilogue = "none";
+  // kPackedLinear with an epilogue: the value before it, when kept (else -1).
+  ValueId raw = -1;
   // kView: the static layout of outputs[0] over the base buffer inputs[0].
   Shape view_shape, view_strides;
   int64_t view_offset = 0;
 };
 
 struct Program {
-  Graph graph;  // after decompositions; value ids below refer to it
+  Graph source;  // as compiled, before decompositions (intermediates() builds variants from it)
+  Graph graph;   // after decompositions; value ids below refer to it
+  std::vector<ValueId> value_of;  // per value of `source`: the value of `graph` standing for it
   std::vector<Step> steps;
   std::vector<std::string> sources;          // translation units, kernels split across them
   std::map<std::string, std::string> dumps;  // file name -> text (ir_pre_fusion.txt, ...)

@@ -87,8 +87,9 @@ class Executable {
   virtual std::vector<KernelStat> profile() const { return {}; }
   // Files written into Options::debug_dir (empty unless debugging was asked for).
   virtual std::vector<std::filesystem::path> artifacts() const { return {}; }
-  // Runs the graph and returns the values of the given nodes' results (ValueIds of node outputs),
-  // for per-node comparison between backends.
+  // Runs the graph and returns the given values (ValueIds of the graph given to compile(): inputs,
+  // parameters, node results; a fusing backend still returns values it fuses away), for per-node
+  // comparison between backends. Throws Error for an id that is not a value of the graph.
   virtual std::vector<Tensor> intermediates(std::span<const Tensor> inputs,
                                             std::span<const ValueId> values) = 0;
 };
