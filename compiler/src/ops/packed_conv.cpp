@@ -19,28 +19,30 @@
 #include "ops/vision_internal.h"
 
 // Which kernel, which activation layouts, and where the epilogue runs (measured on this machine,
-// AMD EPYC with AVX-512, 2 threads, oneDNN 2.6.3, batch 8; see also conv2d_f32.cpp):
+// AMD EPYC with AVX-512, 2 threads, oneDNN 2.6.3, batch 8, medians of interleaved runs):
 //
 // - Layouts as the eager kernel chose them, for the same reasons: 1x1 ungrouped convolutions keep
-//   plain NCHW activations (oneDNN's im2col-free `gemm:jit`; reordering a wide input into a blocked
-//   layout costs more than the faster kernel saves: 2.6 ms for 256 channels at 56x56 against a
-//   2.2 ms convolution); other convolutions take a plain input and a blocked output when oneDNN
-//   then picks a direct kernel (the 3-channel stem), else blocked activations both ways.
-// - Post-ops on a direct kernel (`brgconv`, `jit`) are nearly free: 3x3 64->64 at 56x56 4.29 ms
-//   alone, 4.34 with sum + relu, 4.32 with clip. A residual joins as a `sum` post-op after a
-//   reorder of it into the blocked output buffer (0.3 ms), which beat adding it in a pass after
-//   the output's reorder (5.9 vs 6.5 ms for the layer, reorders included).
-// - Post-ops on `gemm:jit` are slow in oneDNN 2.6: 1x1 256->64 2.2 ms alone, 2.6 with relu,
-//   9.9 with sum + relu; 64->256 2.6 ms alone, 4.4 with relu. There the convolution runs with its
-//   (folded) bias only, and the residual and activation follow in one vectorized pass over the
-//   output (0.14 ms and 0.58 ms for those two outputs). A residual that is the output buffer
-//   itself (codegen reuses a dying residual's buffer) is added by a `sum` post-op alone (2.35 ms),
-//   since the convolution would overwrite it.
+//   plain NCHW activations (oneDNN's `gemm:jit`; reordering a wide input costs more than a faster
+//   kernel saves: 2.6 ms for 256 channels at 56x56 against a 2.2 ms convolution); others take a
+//   plain input and a reordered output when oneDNN then picks a direct kernel (the 3-channel stem:
+//   nchw -> nChw16c), else reordered activations both ways (`brgconv` picks nhwc).
+// - Post-ops on a direct kernel are nearly free: 3x3 64->64 at 56x56 4.29 ms alone, 4.32 with
+//   relu or clip. A residual, though, is added in one pass after the output's reorder, with the
+//   activation: 5.17 vs 5.40 ms for that layer with a sum post-op fed by a reorder of the residual
+//   into the output's layout (4.42 vs 4.50 at 128x28x28, 4.18 vs 4.24 at 256x14x14).
+// - Post-ops on `gemm:jit` are slow in oneDNN 2.6: 1x1 256->64 2.2 ms alone, 2.6 with relu, 9.9
+//   with sum + relu; 64->256 2.6 ms alone, 4.4 with relu. There the convolution runs with its
+//   (folded) bias only, and the residual and activation follow in one vectorized pass (0.14 and
+//   0.58 ms for those two outputs).
+// - A residual that is the output buffer itself (codegen reuses a dying residual's buffer) must be
+//   read before the result replaces it: a sum post-op on the output's reorder adds it, or on the
+//   GEMM (2.35 ms for 1x1 256->64, so nearly free); the activation then follows in the pass.
 // - The binary-add post-op with a plain residual sends every convolution to `gemm:jit` with
 //   reference post-ops (30-120 ms): not used.
 // - Depthwise convolutions run our direct NCHW loop (conv2d_depthwise.cpp) with the epilogue
-//   applied to each output row while it is in L1: oneDNN's depthwise kernel needs blocked
-//   activations, and their reorders cost more than the whole direct loop (see the benchmark).
+//   applied to each output row while it is in L1: 1.46 ms for MobileNetV2's 144-channel 3x3 at
+//   56x56 with batch norm and ReLU6, against 3.0 ms for oneDNN's `brdgmm_dw` with a clip post-op
+//   (0.53 ms) and the reorders its blocked activations need; eager's three ops take 2.1 ms.
 
 namespace crucible {
 namespace {
@@ -65,8 +67,11 @@ struct Plan {
   memory weights;  // in conv's layout: the shared packed copy, or this plan's own
   bool own_weights = false;
   bool reorder_src = false, reorder_dst = false;
-  dnnl::reorder to_src, from_dst, residual_to_dst;
-  bool post_ops = false;  // the residual and activation run inside `conv`
+  dnnl::reorder to_src, from_dst;
+  // Without post-ops, a residual that is y itself is added by the output's reorder (a sum
+  // post-op: y = reorder(dst) + y) before the activation pass.
+  dnnl::reorder from_dst_sum;
+  bool post_ops = false;  // the activation runs inside `conv` (no residual then)
   // A plain-output convolution with a residual that is y itself: the same problem with a sum
   // post-op, which reads the residual from y before the result replaces it.
   bool has_sum = false;
@@ -184,11 +189,14 @@ struct PackedConv2d::Impl {
     fwd::primitive_desc pd = describe(plan->user_src, plan->user_dst, plain_attr);
     const bool pointwise = s.kh == 1 && s.kw == 1 && g == 1;
     if (!pointwise) {
-      fwd::primitive_desc direct = describe(plan->user_src, any_dst, post_attr);
-      if (is_gemm_or_ref(direct.impl_info_str())) direct = describe(any_src, any_dst, post_attr);
+      // A residual keeps the post-ops off: relu must follow the add, and the add is cheaper in
+      // the pass after the output's reorder than as a sum post-op (see the top of the file).
+      const dnnl::primitive_attr& attr = epilogue.residual ? plain_attr : post_attr;
+      fwd::primitive_desc direct = describe(plan->user_src, any_dst, attr);
+      if (is_gemm_or_ref(direct.impl_info_str())) direct = describe(any_src, any_dst, attr);
       if (!is_gemm_or_ref(direct.impl_info_str())) {
         pd = direct;
-        plan->post_ops = true;
+        plan->post_ops = !epilogue.residual;
       }
     }
     if (!plan->post_ops && epilogue.residual) {
@@ -214,8 +222,12 @@ struct PackedConv2d::Impl {
     plan->reorder_dst = plan->dst_md != plan->user_dst;
     if (plan->reorder_src) plan->to_src = dnnl::reorder({e, plan->user_src, e, plan->src_md});
     if (plan->reorder_dst) plan->from_dst = dnnl::reorder({e, plan->dst_md, e, plan->user_dst});
-    if (plan->post_ops && epilogue.residual) {
-      plan->residual_to_dst = dnnl::reorder({e, plan->user_dst, e, plan->dst_md});
+    if (epilogue.residual && plan->reorder_dst) {
+      dnnl::post_ops sum;
+      sum.append_sum(1.0f);
+      dnnl::primitive_attr attr;
+      attr.set_post_ops(sum);
+      plan->from_dst_sum = dnnl::reorder({e, plan->dst_md, e, plan->user_dst, attr});
     }
     // The weights: packed from the plain copy for the first plan; a later problem whose kernel
     // wants another layout gets its own copy, reordered from the packed one.
@@ -280,15 +292,12 @@ struct PackedConv2d::Impl {
     const dnnl::convolution_forward* conv = &p.conv;
     const memory::desc* scratch = &p.scratch_md;
     const float* pass_residual = residual;  // what the pass after the convolution adds
-    if (residual != nullptr && p.post_ops) {
-      // The sum post-op adds what dst holds: the residual, reordered (or copied) into it.
-      if (p.reorder_dst || residual != y) {
-        memory r(p.user_dst, e, const_cast<float*>(residual));
-        p.residual_to_dst.execute(stream, r, dst);
-      }
-      pass_residual = nullptr;
-    } else if (residual != nullptr && residual == y) {
-      if (p.has_sum && !p.reorder_dst) {
+    bool sum_on_reorder = false;
+    if (residual != nullptr && residual == y) {  // y's contents must be added before replaced
+      if (p.reorder_dst) {
+        sum_on_reorder = true;
+        pass_residual = nullptr;
+      } else if (p.has_sum) {
         conv = &p.conv_sum;
         scratch = &p.scratch_sum_md;
         pass_residual = nullptr;
@@ -303,7 +312,7 @@ struct PackedConv2d::Impl {
     if (has_bias) args.emplace(DNNL_ARG_BIAS, bias_mem);
     dnnl_rt::execute(*conv, args, *scratch);
     if (p.reorder_dst) {
-      p.from_dst.execute(stream, dst, user_y);
+      (sum_on_reorder ? p.from_dst_sum : p.from_dst).execute(stream, dst, user_y);
       stream.wait();
     }
     if (!p.post_ops && (pass_residual != nullptr || row.activation != ConvActivation::kNone)) {
@@ -386,10 +395,7 @@ PackedConv2d::PackedConv2d(const Tensor& weight, const Tensor& bias, const Attrs
   }
 
   dnnl::post_ops post, sum;
-  if (ep.residual) {
-    post.append_sum(1.0f);
-    sum.append_sum(1.0f);
-  }
+  sum.append_sum(1.0f);
   if (ep.activation == ConvActivation::kRelu) {
     post.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
   } else if (ep.activation == ConvActivation::kClamp) {
@@ -467,11 +473,11 @@ std::string PackedConv2d::describe() const {
     text += " (direct depthwise loop, plain activations, epilogue per row)";
   } else {
     const Plan& plan = *im.base_plan;
-    text +=
-        fmt::format(" (oneDNN {}, weights {}, {} activations, epilogue {})", plan.impl,
-                    dnnl_rt::layout_name(im.packed.get_desc(), s.p.groups > 1 ? "goihw" : "oihw"),
-                    plan.reorder_src || plan.reorder_dst ? "blocked" : "plain",
-                    plan.post_ops ? "as post-ops" : "in a pass after");
+    text += fmt::format(
+        " (oneDNN {}, weights {}, activations {} -> {}, epilogue {})", plan.impl,
+        dnnl_rt::layout_name(im.packed.get_desc(), s.p.groups > 1 ? "goihw" : "oihw"),
+        dnnl_rt::layout_name(plan.src_md, "nchw"), dnnl_rt::layout_name(plan.dst_md, "nchw"),
+        plan.post_ops ? "as post-ops" : "in a pass after");
   }
   return fmt::format("{}{}, {} epilogue", text, im.has_bias ? ", bias" : "", im.epilogue.name());
 }
