@@ -17,8 +17,8 @@ size_t config_count(const std::map<std::string, std::string>& config, const std:
 
 // 1. Rewrites ops whose pieces fuse better than the whole (softmax, log_softmax, layer_norm over
 // the last
-//    dims; silu, hardswish, hardsigmoid, batch_norm) into primitive ops. Other nodes are copied as
-//    they are; names are kept for the final node.
+//    dims; silu, hardswish, hardsigmoid, batch_norm unless it folds into a packed conv2d) into
+//    primitive ops. Other nodes are copied as they are; names are kept for the final node.
 Graph decompose(const Graph& g);
 
 // 2-3. Loop IR: every node classified, then grouped into kernels.
@@ -29,11 +29,12 @@ enum class NodeClass {
   kConstant,
   kExtern,
   kPackedLinear,
-  kAbsorbed
+  kAbsorbed,
+  kPackedConv
 };
 
 struct Group {
-  enum class Kind { kKernel, kExtern, kView, kPackedLinear };
+  enum class Kind { kKernel, kExtern, kView, kPackedLinear, kPackedConv };
   Kind kind = Kind::kKernel;
   std::vector<int> nodes;  // graph node indices, in order
   // Kernel groups iterate outer x inner; a pointwise-only group has inner = {} until a reduction
@@ -46,9 +47,9 @@ struct Group {
 
 struct LoopProgram {
   std::vector<NodeClass> classes;  // per graph node
-  std::vector<int> absorbed_by;  // per graph node: the packed-linear node whose epilogue it became
-  std::vector<Group> groups;     // in execution order
-  std::vector<int> group_of;     // per graph node
+  std::vector<int> absorbed_by;    // per graph node: the packed node whose epilogue it became
+  std::vector<Group> groups;       // in execution order
+  std::vector<int> group_of;       // per graph node
 };
 
 // Classifies each node: pointwise ops codegen implements for that dtype, trailing-dim reductions,
@@ -58,6 +59,24 @@ LoopProgram lower(const Graph& g, const std::map<std::string, std::string>& conf
 // reductions over the same rows, horizontal fusion over equal iteration spaces; capped in size.
 void fuse(const Graph& g, LoopProgram& lp, const std::map<std::string, std::string>& config);
 std::string print_loop_program(const Graph& g, const LoopProgram& lp);
+
+// Packed convolutions (conv_chain.cpp), as Inductor's freezing passes make them: a conv2d with a
+// parameter weight (and a parameter bias or none) on an f32 input runs as one PackedConv2d call,
+// which absorbs what follows it in this order, each step only through a value that has one reader
+// and is not a graph output: a batch_norm whose weight, bias and statistics are parameters (folded
+// into the packed weights at compile time), an add of a residual computed before the conv, and a
+// relu or clamp(min, max). decompose() leaves such batch_norms whole; lower() absorbs them.
+using Consumers = std::vector<std::vector<int>>;  // per value: the nodes reading it
+Consumers consumers_of(const Graph& g);
+bool packs_conv2d(const Graph& g, const Node& n);
+bool folds_into_conv(const Graph& g, const Node& bn, const Consumers& consumers);
+struct ConvChain {
+  int bn = -1, add = -1, act = -1;  // absorbed nodes, -1 when absent
+  ValueId residual = -1;            // the add's other operand
+};
+ConvChain match_conv_chain(const Graph& g, int conv, const Consumers& consumers);
+// extern::packed_conv2d[_bn][_add][_relu|_clamp]
+std::string packed_conv_name(const Graph& g, const Group& grp);
 
 // 4. Memory plan: which values get buffers, and which kernel outputs reuse an input buffer in
 // place.
