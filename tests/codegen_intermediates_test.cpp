@@ -195,6 +195,32 @@ TEST_F(CodegenIntermediates, AValueOverwrittenInPlaceIsReturnedIntact) {
   ExpectIntermediatesMatchEager(g, all_values(g), *exe);
 }
 
+// A packed convolution absorbs its batch norm, residual add and relu; asked for, each of those
+// values must come back as eager computes it (the chain then stops before a kept value).
+TEST_F(CodegenIntermediates, ValuesInsidePackedConvChainsMatchEager) {
+  const Graph g = parse_graph(R"(graph block(%x: f32[2,4,6,6]) {
+  param %w: f32[4,4,3,3] = randn(seed=1, std=0.3)
+  param %g: f32[4] = uniform(seed=2, low=0.8, high=1.2)
+  param %b: f32[4] = uniform(seed=3, low=-0.1, high=0.1)
+  param %m: f32[4] = uniform(seed=4, low=-0.1, high=0.1)
+  param %v: f32[4] = uniform(seed=5, low=0.8, high=1.2)
+  %c = conv2d(%x, %w, padding=[1, 1])
+  %n = batch_norm(%c, %g, %b, %m, %v, eps=1e-05)
+  %a = add(%n, %x)
+  %y = relu(%a)
+  return %y
+}
+)");
+  ASSERT_NE(post_fusion_ir(g).find("packed_conv2d_bn_add_relu"), std::string::npos)
+      << post_fusion_ir(g);
+  auto exe = codegen_->backend().compile(g, {});
+  ExpectIntermediatesMatchEager(g, all_values(g), *exe);
+  for (const char* name : {"c", "n", "a"}) {
+    SCOPED_TRACE(name);
+    ExpectIntermediatesMatchEager(g, {*g.find_value(name)}, *exe);
+  }
+}
+
 // The tutorial's neg on [1,8] is recomputed across maximum's [8390,8]: a kept %a is computed by
 // a kernel of its own [1,8] instead, since a broadcast iteration would store it 8390 times over.
 TEST_F(CodegenIntermediates, AWidenedValueMatchesEager) {

@@ -1,6 +1,6 @@
-// The codegen backend against eager on vision graphs: conv2d -> batch_norm -> relu (the batch_norm
-// decomposed and fused with the relu), the decomposed activations, batch_norm on odd shapes, and
-// a MobileNetV2-style block whose convolutions and pools run as extern calls.
+// The codegen backend against eager on vision graphs: the decomposed batch_norm and activations,
+// batch_norm on odd shapes, a MobileNetV2-style block with pools, and packed convolutions that
+// absorb their batch norm, residual add and relu/clamp (and the chains they must not absorb).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -75,10 +75,11 @@ class CodegenVision : public ::testing::Test {
   static inline LoadedBackend* codegen_ = nullptr;
 };
 
-TEST_F(CodegenVision, ConvBatchNormReluIsAnExternAndOneFusedKernel) {
+// A conv2d whose weight is not a parameter cannot be packed: it stays an extern call, and its
+// batch_norm is decomposed into a [C] scale/shift kernel and one pass fused with the relu.
+TEST_F(CodegenVision, ConvWithInputWeightIsAnExternAndItsBatchNormOneFusedKernel) {
   const Graph g = parse_graph(R"(
-graph cbr(%x: f32[2,8,11,13]) {
-  param %w: f32[16,8,3,3] = randn(seed=1, std=0.2)
+graph cbr(%x: f32[2,8,11,13], %w: f32[16,8,3,3]) {
   param %gamma: f32[16] = uniform(seed=2, low=0.5, high=1.5)
   param %beta: f32[16] = randn(seed=3)
   param %mean: f32[16] = randn(seed=4)
@@ -179,9 +180,227 @@ graph block(%x: f32[2,16,15,15]) {
 )");
   ExpectSameAsEager(g);
   const std::string ir = fused_ir(g);
-  EXPECT_EQ(count(ir, "extern::conv2d"), 3) << ir;
+  // Each conv2d packed: the expand conv absorbs its batch norm; hardswish and silu are not
+  // absorbed (they decompose into pointwise kernels).
+  EXPECT_EQ(count(ir, "extern::packed_conv2d_bn\n"), 1) << ir;
+  EXPECT_EQ(count(ir, "extern::packed_conv2d\n"), 2) << ir;
+  EXPECT_EQ(count(ir, "extern::conv2d"), 0) << ir;
   EXPECT_EQ(count(ir, "extern::max_pool2d"), 1) << ir;
   EXPECT_EQ(count(ir, "extern::adaptive_avg_pool2d"), 1) << ir;
+}
+
+// Parameter lines for a batch norm over `c` channels named <name>.{g,b,m,v}, statistics drawn
+// away from (1, 0, 0, 1) so that a dropped or misapplied fold changes the values.
+std::string BnParams(const std::string& name, int64_t c, int seed) {
+  return fmt::format(
+      "  param %{0}.g: f32[{1}] = uniform(seed={2}, low=0.5, high=1.5)\n"
+      "  param %{0}.b: f32[{1}] = randn(seed={3}, std=0.3)\n"
+      "  param %{0}.m: f32[{1}] = randn(seed={4}, std=0.3)\n"
+      "  param %{0}.v: f32[{1}] = uniform(seed={5}, low=0.3, high=2.0)\n",
+      name, c, seed, seed + 1, seed + 2, seed + 3);
+}
+std::string Bn(const std::string& out, const std::string& in, const std::string& name) {
+  return fmt::format("  %{0} = batch_norm(%{1}, %{2}.g, %{2}.b, %{2}.m, %{2}.v)\n", out, in, name);
+}
+
+// Two ResNet basic blocks after a stem: the first adds its identity (the stem's output, which
+// dies there, so the output takes over its buffer), the second a downsampling 1x1 conv. In the
+// second, conv2's batch norm comes before the downsample conv in the graph, so the add (and the
+// relu) join the downsample conv, whose residual is then computed earlier.
+TEST_F(CodegenVision, ResNetBasicBlocksAreOnePackedConvEach) {
+  const Graph g = parse_graph(
+      "graph basic(%x: f32[2,3,19,19]) {\n"
+      "  param %w0: f32[16,3,3,3] = randn(seed=1, std=0.3)\n" +
+      BnParams("bn0", 16, 10) + "  param %w1: f32[16,16,3,3] = randn(seed=2, std=0.1)\n" +
+      BnParams("bn1", 16, 20) + "  param %w2: f32[16,16,3,3] = randn(seed=3, std=0.1)\n" +
+      BnParams("bn2", 16, 30) + "  param %w3: f32[32,16,3,3] = randn(seed=4, std=0.1)\n" +
+      BnParams("bn3", 32, 40) + "  param %w4: f32[32,32,3,3] = randn(seed=5, std=0.07)\n" +
+      BnParams("bn4", 32, 50) + "  param %wd: f32[32,16,1,1] = randn(seed=6, std=0.25)\n" +
+      BnParams("bnd", 32, 60) + "  %c0 = conv2d(%x, %w0, padding=[1,1])\n" + Bn("n0", "c0", "bn0") +
+      "  %h = relu(%n0)\n"
+      "  %c1 = conv2d(%h, %w1, padding=[1,1])\n" +
+      Bn("n1", "c1", "bn1") +
+      "  %a = relu(%n1)\n"
+      "  %c2 = conv2d(%a, %w2, padding=[1,1])\n" +
+      Bn("n2", "c2", "bn2") +
+      "  %s1 = add(%n2, %h)\n"
+      "  %b = relu(%s1)\n"
+      "  %c3 = conv2d(%b, %w3, stride=[2,2], padding=[1,1])\n" +
+      Bn("n3", "c3", "bn3") +
+      "  %r3 = relu(%n3)\n"
+      "  %c4 = conv2d(%r3, %w4, padding=[1,1])\n" +
+      Bn("n4", "c4", "bn4") + "  %cd = conv2d(%b, %wd, stride=[2,2])\n" + Bn("nd", "cd", "bnd") +
+      "  %s2 = add(%n4, %nd)\n"
+      "  %y = relu(%s2)\n"
+      "  return %y\n}\n");
+  ExpectSameAsEager(g);
+  const std::string ir = fused_ir(g);
+  EXPECT_EQ(count(ir, "extern::packed_conv2d_bn_relu\n"), 3) << ir;      // c0, c1, c3
+  EXPECT_EQ(count(ir, "extern::packed_conv2d_bn_add_relu\n"), 2) << ir;  // c2, the downsample
+  EXPECT_EQ(count(ir, "extern::packed_conv2d_bn\n"), 1) << ir;           // c4
+  EXPECT_EQ(count(ir, "extern::"), 6) << ir;
+  EXPECT_EQ(count(ir, "cpp_fused"), 0) << ir;
+  EXPECT_EQ(count(ir, "= batch_norm : epilogue"), 6) << ir;
+  EXPECT_EQ(count(ir, "= add : epilogue"), 2) << ir;
+  EXPECT_EQ(count(ir, "= relu : epilogue"), 5) << ir;
+  EXPECT_TRUE(std::regex_search(
+      ir, std::regex("extern::packed_conv2d_bn_add_relu\n  %cd = conv2d[^\n]*\n  %nd = "
+                     "batch_norm[^\n]*\n  %s2 = add")))
+      << ir;
+}
+
+// A ResNet-50 bottleneck with an identity shortcut: 1x1 (GEMM path), 3x3 (direct kernel), 1x1
+// with the residual add, whose identity dies there (the sum lands in its buffer).
+TEST_F(CodegenVision, ResNetBottleneckIsFourPackedConvs) {
+  const Graph g = parse_graph(
+      "graph bottleneck(%x: f32[2,3,15,15]) {\n"
+      "  param %w0: f32[32,3,3,3] = randn(seed=1, std=0.3)\n" +
+      BnParams("bn0", 32, 10) + "  param %w1: f32[8,32,1,1] = randn(seed=2, std=0.2)\n" +
+      BnParams("bn1", 8, 20) + "  param %w2: f32[8,8,3,3] = randn(seed=3, std=0.15)\n" +
+      BnParams("bn2", 8, 30) + "  param %w3: f32[32,8,1,1] = randn(seed=4, std=0.3)\n" +
+      BnParams("bn3", 32, 40) + "  %c0 = conv2d(%x, %w0, padding=[1,1])\n" + Bn("n0", "c0", "bn0") +
+      "  %h = relu(%n0)\n"
+      "  %c1 = conv2d(%h, %w1)\n" +
+      Bn("n1", "c1", "bn1") +
+      "  %a = relu(%n1)\n"
+      "  %c2 = conv2d(%a, %w2, padding=[1,1])\n" +
+      Bn("n2", "c2", "bn2") +
+      "  %b = relu(%n2)\n"
+      "  %c3 = conv2d(%b, %w3)\n" +
+      Bn("n3", "c3", "bn3") +
+      "  %s = add(%n3, %h)\n"
+      "  %y = relu(%s)\n"
+      "  return %y\n}\n");
+  ExpectSameAsEager(g);
+  const std::string ir = fused_ir(g);
+  EXPECT_EQ(count(ir, "extern::packed_conv2d_bn_relu\n"), 3) << ir;
+  EXPECT_EQ(count(ir, "extern::packed_conv2d_bn_add_relu\n"), 1) << ir;
+  EXPECT_EQ(count(ir, "extern::"), 4) << ir;
+  EXPECT_EQ(count(ir, "cpp_fused"), 0) << ir;
+}
+
+// MobileNetV2's inverted residual: 1x1 expand + ReLU6, depthwise 3x3 + ReLU6 (our direct loop),
+// linear 1x1 projection whose add (identity first) has no activation after it.
+TEST_F(CodegenVision, MobileNetInvertedResidualIsFourPackedConvs) {
+  const Graph g = parse_graph(
+      "graph inverted(%x: f32[3,16,9,9]) {\n"
+      "  param %w0: f32[16,16,3,3] = randn(seed=1, std=0.15)\n" +
+      BnParams("bn0", 16, 10) + "  param %we: f32[96,16,1,1] = randn(seed=2, std=0.3)\n" +
+      BnParams("bne", 96, 20) + "  param %wd: f32[96,1,3,3] = randn(seed=3, std=0.5)\n" +
+      BnParams("bnd", 96, 30) + "  param %wp: f32[16,96,1,1] = randn(seed=4, std=0.15)\n" +
+      BnParams("bnp", 16, 40) + "  %c0 = conv2d(%x, %w0, padding=[1,1])\n" + Bn("n0", "c0", "bn0") +
+      "  %h = clamp(%n0, min=0.0, max=6.0)\n"
+      "  %ce = conv2d(%h, %we)\n" +
+      Bn("ne", "ce", "bne") +
+      "  %e = clamp(%ne, min=0.0, max=6.0)\n"
+      "  %cd = conv2d(%e, %wd, padding=[1,1], groups=96)\n" +
+      Bn("nd", "cd", "bnd") +
+      "  %d = clamp(%nd, min=0.0, max=6.0)\n"
+      "  %cp = conv2d(%d, %wp)\n" +
+      Bn("np", "cp", "bnp") +
+      "  %y = add(%h, %np)\n"
+      "  return %y\n}\n");
+  std::vector<Tensor> in = make_inputs(g, 3);
+  float* x = in[0].data<float>();
+  for (int64_t i = 0; i < in[0].numel(); ++i) x[i] *= 4.0f;  // past ReLU6's upper bound too
+  ExpectSameAsEager(g, in);
+  const std::string ir = fused_ir(g);
+  EXPECT_EQ(count(ir, "extern::packed_conv2d_bn_clamp\n"), 3) << ir;
+  EXPECT_EQ(count(ir, "extern::packed_conv2d_bn_add\n"), 1) << ir;
+  EXPECT_EQ(count(ir, "extern::"), 4) << ir;
+  EXPECT_EQ(count(ir, "cpp_fused"), 0) << ir;
+}
+
+// Values the packed call would not materialize end the chain: a batch norm output that is also a
+// graph output, a conv output with a second reader or returned itself. Their relu and batch
+// norms then run as kernels; every output matches eager.
+TEST_F(CodegenVision, ChainStopsAtValuesNeededOutsideIt) {
+  const Graph g = parse_graph(
+      "graph stops(%x: f32[2,16,10,10]) {\n"
+      "  param %w1: f32[16,16,3,3] = randn(seed=1, std=0.1)\n" +
+      BnParams("bn1", 16, 10) + "  param %w2: f32[16,16,1,1] = randn(seed=2, std=0.25)\n" +
+      BnParams("bn2", 16, 20) + "  param %w3: f32[16,16,1,1] = randn(seed=3, std=0.25)\n" +
+      BnParams("bn3", 16, 30) + "  %c1 = conv2d(%x, %w1, padding=[1,1])\n" + Bn("n1", "c1", "bn1") +
+      "  %r1 = relu(%n1)\n"
+      "  %c2 = conv2d(%r1, %w2)\n" +
+      Bn("n2", "c2", "bn2") +
+      "  %r2 = relu(%n2)\n"
+      "  %t2 = tanh(%c2)\n"
+      "  %c3 = conv2d(%r2, %w3)\n" +
+      Bn("n3", "c3", "bn3") +
+      "  %r3 = relu(%n3)\n"
+      "  return %n1, %r1, %t2, %r3, %c3\n}\n");
+  ExpectSameAsEager(g);
+  const std::string ir = fused_ir(g);
+  // c1 absorbs its batch norm (the step's output is %n1) but not the relu after it.
+  EXPECT_TRUE(std::regex_search(
+      ir, std::regex("extern::packed_conv2d_bn\n  %c1 = conv2d[^\n]*\n  %n1 = batch_norm")))
+      << ir;
+  EXPECT_TRUE(std::regex_search(ir, std::regex("%r1 = relu : pointwise"))) << ir;
+  // c2's output is read twice and c3's is returned: both convs packed alone, their batch norms
+  // decomposed into pointwise kernels.
+  EXPECT_EQ(count(ir, "extern::packed_conv2d\n"), 2) << ir;
+  EXPECT_EQ(count(ir, "batch_norm"), 1) << ir;
+  EXPECT_EQ(count(ir, " : epilogue"), 1) << ir;
+}
+
+// Patterns the packed call cannot take: a batch norm with an input weight, a broadcasting or
+// later-computed residual, a residual that is the conv's own input (allowed: it must not be
+// overwritten while the conv reads it), a one-sided clamp, an f64 conv.
+TEST_F(CodegenVision, OnlyFoldablePatternsAreAbsorbed) {
+  const Graph g = parse_graph(
+      "graph patterns(%x: f32[2,16,8,8], %gamma: f32[16], %bias: f32[1,16,1,1],\n"
+      "               %d: f64[1,4,6,6]) {\n"
+      "  param %w1: f32[16,16,3,3] = randn(seed=1, std=0.1)\n" +
+      BnParams("bn1", 16, 10) + "  param %w2: f32[16,16,3,3] = randn(seed=2, std=0.1)\n" +
+      BnParams("bn2", 16, 20) + "  param %w3: f32[16,16,1,1] = randn(seed=3, std=0.25)\n" +
+      BnParams("bn3", 16, 30) + "  param %w4: f32[16,16,1,1] = randn(seed=4, std=0.25)\n" +
+      "  param %w5: f32[16,16,3,3] = randn(seed=5, std=0.1)\n" +
+      "  param %wd: f64[4,4,3,3] = randn(seed=6, std=0.2)\n" +
+      "  %h = relu(%x)\n"
+      "  %c1 = conv2d(%h, %w1, padding=[1,1])\n"
+      "  %n1 = batch_norm(%c1, %gamma, %bn1.b, %bn1.m, %bn1.v)\n"
+      "  %c2 = conv2d(%n1, %w2, padding=[1,1])\n" +
+      Bn("n2", "c2", "bn2") +
+      "  %a2 = add(%n2, %bias)\n"
+      "  %c3 = conv2d(%a2, %w3)\n" +
+      Bn("n3", "c3", "bn3") +
+      "  %later = relu(%a2)\n"
+      "  %a3 = add(%n3, %later)\n"
+      "  %c4 = conv2d(%a3, %w4)\n"
+      "  %a4 = add(%c4, %a3)\n"
+      "  %r4 = relu(%a4)\n"
+      "  %c5 = conv2d(%r4, %w5, padding=[1,1])\n"
+      "  %y5 = clamp(%c5, min=0.0)\n"
+      "  %yd = conv2d(%d, %wd)\n"
+      "  return %y5, %yd\n}\n");
+  ExpectSameAsEager(g);
+  const std::string ir = fused_ir(g);
+  EXPECT_EQ(count(ir, "extern::packed_conv2d\n"), 2) << ir;           // c1, c5
+  EXPECT_EQ(count(ir, "extern::packed_conv2d_bn\n"), 2) << ir;        // c2, c3
+  EXPECT_EQ(count(ir, "extern::packed_conv2d_add_relu\n"), 1) << ir;  // c4, residual = its input
+  EXPECT_EQ(count(ir, "extern::conv2d"), 1) << ir;                    // the f64 one
+  EXPECT_EQ(count(ir, "= batch_norm : epilogue"), 2) << ir;
+  EXPECT_EQ(count(ir, "= add : epilogue"), 1) << ir;
+}
+
+// Profiles name each packed call by what it absorbed.
+TEST_F(CodegenVision, ProfileNamesPackedConvolutions) {
+  const Graph g = parse_graph(
+      "graph named(%x: f32[1,8,6,6]) {\n"
+      "  param %w: f32[8,8,3,3] = randn(seed=1, std=0.2)\n" +
+      BnParams("bn", 8, 10) + "  %c = conv2d(%x, %w, padding=[1,1])\n" + Bn("n", "c", "bn") +
+      "  %s = add(%n, %x)\n"
+      "  %y = relu(%s)\n"
+      "  return %y\n}\n");
+  plugin::Options opts;
+  opts.profile = true;
+  auto exe = codegen_->backend().compile(g, opts);
+  exe->run(make_inputs(g, 1));
+  const auto stats = exe->profile();
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0].name, "extern::packed_conv2d_bn_add_relu");
+  EXPECT_EQ(stats[0].calls, 1);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The codegen backend: runs the codegen pipeline, compiles the generated C++ with the system
-// compiler (cached), dlopens it and executes the schedule: generated kernels, extern calls, and
-// views.
+// compiler (cached), dlopens it and executes the schedule: generated kernels, extern calls, packed
+// GEMMs and convolutions, and views.
 #include <fmt/format.h>
 #include <omp.h>
 #include <unistd.h>
@@ -14,6 +14,7 @@
 #include "crucible/codegen/program.h"
 #include "crucible/codegen/toolchain.h"
 #include "crucible/ir/op_registry.h"
+#include "crucible/ops/packed_conv.h"
 #include "crucible/ops/packed_linear.h"
 #include "crucible/plugin_api.h"
 
@@ -70,20 +71,28 @@ class CodegenExecutable final : public plugin::Executable {
                              ? &OpRegistry::global().get(g.nodes()[s.node].op).kernel
                              : nullptr);
     }
-    for (ValueId p : g.params()) params_.emplace_back(p, materialize_param(g, p).contiguous());
+    // Only parameters the schedule reads at run time stay resident. The ones only packed below
+    // (weights, folded batch norms) are materialized while packing and dropped, so their f32
+    // copies do not sit beside the packed ones (ResNet-50: 100 MB).
+    std::set<ValueId> resident(g.outputs().begin(), g.outputs().end());
+    for (const Step& s : prog_.steps) resident.insert(s.inputs.begin(), s.inputs.end());
+    for (ValueId p : g.params()) {
+      if (resident.contains(p)) params_.emplace_back(p, materialize_param(g, p).contiguous());
+    }
+    auto param = [&](ValueId id) {
+      for (const auto& [pid, t] : params_) {
+        if (pid == id) return t;
+      }
+      return materialize_param(g, id).contiguous();
+    };
     // Weights are packed here, once, into the GEMM library's layout (what makes linear faster than
     // eager's per-call path); each packed step keeps its own.
     for (const Step& s : prog_.steps) {
+      convs_.push_back(s.kind == Step::Kind::kPackedConv ? pack_conv(s, param) : nullptr);
       if (s.kind != Step::Kind::kPackedLinear) {
         packed_.emplace_back(nullptr);
         continue;
       }
-      auto param = [&](ValueId id) {
-        for (const auto& [pid, t] : params_) {
-          if (pid == id) return t;
-        }
-        return Tensor();
-      };
       packed_.push_back(std::make_unique<PackedLinear>(param(s.weight), s.weight_nk,
                                                        s.bias >= 0 ? param(s.bias) : Tensor(),
                                                        epilogue_of(s.epilogue)));
@@ -142,7 +151,13 @@ class CodegenExecutable final : public plugin::Executable {
     std::vector<Tensor> out;
     for (ValueId v : values) {
       const ValueId d = exe->prog_.value_of[v];
-      out.push_back(env[d].defined() ? env[d] : exe->constant(d));
+      if (env[d].defined()) {
+        out.push_back(env[d]);
+      } else if (exe->prog_.graph.value(d).kind == ValueKind::kParam) {
+        out.push_back(materialize_param(exe->prog_.graph, d));  // only packed, so not resident
+      } else {
+        out.push_back(exe->constant(d));
+      }
     }
     return out;
   }
@@ -182,11 +197,12 @@ class CodegenExecutable final : public plugin::Executable {
     const Step& s = prog_.steps[step];
     auto& raw = raw_packed_[step];
     if (!raw) {
+      // The weights may have been dropped after packing: materialize them again, once.
       auto param = [&](ValueId id) {
         for (const auto& [pid, t] : params_) {
           if (pid == id) return t;
         }
-        return Tensor();
+        return materialize_param(prog_.graph, id).contiguous();
       };
       raw = std::make_unique<PackedLinear>(param(s.weight), s.weight_nk,
                                            s.bias >= 0 ? param(s.bias) : Tensor(), Epilogue::kNone);
@@ -196,6 +212,34 @@ class CodegenExecutable final : public plugin::Executable {
     const int64_t k = raw->in_features(), n = raw->out_features();
     raw->run(x.data<float>(), k ? x.numel() / k : 0, k, h.data<float>(), n);
     return h;
+  }
+
+  // A conv step's PackedConv2d: weights (batch norm folded in) packed now, and oneDNN's kernel for
+  // the graph's static input shape built now, so both are compile time.
+  template <typename Param>
+  std::unique_ptr<PackedConv2d> pack_conv(const Step& s, const Param& param) {
+    const Graph& g = prog_.graph;
+    ConvEpilogue e;
+    if (s.bn_node >= 0) {
+      const Node& bn = g.nodes()[s.bn_node];
+      e.fold_batch_norm(param(bn.operands[1]), param(bn.operands[2]), param(bn.operands[3]),
+                        param(bn.operands[4]), bn.attrs.get_float_or("eps", 1e-5));
+    }
+    e.residual = s.residual >= 0;
+    if (s.act_node >= 0) {
+      const Node& act = g.nodes()[s.act_node];
+      e.activation = act.op == "relu" ? ConvActivation::kRelu : ConvActivation::kClamp;
+      if (act.op == "clamp") {
+        e.clamp_min = act.attrs.get_float("min");
+        e.clamp_max = act.attrs.get_float("max");
+      }
+    }
+    const Shape& x = g.value(s.inputs[0]).type.shape;
+    auto conv =
+        std::make_unique<PackedConv2d>(param(s.weight), s.bias >= 0 ? param(s.bias) : Tensor(),
+                                       g.nodes()[s.node].attrs, x, std::move(e));
+    conv->prepare(x);
+    return conv;
   }
 
   std::vector<Tensor> execute(std::span<const Tensor> inputs, const std::set<ValueId>& keep) {
@@ -238,6 +282,25 @@ class CodegenExecutable final : public plugin::Executable {
         packed_[i]->run(x.data<float>(), k ? x.numel() / k : 0, k, y.data<float>(), n);
         env[s.outputs[0]] = y;
         if (s.raw >= 0) env[s.raw] = gemm_before_epilogue(i, x);
+      } else if (s.kind == Step::Kind::kPackedConv) {
+        const Tensor x = env[s.inputs[0]].contiguous();
+        const TensorType& yt = g.value(s.outputs[0]).type;
+        Tensor y, residual;
+        if (s.residual >= 0) {
+          // The output takes over the residual's buffer when the residual dies here and nothing
+          // else holds its storage (not the conv's input, no view, no caller's or kept copy).
+          Tensor& r = env[s.residual];
+          if (last_use_[s.residual] == static_cast<int>(i) && !keep.contains(s.residual) &&
+              g.value(s.residual).kind == ValueKind::kNode && r.is_contiguous() &&
+              r.storage().use_count() == 1) {
+            y = r;
+          }
+          residual = r.contiguous();
+        }
+        if (!y.defined()) y = Tensor::empty(yt.dtype, yt.shape);
+        convs_[i]->run(x.data<float>(), x.shape(), y.data<float>(),
+                       residual.defined() ? residual.data<float>() : nullptr);
+        env[s.outputs[0]] = y;
       } else if (s.kind == Step::Kind::kExtern) {
         const Node& n = g.nodes()[s.node];
         operands.clear();
@@ -267,6 +330,7 @@ class CodegenExecutable final : public plugin::Executable {
   std::vector<KernelFn*> fns_;
   std::vector<const Kernel*> kernels_;
   std::vector<std::unique_ptr<PackedLinear>> packed_;
+  std::vector<std::unique_ptr<PackedConv2d>> convs_;
   std::vector<std::pair<ValueId, Tensor>> params_;
   std::vector<int> last_use_;
   plugin::ProfileRecorder profile_;

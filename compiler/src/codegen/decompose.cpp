@@ -1,6 +1,7 @@
 // Decompositions: softmax, log_softmax and layer_norm over trailing dims become amax/sum/mean and
 // pointwise ops, so fusion can put each of them, with its neighbours, into one row kernel; the
-// activations silu, hardswish, hardsigmoid and inference batch_norm become pointwise chains.
+// activations silu, hardswish, hardsigmoid and inference batch_norm become pointwise chains
+// (except a batch_norm that folds into the packed conv2d before it).
 #include <fmt/format.h>
 
 #include "codegen/passes.h"
@@ -12,7 +13,8 @@ namespace {
 
 class Rewriter {
  public:
-  explicit Rewriter(const Graph& g) : in_(g), out_(g.name()), map_(g.values().size(), -1) {
+  Rewriter(const Graph& g, const std::set<ValueId>& keep)
+      : in_(g), out_(g.name()), map_(g.values().size(), -1), consumers_(consumers_of(g, keep)) {
     out_.set_base_dir(g.base_dir());
   }
 
@@ -40,7 +42,8 @@ class Rewriter {
       } else if ((n.op == "silu" || n.op == "hardswish" || n.op == "hardsigmoid") &&
                  is_floating(x.dtype)) {
         result = activation(n.op, ops[0], x.dtype);
-      } else if (n.op == "batch_norm") {
+      } else if (n.op == "batch_norm" && !folds_into_conv(in_, n, consumers_)) {
+        // (One after a packed conv2d stays whole: lower() folds it into the convolution.)
         result = batch_norm(ops, x, n.attrs);
       }
       if (result < 0) result = out_.add_node(n.op, ops, n.attrs, name_, n.loc);
@@ -156,13 +159,14 @@ class Rewriter {
   const Graph& in_;
   Graph out_;
   std::vector<ValueId> map_;
+  Consumers consumers_;
   std::string name_;
 };
 
 }  // namespace
 
-Graph decompose(const Graph& g, std::vector<ValueId>* value_map) {
-  Rewriter r(g);
+Graph decompose(const Graph& g, std::vector<ValueId>* value_map, const std::set<ValueId>& keep) {
+  Rewriter r(g, keep);
   Graph out = r.run();
   if (value_map != nullptr) *value_map = r.value_map();
   return out;

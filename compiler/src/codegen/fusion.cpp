@@ -91,7 +91,8 @@ size_t config_count(const std::map<std::string, std::string>& config, const std:
   return std::stoul(v);
 }
 
-LoopProgram lower(const Graph& g, const std::map<std::string, std::string>& config) {
+LoopProgram lower(const Graph& g, const std::map<std::string, std::string>& config,
+                  const std::set<ValueId>& keep) {
   LoopProgram lp;
   std::set<ValueId> outputs(g.outputs().begin(), g.outputs().end());
   for (const Node& n : g.nodes()) {
@@ -110,10 +111,7 @@ LoopProgram lower(const Graph& g, const std::map<std::string, std::string>& conf
   // Linear (and matmul) with a parameter weight: packed once into the GEMM library's layout, with a
   // lone activation consumer fused in as the GEMM's post-op.
   lp.absorbed_by.assign(g.nodes().size(), -1);
-  std::vector<std::vector<int>> consumers(g.values().size());
-  for (size_t i = 0; i < g.nodes().size(); ++i) {
-    for (ValueId o : g.nodes()[i].operands) consumers[o].push_back(static_cast<int>(i));
-  }
+  const Consumers consumers = consumers_of(g);
   const std::set<std::string> kEpilogues = {"relu", "gelu", "sigmoid", "tanh"};
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Node& n = g.nodes()[i];
@@ -131,6 +129,19 @@ LoopProgram lower(const Graph& g, const std::map<std::string, std::string>& conf
         g.value(g.nodes()[cs[0]].output).type.dtype == DType::kF32) {
       lp.classes[cs[0]] = NodeClass::kAbsorbed;
       lp.absorbed_by[cs[0]] = static_cast<int>(i);
+    }
+  }
+  // conv2d with a parameter weight: packed once, absorbing the batch norm, residual add and
+  // activation after it (the rules are in conv_chain.cpp).
+  const Consumers conv_consumers = consumers_of(g, keep);
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    if (!packs_conv2d(g, g.nodes()[i])) continue;
+    lp.classes[i] = NodeClass::kPackedConv;
+    const ConvChain chain = match_conv_chain(g, static_cast<int>(i), conv_consumers);
+    for (int a : {chain.bn, chain.add, chain.act}) {
+      if (a < 0) continue;
+      lp.classes[a] = NodeClass::kAbsorbed;
+      lp.absorbed_by[a] = static_cast<int>(i);
     }
   }
   // A view whose layout needs a copy (reshape of a non-viewable view) runs as an extern copy.
@@ -196,15 +207,16 @@ void fuse(const Graph& g, LoopProgram& lp, const std::map<std::string, std::stri
     const Node& n = nodes[i];
     const NodeClass c = lp.classes[i];
     if (c == NodeClass::kConstant) continue;  // inlined into every use
-    if (c == NodeClass::kAbsorbed) {          // runs inside its linear's GEMM call
+    if (c == NodeClass::kAbsorbed) {          // runs inside its linear's or conv's call
       const int owner = lp.group_of[lp.absorbed_by[i]];
       lp.groups[owner].nodes.push_back(static_cast<int>(i));
       lp.group_of[i] = owner;
       continue;
     }
-    if (c == NodeClass::kPackedLinear) {
+    if (c == NodeClass::kPackedLinear || c == NodeClass::kPackedConv) {
       Group grp;
-      grp.kind = Group::Kind::kPackedLinear;
+      grp.kind =
+          c == NodeClass::kPackedLinear ? Group::Kind::kPackedLinear : Group::Kind::kPackedConv;
       grp.nodes = {static_cast<int>(i)};
       lp.group_of[i] = static_cast<int>(lp.groups.size());
       lp.groups.push_back(grp);
@@ -309,6 +321,8 @@ void fuse(const Graph& g, LoopProgram& lp, const std::map<std::string, std::stri
     } else if (grp.kind == Group::Kind::kPackedLinear) {
       grp.name = "extern::packed_linear";
       if (grp.nodes.size() > 1) grp.name += "_" + nodes[grp.nodes[1]].op;
+    } else if (grp.kind == Group::Kind::kPackedConv) {
+      grp.name = packed_conv_name(g, grp);
     } else {
       grp.name = fmt::format("{}::{}", grp.kind == Group::Kind::kExtern ? "extern" : "view",
                              nodes[grp.nodes[0]].op);
@@ -317,8 +331,8 @@ void fuse(const Graph& g, LoopProgram& lp, const std::map<std::string, std::stri
 }
 
 std::string print_loop_program(const Graph& g, const LoopProgram& lp) {
-  static const char* kClass[] = {"pointwise", "reduction", "view",    "constant",
-                                 "extern",    "packed",    "epilogue"};
+  static const char* kClass[] = {"pointwise", "reduction", "view",     "constant",
+                                 "extern",    "packed",    "epilogue", "packed"};
   std::string out;
   if (lp.groups.empty()) {
     for (size_t i = 0; i < g.nodes().size(); ++i) {

@@ -18,10 +18,12 @@ size_t config_count(const std::map<std::string, std::string>& config, const std:
 
 // 1. Rewrites ops whose pieces fuse better than the whole (softmax, log_softmax, layer_norm over
 // the last
-//    dims; silu, hardswish, hardsigmoid, batch_norm) into primitive ops. Other nodes are copied as
-//    they are; names are kept for the final node. `value_map`, when given, receives per value of
-//    `g` the value standing for it in the result (a decomposed node's final value).
-Graph decompose(const Graph& g, std::vector<ValueId>* value_map = nullptr);
+//    dims; silu, hardswish, hardsigmoid, batch_norm unless it folds into a packed conv2d) into
+//    primitive ops. Other nodes are copied as they are; names are kept for the final node.
+//    `value_map`, when given, receives per value of `g` the value standing for it in the result (a
+//    decomposed node's final value).
+Graph decompose(const Graph& g, std::vector<ValueId>* value_map = nullptr,
+                const std::set<ValueId>& keep = {});
 
 // 2-3. Loop IR: every node classified, then grouped into kernels.
 enum class NodeClass {
@@ -31,11 +33,12 @@ enum class NodeClass {
   kConstant,
   kExtern,
   kPackedLinear,
-  kAbsorbed
+  kAbsorbed,
+  kPackedConv
 };
 
 struct Group {
-  enum class Kind { kKernel, kExtern, kView, kPackedLinear };
+  enum class Kind { kKernel, kExtern, kView, kPackedLinear, kPackedConv };
   Kind kind = Kind::kKernel;
   std::vector<int> nodes;  // graph node indices, in order
   // Kernel groups iterate outer x inner; a pointwise-only group has inner = {} until a reduction
@@ -48,14 +51,16 @@ struct Group {
 
 struct LoopProgram {
   std::vector<NodeClass> classes;  // per graph node
-  std::vector<int> absorbed_by;  // per graph node: the packed-linear node whose epilogue it became
-  std::vector<Group> groups;     // in execution order
-  std::vector<int> group_of;     // per graph node
+  std::vector<int> absorbed_by;    // per graph node: the packed node whose epilogue it became
+  std::vector<Group> groups;       // in execution order
+  std::vector<int> group_of;       // per graph node
 };
 
 // Classifies each node: pointwise ops codegen implements for that dtype, trailing-dim reductions,
 // views, inline constants; everything else runs as an extern call into the eager kernel.
-LoopProgram lower(const Graph& g, const std::map<std::string, std::string>& config);
+// `keep`: values intermediates() asks for, which no packed conv may absorb.
+LoopProgram lower(const Graph& g, const std::map<std::string, std::string>& config,
+                  const std::set<ValueId>& keep = {});
 // Greedy fusion in topological order: vertical pointwise chains, pointwise into and after trailing
 // reductions over the same rows, horizontal fusion over equal iteration spaces; capped in size.
 // `keep` (values intermediates() asks for) only stops a group from widening over a kept value,
@@ -63,6 +68,25 @@ LoopProgram lower(const Graph& g, const std::map<std::string, std::string>& conf
 void fuse(const Graph& g, LoopProgram& lp, const std::map<std::string, std::string>& config,
           const std::set<ValueId>& keep = {});
 std::string print_loop_program(const Graph& g, const LoopProgram& lp);
+
+// Packed convolutions (conv_chain.cpp), as Inductor's freezing passes make them: a conv2d with a
+// parameter weight (and a parameter bias or none) on an f32 input runs as one PackedConv2d call,
+// which absorbs what follows it in this order, each step only through a value that has one reader
+// and is not a graph output: a batch_norm whose weight, bias and statistics are parameters (folded
+// into the packed weights at compile time), an add of a residual computed before the conv, and a
+// relu or clamp(min, max). decompose() leaves such batch_norms whole; lower() absorbs them.
+using Consumers = std::vector<std::vector<int>>;  // per value: the nodes reading it
+// A value in `keep` counts one reader more (someone outside wants it), so no chain runs through it.
+Consumers consumers_of(const Graph& g, const std::set<ValueId>& keep = {});
+bool packs_conv2d(const Graph& g, const Node& n);
+bool folds_into_conv(const Graph& g, const Node& bn, const Consumers& consumers);
+struct ConvChain {
+  int bn = -1, add = -1, act = -1;  // absorbed nodes, -1 when absent
+  ValueId residual = -1;            // the add's other operand
+};
+ConvChain match_conv_chain(const Graph& g, int conv, const Consumers& consumers);
+// extern::packed_conv2d[_bn][_add][_relu|_clamp]
+std::string packed_conv_name(const Graph& g, const Group& grp);
 
 // 4. Memory plan: which values get buffers, and which kernel outputs reuse an input buffer in
 // place.

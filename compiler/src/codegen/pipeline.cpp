@@ -53,10 +53,11 @@ Program build_program(const Graph& graph, const CodegenOptions& options) {
   PassTimer timer(p);
   p.dumps["graph_readable.txt"] = print_graph(graph);
   p.source = graph;
-  p.graph = timer.run("decompose", [&] { return decompose(graph, &p.value_of); });
+  const std::set<ValueId> keep_source(options.keep.begin(), options.keep.end());
+  p.graph = timer.run("decompose", [&] { return decompose(graph, &p.value_of, keep_source); });
   std::set<ValueId> keep;
   for (ValueId v : options.keep) keep.insert(p.value_of.at(static_cast<size_t>(v)));
-  LoopProgram lp = timer.run("lower", [&] { return lower(p.graph, options.config); });
+  LoopProgram lp = timer.run("lower", [&] { return lower(p.graph, options.config, keep); });
   p.dumps["ir_pre_fusion.txt"] = "# graph after decompositions\n" + print_graph(p.graph) +
                                  "\n# nodes as lowered\n" + print_loop_program(p.graph, lp);
   timer.run("fuse", [&] {
@@ -98,6 +99,27 @@ Program build_program(const Graph& graph, const CodegenOptions& options) {
             s.epilogue = "gelu_tanh";
           }
         }
+      } else if (grp.kind == Group::Kind::kPackedConv) {
+        s.kind = Step::Kind::kPackedConv;
+        s.node = grp.nodes[0];
+        const Node& n = p.graph.nodes()[s.node];
+        s.inputs = {n.operands[0]};
+        s.weight = n.operands[1];
+        s.bias = n.operands.size() > 2 ? n.operands[2] : -1;
+        ValueId chain = n.output;  // the value the next absorbed node reads
+        for (size_t k = 1; k < grp.nodes.size(); ++k) {
+          const Node& m = p.graph.nodes()[grp.nodes[k]];
+          if (m.op == "batch_norm") {
+            s.bn_node = grp.nodes[k];
+          } else if (m.op == "add") {
+            s.residual = m.operands[0] == chain ? m.operands[1] : m.operands[0];
+            s.inputs.push_back(s.residual);
+          } else {
+            s.act_node = grp.nodes[k];
+          }
+          chain = m.output;
+        }
+        s.outputs = {chain};
       } else {
         s.kind = grp.kind == Group::Kind::kExtern ? Step::Kind::kExtern : Step::Kind::kView;
         s.node = grp.nodes[0];

@@ -1,6 +1,7 @@
 // Depthwise conv2d (one input channel per group) as a direct loop over NCHW output rows, in float
 // or double. Square 3x3 and 5x5 kernels (MobileNet's and EfficientNet's) compute each interior
-// output with all taps unrolled in one vector loop; other shapes add one tap at a time.
+// output with all taps unrolled in one vector loop; other shapes add one tap at a time. A fused
+// epilogue (residual, relu/clamp) runs on each row while it is in L1.
 #include <omp.h>
 
 #include <algorithm>
@@ -86,7 +87,8 @@ void row_unrolled(const ConvShape& s, const T* xp, const T* wp, T b, int64_t oh,
 }
 
 template <typename T, int K>
-void run_rows(const ConvShape& s, const T* x, const T* w, const T* bias, T* y) {
+void run_rows(const ConvShape& s, const T* x, const T* w, const T* bias, T* y,
+              const RowEpilogue<T>& ep) {
   // y[n, oc] = bias[oc] + sum_ij w[oc, 0, i, j] * x[n, oc / m, ...], m = output channels per group.
   const int64_t per_group = s.o / s.p.groups, rows = s.n * s.o * s.oh;
   const int64_t work = rows * s.ow * s.kh * s.kw;
@@ -97,16 +99,23 @@ void run_rows(const ConvShape& s, const T* x, const T* w, const T* bias, T* y) {
   {
     const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
     const int64_t begin = rows * t / nt, end = rows * (t + 1) / nt;
+    // With a residual the row is computed aside first, since the residual may be y itself.
+    std::vector<T> aside(ep.residual != nullptr ? s.ow : 0);
     int64_t plane = begin / s.oh, oh = begin % s.oh;
     for (int64_t row = begin; row < end; ++row) {
       const int64_t n = plane / s.o, oc = plane % s.o;
       const T* xp = x + (n * s.c + oc / per_group) * s.h * s.w;
       const T* wp = w + oc * s.kh * s.kw;
       const T b = bias != nullptr ? bias[oc] : T(0);
+      T* yr = y + row * s.ow;
+      T* acc = ep.residual != nullptr ? aside.data() : yr;
       if constexpr (K > 0) {
-        row_unrolled<T, K>(s, xp, wp, b, oh, zeros.data(), y + row * s.ow);
+        row_unrolled<T, K>(s, xp, wp, b, oh, zeros.data(), acc);
       } else {
-        row_by_taps<T>(s, xp, wp, b, oh, y + row * s.ow);
+        row_by_taps<T>(s, xp, wp, b, oh, acc);
+      }
+      if (ep.active()) {
+        finish_row(acc, ep.residual != nullptr ? ep.residual + row * s.ow : nullptr, yr, s.ow, ep);
       }
       if (++oh == s.oh) {
         oh = 0;
@@ -119,19 +128,20 @@ void run_rows(const ConvShape& s, const T* x, const T* w, const T* bias, T* y) {
 }  // namespace
 
 template <typename T>
-void conv2d_depthwise(const ConvShape& s, const T* x, const T* w, const T* bias, T* y) {
+void conv2d_depthwise(const ConvShape& s, const T* x, const T* w, const T* bias, T* y,
+                      const RowEpilogue<T>& epilogue) {
   if (s.kh == 3 && s.kw == 3) {
-    run_rows<T, 3>(s, x, w, bias, y);
+    run_rows<T, 3>(s, x, w, bias, y, epilogue);
   } else if (s.kh == 5 && s.kw == 5) {
-    run_rows<T, 5>(s, x, w, bias, y);
+    run_rows<T, 5>(s, x, w, bias, y, epilogue);
   } else {
-    run_rows<T, 0>(s, x, w, bias, y);
+    run_rows<T, 0>(s, x, w, bias, y, epilogue);
   }
 }
 
 template void conv2d_depthwise<float>(const ConvShape&, const float*, const float*, const float*,
-                                      float*);
+                                      float*, const RowEpilogue<float>&);
 template void conv2d_depthwise<double>(const ConvShape&, const double*, const double*,
-                                       const double*, double*);
+                                       const double*, double*, const RowEpilogue<double>&);
 
 }  // namespace crucible::vision

@@ -13,6 +13,7 @@
 
 #include "crucible/core/error.h"
 #include "crucible/core/tensor.h"
+#include "ops/dnnl_runtime.h"
 #include "ops/vision_internal.h"
 
 // Which layouts the primitive gets (measured on this machine, AMD EPYC with AVX-512, 2 threads,
@@ -40,6 +41,9 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 constexpr auto kF32 = memory::data_type::f32;
+using dnnl_rt::cpu_engine;
+using dnnl_rt::thread_scratchpad;
+using dnnl_rt::thread_stream;
 
 struct ConvKey {
   std::array<int64_t, 16> v{};
@@ -69,38 +73,6 @@ struct ConvPlan {
   memory::desc user_src, user_wei, user_dst, bias_md, scratch_md;
   Reorder src, wei, dst;
 };
-
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-// oneDNN does not promise that a stream may be used from several threads; each keeps its own.
-dnnl::stream& thread_stream() {
-  thread_local dnnl::stream stream(cpu_engine());
-  return stream;
-}
-
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
-
-// The convolution's scratchpad is owned by the caller's thread, so one cached primitive may run on
-// several threads at once.
-void* thread_scratchpad(size_t bytes) {
-  thread_local std::unique_ptr<void, FreeDeleter> buffer;
-  thread_local size_t capacity = 0;
-  if (bytes > capacity) {
-    const size_t rounded = (bytes + 4095) / 4096 * 4096;
-    buffer.reset(std::aligned_alloc(64, rounded));
-    if (!buffer) {
-      capacity = 0;
-      throw std::bad_alloc();
-    }
-    capacity = rounded;
-  }
-  return buffer.get();
-}
 
 ConvKey key_of(const ConvShape& s, bool has_bias) {
   return {{s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, s.p.stride.h, s.p.stride.w, s.p.padding.h,

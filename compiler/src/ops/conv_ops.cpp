@@ -26,7 +26,8 @@ void require_same_float(std::span<const TensorType> in) {
   }
 }
 
-// The problem a conv2d node describes, validated. Throws Error with the reason.
+}  // namespace
+
 ConvShape conv_shape(std::span<const TensorType> in, const Attrs& attrs) {
   require_same_float(in);
   const Shape &x = in[0].shape, &w = in[1].shape;
@@ -70,6 +71,8 @@ ConvShape conv_shape(std::span<const TensorType> in, const Attrs& attrs) {
   s.ow = conv_out_size(s.w, s.kw, s.p.stride.w, s.p.padding.w, s.p.dilation.w);
   return s;
 }
+
+namespace {
 
 TensorType conv2d_rule(std::span<const TensorType> in, const Attrs& attrs) {
   const ConvShape s = conv_shape(in, attrs);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "crucible/core/error.h"
+#include "ops/dnnl_runtime.h"
 
 // Which oneDNN primitive, and how the batch size M is handled (measured on this machine, AMD EPYC
 // AVX2 without AVX-512, 2 threads, oneDNN 2.6.3, x@W^T + bias + relu, best of interleaved runs):
@@ -46,54 +47,17 @@ namespace {
 using dnnl::memory;
 using DataType = memory::data_type;
 using Tag = memory::format_tag;
+using dnnl_rt::cpu_engine;
+using dnnl_rt::execute;
+using dnnl_rt::is_blocked;
+using dnnl_rt::is_reference;
+using dnnl_rt::layout_name;
+using dnnl_rt::thread_stream;
 
 constexpr int64_t kBlockedMinRows = 2;     // M = 1 is a gemv: the plain matmul is faster
 constexpr int64_t kBlockedMinOutputs = 8;  // one 8-wide output block; below it most lanes idle
 constexpr int64_t kProbeRows = 256;        // M used to ask oneDNN for its weight layout
 constexpr size_t kMaxConvPlans = 64;       // distinct M values kept per PackedLinear
-
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-// oneDNN does not promise that one stream may be used from several threads; a CPU stream is a
-// cheap handle, so each thread keeps its own.
-dnnl::stream& thread_stream() {
-  thread_local dnnl::stream stream(cpu_engine());
-  return stream;
-}
-
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
-
-// Primitives are created with a user-owned scratchpad so that one primitive can execute on
-// several threads at once, each with its own scratch memory.
-void* thread_scratchpad(size_t bytes) {
-  thread_local std::unique_ptr<void, FreeDeleter> buffer;
-  thread_local size_t capacity = 0;
-  if (bytes > capacity) {
-    const size_t rounded = (bytes + 4095) / 4096 * 4096;
-    buffer.reset(std::aligned_alloc(64, rounded));
-    if (!buffer) {
-      capacity = 0;
-      throw std::bad_alloc();
-    }
-    capacity = rounded;
-  }
-  return buffer.get();
-}
-
-void execute(const dnnl::primitive& primitive, std::unordered_map<int, memory>& args,
-             const memory::desc& scratch_md) {
-  if (const size_t bytes = scratch_md.get_size(); bytes > 0) {
-    args.emplace(DNNL_ARG_SCRATCHPAD, memory(scratch_md, cpu_engine(), thread_scratchpad(bytes)));
-  }
-  dnnl::stream& stream = thread_stream();
-  primitive.execute(stream, args);
-  stream.wait();
-}
 
 // dst = scale * src, converting layouts (memory objects are handles: copies share the data).
 void reorder_into(memory src, memory dst, float scale) {
@@ -103,8 +67,6 @@ void reorder_into(memory src, memory dst, float scale) {
   dnnl::reorder(src, dst, attr).execute(stream, src, dst);
   stream.wait();
 }
-
-bool is_reference(const char* impl) { return std::string_view(impl).starts_with("ref"); }
 
 dnnl::algorithm eltwise_algorithm(Epilogue e) {
   switch (e) {
@@ -144,32 +106,6 @@ float apply_epilogue(Epilogue e, float v) {
       return static_cast<float>(std::tanh(x));
   }
   return v;
-}
-
-bool is_blocked(const memory::desc& md) {
-  return md.data.format_kind == dnnl_blocked && md.data.format_desc.blocking.inner_nblks > 0;
-}
-
-// oneDNN's name for a blocked layout of dims named `letters`: outer dims by decreasing stride,
-// upper-case when also blocked, then the inner blocks ("OIw8i8o").
-std::string layout_name(const memory::desc& md, std::string_view letters) {
-  const auto& d = md.data;
-  const auto& blk = d.format_desc.blocking;
-  std::vector<int> order(d.ndims);
-  for (int i = 0; i < d.ndims; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return blk.strides[a] > blk.strides[b]; });
-  std::string name;
-  for (int i : order) {
-    bool blocked = false;
-    for (int b = 0; b < blk.inner_nblks; ++b) blocked |= blk.inner_idxs[b] == i;
-    const char c = letters[i];
-    name += blocked ? static_cast<char>(c - 'a' + 'A') : c;
-  }
-  for (int b = 0; b < blk.inner_nblks; ++b) {
-    name += fmt::format("{}{}", blk.inner_blks[b], letters[blk.inner_idxs[b]]);
-  }
-  return name;
 }
 
 // A 1x1 convolution primitive for one M, over the blocked weights.

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "crucible/ir/op_registry.h"
+#include "ops/conv_epilogue.h"
 #include "ops/window_geometry.h"
 
 namespace crucible::vision {
@@ -19,6 +20,10 @@ struct ConvShape {
   ConvParams p;
 };
 
+// The problem a conv2d with these operand types (input, weight[, bias]) and attributes describes,
+// validated as the op's type rule does. Throws Error with the reason.
+ConvShape conv_shape(std::span<const TensorType> in, const Attrs& attrs);
+
 // y = conv(x, w) + bias over contiguous NCHW / OIHW buffers (bias may be null). Every dim of x and
 // w is non-empty. f32 runs oneDNN's convolution primitive; f64 (the accuracy reference) our own
 // im2col + blocked GEMM, accumulating in double.
@@ -26,8 +31,10 @@ void conv2d_f32(const ConvShape& s, const float* x, const float* w, const float*
 void conv2d_f64(const ConvShape& s, const double* x, const double* w, const double* bias,
                 double* y);
 // The same for one input channel per group (depthwise, any channel multiplier), T = float or
-// double, accumulating in T.
+// double, accumulating in T. A fused caller's epilogue (residual add, activation) is applied to
+// each output row while it is in L1.
 template <typename T>
-void conv2d_depthwise(const ConvShape& s, const T* x, const T* w, const T* bias, T* y);
+void conv2d_depthwise(const ConvShape& s, const T* x, const T* w, const T* bias, T* y,
+                      const RowEpilogue<T>& epilogue = {});
 
 }  // namespace crucible::vision

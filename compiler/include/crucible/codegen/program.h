@@ -23,9 +23,9 @@ struct CodegenOptions {
 };
 
 struct Step {
-  enum class Kind { kKernel, kExtern, kView, kPackedLinear };
+  enum class Kind { kKernel, kExtern, kView, kPackedLinear, kPackedConv };
   Kind kind = Kind::kKernel;
-  std::string name;  // cpp_fused_<ops>_<n>, extern::<op> or view::<op>
+  std::string name;  // cpp_fused_<ops>_<n>, extern::<op>, extern::packed_... or view::<op>
   // kKernel: the generated function's arguments, inputs then outputs (base buffers, by value id).
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
@@ -41,6 +41,11 @@ struct Step {
   std::string epilogue = "none";
   // kPackedLinear with an epilogue: the value before it, when kept (else -1).
   ValueId raw = -1;
+  // kPackedConv: the conv2d `node` with its weight (and bias) packed once at compile time, folding
+  // in the batch_norm node `bn_node` and fusing an add of `residual` and the relu/clamp node
+  // `act_node` (each -1 when absent); inputs = {x} or {x, residual}, outputs = {y}.
+  int bn_node = -1, act_node = -1;
+  ValueId residual = -1;
   // kView: the static layout of outputs[0] over the base buffer inputs[0].
   Shape view_shape, view_strides;
   int64_t view_offset = 0;

@@ -1,0 +1,120 @@
+// ResNet-50 and MobileNetV2 layers as eager runs them (conv2d, batch_norm, add, relu/clamp: one op
+// call each) against PackedConv2d (weights packed and batch norm folded once, epilogue fused).
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "bounds.h"
+#include "crucible/core/rng.h"
+#include "crucible/ir/op_registry.h"
+#include "crucible/ops/packed_conv.h"
+
+namespace crucible::bench {
+namespace {
+
+Tensor uniform(Shape shape, uint64_t seed, double low, double high) {
+  Tensor t = Tensor::empty(DType::kF32, std::move(shape));
+  fill_uniform(t, seed, low, high);
+  return t;
+}
+
+// One conv -> batch_norm [-> add] -> relu/relu6 layer at batch 8, its operands drawn once.
+struct Layer {
+  int64_t c, hw, o, k, stride = 1, groups = 1;
+  bool residual = false;
+  ConvActivation act = ConvActivation::kRelu;
+
+  int64_t out_hw() const { return (hw + 2 * (k / 2) - k) / stride + 1; }
+  Attrs attrs() const {
+    return {{"stride", std::vector<int64_t>{stride}},
+            {"padding", std::vector<int64_t>{k / 2}},
+            {"groups", groups}};
+  }
+  double flops() const { return 2.0 * 8 * o * out_hw() * out_hw() * (c / groups) * k * k; }
+};
+
+struct Operands {
+  Tensor x, w, gamma, beta, mean, var, residual;
+  explicit Operands(const Layer& l) {
+    const double ws = 2.0 / std::sqrt(static_cast<double>(l.c / l.groups * l.k * l.k));
+    x = uniform({8, l.c, l.hw, l.hw}, 1, -1.0, 1.0);
+    w = uniform({l.o, l.c / l.groups, l.k, l.k}, 2, -ws, ws);
+    gamma = uniform({l.o}, 3, 0.5, 1.5);
+    beta = uniform({l.o}, 4, -0.2, 0.2);
+    mean = uniform({l.o}, 5, -0.2, 0.2);
+    var = uniform({l.o}, 6, 0.5, 1.5);
+    if (l.residual) residual = uniform({8, l.o, l.out_hw(), l.out_hw()}, 7, -1.0, 1.0);
+  }
+};
+
+// As the eager backend runs the layer: one op call per node, each with a fresh output.
+void run_eager(benchmark::State& state, const Layer& l) {
+  const Operands op(l);
+  const std::vector<Tensor> conv_args{op.x, op.w};
+  auto layer = [&] {
+    Tensor t = run_op("conv2d", conv_args, l.attrs());
+    std::vector<Tensor> bn{t, op.gamma, op.beta, op.mean, op.var};
+    t = run_op("batch_norm", bn);
+    if (l.residual) {
+      std::vector<Tensor> add{t, op.residual};
+      t = run_op("add", add);
+    }
+    std::vector<Tensor> act{t};
+    return l.act == ConvActivation::kRelu ? run_op("relu", act)
+                                          : run_op("clamp", act, {{"min", 0.0}, {"max", 6.0}});
+  };
+  layer();  // plans built outside the timed loop
+  KernelTimer timer(state);
+  for (auto _ : state) timer.time([&] { benchmark::DoNotOptimize(layer().raw_data()); });
+  timer.report(0, l.flops());
+}
+
+// What codegen's extern call does: packed once (outside the timed loop, at compile time), then
+// one call per run into a fresh output (the residual in its own buffer, not reused in place).
+void run_packed(benchmark::State& state, const Layer& l) {
+  const Operands op(l);
+  ConvEpilogue e;
+  e.fold_batch_norm(op.gamma, op.beta, op.mean, op.var, 1e-5);
+  e.residual = l.residual;
+  e.activation = l.act;
+  const Shape in{8, l.c, l.hw, l.hw};
+  const PackedConv2d conv(op.w, Tensor(), l.attrs(), in, e);
+  state.SetLabel(conv.describe());
+  const Shape out = conv.output_shape(in);
+  const float* res = l.residual ? op.residual.data<float>() : nullptr;
+  KernelTimer timer(state);
+  for (auto _ : state) {
+    timer.time([&] {
+      Tensor y = Tensor::empty(DType::kF32, out);
+      conv.run(op.x.data<float>(), in, y.data<float>(), res);
+      benchmark::DoNotOptimize(y.raw_data());
+    });
+  }
+  timer.report(0, l.flops());
+}
+
+// ResNet-50's conv2_x layers: the 3x3 64 -> 64 (conv2 of each bottleneck; with the residual add it
+// is ResNet-18's basic block ending) and the 1x1 256 -> 64 that opens each bottleneck.
+const Layer k3x3{64, 56, 64, 3};
+const Layer k3x3Add{64, 56, 64, 3, 1, 1, true};
+const Layer k1x1{256, 56, 64, 1};
+const Layer k1x1Add{256, 56, 64, 1, 1, 1, true};
+// MobileNetV2's depthwise 3x3 on 144 channels at 56x56 with batch norm and ReLU6.
+const Layer kDepthwise{144, 56, 144, 3, 1, 144, false, ConvActivation::kClamp};
+
+#define CONV_PAIR(NAME, LAYER)                                                                \
+  void BM_##NAME##_Eager(benchmark::State& s) { run_eager(s, LAYER); }                        \
+  void BM_##NAME##_PackedFused(benchmark::State& s) { run_packed(s, LAYER); }                 \
+  BENCHMARK(BM_##NAME##_Eager)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(1.0); \
+  BENCHMARK(BM_##NAME##_PackedFused)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(1.0)
+
+CONV_PAIR(ConvBnRelu_ResNet50_3x3_64, k3x3);
+CONV_PAIR(ConvBnAddRelu_ResNet50_3x3_64, k3x3Add);
+CONV_PAIR(ConvBnRelu_ResNet50_1x1_256to64, k1x1);
+CONV_PAIR(ConvBnAddRelu_ResNet50_1x1_256to64, k1x1Add);
+CONV_PAIR(ConvBnRelu6_MobileNetV2_Depthwise144, kDepthwise);
+
+}  // namespace
+}  // namespace crucible::bench

@@ -1,0 +1,72 @@
+// A conv2d whose weights are packed once, at compile time, with a batch norm folded in and a
+// residual add and relu/clamp fused as its epilogue: the extern call codegen emits for conv2d.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "crucible/core/tensor.h"
+#include "crucible/ir/attrs.h"
+
+namespace crucible {
+
+enum class ConvActivation { kNone, kRelu, kClamp };
+
+// What PackedConv2d computes after the convolution, in this order (ResNet's
+// relu(bn(conv(x)) + identity)):
+//   y = activation((conv(x, W) + bias) * scale + shift + residual)
+// The affine is folded into the packed weights and bias (W' = W * scale, b' = bias * scale +
+// shift), so it costs nothing per call.
+struct ConvEpilogue {
+  std::vector<double> scale, shift;  // one per output channel, or both empty (no affine)
+  bool residual = false;             // run() adds a residual tensor shaped like the output
+  ConvActivation activation = ConvActivation::kNone;
+  double clamp_min = 0.0, clamp_max = 6.0;  // kClamp's bounds (ReLU6 by default)
+
+  // Inference batch norm as the affine, computed in double: scale = gamma / sqrt(var + eps),
+  // shift = beta - mean * scale. Each operand is [O] in any float dtype.
+  void fold_batch_norm(const Tensor& gamma, const Tensor& beta, const Tensor& mean,
+                       const Tensor& var, double eps);
+  // e.g. "bn+add+relu", "relu6", "none"
+  std::string name() const;
+};
+
+// Copies share the packed weights and the plan cache (immutable or internally locked).
+class PackedConv2d {
+ public:
+  // weight [O, C/groups, kH, kW] and bias ([O] or undefined), f32; `attrs` are conv2d's (stride,
+  // padding, dilation, groups; see the op). `input_shape` [N, C, H, W] is the problem the weights
+  // are packed for; run() accepts other N, H and W too. Copies everything it needs: the caller's
+  // tensors may die or change afterwards. Throws Error for an invalid or empty convolution.
+  PackedConv2d(const Tensor& weight, const Tensor& bias, const Attrs& attrs,
+               const Shape& input_shape, ConvEpilogue epilogue = {});
+
+  Shape output_shape(const Shape& input_shape) const;
+  const ConvEpilogue& epilogue() const;
+
+  // x: contiguous NCHW f32 of `input_shape`; y: contiguous NCHW of output_shape(input_shape);
+  // residual: like y, given exactly when epilogue().residual. The residual may be y itself (the
+  // output then overwrites it in place) but must not overlap it otherwise; x must not overlap y.
+  // Thread-safe for concurrent calls; runs on OpenMP's current thread count. Throws Error for a
+  // wrong shape or a missing residual.
+  void run(const float* x, const Shape& input_shape, float* y,
+           const float* residual = nullptr) const;
+  // Builds now what run() needs for this input shape (oneDNN JIT-compiles a kernel per problem),
+  // so a compiler pays for it at compile time rather than on the first run.
+  void prepare(const Shape& input_shape) const;
+
+  // Bytes held for packed weights and bias (every plan's copy, when one needed another layout).
+  size_t packed_bytes() const;
+  // e.g. "packed conv2d 64->64 3x3 stride 1x1 (oneDNN brgconv:avx512_core, weights ABcd16b16a,
+  // blocked activations), bn+relu epilogue as post-ops"
+  std::string describe() const;
+
+ private:
+  struct Impl;
+  std::shared_ptr<const Impl> impl_;
+};
+
+}  // namespace crucible

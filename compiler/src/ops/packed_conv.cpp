@@ -1,0 +1,485 @@
+// PackedConv2d: oneDNN's convolution on weights packed once (a batch norm folded in), or our direct
+// depthwise loop, with the residual add and the activation fused into the call.
+#include "crucible/ops/packed_conv.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <string_view>
+#include <unordered_map>
+
+#include "crucible/core/error.h"
+#include "ops/conv_epilogue.h"
+#include "ops/dnnl_runtime.h"
+#include "ops/reduction_internal.h"
+#include "ops/vision_internal.h"
+
+// Which kernel, which activation layouts, and where the epilogue runs (measured on this machine,
+// AMD EPYC with AVX-512, 2 threads, oneDNN 2.6.3, batch 8, medians of interleaved runs):
+//
+// - Layouts as the eager kernel chose them, for the same reasons: 1x1 ungrouped convolutions keep
+//   plain NCHW activations (oneDNN's `gemm:jit`; reordering a wide input costs more than a faster
+//   kernel saves: 2.6 ms for 256 channels at 56x56 against a 2.2 ms convolution); others take a
+//   plain input and a reordered output when oneDNN then picks a direct kernel (the 3-channel stem:
+//   nchw -> nChw16c), else reordered activations both ways (`brgconv` picks nhwc).
+// - Post-ops on a direct kernel are nearly free: 3x3 64->64 at 56x56 4.29 ms alone, 4.32 with
+//   relu or clip. A residual, though, is added in one pass after the output's reorder, with the
+//   activation: 5.17 vs 5.40 ms for that layer with a sum post-op fed by a reorder of the residual
+//   into the output's layout (4.42 vs 4.50 at 128x28x28, 4.18 vs 4.24 at 256x14x14).
+// - Post-ops on `gemm:jit` are slow in oneDNN 2.6: 1x1 256->64 2.2 ms alone, 2.6 with relu, 9.9
+//   with sum + relu; 64->256 2.6 ms alone, 4.4 with relu. There the convolution runs with its
+//   (folded) bias only, and the residual and activation follow in one vectorized pass (0.14 and
+//   0.58 ms for those two outputs).
+// - A residual that is the output buffer itself (codegen reuses a dying residual's buffer) must be
+//   read before the result replaces it: a sum post-op on the output's reorder adds it, or on the
+//   GEMM (2.35 ms for 1x1 256->64, so nearly free); the activation then follows in the pass.
+// - The binary-add post-op with a plain residual sends every convolution to `gemm:jit` with
+//   reference post-ops (30-120 ms): not used.
+// - Depthwise convolutions run our direct NCHW loop (conv2d_depthwise.cpp) with the epilogue
+//   applied to each output row while it is in L1: 1.46 ms for MobileNetV2's 144-channel 3x3 at
+//   56x56 with batch norm and ReLU6, against 3.0 ms for oneDNN's `brdgmm_dw` with a clip post-op
+//   (0.53 ms) and the reorders its blocked activations need; eager's three ops take 2.1 ms.
+
+namespace crucible {
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+using vision::ConvShape;
+constexpr auto kF32 = memory::data_type::f32;
+
+constexpr size_t kMaxPlans = 64;  // distinct input shapes kept per PackedConv2d
+
+bool is_gemm_or_ref(const char* impl) {
+  const std::string_view s(impl);
+  return s.find("gemm") != std::string_view::npos || s.starts_with("ref");
+}
+
+// One input shape's primitive(s), layouts and reorders.
+struct Plan {
+  ConvShape shape;
+  dnnl::convolution_forward conv;
+  memory::desc user_src, user_dst, src_md, dst_md, scratch_md;
+  memory weights;  // in conv's layout: the shared packed copy, or this plan's own
+  bool own_weights = false;
+  bool reorder_src = false, reorder_dst = false;
+  dnnl::reorder to_src, from_dst;
+  // Without post-ops, a residual that is y itself is added by the output's reorder (a sum
+  // post-op: y = reorder(dst) + y) before the activation pass.
+  dnnl::reorder from_dst_sum;
+  bool post_ops = false;  // the activation runs inside `conv` (no residual then)
+  // A plain-output convolution with a residual that is y itself: the same problem with a sum
+  // post-op, which reads the residual from y before the result replaces it.
+  bool has_sum = false;
+  dnnl::convolution_forward conv_sum;
+  memory::desc scratch_sum_md;
+  std::string impl;
+};
+
+// y = epilogue(y + residual) over the whole output, in chunks spread over the threads.
+void epilogue_pass(float* y, const float* residual, int64_t n,
+                   const vision::RowEpilogue<float>& e) {
+  constexpr int64_t kChunk = 16384;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (n >= reduction::kParallelGrain && chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t k0 = c * kChunk, len = std::min(kChunk, n - k0);
+    vision::finish_row(y + k0, residual != nullptr ? residual + k0 : nullptr, y + k0, len, e);
+  }
+}
+
+// A temporary in some layout, from the tensor allocator (whose block cache keeps large
+// temporaries from page-faulting on every call).
+Tensor scratch_tensor(const memory::desc& md) {
+  return Tensor::empty(DType::kF32, {static_cast<int64_t>((md.get_size() + 3) / 4)});
+}
+
+}  // namespace
+
+void ConvEpilogue::fold_batch_norm(const Tensor& gamma, const Tensor& beta, const Tensor& mean,
+                                   const Tensor& var, double eps) {
+  const std::vector<double> g = gamma.to_doubles(), b = beta.to_doubles(), m = mean.to_doubles(),
+                            v = var.to_doubles();
+  if (b.size() != g.size() || m.size() != g.size() || v.size() != g.size()) {
+    throw Error(
+        fmt::format("fold_batch_norm: weight, bias, mean and var sizes differ ({} {} {} {})",
+                    g.size(), b.size(), m.size(), v.size()));
+  }
+  scale.resize(g.size());
+  shift.resize(g.size());
+  for (size_t i = 0; i < g.size(); ++i) {
+    scale[i] = g[i] / std::sqrt(v[i] + eps);
+    shift[i] = b[i] - m[i] * scale[i];
+  }
+}
+
+std::string ConvEpilogue::name() const {
+  std::string s;
+  auto add = [&](const std::string& part) { s += (s.empty() ? "" : "+") + part; };
+  if (!scale.empty()) add("affine");
+  if (residual) add("add");
+  if (activation == ConvActivation::kRelu) add("relu");
+  if (activation == ConvActivation::kClamp) {
+    add(clamp_min == 0.0 && clamp_max == 6.0 ? std::string("relu6")
+                                             : fmt::format("clamp({},{})", clamp_min, clamp_max));
+  }
+  return s.empty() ? "none" : s;
+}
+
+struct PackedConv2d::Impl {
+  Attrs attrs;
+  Shape weight_shape;
+  ConvShape base;  // the problem the weights were packed for
+  ConvEpilogue epilogue;
+  vision::RowEpilogue<float> row;  // the activation for our own loops (residual set per call)
+  bool depthwise = false;
+  bool has_bias = false;
+  std::vector<float> bias_values;  // bias * scale + shift; oneDNN reads it in place
+  std::vector<float> folded;       // depthwise only: W * scale, OIHW
+  memory::desc bias_md;
+  memory bias_mem;
+  memory packed;                          // the weights in oneDNN's layout for `base`
+  std::shared_ptr<const Plan> base_plan;  // made in the constructor, for `base`
+  Shape base_input;
+  dnnl::primitive_attr plain_attr, post_attr, sum_attr;
+
+  mutable std::mutex mutex;
+  mutable std::map<Shape, std::shared_ptr<const Plan>> plans;
+
+  ConvShape shape_of(const Shape& x) const {
+    if (x.size() != 4 || x[1] != base.c) {
+      throw Error(
+          fmt::format("PackedConv2d: input shape {} must be [N,{},H,W]", shape_str(x), base.c));
+    }
+    const TensorType types[] = {{DType::kF32, x}, {DType::kF32, weight_shape}};
+    return vision::conv_shape(types, attrs);
+  }
+
+  // The primitive for one problem. `plain_weights` is the folded OIHW copy for the first plan
+  // (made in the constructor), null afterwards: later plans start from `packed`.
+  std::shared_ptr<const Plan> make_plan(const ConvShape& s, const float* plain_weights) const {
+    using dims = memory::dims;
+    const int64_t g = s.p.groups;
+    const dims src_dims{s.n, s.c, s.h, s.w}, dst_dims{s.n, s.o, s.oh, s.ow};
+    const dims wei_dims =
+        g > 1 ? dims{g, s.o / g, s.c / g, s.kh, s.kw} : dims{s.o, s.c, s.kh, s.kw};
+    auto plan = std::make_shared<Plan>();
+    plan->shape = s;
+    plan->user_src = memory::desc(src_dims, kF32, Tag::nchw);
+    plan->user_dst = memory::desc(dst_dims, kF32, Tag::nchw);
+    const memory::desc any_src(src_dims, kF32, Tag::any), any_dst(dst_dims, kF32, Tag::any),
+        any_wei(wei_dims, kF32, Tag::any);
+    // oneDNN counts dilation from 0 (no gaps); PyTorch from 1.
+    const dims strides{s.p.stride.h, s.p.stride.w}, dilates{s.p.dilation.h - 1, s.p.dilation.w - 1},
+        pad{s.p.padding.h, s.p.padding.w};
+    using fwd = dnnl::convolution_forward;
+    auto describe = [&](const memory::desc& src, const memory::desc& dst,
+                        const dnnl::primitive_attr& attr) {
+      const auto prop = dnnl::prop_kind::forward_inference;
+      const auto algo = dnnl::algorithm::convolution_direct;
+      const fwd::desc d =
+          has_bias ? fwd::desc(prop, algo, src, any_wei, bias_md, dst, strides, dilates, pad, pad)
+                   : fwd::desc(prop, algo, src, any_wei, dst, strides, dilates, pad, pad);
+      return fwd::primitive_desc(d, attr, dnnl_rt::cpu_engine());
+    };
+    fwd::primitive_desc pd = describe(plan->user_src, plan->user_dst, plain_attr);
+    const bool pointwise = s.kh == 1 && s.kw == 1 && g == 1;
+    if (!pointwise) {
+      // A residual keeps the post-ops off: relu must follow the add, and the add is cheaper in
+      // the pass after the output's reorder than as a sum post-op (see the top of the file).
+      const dnnl::primitive_attr& attr = epilogue.residual ? plain_attr : post_attr;
+      fwd::primitive_desc direct = describe(plan->user_src, any_dst, attr);
+      if (is_gemm_or_ref(direct.impl_info_str())) direct = describe(any_src, any_dst, attr);
+      if (!is_gemm_or_ref(direct.impl_info_str())) {
+        pd = direct;
+        plan->post_ops = !epilogue.residual;
+      }
+    }
+    if (!plan->post_ops && epilogue.residual) {
+      try {
+        fwd::primitive_desc with_sum = describe(pd.src_desc(), pd.dst_desc(), sum_attr);
+        if (!dnnl_rt::is_reference(with_sum.impl_info_str()) &&
+            with_sum.weights_desc() == pd.weights_desc()) {
+          plan->conv_sum = fwd(with_sum);
+          plan->scratch_sum_md = with_sum.scratchpad_desc();
+          plan->has_sum = true;
+        }
+      } catch (const dnnl::error&) {
+        // No sum post-op here: a residual in y is copied aside instead.
+      }
+    }
+    plan->impl = pd.impl_info_str();
+    plan->conv = fwd(pd);
+    plan->scratch_md = pd.scratchpad_desc();
+    plan->src_md = pd.src_desc();
+    plan->dst_md = pd.dst_desc();
+    const dnnl::engine& e = dnnl_rt::cpu_engine();
+    plan->reorder_src = plan->src_md != plan->user_src;
+    plan->reorder_dst = plan->dst_md != plan->user_dst;
+    if (plan->reorder_src) plan->to_src = dnnl::reorder({e, plan->user_src, e, plan->src_md});
+    if (plan->reorder_dst) plan->from_dst = dnnl::reorder({e, plan->dst_md, e, plan->user_dst});
+    if (epilogue.residual && plan->reorder_dst) {
+      dnnl::post_ops sum;
+      sum.append_sum(1.0f);
+      dnnl::primitive_attr attr;
+      attr.set_post_ops(sum);
+      plan->from_dst_sum = dnnl::reorder({e, plan->dst_md, e, plan->user_dst, attr});
+    }
+    // The weights: packed from the plain copy for the first plan; a later problem whose kernel
+    // wants another layout gets its own copy, reordered from the packed one.
+    const memory::desc& w_md = pd.weights_desc();
+    if (plain_weights != nullptr) {
+      plan->weights = memory(w_md, e);
+      memory user({wei_dims, kF32, g > 1 ? Tag::goihw : Tag::oihw}, e,
+                  const_cast<float*>(plain_weights));
+      dnnl::stream& stream = dnnl_rt::thread_stream();
+      dnnl::reorder(user, plan->weights).execute(stream, user, plan->weights);
+      stream.wait();
+    } else if (w_md == packed.get_desc()) {
+      plan->weights = packed;
+    } else {
+      plan->weights = memory(w_md, e);
+      plan->own_weights = true;
+      memory from = packed;
+      dnnl::stream& stream = dnnl_rt::thread_stream();
+      dnnl::reorder(from, plan->weights).execute(stream, from, plan->weights);
+      stream.wait();
+    }
+    return plan;
+  }
+
+  std::shared_ptr<const Plan> plan_for(const Shape& x) const {
+    if (x == base_input) return base_plan;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      auto it = plans.find(x);
+      if (it != plans.end()) return it->second;
+    }
+    // Built outside the lock (a JIT compile): two threads may race to build the same plan, which
+    // costs time but is harmless.
+    std::shared_ptr<const Plan> plan;
+    try {
+      plan = make_plan(shape_of(x), nullptr);
+    } catch (const dnnl::error& e) {
+      throw Error(
+          fmt::format("PackedConv2d: oneDNN rejected input {}: {}", shape_str(x), e.what()));
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    // Shape-polymorphic callers must not grow the cache forever.
+    if (plans.size() >= kMaxPlans) plans.clear();
+    return plans.emplace(x, plan).first->second;
+  }
+
+  void run_onednn(const Plan& p, const float* x, float* y, const float* residual) const {
+    const dnnl::engine& e = dnnl_rt::cpu_engine();
+    dnnl::stream& stream = dnnl_rt::thread_stream();
+    memory user_x(p.user_src, e, const_cast<float*>(x)), user_y(p.user_dst, e, y);
+    Tensor src_buf, dst_buf, aside;
+    memory src = user_x, dst = user_y;
+    if (p.reorder_src) {
+      src_buf = scratch_tensor(p.src_md);
+      src = memory(p.src_md, e, src_buf.raw_data());
+      p.to_src.execute(stream, user_x, src);
+    }
+    if (p.reorder_dst) {
+      dst_buf = scratch_tensor(p.dst_md);
+      dst = memory(p.dst_md, e, dst_buf.raw_data());
+    }
+    const dnnl::convolution_forward* conv = &p.conv;
+    const memory::desc* scratch = &p.scratch_md;
+    const float* pass_residual = residual;  // what the pass after the convolution adds
+    bool sum_on_reorder = false;
+    if (residual != nullptr && residual == y) {  // y's contents must be added before replaced
+      if (p.reorder_dst) {
+        sum_on_reorder = true;
+        pass_residual = nullptr;
+      } else if (p.has_sum) {
+        conv = &p.conv_sum;
+        scratch = &p.scratch_sum_md;
+        pass_residual = nullptr;
+      } else {  // the convolution would overwrite the residual before the pass reads it
+        aside = scratch_tensor(p.user_dst);
+        std::copy_n(residual, aside.numel(), aside.data<float>());
+        pass_residual = aside.data<float>();
+      }
+    }
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, p.weights}, {DNNL_ARG_DST, dst}};
+    if (has_bias) args.emplace(DNNL_ARG_BIAS, bias_mem);
+    dnnl_rt::execute(*conv, args, *scratch);
+    if (p.reorder_dst) {
+      (sum_on_reorder ? p.from_dst_sum : p.from_dst).execute(stream, dst, user_y);
+      stream.wait();
+    }
+    if (!p.post_ops && (pass_residual != nullptr || row.activation != ConvActivation::kNone)) {
+      const ConvShape& s = p.shape;
+      epilogue_pass(y, pass_residual, s.n * s.o * s.oh * s.ow, row);
+    }
+  }
+};
+
+PackedConv2d::PackedConv2d(const Tensor& weight, const Tensor& bias, const Attrs& attrs,
+                           const Shape& input_shape, ConvEpilogue epilogue) {
+  if (!weight.defined() || weight.dtype() != DType::kF32 || weight.dim() != 4) {
+    throw Error("PackedConv2d: weight must be a 4-D f32 tensor [O, C/groups, kH, kW]");
+  }
+  if (bias.defined() && bias.dtype() != DType::kF32) {
+    throw Error(fmt::format("PackedConv2d: bias must be f32, got {}", dtype_name(bias.dtype())));
+  }
+  if (input_shape.size() != 4) {
+    throw Error(
+        fmt::format("PackedConv2d: input shape {} must be [N,C,H,W]", shape_str(input_shape)));
+  }
+  auto impl = std::make_shared<Impl>();
+  Impl& im = *impl;
+  im.attrs = attrs;
+  im.weight_shape = weight.shape();
+  std::vector<TensorType> types{{DType::kF32, input_shape}, {DType::kF32, weight.shape()}};
+  if (bias.defined()) types.push_back({DType::kF32, bias.shape()});
+  try {
+    im.base = vision::conv_shape(types, attrs);
+  } catch (const Error& e) {
+    throw Error(fmt::format("PackedConv2d: {}", e.what()));
+  }
+  const ConvShape& s = im.base;
+  if (s.n == 0 || s.c == 0 || s.h == 0 || s.w == 0 || s.o == 0 || s.oh <= 0 || s.ow <= 0) {
+    throw Error(fmt::format("PackedConv2d: empty convolution (input {}, weight {})",
+                            shape_str(input_shape), shape_str(weight.shape())));
+  }
+  const bool affine = !epilogue.scale.empty() || !epilogue.shift.empty();
+  if (affine && (epilogue.scale.size() != static_cast<size_t>(s.o) ||
+                 epilogue.shift.size() != static_cast<size_t>(s.o))) {
+    throw Error(fmt::format("PackedConv2d: scale and shift need {} values each, got {} and {}", s.o,
+                            epilogue.scale.size(), epilogue.shift.size()));
+  }
+  if (epilogue.activation == ConvActivation::kClamp &&
+      !(epilogue.clamp_min <= epilogue.clamp_max)) {  // NaN fails too
+    throw Error(fmt::format("PackedConv2d: clamp bounds [{}, {}] are not ordered numbers",
+                            epilogue.clamp_min, epilogue.clamp_max));
+  }
+  im.epilogue = std::move(epilogue);
+  const ConvEpilogue& ep = im.epilogue;
+  im.row.activation = ep.activation;
+  im.row.lo = static_cast<float>(ep.clamp_min);
+  im.row.hi = static_cast<float>(ep.clamp_max);
+  im.depthwise = s.c == s.p.groups && s.p.groups > 1;
+
+  // Fold the affine into the weights and bias in double, rounding each once to f32.
+  const std::vector<double> w = weight.to_doubles();
+  const int64_t per_output = static_cast<int64_t>(w.size()) / s.o;
+  std::vector<float> folded(w.size());
+  for (int64_t o = 0; o < s.o; ++o) {
+    const double sc = affine ? ep.scale[o] : 1.0;
+    for (int64_t k = 0; k < per_output; ++k) {
+      folded[o * per_output + k] = static_cast<float>(w[o * per_output + k] * sc);
+    }
+  }
+  im.has_bias = bias.defined() || affine;
+  if (im.has_bias) {
+    const std::vector<double> b = bias.defined() ? bias.to_doubles() : std::vector<double>(s.o);
+    im.bias_values.resize(s.o);
+    for (int64_t o = 0; o < s.o; ++o) {
+      im.bias_values[o] = static_cast<float>(affine ? b[o] * ep.scale[o] + ep.shift[o] : b[o]);
+    }
+    im.bias_md = memory::desc({s.o}, kF32, Tag::x);
+    im.bias_mem = memory(im.bias_md, dnnl_rt::cpu_engine(), im.bias_values.data());
+  }
+  if (im.depthwise) {
+    im.folded = std::move(folded);
+    impl_ = std::move(impl);
+    return;
+  }
+
+  dnnl::post_ops post, sum;
+  sum.append_sum(1.0f);
+  if (ep.activation == ConvActivation::kRelu) {
+    post.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  } else if (ep.activation == ConvActivation::kClamp) {
+    post.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, im.row.lo, im.row.hi);
+  }
+  im.post_attr.set_post_ops(post);
+  im.sum_attr.set_post_ops(sum);
+  for (dnnl::primitive_attr* a : {&im.plain_attr, &im.post_attr, &im.sum_attr}) {
+    a->set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  }
+  try {
+    im.base_plan = im.make_plan(s, folded.data());
+    im.packed = im.base_plan->weights;
+    im.base_input = input_shape;
+  } catch (const dnnl::error& e) {
+    throw Error(fmt::format("PackedConv2d: oneDNN rejected the convolution: {}", e.what()));
+  }
+  impl_ = std::move(impl);
+}
+
+Shape PackedConv2d::output_shape(const Shape& input_shape) const {
+  const ConvShape s = impl_->shape_of(input_shape);
+  return {s.n, s.o, s.oh, s.ow};
+}
+
+const ConvEpilogue& PackedConv2d::epilogue() const { return impl_->epilogue; }
+
+void PackedConv2d::run(const float* x, const Shape& input_shape, float* y,
+                       const float* residual) const {
+  const Impl& im = *impl_;
+  if ((residual != nullptr) != im.epilogue.residual) {
+    throw Error(im.epilogue.residual ? "PackedConv2d::run: the epilogue adds a residual; none given"
+                                     : "PackedConv2d::run: a residual given, but the epilogue "
+                                       "has no residual add");
+  }
+  const ConvShape s = im.shape_of(input_shape);
+  if (s.n == 0 || s.oh <= 0 || s.ow <= 0) return;
+  if (x == nullptr || y == nullptr) throw Error("PackedConv2d::run: null x or y");
+  if (im.depthwise) {
+    vision::RowEpilogue<float> row = im.row;
+    row.residual = residual;
+    vision::conv2d_depthwise<float>(s, x, im.folded.data(),
+                                    im.has_bias ? im.bias_values.data() : nullptr, y, row);
+    return;
+  }
+  im.run_onednn(*im.plan_for(input_shape), x, y, residual);
+}
+
+void PackedConv2d::prepare(const Shape& input_shape) const {
+  const Impl& im = *impl_;
+  const ConvShape s = im.shape_of(input_shape);
+  if (im.depthwise || s.n == 0) return;
+  im.plan_for(input_shape);
+}
+
+size_t PackedConv2d::packed_bytes() const {
+  const Impl& im = *impl_;
+  size_t bytes = (im.bias_values.size() + im.folded.size()) * sizeof(float);
+  if (im.depthwise) return bytes;
+  bytes += im.packed.get_desc().get_size();
+  std::lock_guard<std::mutex> lock(im.mutex);
+  for (const auto& [shape, plan] : im.plans) {
+    if (plan->own_weights) bytes += plan->weights.get_desc().get_size();
+  }
+  return bytes;
+}
+
+std::string PackedConv2d::describe() const {
+  const Impl& im = *impl_;
+  const ConvShape& s = im.base;
+  std::string text = fmt::format("packed conv2d {}->{} {}x{} stride {}x{}", s.c, s.o, s.kh, s.kw,
+                                 s.p.stride.h, s.p.stride.w);
+  if (s.p.groups > 1) text += fmt::format(" groups {}", s.p.groups);
+  if (im.depthwise) {
+    text += " (direct depthwise loop, plain activations, epilogue per row)";
+  } else {
+    const Plan& plan = *im.base_plan;
+    text += fmt::format(
+        " (oneDNN {}, weights {}, activations {} -> {}, epilogue {})", plan.impl,
+        dnnl_rt::layout_name(im.packed.get_desc(), s.p.groups > 1 ? "goihw" : "oihw"),
+        dnnl_rt::layout_name(plan.src_md, "nchw"), dnnl_rt::layout_name(plan.dst_md, "nchw"),
+        plan.post_ops ? "as post-ops" : "in a pass after");
+  }
+  return fmt::format("{}{}, {} epilogue", text, im.has_bias ? ", bias" : "", im.epilogue.name());
+}
+
+}  // namespace crucible

@@ -1,0 +1,344 @@
+// PackedConv2d against the eager conv2d -> batch_norm -> add -> relu/clamp chain on randomized and
+// model-like shapes, in place, across input shapes and threads, and its error cases.
+#include "crucible/ops/packed_conv.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "crucible/core/error.h"
+#include "crucible/core/rng.h"
+#include "test_util.h"
+
+namespace crucible {
+namespace {
+
+using testing::op_helpers::ExpectErrorWith;
+using testing::op_helpers::Op;
+
+struct Case {
+  int64_t n, c, h, w, o, k;
+  int64_t stride = 1, pad = 0, dilation = 1, groups = 1;
+  bool bias = false, bn = true, residual = false;
+  ConvActivation act = ConvActivation::kRelu;
+
+  Attrs attrs() const {
+    return {{"stride", std::vector<int64_t>{stride}},
+            {"padding", std::vector<int64_t>{pad}},
+            {"dilation", std::vector<int64_t>{dilation}},
+            {"groups", groups}};
+  }
+  Shape input() const { return {n, c, h, w}; }
+  std::string str() const {
+    static const char* kAct[] = {"none", "relu", "relu6"};
+    return "n" + std::to_string(n) + " c" + std::to_string(c) + " " + std::to_string(h) + "x" +
+           std::to_string(w) + " o" + std::to_string(o) + " k" + std::to_string(k) + " s" +
+           std::to_string(stride) + " p" + std::to_string(pad) + " d" + std::to_string(dilation) +
+           " g" + std::to_string(groups) + (bias ? " bias" : "") + (bn ? " bn" : "") +
+           (residual ? " residual" : "") + " " + kAct[static_cast<int>(act)];
+  }
+};
+
+Tensor Uniform(Shape shape, uint64_t seed, double low = -1.0, double high = 1.0) {
+  Tensor t = Tensor::empty(DType::kF32, std::move(shape));
+  fill_uniform(t, seed, low, high);
+  return t;
+}
+
+Tensor Abs64(const Tensor& t) {
+  std::vector<double> v = t.to_doubles();
+  for (double& e : v) e = std::abs(e);
+  return Tensor::from_doubles(DType::kF64, t.shape(), v);
+}
+
+constexpr double kEps = 1e-3;
+
+// One problem's operands, drawn once. Weights are scaled by 1/sqrt(fan_in) so outputs are O(1)
+// and relu/relu6 see both signs and both clamp bounds.
+struct Operands {
+  Tensor x, w, b, gamma, beta, mean, var, residual;
+  explicit Operands(const Case& k, uint64_t seed) {
+    const double fan_in = static_cast<double>(k.c / k.groups * k.k * k.k);
+    const double ws = 3.0 / std::sqrt(fan_in);
+    x = Uniform(k.input(), seed);
+    w = Uniform({k.o, k.c / k.groups, k.k, k.k}, seed + 1, -ws, ws);
+    if (k.bias) b = Uniform({k.o}, seed + 2);
+    gamma = Uniform({k.o}, seed + 3, 0.5, 2.0);
+    beta = Uniform({k.o}, seed + 4);
+    mean = Uniform({k.o}, seed + 5, -0.5, 0.5);
+    var = Uniform({k.o}, seed + 6, 0.2, 2.0);
+  }
+  std::vector<Tensor> conv_args(const Tensor& input) const {
+    return b.defined() ? std::vector<Tensor>{input, w, b} : std::vector<Tensor>{input, w};
+  }
+};
+
+PackedConv2d Pack(const Case& k, const Operands& op, const Shape& input) {
+  ConvEpilogue e;
+  if (k.bn) e.fold_batch_norm(op.gamma, op.beta, op.mean, op.var, kEps);
+  e.residual = k.residual;
+  e.activation = k.act;
+  return PackedConv2d(op.w, op.b, k.attrs(), input, e);
+}
+
+// The chain as the eager backend runs it, op by op.
+Tensor EagerChain(const Case& k, const Operands& op, const Tensor& x, const Tensor& residual) {
+  Tensor t = Op("conv2d", op.conv_args(x), k.attrs());
+  if (k.bn) t = Op("batch_norm", {t, op.gamma, op.beta, op.mean, op.var}, {{"eps", kEps}});
+  if (k.residual) t = Op("add", {t, residual});
+  if (k.act == ConvActivation::kRelu) t = Op("relu", {t});
+  if (k.act == ConvActivation::kClamp) t = Op("clamp", {t}, {{"min", 0.0}, {"max", 6.0}});
+  return t;
+}
+
+// Checks `got` against eager's chain element by element. Both compute the same real number with
+// different roundings: a K-term dot product errs by at most K*u*sum|x w| in any order, the fold
+// and batch norm's scale, shift and add a few roundings of the magnitudes they touch, and relu or
+// clamp never enlarge a difference. So each side is within (K + 8)*u*S of the exact value,
+// S = (sum|x w| + |b|)*|scale| + |shift| + |residual|, and they differ by at most twice that. A
+// dropped or misplaced step (no batch norm, relu before the add, a lost residual) is off by O(1).
+void ExpectMatchesEager(const Case& k, const Operands& op, const Tensor& x, const Tensor& residual,
+                        const Tensor& got) {
+  const Tensor want = EagerChain(k, op, x, residual);
+  ASSERT_EQ(shape_str(got.shape()), shape_str(want.shape()));
+  std::vector<Tensor> abs_args{Abs64(x), Abs64(op.w)};
+  if (op.b.defined()) abs_args.push_back(Abs64(op.b));
+  const std::vector<double> mag = Op("conv2d", abs_args, k.attrs()).to_doubles();
+  const std::vector<double> g = got.to_doubles(), e = want.to_doubles();
+  const std::vector<double> res =
+      residual.defined() ? residual.to_doubles() : std::vector<double>(g.size(), 0.0);
+  std::vector<double> scale(k.o, 1.0), shift(k.o, 0.0);
+  if (k.bn) {
+    ConvEpilogue fold;
+    fold.fold_batch_norm(op.gamma, op.beta, op.mean, op.var, kEps);
+    scale = fold.scale;
+    shift = fold.shift;
+  }
+  const double terms = static_cast<double>(k.c / k.groups * k.k * k.k + 8);
+  const int64_t plane = got.shape()[2] * got.shape()[3];
+  int bad = 0;
+  for (size_t i = 0; i < g.size() && bad < 5; ++i) {
+    const int64_t oc = static_cast<int64_t>(i) / plane % k.o;
+    const double s = mag[i] * std::abs(scale[oc]) + std::abs(shift[oc]) + std::abs(res[i]);
+    const double tol = 2 * terms * 0x1p-24 * s;
+    if (!(std::abs(g[i] - e[i]) <= tol)) {
+      ADD_FAILURE() << "output " << i << ": packed " << g[i] << ", eager " << e[i] << " (tol "
+                    << tol << ")";
+      ++bad;
+    }
+  }
+}
+
+// Packs for the case's shape, runs, and compares with eager. `in_place` passes the residual as y.
+void CheckCase(const Case& k, uint64_t seed, bool in_place = false) {
+  SCOPED_TRACE(k.str() + (in_place ? " in place" : ""));
+  const Operands op(k, seed);
+  const PackedConv2d conv = Pack(k, op, k.input());
+  const Shape out_shape = conv.output_shape(k.input());
+  const Tensor residual = k.residual ? Uniform(out_shape, seed + 7, -2.0, 2.0) : Tensor();
+  Tensor y = Tensor::empty(DType::kF32, out_shape);
+  if (in_place) {
+    ASSERT_TRUE(k.residual);
+    y.copy_from(residual);
+    conv.run(op.x.data<float>(), k.input(), y.data<float>(), y.data<float>());
+  } else {
+    conv.run(op.x.data<float>(), k.input(), y.data<float>(),
+             k.residual ? residual.data<float>() : nullptr);
+  }
+  ExpectMatchesEager(k, op, op.x, residual, y);
+}
+
+Case RandomCase(std::mt19937& rng) {
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (;;) {
+    Case k{};
+    const int64_t mode = pick(0, 3);  // dense, grouped, depthwise, depthwise with multiplier 2
+    const int64_t cg = mode >= 2 ? 1 : pick(1, 40);
+    k.groups = mode == 0 ? 1 : mode == 1 ? pick(2, 4) : pick(3, 40);
+    k.c = cg * k.groups;
+    k.o = k.groups * (mode == 2 ? 1 : mode == 3 ? 2 : pick(1, 40));
+    k.n = pick(0, 2) == 0 ? 1 : pick(2, 3);
+    k.h = pick(1, 19);
+    k.w = pick(1, 19);
+    const int64_t kernels[] = {1, 3, 5, 7};
+    k.k = kernels[pick(0, 3)];
+    k.stride = pick(1, 2);
+    k.pad = pick(0, k.k / 2 + 1);
+    k.dilation = pick(0, 4) == 0 ? 2 : 1;
+    k.bias = pick(0, 1) == 1;
+    k.bn = pick(0, 3) != 0;
+    k.residual = pick(0, 1) == 1;
+    k.act = static_cast<ConvActivation>(pick(0, 2));
+    if (k.dilation * (k.k - 1) + 1 <= std::min(k.h, k.w) + 2 * k.pad) return k;
+  }
+}
+
+TEST(PackedConv2d, RandomizedShapesMatchEagerChain) {
+  std::mt19937 rng(20260415);
+  for (int i = 0; i < 80; ++i) CheckCase(RandomCase(rng), 100 + 10 * i);
+}
+
+// The layers the vision models run, at reduced batch and size: every kernel path (1x1 on plain
+// activations, 3x3 on blocked ones, the 3-channel stem, depthwise) with each epilogue.
+TEST(PackedConv2d, ModelLayersMatchEagerChain) {
+  using A = ConvActivation;
+  const Case cases[] = {
+      {2, 32, 14, 14, 32, 3, 1, 1, 1, 1, false, true, true, A::kRelu},     // ResNet basic block
+      {2, 64, 14, 14, 16, 1, 1, 0, 1, 1, false, true, true, A::kRelu},     // bottleneck conv3-ish
+      {2, 64, 14, 14, 32, 1, 2, 0, 1, 1, false, true, false, A::kNone},    // downsample 1x1/2
+      {1, 3, 45, 45, 16, 7, 2, 3, 1, 1, false, true, false, A::kRelu},     // stem
+      {3, 16, 15, 15, 48, 1, 1, 0, 1, 1, false, true, false, A::kClamp},   // MobileNet expand
+      {3, 48, 15, 15, 48, 3, 2, 1, 1, 48, false, true, false, A::kClamp},  // depthwise /2
+      {3, 48, 8, 8, 48, 3, 1, 1, 1, 48, false, true, true, A::kNone},      // depthwise + residual
+      {3, 48, 8, 8, 16, 1, 1, 0, 1, 1, false, true, true, A::kNone},       // projection + add
+      {1, 24, 9, 11, 40, 3, 1, 1, 1, 1, true, false, false, A::kNone},     // plain conv + bias
+      {2, 20, 9, 9, 40, 5, 1, 2, 1, 4, true, true, true, A::kClamp},       // grouped 5x5
+  };
+  uint64_t seed = 1;
+  for (const Case& k : cases) CheckCase(k, seed += 10);
+}
+
+// Codegen hands the residual's own buffer in as y when the residual dies at the convolution: each
+// path must read the residual before the result replaces it.
+TEST(PackedConv2d, ResidualMayBeTheOutputBuffer) {
+  using A = ConvActivation;
+  const Case cases[] = {
+      {2, 64, 10, 10, 24, 1, 1, 0, 1, 1, false, true, true, A::kRelu},   // plain GEMM path
+      {2, 32, 10, 10, 32, 3, 1, 1, 1, 1, false, true, true, A::kRelu},   // blocked, post-ops
+      {2, 24, 10, 10, 24, 3, 1, 1, 1, 24, true, true, true, A::kClamp},  // depthwise rows
+      {1, 8, 7, 7, 16, 1, 1, 0, 1, 1, true, false, true, A::kNone},      // sum alone
+  };
+  uint64_t seed = 500;
+  for (const Case& k : cases) CheckCase(k, seed += 10, /*in_place=*/true);
+}
+
+// Weights are packed for one shape; other batch sizes and images get their own plans (and their
+// own weight copy where oneDNN wants another layout), with the same results.
+TEST(PackedConv2d, RunsOnOtherInputShapes) {
+  for (int64_t k : {1, 3}) {
+    const Case base{4, 32, 16, 16, 32, k, 1, k / 2, 1, 1, true, true, true, ConvActivation::kRelu};
+    const Operands op(base, 900 + k);
+    const PackedConv2d conv = Pack(base, op, base.input());
+    for (const Shape& in : {Shape{1, 32, 16, 16}, Shape{3, 32, 5, 9}, Shape{4, 32, 16, 16}}) {
+      Case other = base;
+      other.n = in[0];
+      other.h = in[2];
+      other.w = in[3];
+      SCOPED_TRACE(other.str());
+      const Tensor x = Uniform(in, 950);
+      const Tensor residual = Uniform(conv.output_shape(in), 951);
+      Tensor y = Tensor::empty(DType::kF32, conv.output_shape(in));
+      conv.prepare(in);
+      conv.run(x.data<float>(), in, y.data<float>(), residual.data<float>());
+      ExpectMatchesEager(other, op, x, residual, y);
+    }
+    EXPECT_GE(conv.packed_bytes(), 32u * 32 * k * k * sizeof(float));
+  }
+}
+
+TEST(PackedConv2d, CallerTensorsMayDieAfterConstruction) {
+  const Case k{2, 16, 9, 9, 24, 3, 1, 1, 1, 1, true, true, false, ConvActivation::kRelu};
+  const Operands op(k, 77);
+  std::optional<PackedConv2d> conv;
+  {
+    const Operands copy(k, 77);
+    conv.emplace(Pack(k, copy, k.input()));
+    copy.w.data<float>()[0] = 1e6f;  // changed after packing: must not matter
+  }
+  Tensor y = Tensor::empty(DType::kF32, conv->output_shape(k.input()));
+  conv->run(op.x.data<float>(), k.input(), y.data<float>());
+  ExpectMatchesEager(k, op, op.x, Tensor(), y);
+}
+
+TEST(PackedConv2d, ConcurrentRunsFromTwoThreads) {
+  const Case k{2, 32, 12, 12, 32, 3, 1, 1, 1, 1, false, true, true, ConvActivation::kRelu};
+  const Operands op(k, 31);
+  const PackedConv2d conv = Pack(k, op, k.input());
+  const Shape out = conv.output_shape(k.input());
+  const Tensor residual = Uniform(out, 32);
+  Tensor y1 = Tensor::empty(DType::kF32, out), y2 = Tensor::empty(DType::kF32, out);
+  auto work = [&](Tensor& y) {
+    for (int r = 0; r < 20; ++r) {
+      conv.run(op.x.data<float>(), k.input(), y.data<float>(), residual.data<float>());
+    }
+  };
+  std::thread t1(work, std::ref(y1)), t2(work, std::ref(y2));
+  t1.join();
+  t2.join();
+  ExpectMatchesEager(k, op, op.x, residual, y1);
+  ExpectMatchesEager(k, op, op.x, residual, y2);
+}
+
+TEST(PackedConv2d, FoldBatchNormComputesScaleAndShift) {
+  ConvEpilogue e;
+  e.fold_batch_norm(
+      testing::T(DType::kF32, {2}, {2.0, -1.0}), testing::T(DType::kF32, {2}, {0.5, 0.25}),
+      testing::T(DType::kF32, {2}, {1.0, -3.0}), testing::T(DType::kF32, {2}, {3.0, 0.0}), 1.0);
+  ASSERT_EQ(e.scale.size(), 2u);
+  EXPECT_DOUBLE_EQ(e.scale[0], 1.0);    // 2 / sqrt(3 + 1)
+  EXPECT_DOUBLE_EQ(e.scale[1], -1.0);   // -1 / sqrt(0 + 1)
+  EXPECT_DOUBLE_EQ(e.shift[0], -0.5);   // 0.5 - 1 * 1
+  EXPECT_DOUBLE_EQ(e.shift[1], -2.75);  // 0.25 - (-3) * (-1)
+  e.residual = true;
+  e.activation = ConvActivation::kClamp;
+  EXPECT_EQ(e.name(), "affine+add+relu6");
+  EXPECT_EQ(ConvEpilogue{}.name(), "none");
+}
+
+TEST(PackedConv2d, DescribeNamesTheKernelPath) {
+  const Tensor w3 = Uniform({32, 32, 3, 3}, 1), w1 = Uniform({32, 32, 1, 1}, 2),
+               wd = Uniform({32, 1, 3, 3}, 3);
+  const Attrs pad1{{"padding", std::vector<int64_t>{1}}};
+  const Attrs dw{{"padding", std::vector<int64_t>{1}}, {"groups", int64_t{32}}};
+  ConvEpilogue relu;
+  relu.activation = ConvActivation::kRelu;
+  const std::string d3 = PackedConv2d(w3, Tensor(), pad1, {8, 32, 28, 28}, relu).describe();
+  const std::string d1 = PackedConv2d(w1, Tensor(), {}, {8, 32, 28, 28}, relu).describe();
+  const std::string dd = PackedConv2d(wd, Tensor(), dw, {8, 32, 28, 28}, relu).describe();
+  EXPECT_EQ(d3.find("activations nchw -> nchw"), std::string::npos) << d3;
+  EXPECT_NE(d3.find("epilogue as post-ops"), std::string::npos) << d3;
+  EXPECT_NE(d1.find("gemm"), std::string::npos) << d1;
+  EXPECT_NE(d1.find("activations nchw -> nchw, epilogue in a pass after"), std::string::npos) << d1;
+  EXPECT_NE(dd.find("direct depthwise loop"), std::string::npos) << dd;
+  EXPECT_NE(d3.find("relu epilogue"), std::string::npos) << d3;
+}
+
+TEST(PackedConv2d, RejectsBadOperands) {
+  const Tensor w = Uniform({8, 4, 3, 3}, 1);
+  const Shape in{1, 4, 8, 8};
+  ExpectErrorWith([&] { PackedConv2d(w.to(DType::kF64), Tensor(), {}, in); }, "f32");
+  ExpectErrorWith([&] { PackedConv2d(w, Tensor(), {}, {1, 5, 8, 8}); }, "input channels");
+  ExpectErrorWith([&] { PackedConv2d(w, Uniform({7}, 2), {}, in); }, "bias shape");
+  ExpectErrorWith([&] { PackedConv2d(w, Tensor(), {}, {0, 4, 8, 8}); }, "empty convolution");
+  ConvEpilogue short_affine;
+  short_affine.scale = {1.0};
+  short_affine.shift = {0.0};
+  ExpectErrorWith([&] { PackedConv2d(w, Tensor(), {}, in, short_affine); }, "8 values");
+  ConvEpilogue bad_clamp;
+  bad_clamp.activation = ConvActivation::kClamp;
+  bad_clamp.clamp_min = 6.0;
+  bad_clamp.clamp_max = 0.0;
+  ExpectErrorWith([&] { PackedConv2d(w, Tensor(), {}, in, bad_clamp); }, "clamp bounds");
+
+  ConvEpilogue with_residual;
+  with_residual.residual = true;
+  const PackedConv2d conv(w, Tensor(), {}, in, with_residual);
+  const Tensor x = Uniform(in, 3);
+  Tensor y = Tensor::empty(DType::kF32, conv.output_shape(in));
+  ExpectErrorWith([&] { conv.run(x.data<float>(), in, y.data<float>()); }, "none given");
+  ExpectErrorWith(
+      [&] {
+        conv.run(x.data<float>(), {1, 3, 8, 8}, y.data<float>(), y.data<float>());
+      },
+      "[N,4,H,W]");
+}
+
+}  // namespace
+}  // namespace crucible
