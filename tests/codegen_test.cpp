@@ -423,10 +423,16 @@ TEST_F(Codegen, GeneratedInnerLoopsVectorize) {
   fs::remove_all(dir);
   plugin::Options opts;
   opts.config["debug_dir"] = dir.string();
-  codegen_->backend().compile(parse_graph("graph v(%x: f32[256,1000], %m: f32[1000]) {\n  %a = "
-                                          "add(%x, %m)\n  %y = softmax(%a, dim=-1)\n"
-                                          "  %z = gelu(%a)\n  return %y, %z\n}\n"),
-                              opts);
+  // Row kernels (softmax with gelu; log_softmax; a sum of exps) and flat kernels (exp, tanh,
+  // sigmoid, gelu, several outputs in one loop), all calling the clamped fast math.
+  codegen_->backend().compile(
+      parse_graph("graph v(%x: f32[256,1000], %m: f32[1000], %f: f32[300000]) {\n"
+                  "  %a = add(%x, %m)\n  %y = softmax(%a, dim=-1)\n  %z = gelu(%a)\n"
+                  "  %b = mul(%x, %x)\n  %l = log_softmax(%b, dim=-1)\n"
+                  "  %c = sub(%x, %m)\n  %e = exp(%c)\n  %s = sum(%e, dims=[1])\n"
+                  "  %t = tanh(%f)\n  %g = sigmoid(%f)\n  %h = gelu(%f, approximate=\"tanh\")\n"
+                  "  %k = exp(%f)\n  return %y, %z, %l, %s, %t, %g, %h, %k\n}\n"),
+      opts);
   const std::string cmd =
       "c++ -O3 -march=native -fopenmp -fPIC -std=c++17 -x c++ -c -o /dev/null "
       "-fopt-info-vec-optimized " +
@@ -459,7 +465,7 @@ TEST_F(Codegen, GeneratedInnerLoopsVectorize) {
       ++vectorized;
   }
   const int simd_loops = static_cast<int>(loops.size());
-  EXPECT_GE(simd_loops, 3);  // softmax's max, sum and store passes, with gelu fused into the last
+  EXPECT_GE(simd_loops, 7);  // softmax/log_softmax passes, the sum of exps, the flat loop
   EXPECT_EQ(vectorized, simd_loops) << report;
   fs::remove_all(dir);
 }

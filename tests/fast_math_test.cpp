@@ -92,5 +92,33 @@ TEST(FastMath, TanhStaysAccurateOnTheNewExp) {
   EXPECT_LT(m, 2e-7);
 }
 
+// The forms clamped with limits() (what generated kernels and eager's softmax call) compute the
+// very same bits as the plain ones, specials included; exp_nonpos agrees for every x <= 0.
+TEST(FastMath, ClampedWithLimitsGivesTheSameBits) {
+  const crucible_fast::Limits lim = crucible_fast::limits();
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  auto same = [](float a, float b) {
+    return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b));
+  };
+  auto check = [&](float x) {
+    EXPECT_TRUE(same(crucible_fast::exp_lim_f32(x, lim), crucible_fast::exp_f32(x))) << x;
+    EXPECT_TRUE(same(crucible_fast::erf_lim_f32(x, lim), crucible_fast::erf_f32(x))) << x;
+    EXPECT_TRUE(same(crucible_fast::tanh_lim_f32(x, lim), crucible_fast::tanh_f32(x))) << x;
+    if (!(x > 0)) {
+      EXPECT_TRUE(same(crucible_fast::exp_nonpos_lim_f32(x, lim), crucible_fast::exp_f32(x))) << x;
+    }
+  };
+  for (float x : {0.0f, -0.0f, inf, -inf, nan, -nan, 88.4f, 88.6f, -87.9f, -88.1f, 4.0f, 4.1f,
+                  -4.1f, 1e30f, -1e30f, 1e-30f}) {
+    check(x);
+  }
+  for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 65537) {
+    const uint32_t b = static_cast<uint32_t>(u);
+    float x;
+    std::memcpy(&x, &b, sizeof x);
+    check(x);
+  }
+}
+
 }  // namespace
 }  // namespace crucible

@@ -413,6 +413,13 @@ class KernelEmitter {
     return fmt::format("{}({})", n.op, args);
   }
 
+  // A float exp/tanh/erf from fast_math.h, clamped with the kernel's limits (cr_lim, loaded once
+  // per thread ahead of the loops, so each clamp is one min/max instruction).
+  std::string fast(const std::string& fn, const std::string& arg) {
+    uses_limits_ = true;
+    return fmt::format("crucible_fast::{}_lim_f32({}, cr_lim)", fn, arg);
+  }
+
   std::string expression(const Node& n, const std::vector<std::string>& a) {
     const DType out = g_.value(n.output).type.dtype;
     std::vector<TensorType> types;
@@ -430,7 +437,7 @@ class KernelEmitter {
     } else if (op == "abs" || op == "relu") {
       e = fmt::format("cr_{}({})", op, a[0]);
     } else if ((op == "exp" || op == "tanh" || op == "erf") && compute_type(out) == "float") {
-      e = fmt::format("crucible_fast::{}_f32({})", op, a[0]);  // vectorizes; libm calls do not
+      e = fast(op, a[0]);  // vectorizes; libm calls do not
     } else if (op == "exp" || op == "log" || op == "sqrt" || op == "sin" || op == "cos" ||
                op == "tanh" || op == "erf") {
       e = fmt::format("std::{}({})", op, a[0]);
@@ -439,20 +446,24 @@ class KernelEmitter {
     } else if (op == "reciprocal") {
       e = fmt::format("{0}(1) / {1}", compute_type(out), a[0]);
     } else if (op == "sigmoid") {
-      e = fmt::format("{0}(1) / ({0}(1) + {2}(-{1}))", compute_type(out), a[0],
-                      compute_type(out) == "float" ? "crucible_fast::exp_f32" : "std::exp");
+      const std::string minus = "-" + a[0];
+      e = fmt::format(
+          "{0}(1) / ({0}(1) + {1})", compute_type(out),
+          compute_type(out) == "float" ? fast("exp", minus) : "std::exp(" + minus + ")");
     } else if (op == "gelu") {
       const std::string t = compute_type(out);
-      const std::string fn = t == "float" ? "crucible_fast::" : "std::",
-                        sfx = t == "float" ? "_f32" : "";
+      auto fn = [&](const std::string& f, const std::string& arg) {
+        return t == "float" ? fast(f, arg) : fmt::format("std::{}({})", f, arg);
+      };
       if (n.attrs.get_string_or("approximate", "none") == "tanh") {
         e = fmt::format(
-            "{0}(0.5) * {1} * ({0}(1) + {2}tanh{3}({0}(0.79788456080286535588) * ({1} + "
-            "{0}(0.044715) * {1} * {1} * {1})))",
-            t, a[0], fn, sfx);
+            "{0}(0.5) * {1} * ({0}(1) + {2})", t, a[0],
+            fn("tanh", fmt::format("{0}(0.79788456080286535588) * ({1} + {0}(0.044715) * {1} * "
+                                   "{1} * {1})",
+                                   t, a[0])));
       } else {
-        e = fmt::format("{0}(0.5) * {1} * ({0}(1) + {2}erf{3}({1} * {0}(0.70710678118654752440)))",
-                        t, a[0], fn, sfx);
+        e = fmt::format("{0}(0.5) * {1} * ({0}(1) + {2})", t, a[0],
+                        fn("erf", fmt::format("{1} * {0}(0.70710678118654752440)", t, a[0])));
       }
     } else if (op == "add" || op == "sub" || op == "mul" || op == "maximum" || op == "minimum") {
       ct = result_type(types);
@@ -517,11 +528,16 @@ class KernelEmitter {
     Scope sc{&stmts, &vars, true};
     row_scope_ = sc;
     const std::string st = stores(sc, true);
-    return fmt::format(
-        "#pragma omp parallel for simd schedule(static) if ({} >= {})\n  for (int64_t j = 0; j < "
-        "{}; ++j) "
-        "{{\n{}{}  }}\n",
-        n_, kParallelMin, n_, stmts, st);
+    const std::string loop =
+        fmt::format("  for (int64_t j = 0; j < {}; ++j) {{\n{}{}  }}\n", n_, stmts, st);
+    if (uses_limits_) {
+      return fmt::format(
+          "  #pragma omp parallel if ({} >= {})\n  {{\n{}  #pragma omp for simd "
+          "schedule(static)\n{}  }}\n",
+          n_, kParallelMin, kLoadLimits, loop);
+    }
+    return fmt::format("#pragma omp parallel for simd schedule(static) if ({} >= {})\n{}", n_,
+                       kParallelMin, loop);
   }
 
   std::string emit_rows() {
@@ -559,10 +575,16 @@ class KernelEmitter {
     }
     const std::string row_stores = stores(row_scope_, false);
     const std::string offsets = row_offsets();  // after every access is known
-    return fmt::format(
-        "  #pragma omp parallel for schedule(static) if ({} >= {})\n  for (int64_t r = 0; r < {}; "
-        "++r) {{\n{}{}{}{}{}  }}\n",
-        rows() * n_, kParallelMin, rows(), offsets, passes, final_pass, row, row_stores);
+    const std::string loop = fmt::format("  for (int64_t r = 0; r < {}; ++r) {{\n{}{}{}{}{}  }}\n",
+                                         rows(), offsets, passes, final_pass, row, row_stores);
+    if (uses_limits_) {
+      return fmt::format(
+          "  #pragma omp parallel if ({} >= {})\n  {{\n{}  #pragma omp for "
+          "schedule(static)\n{}  }}\n",
+          rows() * n_, kParallelMin, kLoadLimits, loop);
+    }
+    return fmt::format("  #pragma omp parallel for schedule(static) if ({} >= {})\n{}", rows() * n_,
+                       kParallelMin, loop);
   }
 
   // One SIMD pass computing reduction node `ni` for the current row. Per-row statements it needs
@@ -656,6 +678,10 @@ class KernelEmitter {
   ValueId stash_value_ = -1, stash_store_ = -1;
 
   static constexpr int64_t kParallelMin = 32768;  // elements below which a kernel stays serial
+  // Each thread's copy of the clamp bounds, read before its loops (see fast_math.h's limits()).
+  static constexpr const char* kLoadLimits =
+      "  const crucible_fast::Limits cr_lim = crucible_fast::limits();\n";
+  bool uses_limits_ = false;
 
   const Graph& g_;
   const LoopProgram& lp_;

@@ -25,18 +25,19 @@ void softmax_rows(const T* x, T* o, int64_t a, int64_t r) {
   for (int64_t ai = 0; ai < a; ++ai) {
     const T* xr = x + ai * r;
     T* orow = o + ai * r;
+    const crucible_fast::Limits lim = crucible_fast::limits();  // per row, outside the loops
     const Acc m = lane_fold<Acc>(r, kNegInf, nan_max<Acc>,
                                  [&](int64_t i) { return static_cast<Acc>(xr[i]); });
     if constexpr (kLog) {
-      const double s =
-          lane_sum<Acc, double>(r, [&](int64_t i) { return exp_acc(static_cast<Acc>(xr[i]) - m); });
+      const double s = lane_sum<Acc, double>(
+          r, [&](int64_t i) { return exp_acc(static_cast<Acc>(xr[i]) - m, lim); });
       const Acc log_s = static_cast<Acc>(std::log(s));
 #pragma omp simd
       for (int64_t i = 0; i < r; ++i) store_as(orow + i, (static_cast<Acc>(xr[i]) - m) - log_s);
     } else if constexpr (std::is_same_v<T, Acc>) {
       // Store the exponentials while summing them, then scale: one exp per element.
       const double s = lane_sum<Acc, double>(r, [&](int64_t i) {
-        const Acc e = exp_acc(xr[i] - m);
+        const Acc e = exp_acc(xr[i] - m, lim);
         orow[i] = e;
         return e;
       });
@@ -45,12 +46,12 @@ void softmax_rows(const T* x, T* o, int64_t a, int64_t r) {
       for (int64_t i = 0; i < r; ++i) orow[i] *= inv;
     } else {
       // bf16 storage would round the stored exponentials, so recompute them in float instead.
-      const double s =
-          lane_sum<Acc, double>(r, [&](int64_t i) { return exp_acc(static_cast<Acc>(xr[i]) - m); });
+      const double s = lane_sum<Acc, double>(
+          r, [&](int64_t i) { return exp_acc(static_cast<Acc>(xr[i]) - m, lim); });
       const Acc inv = static_cast<Acc>(1.0 / s);
 #pragma omp simd
       for (int64_t i = 0; i < r; ++i)
-        store_as(orow + i, exp_acc(static_cast<Acc>(xr[i]) - m) * inv);
+        store_as(orow + i, exp_acc(static_cast<Acc>(xr[i]) - m, lim) * inv);
     }
   }
 }
@@ -76,6 +77,7 @@ void softmax_columns(const T* x, T* o, int64_t a, int64_t r, int64_t b) {
     const int64_t ai = task / ntiles, j0 = task % ntiles * width, jn = std::min(width, b - j0);
     const T* xt = x + ai * r * b + j0;
     T* ot = o + ai * r * b + j0;
+    const crucible_fast::Limits lim = crucible_fast::limits();
     std::vector<Acc> m_buf(jn, -std::numeric_limits<Acc>::infinity()), part_buf(jn, 0),
         scale_buf(jn);
     std::vector<double> sum_buf(jn, 0.0);
@@ -94,7 +96,7 @@ void softmax_columns(const T* x, T* o, int64_t a, int64_t r, int64_t b) {
       for (int64_t i = i0; i < i1; ++i) {
 #pragma omp simd
         for (int64_t j = 0; j < jn; ++j) {
-          const Acc e = exp_acc(static_cast<Acc>(xt[i * b + j]) - m[j]);
+          const Acc e = exp_acc(static_cast<Acc>(xt[i * b + j]) - m[j], lim);
           if constexpr (kStore) ot[i * b + j] = e;
           part[j] += e;
         }
@@ -117,7 +119,7 @@ void softmax_columns(const T* x, T* o, int64_t a, int64_t r, int64_t b) {
         } else if constexpr (kStore) {
           orow[j] *= scale[j];
         } else {
-          store_as(orow + j, exp_acc(static_cast<Acc>(xrow[j]) - m[j]) * scale[j]);
+          store_as(orow + j, exp_acc(static_cast<Acc>(xrow[j]) - m[j], lim) * scale[j]);
         }
       }
     }

@@ -94,12 +94,13 @@ inline Lane lane_fold(int64_t n, Lane init, Comb comb, F&& f) {
   return acc;
 }
 
-// The vectorizable float exp lives in crucible/core/fast_math.h (shared with generated code).
-using crucible_fast::exp_f32;
-
-// exp in the accumulation type: the fast float path for f32/bf16, libm for the f64 reference path.
-inline float exp_acc(float x) { return exp_f32(x); }
-inline double exp_acc(double x) { return std::exp(x); }
+// exp in the accumulation type: the fast float path of crucible/core/fast_math.h (shared with
+// generated code) for f32/bf16, libm for the f64 reference path. `lim` is read once per row or
+// task with crucible_fast::limits(), outside the vector loops, so the clamps are min/max.
+inline float exp_acc(float x, const crucible_fast::Limits& lim) {
+  return crucible_fast::exp_lim_f32(x, lim);
+}
+inline double exp_acc(double x, const crucible_fast::Limits&) { return std::exp(x); }
 
 // Stores v into storage type T. bf16 goes through its bits: constructing a BFloat16 temporary
 // in a loop keeps GCC from vectorizing it.
