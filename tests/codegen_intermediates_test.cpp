@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "accuracy.h"
+#include "backend_pair.h"
 #include "codegen/passes.h"
 #include "crucible/codegen/program.h"
 #include "crucible/ir/text_format.h"
@@ -53,59 +54,24 @@ constexpr const char* kStash = R"(graph stash(%x: f32[40,77]) {
 }
 )";
 
-class CodegenIntermediates : public ::testing::Test {
+class CodegenIntermediates : public testing::BackendPair {
  protected:
-  static void SetUpTestSuite() {
-    cache_ = fs::temp_directory_path() / ("crucible_cgi_cache_" + std::to_string(::getpid()));
-    ::setenv("CRUCIBLE_CACHE_DIR", cache_.c_str(), 1);
-    eager_ = load_plugin(find_plugin("eager", plugin_search_path({}))).release();
-    codegen_ = load_plugin(find_plugin("codegen", plugin_search_path({}))).release();
-  }
-  static void TearDownTestSuite() { fs::remove_all(cache_); }
-
   static std::vector<ValueId> all_values(const Graph& g) {
     std::vector<ValueId> ids(g.values().size());
     std::iota(ids.begin(), ids.end(), 0);
     return ids;
   }
 
-  // Asks both backends for `ids` and compares each value: shape, dtype, and every element within
-  // 1e-5 relative + absolute (bf16: 1e-2).
+  // Asks both backends for `ids` and compares each value.
   static void ExpectIntermediatesMatchEager(const Graph& g, const std::vector<ValueId>& ids,
                                             plugin::Executable& codegen) {
     auto in = make_inputs(g, 3);
     auto ref = eager_->backend().compile(g, {})->intermediates(in, ids);
     auto got = codegen.intermediates(in, ids);
-    ASSERT_EQ(got.size(), ids.size());
-    for (size_t i = 0; i < ids.size(); ++i) {
-      SCOPED_TRACE(fmt::format("value %{}", g.value(ids[i]).name));
-      ASSERT_EQ(shape_str(got[i].shape()), shape_str(ref[i].shape()));
-      ASSERT_EQ(got[i].dtype(), ref[i].dtype());
-      AccuracyOptions o;
-      o.tol = ref[i].dtype() == DType::kBF16 ? 1e-2 : 1e-5;
-      auto a = compare_output(got[i].contiguous(), ref[i].contiguous(), Tensor(), o);
-      EXPECT_EQ(a.mismatches, 0) << "first mismatch at " << a.first_mismatch << ", max abs err "
-                                 << a.max_abs_err;
-    }
+    std::vector<std::string> names;
+    for (ValueId v : ids) names.push_back(fmt::format("value %{}", g.value(v).name));
+    ExpectTensorsMatch(got, ref, names);
   }
-
-  static std::string post_fusion_ir(const Graph& g) {
-    const fs::path dir =
-        fs::temp_directory_path() / ("crucible_cgi_dbg_" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    plugin::Options opts;
-    opts.config["debug_dir"] = dir.string();
-    codegen_->backend().compile(g, opts);
-    std::ifstream in(dir / "ir_post_fusion.txt");
-    std::stringstream s;
-    s << in.rdbuf();
-    fs::remove_all(dir);
-    return s.str();
-  }
-
-  static inline fs::path cache_;
-  static inline LoadedBackend* eager_ = nullptr;
-  static inline LoadedBackend* codegen_ = nullptr;
 };
 
 TEST_F(CodegenIntermediates, EveryValueOfFusedRowKernelsMatchesEager) {

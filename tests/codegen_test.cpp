@@ -11,6 +11,7 @@
 #include <regex>
 
 #include "accuracy.h"
+#include "backend_pair.h"
 #include "crucible/core/rng.h"
 #include "crucible/ir/text_format.h"
 #include "plugin_loader.h"
@@ -21,58 +22,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class Codegen : public ::testing::Test {
+class Codegen : public testing::BackendPair {
  protected:
-  static void SetUpTestSuite() {
-    cache_ = fs::temp_directory_path() / ("crucible_cg_cache_" + std::to_string(::getpid()));
-    ::setenv("CRUCIBLE_CACHE_DIR", cache_.c_str(), 1);
-    eager_ = load_plugin(find_plugin("eager", plugin_search_path({}))).release();
-    codegen_ = load_plugin(find_plugin("codegen", plugin_search_path({}))).release();
-  }
-  static void TearDownTestSuite() { fs::remove_all(cache_); }
-
-  // Runs `g` on both backends with seeded inputs (optionally replaced) and compares every output:
-  // integers and bool exactly, floats within 1e-5 relative + absolute (bf16: 1e-2).
-  static void ExpectSameAsEager(const Graph& g, std::vector<Tensor> inputs = {},
-                                plugin::Options opts = {}) {
-    if (inputs.empty()) inputs = make_inputs(g, 7);
-    auto ref = eager_->backend().compile(g, {})->run(inputs);
-    auto got = codegen_->backend().compile(g, opts)->run(inputs);
-    ASSERT_EQ(ref.size(), got.size());
-    for (size_t i = 0; i < ref.size(); ++i) {
-      SCOPED_TRACE(fmt::format("output {} %{}", i, g.value(g.outputs()[i]).name));
-      ASSERT_EQ(got[i].shape(), ref[i].shape());
-      ASSERT_EQ(got[i].dtype(), ref[i].dtype());
-      AccuracyOptions o;
-      o.tol = ref[i].dtype() == DType::kBF16 ? 1e-2 : 1e-5;
-      auto a = compare_output(got[i], ref[i], Tensor(), o);
-      EXPECT_EQ(a.mismatches, 0) << "first mismatch at " << a.first_mismatch << ", max abs err "
-                                 << a.max_abs_err;
-    }
-  }
-
   static std::string code_of(const Graph& g, plugin::Options opts = {}) {
-    const fs::path dir =
-        fs::temp_directory_path() / ("crucible_cg_dbg_" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    opts.config["debug_dir"] = dir.string();
-    codegen_->backend().compile(g, opts);
-    std::ifstream in(dir / "ir_post_fusion.txt");
-    std::stringstream s;
-    s << in.rdbuf();
-    fs::remove_all(dir);
-    return s.str();
+    return post_fusion_ir(g, std::move(opts));
   }
-
-  static int count(const std::string& text, const std::string& what) {
-    int n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-  }
-
-  static inline fs::path cache_;
-  static inline LoadedBackend* eager_ = nullptr;
-  static inline LoadedBackend* codegen_ = nullptr;
 };
 
 TEST_F(Codegen, TutorialGraphsMatchEager) {

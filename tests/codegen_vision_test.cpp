@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "accuracy.h"
+#include "backend_pair.h"
 #include "crucible/ir/text_format.h"
 #include "plugin_loader.h"
 
@@ -20,59 +21,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class CodegenVision : public ::testing::Test {
+class CodegenVision : public testing::BackendPair {
  protected:
-  static void SetUpTestSuite() {
-    cache_ = fs::temp_directory_path() / ("crucible_cgv_cache_" + std::to_string(::getpid()));
-    ::setenv("CRUCIBLE_CACHE_DIR", cache_.c_str(), 1);
-    eager_ = load_plugin(find_plugin("eager", plugin_search_path({}))).release();
-    codegen_ = load_plugin(find_plugin("codegen", plugin_search_path({}))).release();
-  }
-  static void TearDownTestSuite() { fs::remove_all(cache_); }
-
-  // Every output of `g` on both backends, same seeded inputs (or `inputs`): floats within 1e-5
-  // relative + absolute (bf16: 1e-2), NaN where eager has NaN.
   static void ExpectSameAsEager(const Graph& g, std::vector<Tensor> inputs = {}) {
-    if (inputs.empty()) inputs = make_inputs(g, 11);
-    auto ref = eager_->backend().compile(g, {})->run(inputs);
-    auto got = codegen_->backend().compile(g, {})->run(inputs);
-    ASSERT_EQ(ref.size(), got.size());
-    for (size_t i = 0; i < ref.size(); ++i) {
-      SCOPED_TRACE(fmt::format("output {} %{}", i, g.value(g.outputs()[i]).name));
-      ASSERT_EQ(shape_str(got[i].shape()), shape_str(ref[i].shape()));
-      ASSERT_EQ(got[i].dtype(), ref[i].dtype());
-      AccuracyOptions o;
-      o.tol = ref[i].dtype() == DType::kBF16 ? 1e-2 : 1e-5;
-      const auto a = compare_output(got[i], ref[i], Tensor(), o);
-      EXPECT_EQ(a.mismatches, 0) << "first mismatch at " << a.first_mismatch << ", max abs err "
-                                 << a.max_abs_err;
-    }
+    BackendPair::ExpectSameAsEager(g, std::move(inputs), {}, /*seed=*/11);
   }
-
-  // The loop program after fusion (ir_post_fusion.txt).
-  static std::string fused_ir(const Graph& g) {
-    const fs::path dir =
-        fs::temp_directory_path() / ("crucible_cgv_dbg_" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    plugin::Options opts;
-    opts.config["debug_dir"] = dir.string();
-    codegen_->backend().compile(g, opts);
-    std::ifstream in(dir / "ir_post_fusion.txt");
-    std::stringstream s;
-    s << in.rdbuf();
-    fs::remove_all(dir);
-    return s.str();
-  }
-
-  static int count(const std::string& text, const std::string& what) {
-    int n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-  }
-
-  static inline fs::path cache_;
-  static inline LoadedBackend* eager_ = nullptr;
-  static inline LoadedBackend* codegen_ = nullptr;
+  static std::string fused_ir(const Graph& g) { return post_fusion_ir(g); }
 };
 
 // A conv2d whose weight is not a parameter cannot be packed: it stays an extern call, and its
