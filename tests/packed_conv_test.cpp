@@ -243,6 +243,19 @@ TEST(PackedConv2d, RunsOnOtherInputShapes) {
   }
 }
 
+// On plain activations a large batch runs a few images per oneDNN call (1.3 MB of output per
+// image here: three per call), each followed by its epilogue pass: every slice must land at its
+// images, in place or not.
+TEST(PackedConv2d, LargeBatchesRunInSlicesOfImages) {
+  const Case k{6, 8, 64, 64, 80, 1, 1, 0, 1, 1, true, true, true, ConvActivation::kRelu};
+  CheckCase(k, 1200);
+  CheckCase(k, 1300, /*in_place=*/true);
+  Case relu6 = k;
+  relu6.residual = false;
+  relu6.act = ConvActivation::kClamp;
+  CheckCase(relu6, 1400);
+}
+
 TEST(PackedConv2d, CallerTensorsMayDieAfterConstruction) {
   const Case k{2, 16, 9, 9, 24, 3, 1, 1, 1, 1, true, true, false, ConvActivation::kRelu};
   const Operands op(k, 77);
