@@ -132,6 +132,22 @@ graph rows(%x: f32[64,1000], %mask: f32[1000], %res: f32[64,1000], %w: f32[1000]
   EXPECT_EQ(count(code_of(g), "extern::"), 0);
 }
 
+// Rows of a permuted view: two outer dims, whose offsets (and the next row's, for the prefetch)
+// are computed from the row counter, with widths under and over the multi-accumulator threshold.
+TEST_F(Codegen, RowKernelsOverAPermutedViewMatchEager) {
+  ExpectSameAsEager(parse_graph(R"(graph pv(%x: f32[6,5,40], %w: f32[7,3,300]) {
+  %p = permute(%x, dims=[1,0,2])
+  %y = softmax(%p, dim=-1)
+  %q = mul(%p, %p)
+  %z = layer_norm(%q, normalized_shape=[40], eps=1e-05)
+  %t = transpose(%w, dim0=0, dim1=1)
+  %u = layer_norm(%t, normalized_shape=[300], eps=1e-05)
+  %s = sum(%t, dims=[2])
+  return %y, %z, %u, %s
+}
+)"));
+}
+
 TEST_F(Codegen, SoftmaxAndLayerNormWithNeighboursAreOneKernelEach) {
   const Graph softmax_graph = parse_graph(
       "graph s(%x: f32[256,1024], %mask: f32[1024]) {\n  %a = mul(%x, %x)\n  %b = add(%a, %mask)\n"
@@ -409,7 +425,9 @@ TEST_F(Codegen, GeneratedInnerLoopsVectorize) {
   }
   std::vector<int> loops;
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].find("for (int64_t j = 0;") != std::string::npos)
+    // Element loops, and the loops over a block of lanes in multi-accumulator sums.
+    if (lines[i].find("for (int64_t j = 0;") != std::string::npos ||
+        lines[i].find("for (int64_t l = 0;") != std::string::npos)
       loops.push_back(static_cast<int>(i) + 1);
   }
   int vectorized = 0;

@@ -4,6 +4,7 @@
 // statement is preceded by a comment naming the graph node it comes from.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -304,24 +305,62 @@ class KernelEmitter {
   }
 
   // Per-row offset variables of every access.
-  std::string row_offsets() {
+  // Offset variables `<prefix><a>` of row `r` for the accesses `which` (all when empty).
+  std::string row_offsets(const std::string& r = "r", const std::string& prefix = "o",
+                          std::vector<size_t> which = {}) const {
     std::string s;
+    if (which.empty()) {
+      for (size_t a = 0; a < accesses_.size(); ++a) which.push_back(a);
+    }
+    const std::string i = prefix == "o" ? "i" : prefix + "i";
     if (outer_dims_.size() > 1) {
-      s += "    int64_t rem = r;\n";
+      s += fmt::format("    int64_t {}rem = {};\n", prefix, r);
       for (size_t d = outer_dims_.size(); d-- > 1;) {
-        s += fmt::format("    const int64_t i{} = rem % {}; rem /= {};\n", d, outer_dims_[d],
+        s += fmt::format("    const int64_t {0}{1} = {2}rem % {3}; {2}rem /= {3};\n", i, d, prefix,
                          outer_dims_[d]);
       }
-      s += "    const int64_t i0 = rem;\n";
+      s += fmt::format("    const int64_t {}0 = {}rem;\n", i, prefix);
     }
-    for (size_t a = 0; a < accesses_.size(); ++a) {
+    for (size_t a : which) {
       std::string e = fmt::format("{}", accesses_[a].offset);
       for (size_t d = 0; d < outer_dims_.size(); ++d) {
         const int64_t st = accesses_[a].outer_strides[d];
         if (st == 0) continue;
-        e += fmt::format(" + {} * {}", outer_dims_.size() > 1 ? fmt::format("i{}", d) : "r", st);
+        e += fmt::format(" + {} * {}", outer_dims_.size() > 1 ? fmt::format("{}{}", i, d) : r, st);
       }
-      s += fmt::format("    const int64_t o{} = {};\n", a, e);
+      s += fmt::format("    const int64_t {}{} = {};\n", prefix, a, e);
+    }
+    return s;
+  }
+
+  // Software prefetch of the next row's inputs, placed after the first pass of a row kernel: the
+  // later passes run from L1 and make no misses, so the hardware prefetchers would sit idle while
+  // they compute, and the next row's first pass would wait on memory (fused layer_norm
+  // 8192x1024: 1.28 -> 1.04 ms, softmax 1.38 -> 1.21 ms). Only row-varying inputs read
+  // contiguously along the row.
+  std::string prefetch_next_row() const {
+    std::vector<size_t> which;
+    const size_t n_inputs = mp_.inputs[gi_].size();
+    for (size_t a = 0; a < accesses_.size(); ++a) {
+      const Access& acc = accesses_[a];
+      const bool varies = std::any_of(acc.outer_strides.begin(), acc.outer_strides.end(),
+                                      [](int64_t st) { return st != 0; });
+      if (static_cast<size_t>(acc.arg) < n_inputs && acc.inner_stride == 1 && varies)
+        which.push_back(a);
+    }
+    if (which.empty() || rows() < 2) return "";
+    std::string s = fmt::format(
+        "    // prefetch the next row's inputs while this row's other passes run from L1\n"
+        "    const int64_t rn = r + 1 < {0} ? r + 1 : r;\n",
+        rows());
+    s += row_offsets("rn", "p", which);
+    for (size_t a : which) {
+      const int64_t step = std::max<int64_t>(
+          1, 64 / static_cast<int64_t>(
+                      dtype_size(g_.value(mp_.inputs[gi_][accesses_[a].arg]).type.dtype)));
+      s += fmt::format(
+          "    for (int64_t q = 0; q < {0}; q += {1}) __builtin_prefetch(&a{2}[p{3} + q]);\n", n_,
+          step, accesses_[a].arg, a);
     }
     return s;
   }
@@ -546,9 +585,11 @@ class KernelEmitter {
     row_scope_ = Scope{&row, &row_vars, false};
     find_stash();
     std::string passes;
+    size_t after_first = std::string::npos;  // where the prefetch goes
     for (int ni : grp_.nodes) {
       if (lp_.classes[ni] != NodeClass::kReduction) continue;
       passes += reduction_pass(ni, row, row_vars);
+      if (after_first == std::string::npos) after_first = passes.size();
     }
     // The final pass: every stored full-row value.
     std::string elem;
@@ -575,6 +616,7 @@ class KernelEmitter {
     }
     const std::string row_stores = stores(row_scope_, false);
     const std::string offsets = row_offsets();  // after every access is known
+    if (after_first != std::string::npos) passes.insert(after_first, prefetch_next_row());
     const std::string loop = fmt::format("  for (int64_t r = 0; r < {}; ++r) {{\n{}{}{}{}{}  }}\n",
                                          rows(), offsets, passes, final_pass, row, row_stores);
     if (uses_limits_) {
@@ -630,8 +672,7 @@ class KernelEmitter {
     row.clear();
     s += fmt::format(
         "    // %{} = {}\n    {}\n    #pragma omp simd {}\n    for (int64_t j = 0; j < {}; ++j) "
-        "{{\n{}      "
-        "{}\n    }}\n",
+        "{{\n{}      {}\n    }}\n",
         g_.value(n.output).name, describe(n), init, pragma, n_, elem, update);
     std::string result = finish;
     if (dt == DType::kBF16) result = fmt::format("cr_bf16_round({})", finish);
