@@ -95,6 +95,15 @@ void BM_PeakFmaF32(benchmark::State& state) {
 BENCHMARK(BM_PeakFmaF32)->Unit(benchmark::kMillisecond)->UseRealTime();
 }  // namespace
 
+void evict_caches() {
+  static const std::vector<int64_t> scrub(int64_t{256} << 17, 1);  // 256 MiB
+  int64_t sum = 0;
+  const int64_t n = static_cast<int64_t>(scrub.size());
+#pragma omp parallel for reduction(+ : sum) schedule(static)
+  for (int64_t i = 0; i < n; i += 8) sum += scrub[i];  // one load per 64-byte line
+  benchmark::DoNotOptimize(sum);
+}
+
 double triad_bytes_per_second() { return g_triad; }
 double peak_flops() { return g_peak; }
 

@@ -13,6 +13,10 @@ namespace crucible::bench {
 double triad_bytes_per_second();
 double peak_flops();
 
+// Reads a 256 MiB buffer (several times the last-level cache a VM's cores share) so that what
+// runs next finds its data in DRAM, as STREAM's triad does.
+void evict_caches();
+
 // Times each iteration of a kernel benchmark (manual time) and, at the end, reports the median
 // time's throughput beside its bound: "GB/s" and "of_triad" for `bytes` per iteration, "GFLOP/s"
 // and "of_peak" for `flops` per iteration (either may be 0).

@@ -60,12 +60,18 @@ class BackendPair : public ::testing::Test {
 
   // The loop program after fusion (ir_post_fusion.txt of the debug directory).
   static std::string post_fusion_ir(const Graph& g, plugin::Options opts = {}) {
+    return debug_artifact(g, "ir_post_fusion.txt", std::move(opts));
+  }
+
+  // One file of the debug directory codegen writes for `g` (output_code.cpp, ...).
+  static std::string debug_artifact(const Graph& g, const std::string& file,
+                                    plugin::Options opts = {}) {
     const auto dir = std::filesystem::temp_directory_path() /
                      ("crucible_pair_dbg_" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir);
     opts.config["debug_dir"] = dir.string();
     codegen_->backend().compile(g, opts);
-    std::ifstream in(dir / "ir_post_fusion.txt");
+    std::ifstream in(dir / file);
     std::stringstream s;
     s << in.rdbuf();
     std::filesystem::remove_all(dir);

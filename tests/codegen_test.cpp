@@ -237,6 +237,37 @@ TEST_F(Codegen, SoftmaxRowsWithInfNanAndExtremesMatchEager) {
   EXPECT_TRUE(std::isnan(y[0 * 37 + 5]) && std::isnan(y[2 * 37]) && std::isnan(y[3 * 37]));
 }
 
+// softmax's row max skips its NaN test (the sum of exp carries a NaN to every result of the row)
+// and its exp drops the upper clamp (the argument is <= 0); log_softmax likewise. A hand-written
+// exp(x - amax(x)) that is itself a result keeps both: there no sum stands between the max and
+// the result, and eager's NaN max must turn the whole row NaN.
+TEST_F(Codegen, SoftmaxMaxLeavesNanToTheSumOnlyWhenEveryResultReadsIt) {
+  const Graph g = parse_graph(
+      "graph s(%x: f32[6,37]) {\n  %y = softmax(%x, dim=-1)\n  %l = log_softmax(%x, dim=1)\n"
+      "  return %y, %l\n}\n");
+  auto in = make_inputs(g, 3);
+  float* x = in[0].data<float>();
+  x[0 * 37 + 36] = NAN;                                    // NaN in the SIMD tail
+  x[1 * 37 + 2] = NAN;                                     // NaN in the vector body
+  x[2 * 37 + 5] = std::numeric_limits<float>::infinity();  // +inf: inf - inf = NaN
+  for (int j = 0; j < 37; ++j) x[3 * 37 + j] = -1e30f;     // all equal and very negative
+  ExpectSameAsEager(g, in);
+  const std::string code = debug_artifact(g, "output_code.cpp");
+  EXPECT_EQ(count(code, "_nan"), 0) << code;
+  EXPECT_GE(count(code, "crucible_fast::exp_nonpos_lim_f32("), 2) << code;
+  EXPECT_EQ(count(code, "crucible_fast::exp_lim_f32("), 0) << code;
+
+  const Graph hand = parse_graph(
+      "graph h(%x: f32[6,37]) {\n  %m = amax(%x, dims=[1], keepdim=true)\n  %s = sub(%x, %m)\n"
+      "  %e = exp(%s)\n  %t = sum(%e, dims=[1], keepdim=true)\n  %y = div(%e, %t)\n"
+      "  return %e, %y\n}\n");
+  ExpectSameAsEager(hand, in);
+  const std::string hand_code = debug_artifact(hand, "output_code.cpp");
+  EXPECT_NE(hand_code.find("_nan"), std::string::npos) << hand_code;
+  auto got = codegen_->backend().compile(hand, {})->run(in);
+  EXPECT_TRUE(std::isnan(got[0].data<float>()[1 * 37 + 30]));  // the max's NaN, not the sum's
+}
+
 // gelu(x + bias) with the rational erf: specials and the range where erf saturates to +-1.
 TEST_F(Codegen, GeluOfExtremeInputsMatchesEager) {
   Graph g = parse_graph(

@@ -80,9 +80,9 @@ struct Access {
 
 class KernelEmitter {
  public:
-  KernelEmitter(const Graph& g, const LoopProgram& lp, const MemoryPlan& mp, size_t gi,
-                const Injection& inj)
-      : g_(g), lp_(lp), mp_(mp), gi_(gi), grp_(lp.groups[gi]), inj_(inj) {
+  KernelEmitter(const Graph& g, const LoopProgram& lp, const MemoryPlan& mp,
+                const Consumers& consumers, size_t gi, const Injection& inj)
+      : g_(g), lp_(lp), mp_(mp), consumers_(consumers), gi_(gi), grp_(lp.groups[gi]), inj_(inj) {
     full_ = grp_.outer;
     full_.insert(full_.end(), grp_.inner.begin(), grp_.inner.end());
     outer_rank_ = grp_.has_reduction ? grp_.outer.size() : full_.size();
@@ -475,6 +475,8 @@ class KernelEmitter {
                                                     : fmt::format("cr_neg({})", a[0]);
     } else if (op == "abs" || op == "relu") {
       e = fmt::format("cr_{}({})", op, a[0]);
+    } else if (op == "exp" && compute_type(out) == "float" && is_max_shifted(g_, n.operands[0])) {
+      e = fast("exp_nonpos", a[0]);  // no upper clamp: the argument is <= 0
     } else if ((op == "exp" || op == "tanh" || op == "erf") && compute_type(out) == "float") {
       e = fast(op, a[0]);  // vectorizes; libm calls do not
     } else if (op == "exp" || op == "log" || op == "sqrt" || op == "sin" || op == "cos" ||
@@ -654,6 +656,14 @@ class KernelEmitter {
       update = fmt::format("{} += static_cast<{}>({});", acc, acc_t, x);
       pragma = fmt::format("reduction(+ : {})", acc);
       finish = n.op == "mean" ? fmt::format("{} / static_cast<{}>({})", acc, acc_t, n_) : acc;
+    } else if (n.op == "amax" && !bad_init &&
+               nan_reaches_results_through_sum(g_, ni, consumers_, mp_.materialized)) {
+      // softmax's max: a NaN reaches every result through the sum of exp, so the max skips the
+      // per-element NaN test (two vector operations in a pass of three).
+      init = fmt::format("{} {} = -std::numeric_limits<{}>::infinity();", acc_t, acc, acc_t);
+      update = fmt::format("{0} = ({1} > {0}) ? static_cast<{2}>({1}) : {0};", acc, x, acc_t);
+      pragma = fmt::format("reduction(max : {})", acc);
+      finish = acc;
     } else {
       const bool mx = n.op == "amax";
       init = fmt::format(
@@ -727,6 +737,7 @@ class KernelEmitter {
   const Graph& g_;
   const LoopProgram& lp_;
   const MemoryPlan& mp_;
+  const Consumers& consumers_;
   size_t gi_;
   const Group& grp_;
   Injection inj_;
@@ -773,11 +784,12 @@ EmitResult emit_cpp(const Graph& g, const LoopProgram& lp, const MemoryPlan& mp,
                     const std::map<std::string, std::string>& config) {
   const Injection inj = parse_injection(config);
   const size_t per_tu = config_count(config, "kernels_per_unit", 16);
+  const Consumers consumers = consumers_of(g);
   EmitResult r;
   std::vector<std::string> kernels;
   for (size_t gi = 0; gi < lp.groups.size(); ++gi) {
     if (lp.groups[gi].kind != Group::Kind::kKernel) continue;
-    kernels.push_back(KernelEmitter(g, lp, mp, gi, inj).emit());
+    kernels.push_back(KernelEmitter(g, lp, mp, consumers, gi, inj).emit());
   }
   for (size_t k = 0; k < kernels.size(); k += per_tu) {
     std::string tu = std::string(kCppPrelude) + kFastMathSource;

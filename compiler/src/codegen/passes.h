@@ -88,6 +88,14 @@ ConvChain match_conv_chain(const Graph& g, int conv, const Consumers& consumers)
 // extern::packed_conv2d[_bn][_add][_relu|_clamp]
 std::string packed_conv_name(const Graph& g, const Group& grp);
 
+// Softmax's decomposed form (softmax_facts.cpp). is_max_shifted: `v` is sub(x, amax(x)) with the
+// max broadcast back over its rows, so never above 0 (or NaN). nan_reaches_results_through_sum:
+// amax node `amax_node` heads a softmax or log_softmax whose every result reads the row's sum of
+// exp, so a NaN in the row reaches them all without the max tracking it.
+bool is_max_shifted(const Graph& g, ValueId v);
+bool nan_reaches_results_through_sum(const Graph& g, int amax_node, const Consumers& consumers,
+                                     const std::vector<bool>& materialized);
+
 // 4. Memory plan: which values get buffers, and which kernel outputs reuse an input buffer in
 // place.
 struct MemoryPlan {
