@@ -17,11 +17,10 @@ size_t config_count(const std::map<std::string, std::string>& config, const std:
                     size_t fallback);
 
 // 1. Rewrites ops whose pieces fuse better than the whole (softmax, log_softmax, layer_norm over
-// the last
-//    dims; silu, hardswish, hardsigmoid, batch_norm unless it folds into a packed conv2d) into
-//    primitive ops. Other nodes are copied as they are; names are kept for the final node.
-//    `value_map`, when given, receives per value of `g` the value standing for it in the result (a
-//    decomposed node's final value).
+// the last dims; silu, hardswish, hardsigmoid, batch_norm unless it folds into a packed conv2d)
+// into primitive ops. Other nodes are copied as they are; names are kept for the final node.
+// `value_map`, when given, receives per value of `g` the value standing for it in the result (a
+// decomposed node's final value).
 Graph decompose(const Graph& g, std::vector<ValueId>* value_map = nullptr,
                 const std::set<ValueId>& keep = {});
 
@@ -110,8 +109,7 @@ struct MemoryPlan {
 MemoryPlan plan_memory(const Graph& g, const LoopProgram& lp, const std::set<ValueId>& keep = {});
 
 // 5. C++ emission: one function per kernel group, each statement preceded by the graph node it
-// comes
-//    from; split into translation units of at most `kernels_per_tu` kernels.
+// comes from; split into translation units of at most `kernels_per_tu` kernels.
 struct EmitResult {
   std::vector<std::string> sources;
   std::string output_code;  // all units, for output_code.cpp
