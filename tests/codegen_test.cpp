@@ -12,6 +12,7 @@
 
 #include "accuracy.h"
 #include "backend_pair.h"
+#include "crucible/core/block_cache.h"
 #include "crucible/core/rng.h"
 #include "crucible/ir/text_format.h"
 #include "plugin_loader.h"
@@ -266,6 +267,35 @@ TEST_F(Codegen, SoftmaxMaxLeavesNanToTheSumOnlyWhenEveryResultReadsIt) {
   EXPECT_NE(hand_code.find("_nan"), std::string::npos) << hand_code;
   auto got = codegen_->backend().compile(hand, {})->run(in);
   EXPECT_TRUE(std::isnan(got[0].data<float>()[1 * 37 + 30]));  // the max's NaN, not the sum's
+}
+
+// A view no step reads (here each reshape ahead of a permute: the permute is laid over the matmul's
+// buffer directly) must not hold that buffer to the end of the run: six layers of such views kept
+// six dead 2 MiB buffers alive (MobileBERT: 96 of 8 MiB). Codegen's peak of tensor storage stays
+// within eager's, which frees every result after its last reader.
+TEST_F(Codegen, ResultsNoStepReadsDoNotOutliveTheirStep) {
+  std::string text = "graph m(%h0: f32[8,256,256], %w: f32[256,256]) {\n";
+  for (int l = 0; l < 6; ++l) {
+    text += fmt::format(
+        "  %m{0} = matmul(%h{0}, %w)\n  %r{0} = reshape(%m{0}, shape=[8,256,4,64])\n"
+        "  %p{0} = permute(%r{0}, dims=[0, 2, 1, 3])\n  %q{0} = mul(%p{0}, %p{0})\n"
+        "  %h{1} = reshape(%q{0}, shape=[8,256,256])\n",
+        l, l + 1);
+  }
+  text += "  return %h6\n}\n";
+  const Graph g = parse_graph(text);
+  const auto in = make_inputs(g, 2);
+  ExpectSameAsEager(g, in);
+  auto peak_of = [&](LoadedBackend& backend) {
+    auto exe = backend.backend().compile(g, {});
+    const size_t before = storage_bytes_in_use();
+    storage_peak_reset();
+    exe->run(in);
+    return storage_peak_bytes() - before;
+  };
+  const size_t eager = peak_of(*eager_), codegen = peak_of(*codegen_);
+  EXPECT_LE(codegen, eager) << "codegen " << (codegen >> 10) << " KiB, eager " << (eager >> 10)
+                            << " KiB";
 }
 
 // gelu(x + bias) with the rational erf: specials and the range where erf saturates to +-1.

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "crucible/core/block_cache.h"
 #include "crucible/core/error.h"
 #include "crucible/core/rng.h"
 #include "test_util.h"
@@ -20,6 +21,29 @@ TEST(Tensor, StorageIs64ByteAligned) {
     Tensor t = Tensor::empty(DType::kU8, {n});
     EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % 64, 0u);
   }
+}
+
+// The storage counters follow tensors' lifetimes, whether a block comes from the system or from
+// the cache of freed blocks, and the peak holds the most in use at once since its reset.
+TEST(Tensor, StorageCountersTrackBytesInUseAndPeak) {
+  const size_t base = storage_bytes_in_use();
+  storage_peak_reset();
+  EXPECT_EQ(storage_peak_bytes(), base);
+  {
+    Tensor a = Tensor::empty(DType::kF32, {1 << 20});  // 4 MiB
+    Tensor view = a.reshape(Shape{1024, 1024});        // shares the storage: counted once
+    EXPECT_EQ(storage_bytes_in_use(), base + (4u << 20));
+    {
+      Tensor b = Tensor::empty(DType::kU8, {100});  // allocated as 128: 64-byte multiples
+      EXPECT_EQ(storage_bytes_in_use(), base + (4u << 20) + 128);
+    }
+  }
+  EXPECT_EQ(storage_bytes_in_use(), base);
+  EXPECT_EQ(storage_peak_bytes(), base + (4u << 20) + 128);
+  storage_peak_reset();
+  { Tensor again = Tensor::empty(DType::kF32, {1 << 20}); }  // now from the block cache
+  EXPECT_EQ(storage_bytes_in_use(), base);
+  EXPECT_EQ(storage_peak_bytes(), base + (4u << 20));
 }
 
 TEST(Tensor, PermuteSliceExpandAreViews) {

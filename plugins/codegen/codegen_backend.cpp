@@ -306,6 +306,7 @@ class CodegenExecutable final : public plugin::Executable {
         operands.clear();
         for (ValueId v : n.operands) operands.push_back(env[v]);
         Tensor r = (*kernels_[i])(operands, n.attrs);
+        operands.clear();  // so that they die at their last use, not at the next extern call
         env[n.output] = r.is_contiguous() ? r : r.contiguous();
       } else {
         const Tensor& base = env[s.inputs[0]];
@@ -318,6 +319,12 @@ class CodegenExecutable final : public plugin::Executable {
             !keep.contains(v)) {
           env[v] = Tensor();
         }
+      }
+      // A result no step reads (a view whose own views are laid over the base buffer directly,
+      // such as a reshape ahead of an attention head's permute) would hold its buffer to the end
+      // of the run: MobileBERT kept 96 such 8 MiB buffers, 0.75 GB above eager's peak.
+      for (ValueId v : s.outputs) {
+        if (last_use_[v] < static_cast<int>(i) && !keep.contains(v)) env[v] = Tensor();
       }
     }
     return env;

@@ -2,6 +2,7 @@
 // disables it, leaving large allocations to whatever malloc the launcher preloaded).
 #include "crucible/core/block_cache.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -38,9 +39,17 @@ void* system_alloc(size_t bytes) {
   return p;
 }
 
-}  // namespace
+std::atomic<size_t> g_in_use{0};
+std::atomic<size_t> g_peak{0};
 
-void* block_alloc(size_t bytes) {
+void count_alloc(size_t bytes) {
+  const size_t now = g_in_use.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  size_t peak = g_peak.load(std::memory_order_relaxed);
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
+void* take(size_t bytes) {
   if (bytes >= kBlockCacheMinBytes) {
     Cache& c = cache();
     std::lock_guard lock(c.mu);
@@ -55,8 +64,21 @@ void* block_alloc(size_t bytes) {
   return system_alloc(bytes);
 }
 
+}  // namespace
+
+void* block_alloc(size_t bytes) {
+  void* p = take(bytes);
+  count_alloc(bytes);
+  return p;
+}
+
+size_t storage_bytes_in_use() { return g_in_use.load(std::memory_order_relaxed); }
+size_t storage_peak_bytes() { return g_peak.load(std::memory_order_relaxed); }
+void storage_peak_reset() { g_peak.store(g_in_use.load(std::memory_order_relaxed)); }
+
 void block_free(void* p, size_t bytes) {
   if (p == nullptr) return;
+  g_in_use.fetch_sub(bytes, std::memory_order_relaxed);
   if (bytes >= kBlockCacheMinBytes) {
     Cache& c = cache();
     std::lock_guard lock(c.mu);

@@ -19,4 +19,12 @@ size_t block_cache_bytes();
 // Returns every cached block to the system.
 void block_cache_clear();
 
+// Bytes of tensor storage in use (allocated by block_alloc, in its 64-byte multiples, and not yet
+// freed), and the most in use at once since the last reset: a backend's working-set peak, free of
+// the allocator's caching and of process overheads that RSS includes (as torch's
+// max_memory_allocated).
+size_t storage_bytes_in_use();
+size_t storage_peak_bytes();
+void storage_peak_reset();  // peak := in use now
+
 }  // namespace crucible
