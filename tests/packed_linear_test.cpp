@@ -398,6 +398,28 @@ TEST(PackedLinear, PrepareAhead) {
   ExpectErrorWith([&] { pl.prepare(4, 95, 64); }, "ldx=95");
 }
 
+// With the row count hinted (a compiler's static M), the weights are packed once, in the layout
+// that M's convolution wants, so prepare() and run() add no second copy; a hint of 1 (a gemv)
+// packs only the plain copy. Results match the reference either way.
+TEST(PackedLinear, RowsHintPacksOneCopy) {
+  uint64_t seed = 7000;
+  for (int64_t m : {1, 7, 1024}) {
+    for (auto [k, n] : {std::pair<int64_t, int64_t>{768, 768}, {768, 3072}, {96, 40}}) {
+      SCOPED_TRACE(::testing::Message() << "M=" << m << " K=" << k << " N=" << n);
+      Problem p = MakeProblem(m, k, n, true, true, Epilogue::kGelu, seed += 2);
+      const PackedLinear pl(p.weight, p.nk, p.bias, p.epilogue, p.alpha, p.beta, m);
+      pl.prepare(m, k, n);
+      // One copy, its outputs padded at most to a 64-wide block, plus the bias.
+      const size_t one_copy = static_cast<size_t>(k * n) * sizeof(float);
+      const size_t padded = static_cast<size_t>(k * ((n + 63) / 64 * 64) + n) * sizeof(float);
+      EXPECT_GE(pl.packed_bytes(), one_copy);
+      EXPECT_LE(pl.packed_bytes(), padded) << pl.describe();
+      RunAndCompare(pl, p, k, n, seed + 1);
+      EXPECT_LE(pl.packed_bytes(), padded) << "run() made a second copy: " << pl.describe();
+    }
+  }
+}
+
 TEST(PackedLinear, DescribeAndPackedBytes) {
   const Problem p = MakeProblem(2, 512, 512, true, true, Epilogue::kRelu, 2900);
   const PackedLinear pl = Pack(p);

@@ -93,14 +93,15 @@ class CodegenExecutable final : public plugin::Executable {
         packed_.emplace_back(nullptr);
         continue;
       }
-      packed_.push_back(std::make_unique<PackedLinear>(param(s.weight), s.weight_nk,
-                                                       s.bias >= 0 ? param(s.bias) : Tensor(),
-                                                       epilogue_of(s.epilogue)));
-      // Shapes are static: build the GEMM primitive for this M now, so its JIT is compile time.
-      const PackedLinear& pl = *packed_.back();
-      const int64_t k = pl.in_features(), n = pl.out_features();
+      // Shapes are static: pack for this M (one copy of the weights, in the layout its
+      // convolution wants) and build its GEMM primitive now, so its JIT is compile time.
+      const Tensor w = param(s.weight);
+      const int64_t k = s.weight_nk ? w.shape()[1] : w.shape()[0];
       const int64_t m = k ? g.value(s.inputs[0]).type.numel() / k : 0;
-      pl.prepare(m, k, n);
+      packed_.push_back(std::make_unique<PackedLinear>(w, s.weight_nk,
+                                                       s.bias >= 0 ? param(s.bias) : Tensor(),
+                                                       epilogue_of(s.epilogue), 1.0f, 1.0f, m));
+      packed_.back()->prepare(m, k, packed_.back()->out_features());
     }
     last_use_.assign(g.values().size(), -1);
     for (size_t i = 0; i < prog_.steps.size(); ++i) {

@@ -56,7 +56,7 @@ using dnnl_rt::thread_stream;
 
 constexpr int64_t kBlockedMinRows = 2;     // M = 1 is a gemv: the plain matmul is faster
 constexpr int64_t kBlockedMinOutputs = 8;  // one 8-wide output block; below it most lanes idle
-constexpr int64_t kProbeRows = 256;        // M used to ask oneDNN for its weight layout
+constexpr int64_t kProbeRows = 256;        // M asked for the weight layout when none is hinted
 constexpr size_t kMaxConvPlans = 64;       // distinct M values kept per PackedLinear
 
 // dst = scale * src, converting layouts (memory objects are handles: copies share the data).
@@ -264,7 +264,7 @@ struct PackedLinear::Impl {
 };
 
 PackedLinear::PackedLinear(const Tensor& weight, bool weight_layout_nk, const Tensor& bias,
-                           Epilogue epilogue, float alpha, float beta_bias) {
+                           Epilogue epilogue, float alpha, float beta_bias, int64_t rows_hint) {
   if (!weight.defined()) throw Error("PackedLinear: weight is undefined");
   if (weight.dtype() != DType::kF32) {
     throw Error(
@@ -324,12 +324,11 @@ PackedLinear::PackedLinear(const Tensor& weight, bool weight_layout_nk, const Te
     // W's strides as the convolution's [N,K,1] weights, whichever way the caller stores it.
     const memory::dims nk_strides =
         weight_layout_nk ? memory::dims{k, 1, 1} : memory::dims{1, n, 1};
-    if (n >= kBlockedMinOutputs) {
+    const int64_t probe = rows_hint > 0 ? rows_hint : kProbeRows;
+    if (n >= kBlockedMinOutputs && probe >= kBlockedMinRows) {
       try {
-        const memory::desc src_md({1, k, kProbeRows}, DataType::f32,
-                                  memory::dims{kProbeRows * k, 1, k});
-        const memory::desc dst_md({1, n, kProbeRows}, DataType::f32,
-                                  memory::dims{kProbeRows * n, 1, n});
+        const memory::desc src_md({1, k, probe}, DataType::f32, memory::dims{probe * k, 1, k});
+        const memory::desc dst_md({1, n, probe}, DataType::f32, memory::dims{probe * n, 1, n});
         const memory::desc w_any({n, k, 1}, DataType::f32, Tag::any);
         const auto kind = dnnl::prop_kind::forward_inference;
         const auto alg = dnnl::algorithm::convolution_direct;

@@ -22,11 +22,17 @@ const char* epilogue_name(Epilogue e);  // "none", "relu", "gelu", "gelu_tanh", 
 // bias; beta_bias == 0 drops the bias entirely, as torch.addmm does. The constructor copies and
 // reorders everything it needs: the caller's tensors may die or change afterwards.
 //
+// `rows_hint`: the row count M most calls will have, when the caller knows it (a compiler with
+// static shapes), else 0. The blocked weights are packed in the layout oneDNN's convolution wants
+// for that M; without a hint they follow a probe M, and an M whose convolution wants another
+// layout runs on a second, plain copy of the weights. A hint below 2 (a gemv, which the plain
+// matmul serves) packs only the plain copy.
+//
 // Copies share the packed weights and the primitive caches (all immutable or internally locked).
 class PackedLinear {
  public:
   PackedLinear(const Tensor& weight, bool weight_layout_nk, const Tensor& bias, Epilogue epilogue,
-               float alpha = 1.0f, float beta_bias = 1.0f);
+               float alpha = 1.0f, float beta_bias = 1.0f, int64_t rows_hint = 0);
 
   int64_t in_features() const;   // K
   int64_t out_features() const;  // N
