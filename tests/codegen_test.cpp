@@ -298,6 +298,21 @@ TEST_F(Codegen, ResultsNoStepReadsDoNotOutliveTheirStep) {
                             << " KiB";
 }
 
+// Weights materialized only to be packed are freed, and their blocks are handed back to the system
+// rather than kept in the cache of freed blocks, where no activation of their size would reuse
+// them: after compiling a packed linear nothing stays cached and no tensor storage is held for
+// the 16 MiB weight.
+TEST_F(Codegen, WeightsOnlyPackedLeaveNoStorageBehind) {
+  const Graph g = parse_graph(
+      "graph l(%x: f32[64,2048]) {\n  param %w: f32[2048,2048] = randn(seed=1, std=0.02)\n"
+      "  %y = linear(%x, %w)\n  return %y\n}\n");
+  const size_t before = storage_bytes_in_use();
+  auto exe = codegen_->backend().compile(g, {});
+  EXPECT_EQ(block_cache_bytes(), 0u);
+  EXPECT_LT(storage_bytes_in_use(), before + (1u << 20));
+  ExpectSameAsEager(g);
+}
+
 // gelu(x + bias) with the rational erf: specials and the range where erf saturates to +-1.
 TEST_F(Codegen, GeluOfExtremeInputsMatchesEager) {
   Graph g = parse_graph(

@@ -13,6 +13,7 @@
 
 #include "crucible/codegen/program.h"
 #include "crucible/codegen/toolchain.h"
+#include "crucible/core/block_cache.h"
 #include "crucible/ir/op_registry.h"
 #include "crucible/ops/packed_conv.h"
 #include "crucible/ops/packed_linear.h"
@@ -103,6 +104,13 @@ class CodegenExecutable final : public plugin::Executable {
                                                        epilogue_of(s.epilogue), 1.0f, 1.0f, m));
       packed_.back()->prepare(m, k, packed_.back()->out_features());
     }
+    // The f32 weights materialized only for packing are gone, but their blocks sit in the cache of
+    // freed blocks, sized as no activation is (a 4096x4096 MLP: 95 MB held): hand them back. The
+    // cache refills with the activations' sizes on the first run.
+    auto any = [](const auto& v) {
+      return std::any_of(v.begin(), v.end(), [](auto& p) { return p != nullptr; });
+    };
+    if (any(packed_) || any(convs_)) block_cache_clear();
     last_use_.assign(g.values().size(), -1);
     for (size_t i = 0; i < prog_.steps.size(); ++i) {
       for (ValueId v : prog_.steps[i].inputs) last_use_[v] = static_cast<int>(i);
