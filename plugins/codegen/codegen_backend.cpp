@@ -80,12 +80,7 @@ class CodegenExecutable final : public plugin::Executable {
     for (ValueId p : g.params()) {
       if (resident.contains(p)) params_.emplace_back(p, materialize_param(g, p).contiguous());
     }
-    auto param = [&](ValueId id) {
-      for (const auto& [pid, t] : params_) {
-        if (pid == id) return t;
-      }
-      return materialize_param(g, id).contiguous();
-    };
+    auto param = [&](ValueId id) { return param_tensor(id); };
     // Weights are packed here, once, into the GEMM library's layout (what makes linear faster than
     // eager's per-call path); each packed step keeps its own.
     for (const Step& s : prog_.steps) {
@@ -200,6 +195,15 @@ class CodegenExecutable final : public plugin::Executable {
     return OpRegistry::global().get(n.op).kernel(std::vector<Tensor>{}, n.attrs);
   }
 
+  // A parameter's tensor: the resident copy, or materialized anew for one only packed (dropped
+  // after packing).
+  Tensor param_tensor(ValueId id) const {
+    for (const auto& [pid, t] : params_) {
+      if (pid == id) return t;
+    }
+    return materialize_param(prog_.graph, id).contiguous();
+  }
+
   // A packed GEMM's value before its epilogue: the same packed weights and bias without the
   // post-op, packed on first use.
   Tensor gemm_before_epilogue(size_t step, const Tensor& x) {
@@ -207,14 +211,9 @@ class CodegenExecutable final : public plugin::Executable {
     auto& raw = raw_packed_[step];
     if (!raw) {
       // The weights may have been dropped after packing: materialize them again, once.
-      auto param = [&](ValueId id) {
-        for (const auto& [pid, t] : params_) {
-          if (pid == id) return t;
-        }
-        return materialize_param(prog_.graph, id).contiguous();
-      };
-      raw = std::make_unique<PackedLinear>(param(s.weight), s.weight_nk,
-                                           s.bias >= 0 ? param(s.bias) : Tensor(), Epilogue::kNone);
+      raw = std::make_unique<PackedLinear>(param_tensor(s.weight), s.weight_nk,
+                                           s.bias >= 0 ? param_tensor(s.bias) : Tensor(),
+                                           Epilogue::kNone);
     }
     const TensorType& t = prog_.graph.value(s.raw).type;
     Tensor h = Tensor::empty(t.dtype, t.shape);
