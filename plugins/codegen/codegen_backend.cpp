@@ -80,23 +80,22 @@ class CodegenExecutable final : public plugin::Executable {
     for (ValueId p : g.params()) {
       if (resident.contains(p)) params_.emplace_back(p, materialize_param(g, p).contiguous());
     }
-    auto param = [&](ValueId id) { return param_tensor(id); };
     // Weights are packed here, once, into the GEMM library's layout (what makes linear faster than
     // eager's per-call path); each packed step keeps its own.
     for (const Step& s : prog_.steps) {
-      convs_.push_back(s.kind == Step::Kind::kPackedConv ? pack_conv(s, param) : nullptr);
+      convs_.push_back(s.kind == Step::Kind::kPackedConv ? pack_conv(s) : nullptr);
       if (s.kind != Step::Kind::kPackedLinear) {
         packed_.emplace_back(nullptr);
         continue;
       }
       // Shapes are static: pack for this M (one copy of the weights, in the layout its
       // convolution wants) and build its GEMM primitive now, so its JIT is compile time.
-      const Tensor w = param(s.weight);
+      const Tensor w = param_tensor(s.weight);
       const int64_t k = s.weight_nk ? w.shape()[1] : w.shape()[0];
       const int64_t m = k ? g.value(s.inputs[0]).type.numel() / k : 0;
-      packed_.push_back(std::make_unique<PackedLinear>(w, s.weight_nk,
-                                                       s.bias >= 0 ? param(s.bias) : Tensor(),
-                                                       epilogue_of(s.epilogue), 1.0f, 1.0f, m));
+      packed_.push_back(std::make_unique<PackedLinear>(
+          w, s.weight_nk, s.bias >= 0 ? param_tensor(s.bias) : Tensor(), epilogue_of(s.epilogue),
+          1.0f, 1.0f, m));
       packed_.back()->prepare(m, k, packed_.back()->out_features());
     }
     // The f32 weights materialized only for packing are gone, but their blocks sit in the cache of
@@ -224,9 +223,9 @@ class CodegenExecutable final : public plugin::Executable {
 
   // A conv step's PackedConv2d: weights (batch norm folded in) packed now, and oneDNN's kernel for
   // the graph's static input shape built now, so both are compile time.
-  template <typename Param>
-  std::unique_ptr<PackedConv2d> pack_conv(const Step& s, const Param& param) {
+  std::unique_ptr<PackedConv2d> pack_conv(const Step& s) {
     const Graph& g = prog_.graph;
+    auto param = [this](ValueId id) { return param_tensor(id); };
     ConvEpilogue e;
     if (s.bn_node >= 0) {
       const Node& bn = g.nodes()[s.bn_node];

@@ -656,26 +656,26 @@ class KernelEmitter {
       update = fmt::format("{} += static_cast<{}>({});", acc, acc_t, x);
       pragma = fmt::format("reduction(+ : {})", acc);
       finish = n.op == "mean" ? fmt::format("{} / static_cast<{}>({})", acc, acc_t, n_) : acc;
-    } else if (n.op == "amax" && !bad_init &&
-               nan_reaches_results_through_sum(g_, ni, consumers_, mp_.materialized)) {
-      // softmax's max: a NaN reaches every result through the sum of exp, so the max skips the
-      // per-element NaN test (two vector operations in a pass of three).
-      init = fmt::format("{} {} = -std::numeric_limits<{}>::infinity();", acc_t, acc, acc_t);
-      update = fmt::format("{0} = ({1} > {0}) ? static_cast<{2}>({1}) : {0};", acc, x, acc_t);
-      pragma = fmt::format("reduction(max : {})", acc);
-      finish = acc;
     } else {
       const bool mx = n.op == "amax";
-      init = fmt::format(
-          "{} {} = {}; int {} = 0;", acc_t, acc,
+      // softmax's max needs no per-element NaN test (two vector operations in a pass of three): a
+      // NaN reaches every result through the sum of exp.
+      const bool track_nan =
+          bad_init || !mx || !nan_reaches_results_through_sum(g_, ni, consumers_, mp_.materialized);
+      const std::string start =
           bad_init ? "0"
-                   : fmt::format("{}std::numeric_limits<{}>::infinity()", mx ? "-" : "", acc_t),
-          nan);
-      update =
-          fmt::format("{0} = ({1} {2} {0}) ? static_cast<{3}>({1}) : {0}; {4} |= ({1} != {1});",
-                      acc, x, mx ? ">" : "<", acc_t, nan);
-      pragma = fmt::format("reduction({} : {}) reduction(| : {})", mx ? "max" : "min", acc, nan);
-      finish = fmt::format("({} ? std::numeric_limits<{}>::quiet_NaN() : {})", nan, acc_t, acc);
+                   : fmt::format("{}std::numeric_limits<{}>::infinity()", mx ? "-" : "", acc_t);
+      init = fmt::format("{} {} = {};", acc_t, acc, start);
+      update = fmt::format("{0} = ({1} {2} {0}) ? static_cast<{3}>({1}) : {0};", acc, x,
+                           mx ? ">" : "<", acc_t);
+      pragma = fmt::format("reduction({} : {})", mx ? "max" : "min", acc);
+      finish = acc;
+      if (track_nan) {
+        init += fmt::format(" int {} = 0;", nan);
+        update += fmt::format(" {0} |= ({1} != {1});", nan, x);
+        pragma += fmt::format(" reduction(| : {})", nan);
+        finish = fmt::format("({} ? std::numeric_limits<{}>::quiet_NaN() : {})", nan, acc_t, acc);
+      }
     }
     const std::string var = fresh();
     std::string s = row;
