@@ -238,6 +238,51 @@ TEST_F(Codegen, SoftmaxRowsWithInfNanAndExtremesMatchEager) {
   EXPECT_TRUE(std::isnan(y[0 * 37 + 5]) && std::isnan(y[2 * 37]) && std::isnan(y[3 * 37]));
 }
 
+// exp's far ends, where eager and codegen share fast_math.h and so cannot catch each other: each
+// backend is held to the true values. log(softmax(x)) keeps logits down to -103 (denormal
+// probabilities; it gave -inf below -87.6), sigmoid and silu stay exact zeros past exp's
+// overflow, as PyTorch's 1/(1 + exp(-x)) does, and exp itself overflows only past 88.7228.
+TEST_F(Codegen, ExpAtTheEdgesOfFloatMatchesTheTrueValuesOnBothBackends) {
+  Graph g = parse_graph(
+      "graph e(%x: f32[2,9], %y: f32[2,9]) {\n  %s = softmax(%x, dim=1)\n  %l = log(%s)\n"
+      "  %e = exp(%y)\n  %t = tanh(%y)\n  return %l, %e, %t\n}\n");
+  auto in = make_inputs(g, 3);
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> logits = {0, -20, -87.79f, -95, -103, -105, -200, -inf, -50};
+  const std::vector<float> args = {88.5f, 88.72f, 88.73f, -87.5f, -100, -104, 1e-10f, -1e-20f, 0};
+  for (int r = 0; r < 2; ++r) {
+    for (int j = 0; j < 9; ++j) {
+      in[0].data<float>()[r * 9 + j] = logits[j];
+      in[1].data<float>()[r * 9 + j] = args[j];
+    }
+  }
+  for (auto* b : {eager_, codegen_}) {
+    SCOPED_TRACE(b->backend().info().name);
+    auto out = b->backend().compile(g, {})->run(in);
+    for (int r = 0; r < 2; ++r) {
+      const float* l = out[0].data<float>() + r * 9;
+      EXPECT_NEAR(l[2], -87.79, 1e-4);
+      EXPECT_NEAR(l[3], -95.0, 1e-2);  // a denormal's few significant bits
+      EXPECT_NEAR(l[4], -103.0, 0.5);
+      EXPECT_EQ(l[5], -inf);  // exp(-105) rounds to 0 in float, as in libm
+      EXPECT_EQ(l[7], -inf);
+      const float* e = out[1].data<float>() + r * 9;
+      for (int j = 0; j < 9; ++j) {
+        const double want = std::exp(static_cast<double>(args[j]));
+        if (std::isinf(static_cast<float>(want))) {
+          EXPECT_EQ(e[j], inf) << args[j];
+        } else {
+          EXPECT_NEAR(e[j], want, std::max(want * 2.4e-7, 1.5e-45)) << args[j];
+        }
+      }
+      const float* t = out[2].data<float>() + r * 9;
+      EXPECT_EQ(t[6], 1e-10f);  // tanh keeps tiny arguments
+      EXPECT_EQ(t[7], -1e-20f);
+    }
+  }
+  ExpectSameAsEager(g, in);
+}
+
 // softmax's row max skips its NaN test (the sum of exp carries a NaN to every result of the row)
 // and its exp drops the upper clamp (the argument is <= 0); log_softmax likewise. A hand-written
 // exp(x - amax(x)) that is itself a result keeps both: there no sum stands between the max and

@@ -32,30 +32,35 @@ inline float select(bool c, float a, float b) {
 // forms below, the bounds make each clamp a single vmaxps/vminps. `limits()` reads volatile
 // storage, so it must never be called inside a loop meant to vectorize.
 struct Limits {
-  float exp_lo, exp_hi;  // exp's input range, [-88, 88.5]
+  float exp_lo, exp_hi;  // exp's input range, [-104, 88.75]
   float erf_sq_hi;       // erf's bound on x^2, 16
   float one;             // erf's result bound
+  float tanh_hi;         // tanh's bound on |x|, 44
 };
-inline volatile float limit_values[4] = {-88.0f, 88.5f, 16.0f, 1.0f};
+inline volatile float limit_values[5] = {-104.0f, 88.75f, 16.0f, 1.0f, 44.0f};
 inline Limits limits() {
-  return {limit_values[0], limit_values[1], limit_values[2], limit_values[3]};
+  return {limit_values[0], limit_values[1], limit_values[2], limit_values[3], limit_values[4]};
 }
 
-// exp(x) for float within 1.06 ulp (checked over every float in [-87.3, 88.3]); NaN stays NaN,
-// x > 88.38 gives inf, results below FLT_MIN are denormal down to x = -87.68 and 0 below. The
-// input is clamped to [-88, 88.5] first, so n = round(x / ln2) stays in [-127, 128]: 2^n is then
-// built from n's bits without masks (n = -127 gives 0, n = 128 gives inf). Cody-Waite reduction
-// by ln2 and a degree-6 minimax polynomial on [-ln2/2, ln2/2] (relative error 2e-9, so float
-// rounding dominates): about 15 vector operations, all on the FP pipes.
-inline float exp_clamped_f32(float x) {  // x in [-88, 88.5], or NaN
+// exp(x) for float within 1.02 ulp over the whole float range (checked against libm): NaN stays
+// NaN, results overflow to inf exactly where libm's do (x > 88.7228) and fall through the
+// denormals to 0 below x = -103.97, as libm's. Cody-Waite reduction x = n ln2 + r and a degree-6
+// minimax polynomial for exp(r) on [-ln2/2, ln2/2] (relative error 2e-9, so float rounding
+// dominates); 2^n is built from n's bits. n reaches [-150, 128] once the input is clamped to
+// [-104, 88.75], wider than a float's exponent, so 2^n is applied as two normal factors and the
+// only rounding is the last product's (into the denormals, or to inf). Each form below knows its
+// argument's range and pays for the factors that range needs.
+
+// p = exp(r) and t = x / ln2 + round, whose low mantissa bits hold n + (round - 1.5 * 2^23).
+struct ExpParts {
+  float p, t, n;
+};
+inline ExpParts exp_parts(float x, float round) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693359375f;  // ln2 split so that n * kLn2Hi is exact
   constexpr float kLn2Lo = -2.12194440e-4f;
-  // 1.5 * 2^23 + 127: adding it rounds x / ln2 to an integer n and leaves n + 127, the biased
-  // exponent of 2^n, in the low mantissa bits, so a shift by 23 builds 2^n.
-  constexpr float kRound = 12583039.0f;
-  const float t = x * kLog2e + kRound;
-  const float n = t - kRound;
+  const float t = x * kLog2e + round;
+  const float n = t - round;
   const float r = (x - n * kLn2Hi) - n * kLn2Lo;
   float p = 1.384365349105e-03f;
   p = p * r + 8.374155317418e-03f;
@@ -64,11 +69,38 @@ inline float exp_clamped_f32(float x) {  // x in [-88, 88.5], or NaN
   p = p * r + 4.999999420904e-01f;
   p = p * r + 1.000000032165e+00f;
   p = p * r + 1.0f;
-  return p * float_of(bits_of(t) << 23);
+  return {p, t, n};
 }
+// 1.5 * 2^23 + b: adding it rounds x / ln2 to n and leaves n + b in the low mantissa bits, so
+// shifting the sum's bits left by 23 gives the bits of 2^(n + b - 127).
+constexpr float round_with_bias(int b) { return 12582912.0f + static_cast<float>(b); }
+
+// Any x in [-104, 88.75] (or NaN): 2^(n-1) * 2 for n >= 0, and 2^(n+23) * 2^-23 below, so that
+// the clamped bottom (n = -150) builds the factor 0 and masked-out logits (-inf, -1e4) give an
+// exact 0 without passing through the denormals, which cost a microcode assist per element.
+inline float exp_clamped_f32(float x) {
+  const ExpParts e = exp_parts(x, round_with_bias(126));
+  constexpr uint32_t kShift = 24u << 23;  // from the factors (n-1, 1) to (n+23, -23)
+  const uint32_t shift = static_cast<uint32_t>(static_cast<int32_t>(bits_of(e.n)) >> 31) & kShift;
+  const float s1 = float_of((bits_of(e.t) << 23) + shift);
+  const float s2 = float_of((128u << 23) - shift);
+  return (e.p * s1) * s2;
+}
+// x in [-104, 0] (or NaN): n in [-150, 0], so 2^(n+23) is normal or (at the clamp) 0, and 2^-23
+// a constant factor.
+inline float exp_clamped_nonpos_f32(float x) {
+  const ExpParts e = exp_parts(x, round_with_bias(150));
+  return (e.p * float_of(bits_of(e.t) << 23)) * 1.1920928955078125e-07f;  // 2^-23
+}
+// x in [0, 88] (or NaN): n in [0, 127], so 2^n is one normal factor.
+inline float exp_clamped_nonneg_f32(float x) {
+  const ExpParts e = exp_parts(x, round_with_bias(127));
+  return e.p * float_of(bits_of(e.t) << 23);
+}
+
 inline float exp_f32(float x) {
-  x = select(x < -88.0f, -88.0f, x);
-  x = select(x > 88.5f, 88.5f, x);
+  x = select(x < -104.0f, -104.0f, x);
+  x = select(x > 88.75f, 88.75f, x);
   return exp_clamped_f32(x);
 }
 // The same values as exp_f32, clamped with bounds from limits() (NaN passes both clamps).
@@ -77,25 +109,44 @@ inline float exp_lim_f32(float x, const Limits& l) {
   x = x > l.exp_hi ? l.exp_hi : x;
   return exp_clamped_f32(x);
 }
-// exp_f32 for arguments that cannot exceed 88.5, such as softmax's x - max(x) <= 0 (or NaN):
-// the upper clamp is dropped, one operation fewer. A larger argument gives garbage, not inf.
+// exp_f32 for arguments that cannot be positive, such as softmax's x - max(x) <= 0 (or NaN): no
+// upper clamp and one scale factor. A positive argument gives garbage, not exp.
 inline float exp_nonpos_lim_f32(float x, const Limits& l) {
   x = x < l.exp_lo ? l.exp_lo : x;
-  return exp_clamped_f32(x);
+  return exp_clamped_nonpos_f32(x);
 }
 
-// tanh(x) = sign(x) * (1 - 2 / (exp(2|x|) + 1)): absolute error below 2e-7; saturates to +-1.
+// tanh(x) = sign(x) * (1 - 2 / (exp(2|x|) + 1)) for |x| >= 0.5, saturating to +-1 (2|x| is capped
+// at 88, inside exp's one-factor range); below, where that difference cancels, the odd Taylor
+// polynomial to x^15 (truncation under 0.1 ulp at 0.5), so small arguments keep their relative
+// accuracy (tanh(1e-10) = 1e-10, not 0). Both are computed and blended on |x|, which keeps the
+// loop branch-free; the sign is set last. Within 1.9 ulp over the whole float range.
+inline float with_sign_of(float x, float magnitude) {  // |x| carries x's sign bit: tanh(-0) = -0
+  return float_of(bits_of(magnitude) | (bits_of(x) & 0x80000000u));
+}
+inline float tanh_small_f32(float x) {
+  const float s = x * x;
+  float p = -1.4558343870513183e-03f;   // -929569/638512875
+  p = p * s + 3.5921280365724810e-03f;  // 21844/6081075
+  p = p * s - 8.8632355299021966e-03f;  // 1382/155925
+  p = p * s + 2.1869488536155203e-02f;  // 62/2835
+  p = p * s - 5.3968253968253971e-02f;  // 17/315
+  p = p * s + 1.3333333333333333e-01f;  // 2/15
+  p = p * s - 3.3333333333333333e-01f;
+  return x + x * s * p;
+}
+inline float tanh_from_abs(float x, float a) {
+  const float e = exp_clamped_nonneg_f32(2.0f * a);
+  const float t = 1.0f - 2.0f / (e + 1.0f);
+  return with_sign_of(x, select(a < 0.5f, tanh_small_f32(a), t));
+}
 inline float tanh_f32(float x) {
   const float a = x < 0.0f ? -x : x;
-  const float e = exp_f32(2.0f * (a > 44.0f ? 44.0f : a));
-  const float t = 1.0f - 2.0f / (e + 1.0f);
-  return x < 0.0f ? -t : t;
+  return tanh_from_abs(x, select(a > 44.0f, 44.0f, a));
 }
 inline float tanh_lim_f32(float x, const Limits& l) {
   const float a = x < 0.0f ? -x : x;
-  const float e = exp_lim_f32(2.0f * (a > 44.0f ? 44.0f : a), l);
-  const float t = 1.0f - 2.0f / (e + 1.0f);
-  return x < 0.0f ? -t : t;
+  return tanh_from_abs(x, a > l.tanh_hi ? l.tanh_hi : a);
 }
 
 // erf(x) = x * P(x^2) / Q(x^2), a degree 5/5 rational fitted (weighted least squares towards
