@@ -157,6 +157,62 @@ std::string Bn(const std::string& out, const std::string& in, const std::string&
   return fmt::format("  %{0} = batch_norm(%{1}, %{2}.g, %{2}.b, %{2}.m, %{2}.v)\n", out, in, name);
 }
 
+// NaN and inf in the input of every fused GEMM and convolution epilogue: oneDNN's relu and clip
+// post-ops computed max(x, 0) with the bound as the NaN-winning operand and turned NaN into 0.
+// Each activation, on each kernel path (linear on the blocked and the matmul path, a direct 3x3
+// convolution, the 1x1 GEMM path, depthwise, with a folded batch norm and a residual), must keep
+// NaN where eager keeps it; inf - inf inside the sums makes NaN of its own.
+TEST_F(CodegenVision, NanSurvivesEveryFusedEpilogue) {
+  std::string text =
+      "graph nan(%x: f32[6,24], %v: f32[1,24], %c: f32[2,8,9,9]) {\n"
+      "  param %w: f32[32,24] = randn(seed=1, std=0.2)\n"
+      "  param %b: f32[32] = randn(seed=2, std=0.1)\n"
+      "  param %k3: f32[8,8,3,3] = randn(seed=3, std=0.2)\n"
+      "  param %k1: f32[16,8,1,1] = randn(seed=4, std=0.3)\n"
+      "  param %kd: f32[8,1,3,3] = randn(seed=5, std=0.3)\n" +
+      BnParams("bn", 8, 10);
+  std::string body, outs;
+  const char* acts[] = {"relu", "gelu", "sigmoid", "tanh"};
+  for (const char* act : acts) {
+    for (const char* in : {"x", "v"}) {  // 6 rows: blocked path; 1 row: the matmul path
+      const std::string y = fmt::format("{}_{}", act, in);
+      body += fmt::format("  %l_{0} = linear(%{1}, %w, %b)\n  %{0} = {2}(%l_{0})\n", y, in, act);
+      outs += (outs.empty() ? "" : ", ") + ("%" + y);
+    }
+  }
+  body +=
+      "  %g = linear(%x, %w, %b)\n  %gt = gelu(%g, approximate=\"tanh\")\n"
+      "  %c3 = conv2d(%c, %k3, padding=[1,1])\n  %r3 = relu(%c3)\n"
+      "  %c3b = conv2d(%c, %k3, padding=[1,1])\n  %q3 = clamp(%c3b, min=0.0, max=6.0)\n"
+      "  %c1 = conv2d(%c, %k1)\n  %r1 = relu(%c1)\n"
+      "  %cd = conv2d(%c, %kd, padding=[1,1], groups=8)\n  %rd = clamp(%cd, min=0.0, max=6.0)\n"
+      "  %cb = conv2d(%c, %k3, padding=[1,1])\n" +
+      Bn("nb", "cb", "bn") + "  %sb = add(%nb, %c)\n  %rb = relu(%sb)\n";
+  outs += ", %gt, %r3, %q3, %r1, %rd, %rb";
+  text += body + "  return " + outs + "\n}\n";
+  const Graph g = parse_graph(text);
+  auto in = make_inputs(g, 4);
+  const float inf = std::numeric_limits<float>::infinity();
+  float* x = in[0].data<float>();
+  x[0] = NAN;                         // row 0: NaN reaches every output of the row
+  x[24 + 3] = inf, x[24 + 4] = -inf;  // row 1: inf - inf in the sums
+  x[48 + 5] = inf;                    // row 2: +-inf outputs
+  in[1].data<float>()[7] = NAN;       // the single row
+  float* c = in[2].data<float>();
+  c[0] = NAN;                      // image 0, channel 0, top-left
+  c[81 * 3 + 40] = inf;            // channel 3, centre
+  c[81 * 8 + 81 * 5 + 10] = -inf;  // image 1, channel 5
+  c[81 * 8 + 81 * 6 + 70] = NAN;
+  ExpectSameAsEager(g, in);
+  // The NaNs are really there (a comparison of two all-zero tensors would pass too).
+  auto got = codegen_->backend().compile(g, {})->run(in);
+  EXPECT_TRUE(std::isnan(got[0].data<float>()[0]));  // relu(linear) of the NaN row
+  const Tensor& r3 = got[9];
+  EXPECT_TRUE(std::isnan(r3.data<float>()[0]));
+  const std::string ir = fused_ir(g);
+  EXPECT_GE(count(ir, "extern::packed_conv2d"), 4) << ir;  // the convolutions stayed fused
+}
+
 // Two ResNet basic blocks after a stem: the first adds its identity (the stem's output, which
 // dies there, so the output takes over its buffer), the second a downsampling 1x1 conv. In the
 // second, conv2's batch norm comes before the downsample conv in the graph, so the add (and the

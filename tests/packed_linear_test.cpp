@@ -219,6 +219,37 @@ TEST(PackedLinear, EachEpilogueOnEveryPath) {
   }
 }
 
+// A NaN in a row of x makes that row's outputs NaN through every epilogue, on the blocked, the
+// 1-row and the padded-row paths; so does inf - inf inside a sum. oneDNN's relu post-op turned
+// them into 0 (max(x, 0) with 0 winning over NaN); relu now runs in a pass that keeps NaN.
+TEST(PackedLinear, NanAndInfPassThroughEveryEpilogue) {
+  const int64_t k = 40, n = 48;
+  for (Epilogue e : kAllEpilogues) {
+    const Problem p = MakeProblem(8, k, n, true, true, e, 900, 3.0);
+    const PackedLinear pl = Pack(p);
+    for (int64_t m : {int64_t{8}, int64_t{1}}) {
+      for (int64_t ldy : {n, n + 5}) {
+        SCOPED_TRACE(::testing::Message() << epilogue_name(e) << " M=" << m << " ldy=" << ldy);
+        std::vector<float> x(m * k, 0.25f), y(m * ldy, 0.0f);
+        x[3] = NAN;
+        if (m > 1) x[k + 1] = std::numeric_limits<float>::infinity();
+        if (m > 1) x[k + 2] = -std::numeric_limits<float>::infinity();
+        pl.run(x.data(), m, k, y.data(), ldy);
+        for (int64_t j = 0; j < n; ++j) EXPECT_TRUE(std::isnan(y[j])) << "row 0 col " << j;
+        if (m > 1) {
+          // inf * w1 - inf * w2 is NaN unless the two weights' signs differ: then +-inf.
+          const float* w = p.weight.data<float>();
+          for (int64_t j = 0; j < n; ++j) {
+            if ((w[j * k + 1] > 0) == (w[j * k + 2] > 0)) {
+              EXPECT_TRUE(std::isnan(y[ldy + j])) << "row 1 col " << j;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // W stored [K,N] (matmul's and addmm's right operand).
 TEST(PackedLinear, KNWeightLayout) {
   uint64_t seed = 900;

@@ -26,10 +26,13 @@
 //   kernel saves: 2.6 ms for 256 channels at 56x56 against a 2.2 ms convolution); others take a
 //   plain input and a reordered output when oneDNN then picks a direct kernel (the 3-channel stem:
 //   nchw -> nChw16c), else reordered activations both ways (`brgconv` picks nhwc).
-// - Post-ops on a direct kernel are nearly free: 3x3 64->64 at 56x56 4.29 ms alone, 4.32 with
-//   relu or clip. A residual, though, is added in one pass after the output's reorder, with the
-//   activation: 5.17 vs 5.40 ms for that layer with a sum post-op fed by a reorder of the residual
-//   into the output's layout (4.42 vs 4.50 at 128x28x28, 4.18 vs 4.24 at 256x14x14).
+// - relu and clamp never run as oneDNN post-ops: its eltwise relu and clip are vmaxps/vminps with
+//   the bound as the second operand, which turn NaN into 0 (PyTorch and our eager keep NaN). They
+//   run in our pass after the convolution, with the residual when there is one. On a direct
+//   kernel post-ops were nearly free (3x3 64->64 at 56x56 4.29 ms alone, 4.32 with relu or clip);
+//   the pass's cost is in docs/design_decisions.md. A residual is added in that pass too: 5.17 vs
+//   5.40 ms for that layer with a sum post-op fed by a reorder of the residual into the output's
+//   layout (4.42 vs 4.50 at 128x28x28, 4.18 vs 4.24 at 256x14x14).
 // - Post-ops on `gemm:jit` are slow in oneDNN 2.6: 1x1 256->64 2.2 ms alone, 2.6 with relu, 9.9
 //   with sum + relu; 64->256 2.6 ms alone, 4.4 with relu. There the convolution runs with its
 //   (folded) bias only, and the residual and activation follow in one vectorized pass (0.14 and
@@ -76,7 +79,6 @@ struct Plan {
   // Without post-ops, a residual that is y itself is added by the output's reorder (a sum
   // post-op: y = reorder(dst) + y) before the activation pass.
   dnnl::reorder from_dst_sum;
-  bool post_ops = false;  // the activation runs inside `conv` (no residual then)
   // A plain-output convolution with a residual that is y itself: the same problem with a sum
   // post-op, which reads the residual from y before the result replaces it.
   bool has_sum = false;
@@ -150,7 +152,7 @@ struct PackedConv2d::Impl {
   memory packed;                          // the weights in oneDNN's layout for `base`
   std::shared_ptr<const Plan> base_plan;  // made in the constructor, for `base`
   Shape base_input;
-  dnnl::primitive_attr plain_attr, post_attr, sum_attr;
+  dnnl::primitive_attr plain_attr, sum_attr;
 
   mutable std::mutex mutex;
   mutable std::map<Shape, std::shared_ptr<const Plan>> plans;
@@ -194,17 +196,11 @@ struct PackedConv2d::Impl {
     fwd::primitive_desc pd = describe(plan->user_src, plan->user_dst, plain_attr);
     const bool pointwise = s.kh == 1 && s.kw == 1 && g == 1;
     if (!pointwise) {
-      // A residual keeps the post-ops off: relu must follow the add, and the add is cheaper in
-      // the pass after the output's reorder than as a sum post-op (see the top of the file).
-      const dnnl::primitive_attr& attr = epilogue.residual ? plain_attr : post_attr;
-      fwd::primitive_desc direct = describe(plan->user_src, any_dst, attr);
-      if (is_gemm_or_ref(direct.impl_info_str())) direct = describe(any_src, any_dst, attr);
-      if (!is_gemm_or_ref(direct.impl_info_str())) {
-        pd = direct;
-        plan->post_ops = !epilogue.residual;
-      }
+      fwd::primitive_desc direct = describe(plan->user_src, any_dst, plain_attr);
+      if (is_gemm_or_ref(direct.impl_info_str())) direct = describe(any_src, any_dst, plain_attr);
+      if (!is_gemm_or_ref(direct.impl_info_str())) pd = direct;
     }
-    if (!plan->post_ops && epilogue.residual) {
+    if (epilogue.residual) {
       try {
         fwd::primitive_desc with_sum = describe(pd.src_desc(), pd.dst_desc(), sum_attr);
         if (!dnnl_rt::is_reference(with_sum.impl_info_str()) &&
@@ -285,7 +281,7 @@ struct PackedConv2d::Impl {
   int64_t images_per_call(const Plan& p) const {
     const ConvShape& s = p.shape;
     const bool pass = epilogue.residual || epilogue.activation != ConvActivation::kNone;
-    if (p.post_ops || !pass || p.reorder_src || p.reorder_dst) return s.n;
+    if (!pass || p.reorder_src || p.reorder_dst) return s.n;
     const int64_t image_bytes = s.o * s.oh * s.ow * static_cast<int64_t>(sizeof(float));
     const int64_t fit = std::max<int64_t>(1, kSliceBytes / image_bytes);
     int64_t per_call = 1;
@@ -336,7 +332,7 @@ struct PackedConv2d::Impl {
       (sum_on_reorder ? p.from_dst_sum : p.from_dst).execute(stream, dst, user_y);
       stream.wait();
     }
-    if (!p.post_ops && (pass_residual != nullptr || row.activation != ConvActivation::kNone)) {
+    if (pass_residual != nullptr || row.activation != ConvActivation::kNone) {
       const ConvShape& s = p.shape;
       epilogue_pass(y, pass_residual, s.n * s.o * s.oh * s.ow, row);
     }
@@ -415,16 +411,10 @@ PackedConv2d::PackedConv2d(const Tensor& weight, const Tensor& bias, const Attrs
     return;
   }
 
-  dnnl::post_ops post, sum;
+  dnnl::post_ops sum;
   sum.append_sum(1.0f);
-  if (ep.activation == ConvActivation::kRelu) {
-    post.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-  } else if (ep.activation == ConvActivation::kClamp) {
-    post.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, im.row.lo, im.row.hi);
-  }
-  im.post_attr.set_post_ops(post);
   im.sum_attr.set_post_ops(sum);
-  for (dnnl::primitive_attr* a : {&im.plain_attr, &im.post_attr, &im.sum_attr}) {
+  for (dnnl::primitive_attr* a : {&im.plain_attr, &im.sum_attr}) {
     a->set_scratchpad_mode(dnnl::scratchpad_mode::user);
   }
   try {
@@ -507,10 +497,9 @@ std::string PackedConv2d::describe() const {
   } else {
     const Plan& plan = *im.base_plan;
     text += fmt::format(
-        " (oneDNN {}, weights {}, activations {} -> {}, epilogue {})", plan.impl,
+        " (oneDNN {}, weights {}, activations {} -> {}, epilogue in a pass after)", plan.impl,
         dnnl_rt::layout_name(im.packed.get_desc(), s.p.groups > 1 ? "goihw" : "oihw"),
-        dnnl_rt::layout_name(plan.src_md, "nchw"), dnnl_rt::layout_name(plan.dst_md, "nchw"),
-        plan.post_ops ? "as post-ops" : "in a pass after");
+        dnnl_rt::layout_name(plan.src_md, "nchw"), dnnl_rt::layout_name(plan.dst_md, "nchw"));
   }
   return fmt::format("{}{}, {} epilogue", text, im.has_bias ? ", bias" : "", im.epilogue.name());
 }

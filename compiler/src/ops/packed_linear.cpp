@@ -17,6 +17,7 @@
 
 #include "crucible/core/error.h"
 #include "ops/dnnl_runtime.h"
+#include "ops/reduction_internal.h"
 
 // Which oneDNN primitive, and how the batch size M is handled (measured on this machine, AMD EPYC
 // AVX2 without AVX-512, 2 threads, oneDNN 2.6.3, x@W^T + bias + relu, best of interleaved runs):
@@ -141,6 +142,16 @@ const char* epilogue_name(Epilogue e) {
       return "tanh";
   }
   return "unknown";
+}
+
+// relu over y's m rows of n (row stride ldy) as the relu op computes it: v <= 0 -> 0, NaN stays.
+void relu_rows(float* y, int64_t m, int64_t n, int64_t ldy) {
+#pragma omp parallel for schedule(static) if (m * n >= reduction::kParallelGrain && m > 1)
+  for (int64_t i = 0; i < m; ++i) {
+    float* row = y + i * ldy;
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) row[j] = row[j] <= 0.0f ? 0.0f : row[j];
+  }
 }
 
 struct PackedLinear::Impl {
@@ -306,8 +317,11 @@ PackedLinear::PackedLinear(const Tensor& weight, bool weight_layout_nk, const Te
     }
   }
 
+  // relu is applied by our own pass after the GEMM: oneDNN's eltwise relu is vmaxps(x, 0), which
+  // turns NaN into 0 where PyTorch and eager keep it. The other activations' post-ops keep NaN
+  // (tested in PackedLinear.NanAndInfPassThroughEveryEpilogue).
   dnnl::post_ops ops;
-  if (epilogue != Epilogue::kNone) {
+  if (epilogue != Epilogue::kNone && epilogue != Epilogue::kRelu) {
     ops.append_eltwise(1.0f, eltwise_algorithm(epilogue), 0.0f, 0.0f);
   }
   im.attr.set_post_ops(ops);
@@ -387,6 +401,7 @@ void PackedLinear::run(const float* x, int64_t m, int64_t ldx, float* y, int64_t
         {DNNL_ARG_DST, memory(plan->dst_md, engine, y)}};
     if (im.has_bias) args.emplace(DNNL_ARG_BIAS, im.conv_bias);
     execute(plan->primitive, args, plan->scratch_md);
+    if (im.epilogue == Epilogue::kRelu) relu_rows(y, m, n, ldy);
     return;
   }
 
@@ -398,6 +413,7 @@ void PackedLinear::run(const float* x, int64_t m, int64_t ldx, float* y, int64_t
       {DNNL_ARG_DST, memory({{m, n}, DataType::f32, memory::dims{ldy, 1}}, engine, y)}};
   if (im.has_bias) args.emplace(DNNL_ARG_BIAS, im.matmul_bias);
   execute(path.primitive, args, path.scratch_md);
+  if (im.epilogue == Epilogue::kRelu) relu_rows(y, m, n, ldy);
 }
 
 void PackedLinear::prepare(int64_t m, int64_t ldx, int64_t ldy) const {
