@@ -283,6 +283,32 @@ TEST_F(Codegen, ExpAtTheEdgesOfFloatMatchesTheTrueValuesOnBothBackends) {
   ExpectSameAsEager(g, in);
 }
 
+// clamp's NaN bounds (PyTorch 1.13's rule, clamp_bounds.h) fused with its neighbours, f32, f64
+// and bf16: a lone NaN bound is no bound, either NaN of two bounds makes the result NaN.
+TEST_F(Codegen, ClampWithNanBoundsMatchesEager) {
+  std::string text = "graph c(%x: f32[4,33], %d: f64[33], %h: bf16[2,9]) {\n";
+  std::string outs;
+  int i = 0;
+  for (const char* bounds : {"min=nan", "max=nan", "min=nan, max=1.0", "min=-1.0, max=nan",
+                             "min=nan, max=nan", "min=0.5", "min=2.0, max=-1.0"}) {
+    for (const char* in : {"x", "d", "h"}) {
+      text +=
+          fmt::format("  %a{0} = mul(%{1}, %{1})\n  %c{0} = clamp(%a{0}, {2})\n", i, in, bounds);
+      outs += fmt::format("{}%c{}", outs.empty() ? "" : ", ", i++);
+    }
+  }
+  const Graph g = parse_graph(text + "  return " + outs + "\n}\n");
+  auto in = make_inputs(g, 2);
+  in[0].data<float>()[5] = NAN;
+  ExpectSameAsEager(g, in);
+  plugin::Options off;
+  off.config["fusion"] = "off";
+  ExpectSameAsEager(g, in, off);
+  auto got = codegen_->backend().compile(g, {})->run(in);
+  EXPECT_EQ(got[0].data<float>()[0], in[0].data<float>()[0] * in[0].data<float>()[0]);
+  EXPECT_TRUE(std::isnan(got[6].data<float>()[0]));
+}
+
 // softmax's row max skips its NaN test (the sum of exp carries a NaN to every result of the row)
 // and its exp drops the upper clamp (the argument is <= 0); log_softmax likewise. A hand-written
 // exp(x - amax(x)) that is itself a result keeps both: there no sum stands between the max and

@@ -398,9 +398,16 @@ TEST(Clamp, BoundsAndNaN) {
   // min > max: everything becomes max, as min(max(x, lo), hi) does.
   ExpectTensor(RunOp("clamp", {x}, {{"min", 3.0}, {"max", 1.0}}), DType::kF32, {5},
                {1, 1, 1, 1, kNaN});
-  // A NaN bound makes every element NaN.
-  ExpectTensor(RunOp("clamp", {x}, {{"min", kNaN}}), DType::kF32, {5},
+  // NaN bounds as PyTorch 1.13: a lone NaN bound is no bound; with both bounds given, either one
+  // NaN makes every element NaN.
+  ExpectTensor(RunOp("clamp", {x}, {{"min", kNaN}}), DType::kF32, {5}, {-2, -0.5, 0.5, 2, kNaN});
+  ExpectTensor(RunOp("clamp", {x}, {{"max", kNaN}}), DType::kF32, {5}, {-2, -0.5, 0.5, 2, kNaN});
+  ExpectTensor(RunOp("clamp", {x}, {{"min", kNaN}, {"max", 1.0}}), DType::kF32, {5},
                {kNaN, kNaN, kNaN, kNaN, kNaN});
+  ExpectTensor(RunOp("clamp", {x}, {{"min", 0.0}, {"max", kNaN}}), DType::kF32, {5},
+               {kNaN, kNaN, kNaN, kNaN, kNaN});
+  ExpectTensor(RunOp("clamp", {T(DType::kF64, {2}, {-3, 3})}, {{"max", kNaN}}), DType::kF64, {2},
+               {-3, 3});
 }
 
 TEST(Clamp, IntegerBf16AndErrors) {

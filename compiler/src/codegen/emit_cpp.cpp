@@ -11,6 +11,7 @@
 #include "codegen/cpp_prelude.h"
 #include "codegen/passes.h"
 #include "crucible/core/error.h"
+#include "crucible/ops/clamp_bounds.h"
 #include "ops/type_rules.h"
 
 namespace crucible::codegen {
@@ -531,11 +532,13 @@ class KernelEmitter {
       e = a[0];
       const std::string t = compute_type(out);
       auto lo = n.attrs.get_optional_float("min"), hi = n.attrs.get_optional_float("max");
-      if ((lo && std::isnan(*lo)) || (hi && std::isnan(*hi))) {
+      if (clamp_is_all_nan(lo, hi)) {
         e = literal(NAN, out);
-      } else {
-        if (lo) e = fmt::format("({0} < {1} ? {1} : {0})", e, literal(*lo, out));
-        if (hi) e = fmt::format("({0} > {1} ? {1} : {0})", e, literal(*hi, out));
+      } else {  // a lone NaN bound is no bound (clamp_bounds.h)
+        if (lo && !std::isnan(*lo))
+          e = fmt::format("({0} < {1} ? {1} : {0})", e, literal(*lo, out));
+        if (hi && !std::isnan(*hi))
+          e = fmt::format("({0} > {1} ? {1} : {0})", e, literal(*hi, out));
       }
     } else if (op == "cat") {
       e = a[0];

@@ -9,6 +9,7 @@
 
 #include "crucible/core/error.h"
 #include "crucible/core/fast_math.h"
+#include "crucible/ops/clamp_bounds.h"
 #include "ops/elementwise_internal.h"
 #include "ops/elementwise_loop.h"
 
@@ -305,15 +306,13 @@ OpDef clamp_def() {
     const TensorType ty = clamp_rule(types_of(in), attrs);
     const std::optional<double> lo = attrs.get_optional_float("min"),
                                 hi = attrs.get_optional_float("max");
-    // A NaN bound makes every element NaN (PyTorch's min(max(x, lo), hi) with NaN propagation).
-    if ((lo && std::isnan(*lo)) || (hi && std::isnan(*hi))) {
+    if (clamp_is_all_nan(lo, hi)) {
       return Tensor::full(ty.dtype, ty.shape, std::numeric_limits<double>::quiet_NaN());
     }
     Tensor out = Tensor::empty(ty.dtype, ty.shape);
     dispatch_all(ty.dtype, "clamp", [&]<typename T>() {
       using C = compute_t<T>;
-      constexpr double kInf = std::numeric_limits<double>::infinity();
-      const C l = clamp_bound<T>(lo.value_or(-kInf)), h = clamp_bound<T>(hi.value_or(kInf));
+      const C l = clamp_bound<T>(clamp_lower(lo)), h = clamp_bound<T>(clamp_upper(hi));
       // A NaN x fails both comparisons and stays NaN.
       Elementwise<T>::template run<T>(out, {in[0]}, [l, h](C x) {
         C r = x < l ? l : x;
