@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "crucible/core/error.h"
+#include "crucible/core/quote.h"
 
 namespace {
 void print_usage() {
@@ -20,6 +21,7 @@ void print_usage() {
 
 int main(int argc, char** argv) {
   using namespace crucible::cli;
+  using crucible::printable;
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     print_usage();
     return argc < 2 ? kExitUsage : kExitOk;
@@ -31,16 +33,21 @@ int main(int argc, char** argv) {
     try {
       return c.run(args);
     } catch (const po::error& e) {
-      std::cerr << fmt::format("crucible {}: {} (see crucible {} --help)\n", name, e.what(), name);
+      std::cerr << fmt::format("crucible {}: {} (see crucible {} --help)\n", name,
+                               printable(e.what()), name);
       return kExitUsage;
     } catch (const crucible::Error& e) {
-      std::cerr << fmt::format("crucible {}: {}\n", name, e.what());
+      std::cerr << fmt::format("crucible {}: {}\n", name, printable(e.what()));
       return kExitUsage;
+    } catch (const std::bad_alloc&) {
+      std::cerr << fmt::format("crucible {}: out of memory\n", name);
+      return kExitFailed;
     } catch (const std::exception& e) {
-      std::cerr << fmt::format("crucible {}: internal error: {}\n", name, e.what());
+      std::cerr << fmt::format("crucible {}: internal error: {}\n", name, printable(e.what()));
       return kExitFailed;
     }
   }
-  std::cerr << fmt::format("crucible: unknown command '{}' (see crucible --help)\n", name);
+  std::cerr << fmt::format("crucible: unknown command '{}' (see crucible --help)\n",
+                           printable(name));
   return kExitUsage;
 }

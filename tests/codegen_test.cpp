@@ -309,6 +309,25 @@ TEST_F(Codegen, ClampWithNanBoundsMatchesEager) {
   EXPECT_TRUE(std::isnan(got[6].data<float>()[0]));
 }
 
+// Zero-size dims in inputs, parameters and a packed linear with K = 0 (its output is the bias, the
+// empty sum): codegen ran it on no rows and left the output unwritten.
+TEST_F(Codegen, ZeroSizeInputsAndEmptyLinearMatchEager) {
+  const Graph g = parse_graph(
+      "graph z(%x: f32[4,0], %i: i32[2,0] = randint(low=0, high=9), %u: u8[3,0,2]) {\n"
+      "  param %w: f32[3,0] = randn(seed=1)\n  param %b: f32[3] = randn(seed=2)\n"
+      "  param %w2: f32[5,0] = randn(seed=3)\n"
+      "  %l = linear(%x, %w, %b)\n  %r = relu(%l)\n  %l2 = linear(%x, %w2)\n"
+      "  %n = neg(%i)\n  %s = sum(%u, dims=[1])\n  return %r, %l2, %n, %s\n}\n");
+  ExpectSameAsEager(g);
+  auto got = codegen_->backend().compile(g, {})->run(make_inputs(g, 1));
+  const Tensor b = materialize_param(g, g.params()[1]);
+  for (int r = 0; r < 4; ++r) {
+    for (int j = 0; j < 3; ++j) {
+      EXPECT_EQ(got[0].data<float>()[r * 3 + j], std::max(b.data<float>()[j], 0.0f));
+    }
+  }
+}
+
 // softmax's row max skips its NaN test (the sum of exp carries a NaN to every result of the row)
 // and its exp drops the upper clamp (the argument is <= 0); log_softmax likewise. A hand-written
 // exp(x - amax(x)) that is itself a result keeps both: there no sum stands between the max and

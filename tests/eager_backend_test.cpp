@@ -164,6 +164,13 @@ TEST(RunGraphCli, BadInputGivesOneLineAndExitTwo) {
   auto dir = std::filesystem::temp_directory_path() / ("crucible_rg_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   { std::ofstream(dir / "bad.graph") << "graph g(%x: f32[2]) {\n  %y = nag(%x)\n  return %y\n}\n"; }
+  {
+    std::ofstream(dir / "ctl.graph")
+        << "graph g(%x: f32[2]) {\n  param %w: f32[2] = file(path=\"a\\n\x1b[31mb.bin\")\n"
+           "  %y = add(%x, %w)\n  return %y\n}\n";
+    std::ofstream(dir / "huge.graph")
+        << "graph g(%x: f32[4611686018427387904,2]) {\n  %y = neg(%x)\n  return %y\n}\n";
+  }
   struct Case {
     std::string args, expected;
   } cases[] = {
@@ -175,6 +182,12 @@ TEST(RunGraphCli, BadInputGivesOneLineAndExitTwo) {
       {(dir / "bad.graph").string() + " -c novalue", "-c expects key=value, got 'novalue'"},
       {"--backend nosuch " + std::string(CRUCIBLE_SOURCE_DIR) + "/suites/tutorial/sin_cos.graph",
        "backend 'nosuch': no crucible_backend_nosuch.so"},
+      // Control bytes from the file are escaped, so the message stays one line.
+      {(dir / "ctl.graph").string(), "ctl.graph:2:22: parameter %w: "},
+      {(dir / "ctl.graph").string(), "a\\n\\x1b[31mb.bin: cannot open parameter data file"},
+      {(dir / "huge.graph").string(),
+       "huge.graph:1:13: shape [4611686018427387904,2] is too large"},
+      {dir.string(), "is a directory, not a .graph file"},
   };
   for (const auto& c : cases) {
     auto r = testing::run_crucible("run-graph " + c.args);

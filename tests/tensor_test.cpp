@@ -8,6 +8,7 @@
 #include "crucible/core/block_cache.h"
 #include "crucible/core/error.h"
 #include "crucible/core/rng.h"
+#include "crucible/ir/graph.h"
 #include "test_util.h"
 
 namespace crucible {
@@ -87,6 +88,35 @@ TEST(Tensor, SqueezeUnsqueezeAndZeroSize) {
   Tensor z = Tensor::empty(DType::kF32, {0, 4});
   EXPECT_EQ(z.numel(), 0);
   ExpectTensor(z.to(DType::kI32), DType::kI32, {0, 4}, {});
+}
+
+// A tensor with no elements is contiguous whatever its other sizes (as in PyTorch), so every
+// recipe fills it: [2,0] had strides that failed the check and only zeros() could make one.
+TEST(Tensor, ZeroSizeTensorsAreContiguousAndEveryRecipeFillsThem) {
+  for (const Shape& shape : {Shape{2, 0}, Shape{0, 3}, Shape{3, 0, 2}, Shape{0}, Shape{5, 1, 0}}) {
+    for (const char* kind : {"randn", "uniform", "randint", "zeros", "ones", "full"}) {
+      SCOPED_TRACE(shape_str(shape) + " " + kind);
+      Initializer init{kind, {}};
+      if (std::string(kind) == "randint") init.args.set("high", int64_t{4});
+      if (std::string(kind) == "full") init.args.set("value", 2.0);
+      const Tensor t = materialize(init, {DType::kI32, shape}, {}, 1);
+      EXPECT_TRUE(t.is_contiguous());
+      EXPECT_EQ(t.numel(), 0);
+      EXPECT_EQ(t.shape(), shape);
+      EXPECT_TRUE(t.transpose(0, static_cast<int64_t>(shape.size()) - 1).is_contiguous());
+    }
+  }
+}
+
+// Element and byte counts are checked: an overflow is an Error, never a wrapped count.
+TEST(Tensor, SizesThatOverflowAreErrors) {
+  EXPECT_EQ(shape_numel(Shape{int64_t{1} << 40, 0, int64_t{1} << 40}), 0);
+  EXPECT_EQ(shape_numel(Shape{int64_t{1} << 31, int64_t{1} << 31}), int64_t{1} << 62);
+  EXPECT_THROW(shape_numel(Shape{int64_t{1} << 62, 2}), Error);
+  EXPECT_THROW(shape_numel(Shape{int64_t{1} << 32, int64_t{1} << 32}), Error);
+  EXPECT_THROW(Tensor::empty(DType::kF32, {int64_t{1} << 47}), Error);  // 2^49 bytes
+  EXPECT_THROW(Tensor::empty(DType::kF64, {int64_t{1} << 62, 2}), Error);
+  EXPECT_NO_THROW(check_shape_bytes(Shape{int64_t{1} << 46}, 4));
 }
 
 TEST(Tensor, ConversionsFollowPyTorch) {

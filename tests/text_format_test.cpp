@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "crucible/core/quote.h"
 #include "crucible/ir/op_registry.h"
 #include "test_util.h"
 
@@ -128,6 +129,29 @@ TEST(TextFormat, MissingFileIsOneClearError) {
   }
 }
 
+// A side file that is missing is reported where the parameter's recipe is written; its path is
+// quoted with control bytes escaped (printable), so the message stays one line.
+TEST(TextFormat, RuntimeRecipeErrorsNameTheirLocation) {
+  const Graph g = parse_graph(
+      "graph g(%x: f32[2]) {\n  param %w: f32[2] = file(path=\"missing\\n.bin\")\n"
+      "  %y = add(%x, %w)\n  return %y\n}\n",
+      "dir/t.graph");
+  try {
+    materialize_param(g, g.params()[0]);
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("dir/t.graph:2:22: parameter %w: ", 0), 0u) << m;
+    EXPECT_EQ(printable(m).find('\n'), std::string::npos);
+    EXPECT_NE(printable(m).find("missing\\n.bin"), std::string::npos) << printable(m);
+  }
+}
+
+TEST(TextFormat, PrintableEscapesEveryControlByte) {
+  EXPECT_EQ(printable("a\nb\tc\x1b[0m\x7f\x01"), "a\\nb\\tc\\x1b[0m\\x7f\\x01");
+  EXPECT_EQ(printable("caf\xc3\xa9 %x"), "caf\xc3\xa9 %x");  // UTF-8 passes through
+}
+
 struct Malformed {
   const char* text;
   const char* message;  // the whole expected message, "t.graph:line:col: ..."
@@ -215,7 +239,46 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"graph g(%x: f32[2]) {\n  %y = gelu(%x, approximate=\"a\\qb\")\n  return %y\n}",
                   "t.graph:2:31: unknown escape '\\q' in string"},
         Malformed{"graph g(%x: f32[99999999999999999999]) {\n  return %x\n}",
-                  "t.graph:1:17: integer '99999999999999999999' is out of range"}),
+                  "t.graph:1:17: integer '99999999999999999999' is out of range"},
+        // Sizes whose element count or byte count overflows, declared or inferred.
+        Malformed{"graph g(%x: f32[4611686018427387904,2]) {\n  return %x\n}",
+                  "t.graph:1:13: shape [4611686018427387904,2] is too large (over 2^63 elements)"},
+        Malformed{"graph g(%x: f32[4294967296,4294967296]) {\n  return %x\n}",
+                  "t.graph:1:13: shape [4294967296,4294967296] is too large (over 2^63 elements)"},
+        Malformed{"graph g(%x: f64[1048576,1048576,64]) {\n  return %x\n}",
+                  "t.graph:1:13: shape [1048576,1048576,64] is too large (70368744177664 elements "
+                  "of 8 bytes; at most 2^48 bytes)"},
+        Malformed{"graph g(%x: f32[1,1]) {\n  %y = expand(%x, shape=[4294967296,4294967296])\n"
+                  "  return %y\n}",
+                  "t.graph:2:8: expand: result shape [4294967296,4294967296] is too large (over "
+                  "2^63 elements)"},
+        // Recipe attributes are checked where they are written.
+        Malformed{"graph g(%x: f32[2] = randn(seed=1.5)) {\n  return %x\n}",
+                  "t.graph:1:22: input %x: randn: attribute 'seed' must be int, got float"},
+        Malformed{"graph g(%x: i32[2] = randint(low=5, high=5)) {\n  return %x\n}",
+                  "t.graph:1:22: input %x: randint: empty range [5, 5)"},
+        Malformed{"graph g(%x: u8[2] = randint(low=0, high=300)) {\n  return %x\n}",
+                  "t.graph:1:21: input %x: randint: range [0, 300) does not fit u8 ([0, 255])"},
+        Malformed{"graph g(%x: i32[2] = randint(low=0)) {\n  return %x\n}",
+                  "t.graph:1:22: input %x: randint: attribute 'high' is required"},
+        Malformed{"graph g() {\n  param %w: f32[2] = randn(sed=3)\n  return %w\n}",
+                  "t.graph:2:22: parameter %w: randn: unknown attribute 'sed' (takes seed, mean, "
+                  "std)"},
+        Malformed{"graph g() {\n  param %w: f32[2] = randn(std=-1.0)\n  return %w\n}",
+                  "t.graph:2:22: parameter %w: randn: std must be >= 0, got -1"},
+        Malformed{"graph g() {\n  param %w: f32[2] = uniform(low=nan)\n  return %w\n}",
+                  "t.graph:2:22: parameter %w: uniform: attribute 'low' must be finite, got nan"},
+        Malformed{"graph g() {\n  param %w: f32[2] = full()\n  return %w\n}",
+                  "t.graph:2:22: parameter %w: full: attribute 'value' is required"},
+        Malformed{"graph g() {\n  param %w: f32[2] = file(path=3)\n  return %w\n}",
+                  "t.graph:2:22: parameter %w: file: attribute 'path' must be string, got int"},
+        Malformed{"graph g() {\n  param %w: f32[2] = zeros(value=1)\n  return %w\n}",
+                  "t.graph:2:22: parameter %w: zeros: unknown attribute 'value' (takes none)"},
+        // Bytes that are not text are named by value, never echoed raw.
+        Malformed{"graph g(%x: f32[2]) {\n  %y = ne\x01g(%x)\n  return %y\n}",
+                  "t.graph:2:10: unexpected byte 0x01"},
+        Malformed{"graph g(%x: f32[2]) {\n  %y = neg(%x)\x1b[31m\n  return %y\n}",
+                  "t.graph:2:15: unexpected byte 0x1b"}),
     [](const ::testing::TestParamInfo<Malformed>& info) {
       return "case" + std::to_string(info.index);
     });

@@ -92,7 +92,8 @@ class CodegenExecutable final : public plugin::Executable {
       // convolution wants) and build its GEMM primitive now, so its JIT is compile time.
       const Tensor w = param_tensor(s.weight);
       const int64_t k = s.weight_nk ? w.shape()[1] : w.shape()[0];
-      const int64_t m = k ? g.value(s.inputs[0]).type.numel() / k : 0;
+      const int64_t n = s.weight_nk ? w.shape()[0] : w.shape()[1];
+      const int64_t m = n ? g.value(s.outputs[0]).type.numel() / n : 0;  // K may be 0
       packed_.push_back(std::make_unique<PackedLinear>(
           w, s.weight_nk, s.bias >= 0 ? param_tensor(s.bias) : Tensor(), epilogue_of(s.epilogue),
           1.0f, 1.0f, m));
@@ -217,7 +218,8 @@ class CodegenExecutable final : public plugin::Executable {
     const TensorType& t = prog_.graph.value(s.raw).type;
     Tensor h = Tensor::empty(t.dtype, t.shape);
     const int64_t k = raw->in_features(), n = raw->out_features();
-    raw->run(x.data<float>(), k ? x.numel() / k : 0, k, h.data<float>(), n);
+    // Rows from the output: with K = 0 the input has no elements but the output still has rows.
+    raw->run(x.data<float>(), n ? h.numel() / n : 0, k, h.data<float>(), n);
     return h;
   }
 
@@ -286,7 +288,7 @@ class CodegenExecutable final : public plugin::Executable {
         const TensorType& yt = g.value(s.outputs[0]).type;
         Tensor y = Tensor::empty(yt.dtype, yt.shape);
         const int64_t k = packed_[i]->in_features(), n = packed_[i]->out_features();
-        packed_[i]->run(x.data<float>(), k ? x.numel() / k : 0, k, y.data<float>(), n);
+        packed_[i]->run(x.data<float>(), n ? y.numel() / n : 0, k, y.data<float>(), n);
         env[s.outputs[0]] = y;
         if (s.raw >= 0) env[s.raw] = gemm_before_epilogue(i, x);
       } else if (s.kind == Step::Kind::kPackedConv) {

@@ -17,8 +17,25 @@ namespace crucible {
 
 int64_t shape_numel(std::span<const int64_t> shape) {
   int64_t n = 1;
-  for (int64_t s : shape) n *= s;
+  for (int64_t s : shape) {
+    if (s == 0) return 0;
+  }
+  for (int64_t s : shape) {
+    if (__builtin_mul_overflow(n, s, &n)) {
+      throw Error(fmt::format("shape {} is too large (over 2^63 elements)", shape_str(shape)));
+    }
+  }
   return n;
+}
+
+void check_shape_bytes(std::span<const int64_t> shape, size_t element_bytes) {
+  const int64_t n = shape_numel(shape);
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(n, static_cast<int64_t>(element_bytes), &bytes) ||
+      bytes > kMaxTensorBytes) {
+    throw Error(fmt::format("shape {} is too large ({} elements of {} bytes; at most 2^48 bytes)",
+                            shape_str(shape), n, element_bytes));
+  }
 }
 
 Shape contiguous_strides(std::span<const int64_t> shape) {
@@ -58,6 +75,7 @@ Tensor Tensor::empty(DType dtype, Shape shape) {
   for (int64_t s : shape) {
     if (s < 0) throw Error(fmt::format("tensor shape {} has a negative size", shape_str(shape)));
   }
+  check_shape_bytes(shape, dtype_size(dtype));
   Tensor t;
   t.dtype_ = dtype;
   t.strides_ = contiguous_strides(shape);
@@ -99,6 +117,7 @@ Tensor Tensor::from_doubles(DType dtype, Shape shape, std::span<const double> va
 }
 
 bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;  // no element to place, as in PyTorch
   int64_t expected = 1;
   for (size_t i = shape_.size(); i-- > 0;) {
     if (shape_[i] == 1) continue;

@@ -2,8 +2,12 @@
 #include "crucible/ir/graph.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <limits>
 
 #include "crucible/core/error.h"
 #include "crucible/core/rng.h"
@@ -72,6 +76,11 @@ ValueId Graph::add_node(std::string op, std::vector<ValueId> operands, Attrs att
     types.push_back(values_[v].type);
   }
   TensorType type = infer_type(def, types, attrs);
+  try {
+    check_shape_bytes(type.shape, dtype_size(type.dtype));
+  } catch (const Error& e) {
+    throw GraphError(fmt::format("{}: result {}", op, e.what()));
+  }
   ValueId id = add_value(Value{
       std::move(name), std::move(type), ValueKind::kNode, static_cast<int>(nodes_.size()), {}, {}});
   nodes_.push_back(Node{std::move(op), std::move(operands), std::move(attrs), id, loc});
@@ -91,6 +100,105 @@ std::optional<ValueId> Graph::find_value(std::string_view name) const {
   auto it = by_name_.find(std::string(name));
   if (it == by_name_.end()) return std::nullopt;
   return it->second;
+}
+
+std::string Graph::where(ValueId id) const {
+  const SourceLoc& loc = value(id).loc;
+  if (loc.line <= 0) return source_file_.empty() ? "" : source_file_ + ": ";
+  return fmt::format("{}:{}:{}: ", source_file_.empty() ? "<graph>" : source_file_, loc.line,
+                     loc.col);
+}
+
+namespace {
+struct RecipeSpec {
+  const char* kind;
+  std::vector<std::pair<const char*, AttrKind>> args;  // kFloat accepts ints too
+  std::vector<const char*> required;
+};
+std::pair<int64_t, int64_t> integer_range(DType t) {
+  switch (t) {
+    case DType::kU8:
+      return {0, 255};
+    case DType::kI32:
+      return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+    default:
+      return {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
+  }
+}
+
+const std::vector<RecipeSpec>& recipe_specs() {
+  static const std::vector<RecipeSpec> specs = {
+      {"randn",
+       {{"seed", AttrKind::kInt}, {"mean", AttrKind::kFloat}, {"std", AttrKind::kFloat}},
+       {}},
+      {"uniform",
+       {{"seed", AttrKind::kInt}, {"low", AttrKind::kFloat}, {"high", AttrKind::kFloat}},
+       {}},
+      {"randint",
+       {{"seed", AttrKind::kInt}, {"low", AttrKind::kInt}, {"high", AttrKind::kInt}},
+       {"high"}},
+      {"zeros", {}, {}},
+      {"ones", {}, {}},
+      {"full", {{"value", AttrKind::kFloat}}, {"value"}},
+      {"file", {{"path", AttrKind::kString}}, {"path"}},
+  };
+  return specs;
+}
+}  // namespace
+
+void check_initializer(const Initializer& init, const TensorType& type) {
+  const auto& specs = recipe_specs();
+  auto spec = std::find_if(specs.begin(), specs.end(),
+                           [&](const RecipeSpec& s) { return init.kind == s.kind; });
+  if (spec == specs.end()) {
+    throw Error(
+        fmt::format("unknown initializer '{}' (expected randn, uniform, randint, zeros, ones, "
+                    "full or file)",
+                    init.kind));
+  }
+  const std::string& k = init.kind;
+  for (const auto& [name, value] : init.args.items()) {
+    auto arg = std::find_if(spec->args.begin(), spec->args.end(),
+                            [&](const auto& a) { return name == a.first; });
+    if (arg == spec->args.end()) {
+      std::vector<std::string> names;
+      for (const auto& a : spec->args) names.emplace_back(a.first);
+      throw Error(fmt::format("{}: unknown attribute '{}' (takes {})", k, name,
+                              names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
+    }
+    const AttrKind got = attr_kind_of(value);
+    const bool ok =
+        got == arg->second || (arg->second == AttrKind::kFloat && got == AttrKind::kInt);
+    if (!ok) {
+      throw Error(fmt::format("{}: attribute '{}' must be {}, got {}", k, name,
+                              attr_kind_name(arg->second), attr_kind_name(got)));
+    }
+    if (got == AttrKind::kFloat && !std::isfinite(std::get<double>(value))) {
+      throw Error(fmt::format("{}: attribute '{}' must be finite, got {}", k, name,
+                              std::get<double>(value)));
+    }
+  }
+  for (const char* r : spec->required) {
+    if (!init.args.has(r)) throw Error(fmt::format("{}: attribute '{}' is required", k, r));
+  }
+  if (k == "randn" && init.args.get_float_or("std", 1.0) < 0) {
+    throw Error(fmt::format("randn: std must be >= 0, got {}", init.args.get_float("std")));
+  }
+  if (k == "uniform" && init.args.get_float_or("low", 0.0) > init.args.get_float_or("high", 1.0)) {
+    throw Error(fmt::format("uniform: low {} is above high {}", init.args.get_float_or("low", 0.0),
+                            init.args.get_float_or("high", 1.0)));
+  }
+  if (k == "randint") {
+    const int64_t low = init.args.get_int_or("low", 0), high = init.args.get_int("high");
+    if (high <= low) throw Error(fmt::format("randint: empty range [{}, {})", low, high));
+    if (is_integral(type.dtype)) {
+      const auto [lo, hi] = integer_range(type.dtype);
+      if (low < lo || high - 1 > hi) {
+        throw Error(fmt::format("randint: range [{}, {}) does not fit {} ([{}, {}])", low, high,
+                                dtype_name(type.dtype), lo, hi));
+      }
+    }
+  }
 }
 
 namespace {
@@ -141,11 +249,13 @@ Tensor materialize(const Initializer& init, const TensorType& type,
 Tensor materialize_param(const Graph& g, ValueId id) {
   const Value& v = g.value(id);
   if (v.data.defined()) return v.data;
-  if (v.init.empty()) throw Error(fmt::format("parameter %{} has no initializer", v.name));
+  if (v.init.empty()) {
+    throw Error(fmt::format("{}parameter %{} has no initializer", g.where(id), v.name));
+  }
   try {
     return materialize(v.init, v.type, g.base_dir(), 0);
   } catch (const Error& e) {
-    throw Error(fmt::format("parameter %{}: {}", v.name, e.what()));
+    throw Error(fmt::format("{}parameter %{}: {}", g.where(id), v.name, e.what()));
   }
 }
 
@@ -171,7 +281,7 @@ std::vector<Tensor> make_inputs(const Graph& g, uint64_t seed) {
     try {
       inputs.push_back(materialize(recipe, v.type, g.base_dir(), stream));
     } catch (const Error& e) {
-      throw Error(fmt::format("input %{}: {}", v.name, e.what()));
+      throw Error(fmt::format("{}input %{}: {}", g.where(g.inputs()[k]), v.name, e.what()));
     }
   }
   return inputs;

@@ -123,11 +123,14 @@ class Lexer {
       return number(line, col);
     }
     if (c == '"') return string(line, col);
-    if (std::strchr("(){}[],:=-", c) != nullptr) {
+    if (c != '\0' && std::strchr("(){}[],:=-", c) != nullptr) {
       advance();
       return {Tok::kPunct, std::string(1, c), line, col};
     }
-    fail(line, col, fmt::format("unexpected character '{}'", c));
+    const auto byte = static_cast<unsigned char>(c);
+    fail(line, col,
+         byte < 0x20 || byte >= 0x7f ? fmt::format("unexpected byte 0x{:02x}", byte)
+                                     : fmt::format("unexpected character '{}'", c));
   }
 
   Token number(int line, int col) {
@@ -312,6 +315,11 @@ class Parser {
       } while (accept_punct(","));
       expect_punct("]");
     }
+    try {
+      check_shape_bytes(shape, dtype_size(*dtype));
+    } catch (const Error& e) {
+      fail(dt, e.what());
+    }
     return {*dtype, shape};
   }
 
@@ -395,8 +403,14 @@ class Parser {
     expect_punct(":");
     TensorType type = parse_type();
     Initializer recipe;
-    if (accept_punct("=")) recipe = parse_initializer();
-    define(name, [&] { return g.add_input(name.text, type, recipe); });
+    const Token* at = nullptr;
+    if (accept_punct("=")) {
+      at = &peek();
+      recipe = parse_initializer();
+      check_recipe(*at, "input", name, recipe, type);
+    }
+    const ValueId id = define(name, [&] { return g.add_input(name.text, type, recipe); });
+    if (at != nullptr) g.set_source(id, {at->line, at->col});
   }
 
   void parse_param(Graph& g) {
@@ -405,8 +419,20 @@ class Parser {
     expect_punct(":");
     TensorType type = parse_type();
     expect_punct("=");
+    const Token& at = peek();
     Initializer init = parse_initializer();
-    define(name, [&] { return g.add_param(name.text, type, init); });
+    check_recipe(at, "parameter", name, init, type);
+    const ValueId id = define(name, [&] { return g.add_param(name.text, type, init); });
+    g.set_source(id, {at.line, at.col});
+  }
+
+  void check_recipe(const Token& at, std::string_view what, const Token& name,
+                    const Initializer& init, const TensorType& type) {
+    try {
+      check_initializer(init, type);
+    } catch (const Error& e) {
+      fail(at, fmt::format("{} %{}: {}", what, name.text, e.what()));
+    }
   }
 
   void parse_node(Graph& g) {
@@ -474,10 +500,16 @@ class Parser {
 }  // namespace
 
 Graph parse_graph(std::string_view text, std::string_view file) {
-  return Parser(Lexer(text, file).run(), file).run();
+  Graph g = Parser(Lexer(text, file).run(), file).run();
+  g.set_source_file(std::string(file));
+  return g;
 }
 
 Graph load_graph_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw Error(fmt::format("{}: is a directory, not a .graph file", path.string()));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(fmt::format("{}: cannot read: {}", path.string(), std::strerror(errno)));
   std::stringstream buf;

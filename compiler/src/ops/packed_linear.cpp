@@ -59,6 +59,7 @@ constexpr int64_t kBlockedMinRows = 2;     // M = 1 is a gemv: the plain matmul 
 constexpr int64_t kBlockedMinOutputs = 8;  // one 8-wide output block; below it most lanes idle
 constexpr int64_t kProbeRows = 256;        // M asked for the weight layout when none is hinted
 constexpr size_t kMaxConvPlans = 64;       // distinct M values kept per PackedLinear
+constexpr int64_t kMaxDnnlDim = (int64_t{1} << 31) - 1;
 
 // dst = scale * src, converting layouts (memory objects are handles: copies share the data).
 void reorder_into(memory src, memory dst, float scale) {
@@ -245,10 +246,14 @@ struct PackedLinear::Impl {
 
   void check_call(int64_t m, int64_t ldx, int64_t ldy) const {
     if (m < 0) throw Error(fmt::format("PackedLinear::run: negative row count {}", m));
-    if (ldx < std::max<int64_t>(k, 1) || ldy < std::max<int64_t>(n, 1)) {
-      throw Error(fmt::format(
-          "PackedLinear::run: row strides ldx={} ldy={} are smaller than K={} / N={} (at least 1)",
-          ldx, ldy, k, n));
+    // oneDNN 2.6 computes some offsets in 32 bits (2^32 rows died with SIGFPE inside it).
+    if (m > kMaxDnnlDim) {
+      throw Error(fmt::format("PackedLinear::run: {} rows exceed oneDNN's limit of 2^31 - 1", m));
+    }
+    if (ldx < k || ldy < n) {  // K = 0 takes any ldx >= 0: no element of x is read
+      throw Error(
+          fmt::format("PackedLinear::run: row strides ldx={} ldy={} are smaller than K={} / N={}",
+                      ldx, ldy, k, n));
     }
   }
 
@@ -289,6 +294,10 @@ PackedLinear::PackedLinear(const Tensor& weight, bool weight_layout_nk, const Te
   Impl& im = *impl;
   im.n = weight.shape()[weight_layout_nk ? 0 : 1];
   im.k = weight.shape()[weight_layout_nk ? 1 : 0];
+  if (im.n > kMaxDnnlDim || im.k > kMaxDnnlDim) {
+    throw Error(fmt::format("PackedLinear: weight {} exceeds oneDNN's limit of 2^31 - 1 per dim",
+                            shape_str(weight.shape())));
+  }
   im.epilogue = epilogue;
   im.alpha = alpha;
   im.beta = beta_bias;
@@ -338,7 +347,7 @@ PackedLinear::PackedLinear(const Tensor& weight, bool weight_layout_nk, const Te
     // W's strides as the convolution's [N,K,1] weights, whichever way the caller stores it.
     const memory::dims nk_strides =
         weight_layout_nk ? memory::dims{k, 1, 1} : memory::dims{1, n, 1};
-    const int64_t probe = rows_hint > 0 ? rows_hint : kProbeRows;
+    const int64_t probe = rows_hint > 0 && rows_hint <= kMaxDnnlDim ? rows_hint : kProbeRows;
     if (n >= kBlockedMinOutputs && probe >= kBlockedMinRows) {
       try {
         const memory::desc src_md({1, k, probe}, DataType::f32, memory::dims{probe * k, 1, k});

@@ -12,4 +12,8 @@ enum class QuoteStyle { kGraph, kJson };
 
 std::string quote(std::string_view s, QuoteStyle style);
 
+// `s` with every control byte (below 0x20, and 0x7f) written as an escape (\n, \t, \x1b), so
+// text taken from a user's file cannot split or recolour a one-line message.
+std::string printable(std::string_view s);
+
 }  // namespace crucible

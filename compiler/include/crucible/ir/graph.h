@@ -49,6 +49,7 @@ struct Value {
   int node = -1;     // index into nodes() for kNode values
   Initializer init;  // parameters: required unless `data` is bound; inputs: optional recipe
   Tensor data;       // bound parameter data (takes precedence over init)
+  SourceLoc loc;     // where `init` is written in the source file (line 0: unknown)
 };
 
 struct Node {
@@ -68,6 +69,12 @@ class Graph {
   // Directory that file(path=...) initializers are relative to (the .graph file's directory).
   const std::filesystem::path& base_dir() const { return base_dir_; }
   void set_base_dir(std::filesystem::path dir) { base_dir_ = std::move(dir); }
+  // The file the graph was parsed from, for messages ("" when built in code).
+  const std::string& source_file() const { return source_file_; }
+  void set_source_file(std::string file) { source_file_ = std::move(file); }
+  void set_source(ValueId id, SourceLoc loc) { mutable_value(id).loc = loc; }
+  // "file:line:col: " where value `id`'s recipe is written, or "" when unknown.
+  std::string where(ValueId id) const;
 
   // Builder API. Names must be unique; an empty node name gets a fresh one ("v3").
   // add_node checks operand ids, validates attributes and infers the type; throws GraphError.
@@ -92,6 +99,7 @@ class Graph {
 
   std::string name_;
   std::filesystem::path base_dir_;
+  std::string source_file_;
   std::vector<Value> values_;
   std::vector<Node> nodes_;
   std::vector<ValueId> inputs_, params_, outputs_;
@@ -107,6 +115,10 @@ void verify(const Graph& g);
 // relative to the graph's base_dir). Throws Error for an unknown recipe or a side file of the wrong
 // size.
 Tensor materialize_param(const Graph& g, ValueId id);
+// Checks a recipe before anything runs: a known kind, only its own attributes, each of the right
+// kind and in range (randint's range non-empty and inside an integer dtype; std >= 0; finite
+// bounds; file's path a string). Throws Error saying which attribute and why.
+void check_initializer(const Initializer& init, const TensorType& type);
 // Builds a tensor of `type` from a recipe; `seed` overrides the recipe's own seed when it has none.
 Tensor materialize(const Initializer& init, const TensorType& type,
                    const std::filesystem::path& base_dir, uint64_t default_seed);
