@@ -89,6 +89,17 @@ TEST(Tensor, SqueezeUnsqueezeAndZeroSize) {
   ExpectTensor(z.to(DType::kI32), DType::kI32, {0, 4}, {});
 }
 
+// A tensor without elements is contiguous whatever its strides (as in PyTorch), so a [3,0] input
+// can be filled by a recipe like any other.
+TEST(Tensor, ZeroSizeTensorsAreContiguous) {
+  for (const Shape& s : std::vector<Shape>{{3, 0}, {0, 4}, {2, 0, 5}}) {
+    Tensor z = Tensor::empty(DType::kF32, s);
+    EXPECT_TRUE(z.is_contiguous()) << shape_str(s);
+    EXPECT_TRUE(z.transpose(0, 1).is_contiguous()) << shape_str(s);
+    EXPECT_NO_THROW(fill_randn(z, 1, 0, 1)) << shape_str(s);
+  }
+}
+
 TEST(Tensor, ConversionsFollowPyTorch) {
   Tensor f = T(DType::kF32, {5}, {-1.5, 0.0, 2.7, 300.0, std::nan("")});
   ExpectTensor(f.to(DType::kI32), DType::kI32, {5}, {-1, 0, 2, 300, 0});

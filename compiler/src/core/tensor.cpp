@@ -99,6 +99,7 @@ Tensor Tensor::from_doubles(DType dtype, Shape shape, std::span<const double> va
 }
 
 bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;  // no element to misplace (PyTorch's rule too)
   int64_t expected = 1;
   for (size_t i = shape_.size(); i-- > 0;) {
     if (shape_[i] == 1) continue;
