@@ -87,6 +87,7 @@ class KernelEmitter {
     full_.insert(full_.end(), grp_.inner.begin(), grp_.inner.end());
     outer_rank_ = grp_.has_reduction ? grp_.outer.size() : full_.size();
     for (int ni : grp_.nodes) in_group_.insert(g_.nodes()[ni].output);
+    find_per_row_values();
     const auto &ins = mp_.inputs[gi], &outs = mp_.outputs[gi];
     for (size_t k = 0; k < ins.size(); ++k) arg_of_[ins[k]] = static_cast<int>(k);
     for (size_t k = 0; k < outs.size(); ++k) out_arg_[outs[k]] = static_cast<int>(ins.size() + k);
@@ -115,6 +116,29 @@ class KernelEmitter {
   }
 
  private:
+  // The values of a row group computed once per row: reductions, and the pointwise values over
+  // per-row shapes that read no per-element value of the group. Decided by dataflow, not by shape
+  // alone: when every reduced dim has size 1 a keepdim per-row value has the full shape too (a
+  // softmax over a size-1 dim), yet it exists only after its reduction pass.
+  void find_per_row_values() {
+    if (!grp_.has_reduction) return;
+    const Shape keepdim = [&] {
+      Shape k = grp_.outer;
+      k.resize(full_.size(), 1);
+      return k;
+    }();
+    for (int ni : grp_.nodes) {
+      const Node& n = g_.nodes()[ni];
+      bool row = lp_.classes[ni] == NodeClass::kReduction;
+      if (!row) {
+        const Shape& s = g_.value(n.output).type.shape;
+        row = s == grp_.outer || s == keepdim;
+        for (ValueId o : n.operands) row = row && (!in_group_.contains(o) || per_row_.contains(o));
+      }
+      if (row) per_row_.insert(n.output);
+    }
+  }
+
   bool crashes() const {
     if (inj_.kind != "crash") return false;
     for (int ni : grp_.nodes) {
@@ -398,9 +422,7 @@ class KernelEmitter {
   std::string indent(const Scope& sc) const { return sc.element ? "      " : "    "; }
   std::string fresh() { return fmt::format("t{}", counter_++); }
 
-  bool is_row_scalar(ValueId v) const {
-    return grp_.has_reduction && g_.value(v).type.shape != full_;
-  }
+  bool is_row_scalar(ValueId v) const { return per_row_.contains(v); }
 
   // The variable holding `v` in scope `sc` (emitting its computation first if needed).
   std::string value(ValueId v, Scope sc, const Shape& at, bool off_by_one = false) {
@@ -744,6 +766,7 @@ class KernelEmitter {
   Shape full_;
   size_t outer_rank_ = 0;
   std::set<ValueId> in_group_;
+  std::set<ValueId> per_row_;  // see find_per_row_values()
   std::map<ValueId, int> arg_of_, out_arg_;
   std::vector<Access> accesses_;
   std::map<std::string, int> access_index_;
