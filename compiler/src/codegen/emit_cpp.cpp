@@ -75,6 +75,7 @@ struct Access {
   int64_t offset = 0;
   // after coalescing
   Shape outer_strides;
+  Shape nest_strides;  // per loop around the SIMD loop of a row (see KernelEmitter::nest_dims_)
   int64_t inner_stride = 0;
 };
 
@@ -263,6 +264,7 @@ class KernelEmitter {
     coalesced_ = true;
     auto merge_range = [&](size_t begin, size_t end, Shape& dims, std::vector<Shape>& per_access) {
       per_access.assign(accesses_.size(), {});
+      const size_t first = dims.size();
       for (size_t d = begin; d < end; ++d) {
         if (full_[d] == 1) continue;
         bool merge = !dims.empty();
@@ -278,6 +280,13 @@ class KernelEmitter {
           for (size_t a = 0; a < accesses_.size(); ++a)
             per_access[a].push_back(accesses_[a].strides[d]);
         }
+      }
+      // A range holding a size-0 dim has no element: one empty loop, whatever the strides.
+      if (std::find(dims.begin() + static_cast<std::ptrdiff_t>(first), dims.end(), 0) !=
+          dims.end()) {
+        dims.resize(first);
+        dims.push_back(0);
+        for (Shape& st : per_access) st.assign(1, 0);
       }
     };
     std::vector<Shape> outer_strides, inner_strides;
@@ -305,16 +314,40 @@ class KernelEmitter {
     merge_range(0, outer_rank_, outer_dims_, outer_strides);
     Shape inner_dims;
     merge_range(outer_rank_, full_.size(), inner_dims, inner_strides);
-    if (inner_dims.size() > 1) {
-      throw Error(fmt::format(
-          "codegen: {} reads its reduced dims {} in a layout that is not one strided run",
-          grp_.name, shape_str(grp_.inner)));
-    }
-    n_ = inner_dims.empty() ? 1 : inner_dims[0];
+    // Reduced dims that some access does not read as one strided run (a transposed or sliced
+    // view, a value broadcast along some of them) are walked by plain loops around the SIMD loop
+    // over the last of them.
+    n_ = inner_dims.empty() ? 1 : inner_dims.back();
+    if (!inner_dims.empty()) nest_dims_.assign(inner_dims.begin(), inner_dims.end() - 1);
     for (size_t a = 0; a < accesses_.size(); ++a) {
       accesses_[a].outer_strides = outer_strides[a];
-      accesses_[a].inner_stride = inner_strides[a].empty() ? 0 : inner_strides[a][0];
+      accesses_[a].inner_stride = inner_strides[a].empty() ? 0 : inner_strides[a].back();
+      if (!inner_strides[a].empty())
+        accesses_[a].nest_strides.assign(inner_strides[a].begin(), inner_strides[a].end() - 1);
     }
+  }
+
+  // Elements per row: the SIMD loop's length times the loops around it.
+  int64_t row_length() const {
+    int64_t len = n_;
+    for (int64_t d : nest_dims_) len *= d;
+    return len;
+  }
+
+  // The loops over one row's elements: plain loops over the nest dims (j0, j1, ...), then the
+  // SIMD loop over j with `clauses`; close_row_loop() ends them.
+  std::string open_row_loop(const std::string& clauses) const {
+    std::string s;
+    for (size_t k = 0; k < nest_dims_.size(); ++k)
+      s += fmt::format("    for (int64_t j{0} = 0; j{0} < {1}; ++j{0}) {{\n", k, nest_dims_[k]);
+    s += fmt::format("    #pragma omp simd{}\n    for (int64_t j = 0; j < {}; ++j) {{\n", clauses,
+                     n_);
+    return s;
+  }
+  std::string close_row_loop() const {
+    std::string s;
+    for (size_t k = 0; k <= nest_dims_.size(); ++k) s += "    }\n";
+    return s;
   }
 
   bool is_constant(ValueId v) const {
@@ -372,7 +405,7 @@ class KernelEmitter {
       if (static_cast<size_t>(acc.arg) < n_inputs && acc.inner_stride == 1 && varies)
         which.push_back(a);
     }
-    if (which.empty() || rows() < 2) return "";
+    if (which.empty() || rows() < 2 || !nest_dims_.empty()) return "";
     std::string s = fmt::format(
         "    // prefetch the next row's inputs while this row's other passes run from L1\n"
         "    const int64_t rn = r + 1 < {0} ? r + 1 : r;\n",
@@ -390,9 +423,14 @@ class KernelEmitter {
   }
 
   std::string index(int a, bool element, bool off_by_one) const {
-    const std::string base = flat_ ? fmt::format("{}", accesses_[a].offset) : fmt::format("o{}", a);
+    std::string base = flat_ ? fmt::format("{}", accesses_[a].offset) : fmt::format("o{}", a);
     const int64_t st = accesses_[a].inner_stride;
-    if (!element || st == 0) return base;
+    if (!element) return base;
+    for (size_t k = 0; k < accesses_[a].nest_strides.size(); ++k) {
+      const int64_t ns = accesses_[a].nest_strides[k];
+      if (ns != 0) base += ns == 1 ? fmt::format(" + j{}", k) : fmt::format(" + j{} * {}", k, ns);
+    }
+    if (st == 0) return base;
     const std::string j = off_by_one ? "(j + 1)" : "j";
     return st == 1 ? fmt::format("{} + {}", base, j) : fmt::format("{} + {} * {}", base, j, st);
   }
@@ -633,9 +671,7 @@ class KernelEmitter {
     const std::string st = stores(sc, true);
     std::string final_pass;
     if (!st.empty()) {
-      final_pass = fmt::format(
-          "{}    #pragma omp simd\n    for (int64_t j = 0; j < {}; ++j) {{\n{}{}    }}\n", row, n_,
-          elem, st);
+      final_pass = row + open_row_loop("") + elem + st + close_row_loop();
       row.clear();
     }
     const std::string row_stores = stores(row_scope_, false);
@@ -647,10 +683,10 @@ class KernelEmitter {
       return fmt::format(
           "  #pragma omp parallel if ({} >= {})\n  {{\n{}  #pragma omp for "
           "schedule(static)\n{}  }}\n",
-          rows() * n_, kParallelMin, kLoadLimits, loop);
+          rows() * row_length(), kParallelMin, kLoadLimits, loop);
     }
-    return fmt::format("  #pragma omp parallel for schedule(static) if ({} >= {})\n{}", rows() * n_,
-                       kParallelMin, loop);
+    return fmt::format("  #pragma omp parallel for schedule(static) if ({} >= {})\n{}",
+                       rows() * row_length(), kParallelMin, loop);
   }
 
   // One SIMD pass computing reduction node `ni` for the current row. Per-row statements it needs
@@ -677,7 +713,8 @@ class KernelEmitter {
       init = fmt::format("{} {} = {};", acc_t, acc, bad_init ? "1" : "0");
       update = fmt::format("{} += static_cast<{}>({});", acc, acc_t, x);
       pragma = fmt::format("reduction(+ : {})", acc);
-      finish = n.op == "mean" ? fmt::format("{} / static_cast<{}>({})", acc, acc_t, n_) : acc;
+      finish =
+          n.op == "mean" ? fmt::format("{} / static_cast<{}>({})", acc, acc_t, row_length()) : acc;
     } else {
       const bool mx = n.op == "amax";
       // softmax's max needs no per-element NaN test (two vector operations in a pass of three): a
@@ -702,10 +739,9 @@ class KernelEmitter {
     const std::string var = fresh();
     std::string s = row;
     row.clear();
-    s += fmt::format(
-        "    // %{} = {}\n    {}\n    #pragma omp simd {}\n    for (int64_t j = 0; j < {}; ++j) "
-        "{{\n{}      {}\n    }}\n",
-        g_.value(n.output).name, describe(n), init, pragma, n_, elem, update);
+    s +=
+        fmt::format("    // %{} = {}\n    {}\n{}{}      {}\n{}", g_.value(n.output).name,
+                    describe(n), init, open_row_loop(" " + pragma), elem, update, close_row_loop());
     std::string result = finish;
     if (dt == DType::kBF16) result = fmt::format("cr_bf16_round({})", finish);
     s += fmt::format("    const auto {} = static_cast<{}>({});\n", var, compute_type(dt), result);
@@ -771,6 +807,7 @@ class KernelEmitter {
   std::vector<Access> accesses_;
   std::map<std::string, int> access_index_;
   Shape outer_dims_;
+  Shape nest_dims_;  // a row's dims around its SIMD loop, when they do not coalesce into it
   int64_t n_ = 1;
   bool flat_ = false;
   bool coalesced_ = false;
