@@ -18,7 +18,9 @@ size_t config_count(const std::map<std::string, std::string>& config, const std:
 
 // 1. Rewrites ops whose pieces fuse better than the whole (softmax, log_softmax, layer_norm over
 // the last dims; silu, hardswish, hardsigmoid, batch_norm unless it folds into a packed conv2d)
-// into primitive ops. Other nodes are copied as they are; names are kept for the final node.
+// into primitive ops. Other nodes are copied as they are; names are kept for the final node. A node
+// whose decomposition does not apply to its shapes (softmax over a size-0 dim, whose amax has no
+// identity) stays whole and runs as its eager kernel.
 // `value_map`, when given, receives per value of `g` the value standing for it in the result (a
 // decomposed node's final value).
 Graph decompose(const Graph& g, std::vector<ValueId>* value_map = nullptr,
