@@ -52,6 +52,7 @@ class Rewriter {
       }
       if (result < 0) result = out_.add_node(n.op, ops, n.attrs, name_, n.loc);
       map_[n.output] = result;
+      origin_.resize(out_.nodes().size(), static_cast<int>(i));
     }
     std::vector<ValueId> outs;
     for (ValueId o : in_.outputs()) outs.push_back(map_[o]);
@@ -61,6 +62,8 @@ class Rewriter {
 
   // Per value of the input graph, the value that stands for it in the output graph.
   const std::vector<ValueId>& value_map() const { return map_; }
+  // Per node of the output graph, the node of the input graph it comes from.
+  const std::vector<int>& origin() const { return origin_; }
 
  private:
   // The decomposed form of `n` over the operands `ops`, or -1 to keep the node whole.
@@ -182,6 +185,7 @@ class Rewriter {
   const Graph& in_;
   Graph out_;
   std::vector<ValueId> map_;
+  std::vector<int> origin_;
   Consumers consumers_;
   std::set<int> whole_;
   std::string name_;
@@ -189,7 +193,8 @@ class Rewriter {
 
 }  // namespace
 
-Graph decompose(const Graph& g, std::vector<ValueId>* value_map, const std::set<ValueId>& keep) {
+Graph decompose(const Graph& g, std::vector<ValueId>* value_map, const std::set<ValueId>& keep,
+                std::vector<int>* origin) {
   // A decomposition whose primitives do not type-check on this node's shapes (the node itself is
   // valid, as the source graph was built) is not an error: the node stays whole and runs as its
   // eager kernel, and the rewrite starts over without the half-built form.
@@ -199,6 +204,7 @@ Graph decompose(const Graph& g, std::vector<ValueId>* value_map, const std::set<
       Rewriter r(g, keep, whole);
       Graph out = r.run();
       if (value_map != nullptr) *value_map = r.value_map();
+      if (origin != nullptr) *origin = r.origin();
       return out;
     } catch (const NotDecomposable& e) {
       whole.insert(e.node);

@@ -94,7 +94,20 @@ class KernelEmitter {
     for (size_t k = 0; k < outs.size(); ++k) out_arg_[outs[k]] = static_cast<int>(ins.size() + k);
   }
 
+  // The kernel's function. A failure is pinned on the node being emitted (NodeError), so that it
+  // is reported at the user's node.
   std::string emit() {
+    try {
+      return emit_kernel();
+    } catch (const NodeError&) {
+      throw;
+    } catch (const Error& e) {
+      throw NodeError(current_ >= 0 ? current_ : grp_.nodes.front(), e.what());
+    }
+  }
+
+ private:
+  std::string emit_kernel() {
     collect_accesses();
     coalesce();
     std::string body;
@@ -116,7 +129,6 @@ class KernelEmitter {
     return out;
   }
 
- private:
   // The values of a row group computed once per row: reductions, and the pointwise values over
   // per-row shapes that read no per-element value of the group. Decided by dataflow, not by shape
   // alone: when every reduced dim has size 1 a keepdim per-row value has the full shape too (a
@@ -176,7 +188,7 @@ class KernelEmitter {
     const Value& val = g_.value(v);
     if (val.kind == ValueKind::kNode && lp_.classes[val.node] == NodeClass::kView) {
       if (!view_layout(g_, val.node, lp_.classes, base, shape, strides, offset)) {
-        throw Error(fmt::format("codegen: view %{} has no static layout", val.name));
+        throw NodeError(val.node, "the view has no static layout over its base buffer");
       }
       return;
     }
@@ -249,9 +261,9 @@ class KernelEmitter {
     auto it = access_index_.find(key);
     if (it != access_index_.end()) return it->second;
     if (coalesced_) {
-      throw Error(
-          fmt::format("codegen internal error: {} reads %{} at {} after its accesses were laid out",
-                      grp_.name, g_.value(v).name, shape_str(at)));
+      throw Error(fmt::format(
+          "internal error: kernel {} reads a value at {} after its accesses were laid out",
+          grp_.name, shape_str(at)));
     }
     accesses_.push_back(make_access(v, at, store));
     access_index_[key] = static_cast<int>(accesses_.size()) - 1;
@@ -475,11 +487,14 @@ class KernelEmitter {
     if (it != sc.vars->end()) return it->second;
     const Node& n = g_.nodes()[val.node];
     if (lp_.classes[val.node] == NodeClass::kReduction) {
-      throw Error(fmt::format("codegen: %{} is read before its reduction pass", val.name));
+      throw NodeError(val.node, fmt::format("internal error: kernel {} reads a reduction's result "
+                                            "before the reduction's pass",
+                                            grp_.name));
     }
     const bool shift = inj_.kind == "offbyone" && n.op == inj_.op;
     std::vector<std::string> ops;
     for (ValueId o : n.operands) ops.push_back(value(o, sc, val.type.shape, shift && sc.element));
+    current_ = val.node;
     const std::string var = fresh();
     *sc.stmts += fmt::format("{}// %{} = {}\n", indent(sc), val.name, describe(n));
     std::string e = expression(n, ops);
@@ -600,7 +615,7 @@ class KernelEmitter {
     } else if (op == "cat") {
       e = a[0];
     } else {
-      throw Error(fmt::format("codegen: no lowering for {}", op));
+      throw Error(fmt::format("no loop lowering for {}", op));
     }
     // Round (bf16) or narrow to the node's own dtype, as eager stores each op's result.
     if (ct != out) e = convert(e, ct, out);
@@ -613,6 +628,7 @@ class KernelEmitter {
     for (int ni : grp_.nodes) {
       const ValueId v = g_.nodes()[ni].output;
       if (!mp_.materialized[v] || is_row_scalar(v) == element) continue;
+      current_ = ni;
       const std::string var = value(v, sc, g_.value(v).type.shape);
       const int a = access_key(v, g_.value(v).type.shape, true);
       std::string e = var;
@@ -692,6 +708,7 @@ class KernelEmitter {
   // One SIMD pass computing reduction node `ni` for the current row. Per-row statements it needs
   // are emitted before the loop (flushed from `row`).
   std::string reduction_pass(int ni, std::string& row, std::map<ValueId, std::string>& row_vars) {
+    current_ = ni;
     const Node& n = g_.nodes()[ni];
     const DType dt = g_.value(n.output).type.dtype;
     const std::string acc_t = dt == DType::kF64 ? "double" : "float";
@@ -811,6 +828,7 @@ class KernelEmitter {
   int64_t n_ = 1;
   bool flat_ = false;
   bool coalesced_ = false;
+  int current_ = -1;  // the node being emitted, for errors
   int counter_ = 0;
   Scope row_scope_{nullptr, nullptr, false};
   std::map<std::string, std::string> elem_loads_, row_loads_;
