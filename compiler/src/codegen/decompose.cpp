@@ -5,16 +5,27 @@
 #include <fmt/format.h>
 
 #include "codegen/passes.h"
+#include "crucible/core/error.h"
 #include "crucible/ir/op_registry.h"
 
 namespace crucible::codegen {
 
 namespace {
 
+// A node whose decomposition could not be built (a primitive's type rule rejected its operands).
+struct NotDecomposable {
+  int node;
+};
+
 class Rewriter {
  public:
-  Rewriter(const Graph& g, const std::set<ValueId>& keep)
-      : in_(g), out_(g.name()), map_(g.values().size(), -1), consumers_(consumers_of(g, keep)) {
+  // Nodes in `whole` are copied as they are.
+  Rewriter(const Graph& g, const std::set<ValueId>& keep, const std::set<int>& whole)
+      : in_(g),
+        out_(g.name()),
+        map_(g.values().size(), -1),
+        consumers_(consumers_of(g, keep)),
+        whole_(whole) {
     out_.set_base_dir(g.base_dir());
   }
 
@@ -28,26 +39,20 @@ class Rewriter {
       map_[id] = v.data.defined() ? out_.add_param_data(v.name, v.data)
                                   : out_.add_param(v.name, v.type, v.init);
     }
-    for (const Node& n : in_.nodes()) {
+    for (size_t i = 0; i < in_.nodes().size(); ++i) {
+      const Node& n = in_.nodes()[i];
       name_ = in_.value(n.output).name;
       std::vector<ValueId> ops;
       for (ValueId o : n.operands) ops.push_back(map_[o]);
-      const TensorType& x = in_.value(n.operands.empty() ? n.output : n.operands[0]).type;
       ValueId result = -1;
-      if ((n.op == "softmax" || n.op == "log_softmax") && is_floating(x.dtype) &&
-          !x.shape.empty()) {
-        result = softmax(ops[0], x, n.attrs.get_int("dim"), n.op == "log_softmax");
-      } else if (n.op == "layer_norm" && is_floating(x.dtype)) {
-        result = layer_norm(ops, x, n.attrs);
-      } else if ((n.op == "silu" || n.op == "hardswish" || n.op == "hardsigmoid") &&
-                 is_floating(x.dtype)) {
-        result = activation(n.op, ops[0], x.dtype);
-      } else if (n.op == "batch_norm" && !folds_into_conv(in_, n, consumers_)) {
-        // (One after a packed conv2d stays whole: lower() folds it into the convolution.)
-        result = batch_norm(ops, x, n.attrs);
+      try {
+        if (!whole_.contains(static_cast<int>(i))) result = rewrite(n, ops);
+      } catch (const Error&) {
+        throw NotDecomposable{static_cast<int>(i)};
       }
       if (result < 0) result = out_.add_node(n.op, ops, n.attrs, name_, n.loc);
       map_[n.output] = result;
+      origin_.resize(out_.nodes().size(), static_cast<int>(i));
     }
     std::vector<ValueId> outs;
     for (ValueId o : in_.outputs()) outs.push_back(map_[o]);
@@ -57,8 +62,27 @@ class Rewriter {
 
   // Per value of the input graph, the value that stands for it in the output graph.
   const std::vector<ValueId>& value_map() const { return map_; }
+  // Per node of the output graph, the node of the input graph it comes from.
+  const std::vector<int>& origin() const { return origin_; }
 
  private:
+  // The decomposed form of `n` over the operands `ops`, or -1 to keep the node whole.
+  ValueId rewrite(const Node& n, const std::vector<ValueId>& ops) {
+    const TensorType& x = in_.value(n.operands.empty() ? n.output : n.operands[0]).type;
+    if ((n.op == "softmax" || n.op == "log_softmax") && is_floating(x.dtype) && !x.shape.empty()) {
+      return softmax(ops[0], x, n.attrs.get_int("dim"), n.op == "log_softmax");
+    }
+    if (n.op == "layer_norm" && is_floating(x.dtype)) return layer_norm(ops, x, n.attrs);
+    if ((n.op == "silu" || n.op == "hardswish" || n.op == "hardsigmoid") && is_floating(x.dtype)) {
+      return activation(n.op, ops[0], x.dtype);
+    }
+    if (n.op == "batch_norm" && !folds_into_conv(in_, n, consumers_)) {
+      // (One after a packed conv2d stays whole: lower() folds it into the convolution.)
+      return batch_norm(ops, x, n.attrs);
+    }
+    return -1;
+  }
+
   ValueId node(const std::string& op, std::vector<ValueId> ops, Attrs attrs,
                const std::string& suffix) {
     return out_.add_node(op, std::move(ops), std::move(attrs),
@@ -73,6 +97,8 @@ class Rewriter {
     const int64_t rank = static_cast<int64_t>(t.shape.size());
     if (dim < 0) dim += rank;
     if (dim != rank - 1) return -1;  // only the last dim fuses as a row reduction
+    // Over a size-0 dim the result is empty, and amax, which has no identity, would reject it.
+    if (t.shape[static_cast<size_t>(dim)] == 0) return -1;
     Attrs red{{"dims", std::vector<int64_t>{dim}}, {"keepdim", true}};
     ValueId m = node("amax", {x}, red, "max");
     ValueId shifted = node("sub", {x, m}, {}, "shifted");
@@ -159,17 +185,31 @@ class Rewriter {
   const Graph& in_;
   Graph out_;
   std::vector<ValueId> map_;
+  std::vector<int> origin_;
   Consumers consumers_;
+  std::set<int> whole_;
   std::string name_;
 };
 
 }  // namespace
 
-Graph decompose(const Graph& g, std::vector<ValueId>* value_map, const std::set<ValueId>& keep) {
-  Rewriter r(g, keep);
-  Graph out = r.run();
-  if (value_map != nullptr) *value_map = r.value_map();
-  return out;
+Graph decompose(const Graph& g, std::vector<ValueId>* value_map, const std::set<ValueId>& keep,
+                std::vector<int>* origin) {
+  // A decomposition whose primitives do not type-check on this node's shapes (the node itself is
+  // valid, as the source graph was built) is not an error: the node stays whole and runs as its
+  // eager kernel, and the rewrite starts over without the half-built form.
+  std::set<int> whole;
+  for (;;) {
+    try {
+      Rewriter r(g, keep, whole);
+      Graph out = r.run();
+      if (value_map != nullptr) *value_map = r.value_map();
+      if (origin != nullptr) *origin = r.origin();
+      return out;
+    } catch (const NotDecomposable& e) {
+      whole.insert(e.node);
+    }
+  }
 }
 
 }  // namespace crucible::codegen

@@ -76,6 +76,7 @@ struct Access {
   int64_t offset = 0;
   // after coalescing
   Shape outer_strides;
+  Shape nest_strides;  // per loop around the SIMD loop of a row (see KernelEmitter::nest_dims_)
   int64_t inner_stride = 0;
 };
 
@@ -88,12 +89,26 @@ class KernelEmitter {
     full_.insert(full_.end(), grp_.inner.begin(), grp_.inner.end());
     outer_rank_ = grp_.has_reduction ? grp_.outer.size() : full_.size();
     for (int ni : grp_.nodes) in_group_.insert(g_.nodes()[ni].output);
+    find_per_row_values();
     const auto &ins = mp_.inputs[gi], &outs = mp_.outputs[gi];
     for (size_t k = 0; k < ins.size(); ++k) arg_of_[ins[k]] = static_cast<int>(k);
     for (size_t k = 0; k < outs.size(); ++k) out_arg_[outs[k]] = static_cast<int>(ins.size() + k);
   }
 
+  // The kernel's function. A failure is pinned on the node being emitted (NodeError), so that it
+  // is reported at the user's node.
   std::string emit() {
+    try {
+      return emit_kernel();
+    } catch (const NodeError&) {
+      throw;
+    } catch (const Error& e) {
+      throw NodeError(current_ >= 0 ? current_ : grp_.nodes.front(), e.what());
+    }
+  }
+
+ private:
+  std::string emit_kernel() {
     collect_accesses();
     coalesce();
     std::string body;
@@ -115,7 +130,29 @@ class KernelEmitter {
     return out;
   }
 
- private:
+  // The values of a row group computed once per row: reductions, and the pointwise values over
+  // per-row shapes that read no per-element value of the group. Decided by dataflow, not by shape
+  // alone: when every reduced dim has size 1 a keepdim per-row value has the full shape too (a
+  // softmax over a size-1 dim), yet it exists only after its reduction pass.
+  void find_per_row_values() {
+    if (!grp_.has_reduction) return;
+    const Shape keepdim = [&] {
+      Shape k = grp_.outer;
+      k.resize(full_.size(), 1);
+      return k;
+    }();
+    for (int ni : grp_.nodes) {
+      const Node& n = g_.nodes()[ni];
+      bool row = lp_.classes[ni] == NodeClass::kReduction;
+      if (!row) {
+        const Shape& s = g_.value(n.output).type.shape;
+        row = s == grp_.outer || s == keepdim;
+        for (ValueId o : n.operands) row = row && (!in_group_.contains(o) || per_row_.contains(o));
+      }
+      if (row) per_row_.insert(n.output);
+    }
+  }
+
   bool crashes() const {
     if (inj_.kind != "crash") return false;
     for (int ni : grp_.nodes) {
@@ -152,7 +189,7 @@ class KernelEmitter {
     const Value& val = g_.value(v);
     if (val.kind == ValueKind::kNode && lp_.classes[val.node] == NodeClass::kView) {
       if (!view_layout(g_, val.node, lp_.classes, base, shape, strides, offset)) {
-        throw Error(fmt::format("codegen: view %{} has no static layout", val.name));
+        throw NodeError(val.node, "the view has no static layout over its base buffer");
       }
       return;
     }
@@ -225,9 +262,9 @@ class KernelEmitter {
     auto it = access_index_.find(key);
     if (it != access_index_.end()) return it->second;
     if (coalesced_) {
-      throw Error(
-          fmt::format("codegen internal error: {} reads %{} at {} after its accesses were laid out",
-                      grp_.name, g_.value(v).name, shape_str(at)));
+      throw Error(fmt::format(
+          "internal error: kernel {} reads a value at {} after its accesses were laid out",
+          grp_.name, shape_str(at)));
     }
     accesses_.push_back(make_access(v, at, store));
     access_index_[key] = static_cast<int>(accesses_.size()) - 1;
@@ -240,6 +277,7 @@ class KernelEmitter {
     coalesced_ = true;
     auto merge_range = [&](size_t begin, size_t end, Shape& dims, std::vector<Shape>& per_access) {
       per_access.assign(accesses_.size(), {});
+      const size_t first = dims.size();
       for (size_t d = begin; d < end; ++d) {
         if (full_[d] == 1) continue;
         bool merge = !dims.empty();
@@ -255,6 +293,13 @@ class KernelEmitter {
           for (size_t a = 0; a < accesses_.size(); ++a)
             per_access[a].push_back(accesses_[a].strides[d]);
         }
+      }
+      // A range holding a size-0 dim has no element: one empty loop, whatever the strides.
+      if (std::find(dims.begin() + static_cast<std::ptrdiff_t>(first), dims.end(), 0) !=
+          dims.end()) {
+        dims.resize(first);
+        dims.push_back(0);
+        for (Shape& st : per_access) st.assign(1, 0);
       }
     };
     std::vector<Shape> outer_strides, inner_strides;
@@ -282,16 +327,40 @@ class KernelEmitter {
     merge_range(0, outer_rank_, outer_dims_, outer_strides);
     Shape inner_dims;
     merge_range(outer_rank_, full_.size(), inner_dims, inner_strides);
-    if (inner_dims.size() > 1) {
-      throw Error(fmt::format(
-          "codegen: {} reads its reduced dims {} in a layout that is not one strided run",
-          grp_.name, shape_str(grp_.inner)));
-    }
-    n_ = inner_dims.empty() ? 1 : inner_dims[0];
+    // Reduced dims that some access does not read as one strided run (a transposed or sliced
+    // view, a value broadcast along some of them) are walked by plain loops around the SIMD loop
+    // over the last of them.
+    n_ = inner_dims.empty() ? 1 : inner_dims.back();
+    if (!inner_dims.empty()) nest_dims_.assign(inner_dims.begin(), inner_dims.end() - 1);
     for (size_t a = 0; a < accesses_.size(); ++a) {
       accesses_[a].outer_strides = outer_strides[a];
-      accesses_[a].inner_stride = inner_strides[a].empty() ? 0 : inner_strides[a][0];
+      accesses_[a].inner_stride = inner_strides[a].empty() ? 0 : inner_strides[a].back();
+      if (!inner_strides[a].empty())
+        accesses_[a].nest_strides.assign(inner_strides[a].begin(), inner_strides[a].end() - 1);
     }
+  }
+
+  // Elements per row: the SIMD loop's length times the loops around it.
+  int64_t row_length() const {
+    int64_t len = n_;
+    for (int64_t d : nest_dims_) len *= d;
+    return len;
+  }
+
+  // The loops over one row's elements: plain loops over the nest dims (j0, j1, ...), then the
+  // SIMD loop over j with `clauses`; close_row_loop() ends them.
+  std::string open_row_loop(const std::string& clauses) const {
+    std::string s;
+    for (size_t k = 0; k < nest_dims_.size(); ++k)
+      s += fmt::format("    for (int64_t j{0} = 0; j{0} < {1}; ++j{0}) {{\n", k, nest_dims_[k]);
+    s += fmt::format("    #pragma omp simd{}\n    for (int64_t j = 0; j < {}; ++j) {{\n", clauses,
+                     n_);
+    return s;
+  }
+  std::string close_row_loop() const {
+    std::string s;
+    for (size_t k = 0; k <= nest_dims_.size(); ++k) s += "    }\n";
+    return s;
   }
 
   bool is_constant(ValueId v) const {
@@ -349,7 +418,7 @@ class KernelEmitter {
       if (static_cast<size_t>(acc.arg) < n_inputs && acc.inner_stride == 1 && varies)
         which.push_back(a);
     }
-    if (which.empty() || rows() < 2) return "";
+    if (which.empty() || rows() < 2 || !nest_dims_.empty()) return "";
     std::string s = fmt::format(
         "    // prefetch the next row's inputs while this row's other passes run from L1\n"
         "    const int64_t rn = r + 1 < {0} ? r + 1 : r;\n",
@@ -367,9 +436,14 @@ class KernelEmitter {
   }
 
   std::string index(int a, bool element, bool off_by_one) const {
-    const std::string base = flat_ ? fmt::format("{}", accesses_[a].offset) : fmt::format("o{}", a);
+    std::string base = flat_ ? fmt::format("{}", accesses_[a].offset) : fmt::format("o{}", a);
     const int64_t st = accesses_[a].inner_stride;
-    if (!element || st == 0) return base;
+    if (!element) return base;
+    for (size_t k = 0; k < accesses_[a].nest_strides.size(); ++k) {
+      const int64_t ns = accesses_[a].nest_strides[k];
+      if (ns != 0) base += ns == 1 ? fmt::format(" + j{}", k) : fmt::format(" + j{} * {}", k, ns);
+    }
+    if (st == 0) return base;
     const std::string j = off_by_one ? "(j + 1)" : "j";
     return st == 1 ? fmt::format("{} + {}", base, j) : fmt::format("{} + {} * {}", base, j, st);
   }
@@ -399,9 +473,7 @@ class KernelEmitter {
   std::string indent(const Scope& sc) const { return sc.element ? "      " : "    "; }
   std::string fresh() { return fmt::format("t{}", counter_++); }
 
-  bool is_row_scalar(ValueId v) const {
-    return grp_.has_reduction && g_.value(v).type.shape != full_;
-  }
+  bool is_row_scalar(ValueId v) const { return per_row_.contains(v); }
 
   // The variable holding `v` in scope `sc` (emitting its computation first if needed).
   std::string value(ValueId v, Scope sc, const Shape& at, bool off_by_one = false) {
@@ -416,11 +488,14 @@ class KernelEmitter {
     if (it != sc.vars->end()) return it->second;
     const Node& n = g_.nodes()[val.node];
     if (lp_.classes[val.node] == NodeClass::kReduction) {
-      throw Error(fmt::format("codegen: %{} is read before its reduction pass", val.name));
+      throw NodeError(val.node, fmt::format("internal error: kernel {} reads a reduction's result "
+                                            "before the reduction's pass",
+                                            grp_.name));
     }
     const bool shift = inj_.kind == "offbyone" && n.op == inj_.op;
     std::vector<std::string> ops;
     for (ValueId o : n.operands) ops.push_back(value(o, sc, val.type.shape, shift && sc.element));
+    current_ = val.node;
     const std::string var = fresh();
     *sc.stmts += fmt::format("{}// %{} = {}\n", indent(sc), val.name, describe(n));
     std::string e = expression(n, ops);
@@ -543,7 +618,7 @@ class KernelEmitter {
     } else if (op == "cat") {
       e = a[0];
     } else {
-      throw Error(fmt::format("codegen: no lowering for {}", op));
+      throw Error(fmt::format("no loop lowering for {}", op));
     }
     // Round (bf16) or narrow to the node's own dtype, as eager stores each op's result.
     if (ct != out) e = convert(e, ct, out);
@@ -556,6 +631,7 @@ class KernelEmitter {
     for (int ni : grp_.nodes) {
       const ValueId v = g_.nodes()[ni].output;
       if (!mp_.materialized[v] || is_row_scalar(v) == element) continue;
+      current_ = ni;
       const std::string var = value(v, sc, g_.value(v).type.shape);
       const int a = access_key(v, g_.value(v).type.shape, true);
       std::string e = var;
@@ -614,9 +690,7 @@ class KernelEmitter {
     const std::string st = stores(sc, true);
     std::string final_pass;
     if (!st.empty()) {
-      final_pass = fmt::format(
-          "{}    #pragma omp simd\n    for (int64_t j = 0; j < {}; ++j) {{\n{}{}    }}\n", row, n_,
-          elem, st);
+      final_pass = row + open_row_loop("") + elem + st + close_row_loop();
       row.clear();
     }
     const std::string row_stores = stores(row_scope_, false);
@@ -628,15 +702,16 @@ class KernelEmitter {
       return fmt::format(
           "  #pragma omp parallel if ({} >= {})\n  {{\n{}  #pragma omp for "
           "schedule(static)\n{}  }}\n",
-          rows() * n_, kParallelMin, kLoadLimits, loop);
+          rows() * row_length(), kParallelMin, kLoadLimits, loop);
     }
-    return fmt::format("  #pragma omp parallel for schedule(static) if ({} >= {})\n{}", rows() * n_,
-                       kParallelMin, loop);
+    return fmt::format("  #pragma omp parallel for schedule(static) if ({} >= {})\n{}",
+                       rows() * row_length(), kParallelMin, loop);
   }
 
   // One SIMD pass computing reduction node `ni` for the current row. Per-row statements it needs
   // are emitted before the loop (flushed from `row`).
   std::string reduction_pass(int ni, std::string& row, std::map<ValueId, std::string>& row_vars) {
+    current_ = ni;
     const Node& n = g_.nodes()[ni];
     const DType dt = g_.value(n.output).type.dtype;
     const std::string acc_t = dt == DType::kF64 ? "double" : "float";
@@ -658,7 +733,8 @@ class KernelEmitter {
       init = fmt::format("{} {} = {};", acc_t, acc, bad_init ? "1" : "0");
       update = fmt::format("{} += static_cast<{}>({});", acc, acc_t, x);
       pragma = fmt::format("reduction(+ : {})", acc);
-      finish = n.op == "mean" ? fmt::format("{} / static_cast<{}>({})", acc, acc_t, n_) : acc;
+      finish =
+          n.op == "mean" ? fmt::format("{} / static_cast<{}>({})", acc, acc_t, row_length()) : acc;
     } else {
       const bool mx = n.op == "amax";
       // softmax's max needs no per-element NaN test (two vector operations in a pass of three): a
@@ -683,10 +759,9 @@ class KernelEmitter {
     const std::string var = fresh();
     std::string s = row;
     row.clear();
-    s += fmt::format(
-        "    // %{} = {}\n    {}\n    #pragma omp simd {}\n    for (int64_t j = 0; j < {}; ++j) "
-        "{{\n{}      {}\n    }}\n",
-        g_.value(n.output).name, describe(n), init, pragma, n_, elem, update);
+    s +=
+        fmt::format("    // %{} = {}\n    {}\n{}{}      {}\n{}", g_.value(n.output).name,
+                    describe(n), init, open_row_loop(" " + pragma), elem, update, close_row_loop());
     std::string result = finish;
     if (dt == DType::kBF16) result = fmt::format("cr_bf16_round({})", finish);
     s += fmt::format("    const auto {} = static_cast<{}>({});\n", var, compute_type(dt), result);
@@ -747,13 +822,16 @@ class KernelEmitter {
   Shape full_;
   size_t outer_rank_ = 0;
   std::set<ValueId> in_group_;
+  std::set<ValueId> per_row_;  // see find_per_row_values()
   std::map<ValueId, int> arg_of_, out_arg_;
   std::vector<Access> accesses_;
   std::map<std::string, int> access_index_;
   Shape outer_dims_;
+  Shape nest_dims_;  // a row's dims around its SIMD loop, when they do not coalesce into it
   int64_t n_ = 1;
   bool flat_ = false;
   bool coalesced_ = false;
+  int current_ = -1;  // the node being emitted, for errors
   int counter_ = 0;
   Scope row_scope_{nullptr, nullptr, false};
   std::map<std::string, std::string> elem_loads_, row_loads_;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "crucible/codegen/program.h"
+#include "crucible/core/error.h"
 #include "crucible/ir/graph.h"
 
 namespace crucible::codegen {
@@ -18,11 +19,31 @@ size_t config_count(const std::map<std::string, std::string>& config, const std:
 
 // 1. Rewrites ops whose pieces fuse better than the whole (softmax, log_softmax, layer_norm over
 // the last dims; silu, hardswish, hardsigmoid, batch_norm unless it folds into a packed conv2d)
-// into primitive ops. Other nodes are copied as they are; names are kept for the final node.
+// into primitive ops. Other nodes are copied as they are; names are kept for the final node. A node
+// whose decomposition does not apply to its shapes (softmax over a size-0 dim, whose amax has no
+// identity) stays whole and runs as its eager kernel.
 // `value_map`, when given, receives per value of `g` the value standing for it in the result (a
-// decomposed node's final value).
+// decomposed node's final value); `origin`, per node of the result, the node of `g` it comes from.
 Graph decompose(const Graph& g, std::vector<ValueId>* value_map = nullptr,
-                const std::set<ValueId>& keep = {});
+                const std::set<ValueId>& keep = {}, std::vector<int>* origin = nullptr);
+
+// A failure the passes after decompose() pin on one node of the decomposed graph (by index).
+// build_program() reports it at the source graph's node that node comes from, so the user reads
+// about a node they wrote, never about a decomposition's helper (a softmax's amax, say); `reason`
+// should therefore not name values of the decomposed graph.
+class NodeError : public Error {
+ public:
+  NodeError(int node, const std::string& reason) : Error(reason), node_(node) {}
+  int node() const { return node_; }
+
+ private:
+  int node_;
+};
+
+// The message for `reason` at node `node` of `decomposed`: "codegen: cannot compile `<the source
+// node's canonical line>` (line L[, in its decomposition]): <reason>".
+std::string at_source_node(const Graph& source, const Graph& decomposed,
+                           const std::vector<int>& origin, int node, const std::string& reason);
 
 // 2-3. Loop IR: every node classified, then grouped into kernels.
 enum class NodeClass {

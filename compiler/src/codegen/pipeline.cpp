@@ -46,15 +46,9 @@ std::string print_memory_plan(const Graph& g, const LoopProgram& lp, const Memor
   return out;
 }
 
-}  // namespace
-
-Program build_program(const Graph& graph, const CodegenOptions& options) {
-  Program p;
+// The passes after decompose(), over `p.graph`: lower, fuse, plan memory, emit C++, schedule.
+void schedule(Program& p, const CodegenOptions& options) {
   PassTimer timer(p);
-  p.dumps["graph_readable.txt"] = print_graph(graph);
-  p.source = graph;
-  const std::set<ValueId> keep_source(options.keep.begin(), options.keep.end());
-  p.graph = timer.run("decompose", [&] { return decompose(graph, &p.value_of, keep_source); });
   std::set<ValueId> keep;
   for (ValueId v : options.keep) keep.insert(p.value_of.at(static_cast<size_t>(v)));
   LoopProgram lp = timer.run("lower", [&] { return lower(p.graph, options.config, keep); });
@@ -138,6 +132,37 @@ Program build_program(const Graph& graph, const CodegenOptions& options) {
     }
     return 0;
   });
+}
+
+}  // namespace
+
+std::string at_source_node(const Graph& source, const Graph& decomposed,
+                           const std::vector<int>& origin, int node, const std::string& reason) {
+  const Node& src = source.nodes().at(static_cast<size_t>(origin.at(static_cast<size_t>(node))));
+  const Node& step = decomposed.nodes().at(static_cast<size_t>(node));
+  std::string where;
+  if (src.loc.line > 0) where = fmt::format("line {}", src.loc.line);
+  // A helper of a decomposition (a softmax's amax) is not named: the user never wrote it.
+  if (decomposed.value(step.output).name != source.value(src.output).name)
+    where += fmt::format("{}in its decomposition", where.empty() ? "" : ", ");
+  return fmt::format("codegen: cannot compile `{}`{}: {}", print_node(source, src),
+                     where.empty() ? "" : " (" + where + ")", reason);
+}
+
+Program build_program(const Graph& graph, const CodegenOptions& options) {
+  Program p;
+  PassTimer timer(p);
+  p.dumps["graph_readable.txt"] = print_graph(graph);
+  p.source = graph;
+  const std::set<ValueId> keep_source(options.keep.begin(), options.keep.end());
+  std::vector<int> origin;
+  p.graph =
+      timer.run("decompose", [&] { return decompose(graph, &p.value_of, keep_source, &origin); });
+  try {
+    schedule(p, options);
+  } catch (const NodeError& e) {
+    throw Error(at_source_node(graph, p.graph, origin, e.node(), e.what()));
+  }
   return p;
 }
 

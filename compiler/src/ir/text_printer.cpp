@@ -22,6 +22,17 @@ std::string format_initializer(const Value& v) {
 
 }  // namespace
 
+std::string print_node(const Graph& g, const Node& n) {
+  std::string args;
+  for (ValueId op : n.operands)
+    args += fmt::format("{}%{}", args.empty() ? "" : ", ", g.value(op).name);
+  for (const auto& [k, val] : n.attrs.items()) {
+    args += fmt::format("{}{}={}", args.empty() ? "" : ", ", k, format_attr_value(val));
+  }
+  const Value& v = g.value(n.output);
+  return fmt::format("%{}: {} = {}({})", v.name, v.type.str(), n.op, args);
+}
+
 std::string print_graph(const Graph& g) {
   std::string out = fmt::format("graph {}(", g.name());
   for (size_t i = 0; i < g.inputs().size(); ++i) {
@@ -34,16 +45,7 @@ std::string print_graph(const Graph& g) {
     const Value& v = g.value(id);
     out += fmt::format("  param %{}: {} = {}\n", v.name, v.type.str(), format_initializer(v));
   }
-  for (const Node& n : g.nodes()) {
-    const Value& v = g.value(n.output);
-    std::string args;
-    for (ValueId op : n.operands)
-      args += fmt::format("{}%{}", args.empty() ? "" : ", ", g.value(op).name);
-    for (const auto& [k, val] : n.attrs.items()) {
-      args += fmt::format("{}{}={}", args.empty() ? "" : ", ", k, format_attr_value(val));
-    }
-    out += fmt::format("  %{}: {} = {}({})\n", v.name, v.type.str(), n.op, args);
-  }
+  for (const Node& n : g.nodes()) out += "  " + print_node(g, n) + "\n";
   out += "  return ";
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     out += fmt::format("{}%{}", i ? ", " : "", g.value(g.outputs()[i]).name);

@@ -27,6 +27,9 @@ class ParseError : public Error {
 // save_graph_file to write those side files too.
 std::string print_graph(const Graph& g);
 
+// One node's canonical line without indent or newline: "%y: f32[4,8] = softmax(%x, dim=-1)".
+std::string print_node(const Graph& g, const Node& n);
+
 // Parses and verifies a graph; `file` names the source in error messages.
 Graph parse_graph(std::string_view text, std::string_view file = "<input>");
 
