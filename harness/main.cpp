@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "crucible/core/error.h"
+#include "crucible/core/quote.h"
 
 namespace {
 void print_usage() {
@@ -20,6 +21,9 @@ void print_usage() {
 
 int main(int argc, char** argv) {
   using namespace crucible::cli;
+  // Error texts carry user input (paths, names, a plugin's exception text): escaped, each stays the
+  // one line the exit codes promise.
+  using crucible::escape_controls;
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     print_usage();
     return argc < 2 ? kExitUsage : kExitOk;
@@ -31,16 +35,19 @@ int main(int argc, char** argv) {
     try {
       return c.run(args);
     } catch (const po::error& e) {
-      std::cerr << fmt::format("crucible {}: {} (see crucible {} --help)\n", name, e.what(), name);
+      std::cerr << fmt::format("crucible {}: {} (see crucible {} --help)\n", name,
+                               escape_controls(e.what()), name);
       return kExitUsage;
     } catch (const crucible::Error& e) {
-      std::cerr << fmt::format("crucible {}: {}\n", name, e.what());
+      std::cerr << fmt::format("crucible {}: {}\n", name, escape_controls(e.what()));
       return kExitUsage;
     } catch (const std::exception& e) {
-      std::cerr << fmt::format("crucible {}: internal error: {}\n", name, e.what());
+      std::cerr << fmt::format("crucible {}: internal error: {}\n", name,
+                               escape_controls(e.what()));
       return kExitFailed;
     }
   }
-  std::cerr << fmt::format("crucible: unknown command '{}' (see crucible --help)\n", name);
+  std::cerr << fmt::format("crucible: unknown command '{}' (see crucible --help)\n",
+                           escape_controls(name));
   return kExitUsage;
 }

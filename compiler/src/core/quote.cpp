@@ -1,4 +1,4 @@
-// Quoted string literals (see quote.h).
+// Quoted string literals and control-byte escaping for messages (see quote.h).
 #include "crucible/core/quote.h"
 
 #include <fmt/format.h>
@@ -30,6 +30,25 @@ std::string quote(std::string_view s, QuoteStyle style) {
     }
   }
   return out + "\"";
+}
+
+std::string escape_controls(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
 }
 
 }  // namespace crucible
