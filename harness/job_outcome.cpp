@@ -6,33 +6,29 @@
 
 #include <algorithm>
 #include <fstream>
+#include <sstream>
+
+#include "crucible/core/quote.h"
 
 namespace crucible {
 
 namespace {
 
-// The last few lines of a worker's log: the message an abort or an uncaught error left behind.
-std::string log_tail(const std::filesystem::path& log, size_t max_lines = 3) {
-  std::ifstream in(log);
-  std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    lines.push_back(line);
-    if (lines.size() > max_lines) lines.erase(lines.begin());
-  }
-  std::string out;
-  for (const auto& l : lines) out += (out.empty() ? "" : " | ") + l;
-  return out;
+// The last `bytes` of a log at most: a worker may write gigabytes, or one line without end.
+std::string log_end(const std::filesystem::path& log, size_t bytes = 64 << 10) {
+  std::ifstream in(log, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  const std::streamoff size = in.tellg();
+  const std::streamoff start = size > static_cast<std::streamoff>(bytes) ? size - bytes : 0;
+  in.seekg(start);
+  std::string text(static_cast<size_t>(size - start), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
 }
 
 bool log_mentions_bad_alloc(const std::filesystem::path& log) {
-  std::ifstream in(log);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.find("std::bad_alloc") != std::string::npos) return true;
-  }
-  return false;
+  return log_end(log).find("std::bad_alloc") != std::string::npos;
 }
 
 bool is_eager_reference_phase(const std::string& phase) {
@@ -40,6 +36,22 @@ bool is_eager_reference_phase(const std::string& phase) {
 }
 
 }  // namespace
+
+std::string log_tail(const std::filesystem::path& log, size_t max_lines) {
+  constexpr size_t kMaxLine = 400;  // characters kept of each line
+  std::istringstream in(log_end(log));
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (line.size() > kMaxLine) line = line.substr(0, kMaxLine) + "...";
+    lines.push_back(line);
+    if (lines.size() > max_lines) lines.erase(lines.begin());
+  }
+  std::string out;
+  for (const auto& l : lines) out += (out.empty() ? "" : " | ") + escape_controls(l);
+  return out;
+}
 
 std::vector<reports::ResultRecord> finalize_job(const WorkerJob& job, const ChildOutcome& outcome,
                                                 const WorkerReport& report,

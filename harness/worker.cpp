@@ -252,6 +252,7 @@ std::vector<std::string> WorkerJob::to_args() const {
   if (cosine) a.push_back("--cosine");
   add(flag("repeat", std::to_string(repeat)));
   add(flag("warmup", std::to_string(warmup)));
+  if (profile) a.push_back("--profile");
   add(flag("report", report));
   for (const auto& p : plugin_paths) add(flag("plugin-path", p));
   for (const auto& [k, v] : config) add(flag("config", fmt::format("{}={}", k, v)));
@@ -260,6 +261,7 @@ std::vector<std::string> WorkerJob::to_args() const {
 
 int run_worker_job(const WorkerJob& job) {
   if (job.threads > 0) omp_set_num_threads(job.threads);
+  if (job.job == "run-graph") return run_graph_job(job);
   Session s(job);
   try {
     s.report.phase("load", "");
