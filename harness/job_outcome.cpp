@@ -83,6 +83,12 @@ std::vector<reports::ResultRecord> finalize_job(const WorkerJob& job, const Chil
       r.status = "oom";
       r.error = fmt::format("out of memory {} (limit {} MB, peak RSS {:.0f} MB)", where,
                             limits.memory_limit_mb, outcome.peak_rss_mb);
+    } else if (!outcome.exited && report.phase == "load" && !report.phase_backend.empty()) {
+      // The plugin's constructors or factory killed the process: it did not load.
+      r.status = "fail_to_load";
+      r.error = fmt::format("{} {}", signal_name(outcome.signal), where);
+      const std::string tail = log_tail(log);
+      if (!tail.empty()) r.error += ": " + tail;
     } else if (!outcome.exited) {
       r.status = is_eager_reference_phase(report.phase) ? "eager_fail_to_run" : "crash";
       r.error = fmt::format("{} {}", signal_name(outcome.signal), where);

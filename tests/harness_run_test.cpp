@@ -231,8 +231,6 @@ TEST_F(HarnessRun, BadRequestsFailBeforeAnyRunIsRecorded) {
       {"--filter '('", "--filter '(' is not a valid regular expression"},
       {"--shard 2/2", "--shard expects I/N with 0 <= I < N, got '2/2'"},
       {"--repeat 0", "--repeat must be at least 1"},
-      {"--backends " + std::string(CRUCIBLE_TEST_PLUGIN_DIR) + "/wrong_abi_plugin.so",
-       "plugin ABI version 999 does not match"},
       {"--exclude m_a", "no models selected"},
   };
   for (const auto& c : cases) {
@@ -246,6 +244,90 @@ TEST_F(HarnessRun, BadRequestsFailBeforeAnyRunIsRecorded) {
   EXPECT_NE(missing.err.find("suite 'nosuchsuite': no nosuchsuite/suite.manifest in"),
             std::string::npos);
   EXPECT_FALSE(fs::exists(dir_ / "r.db"));  // nothing was recorded, not even an empty run
+}
+
+TEST_F(HarnessRun, UnloadablePluginIsFailToLoadPerModelAndTheOthersRun) {
+  add_model("m_a");
+  add_model("m_b");
+  // One plugin the workers refuse (ABI 999), one whose file the harness refuses (truncated), one
+  // that exits the worker with status 0 mid-run.
+  const std::string wrong_abi = std::string(CRUCIBLE_TEST_PLUGIN_DIR) + "/wrong_abi_plugin.so";
+  const fs::path truncated = dir_ / "truncated.so";
+  std::ofstream(truncated, std::ios::binary)
+      << testing::read_all(std::string(CRUCIBLE_BIN_DIR) +
+                           "/../lib/crucible/crucible_backend_eager.so")
+             .substr(0, 200);
+  const std::string backends = "eager," + wrong_abi + "," + truncated.string() + ",exit0";
+  auto r = run_crucible(
+      run_args("--backends " + backends + " --mode both --repeat 2 --warmup 0 --timeout 60"));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("backend '" + truncated.string() +
+                       "' cannot be loaded, recorded as fail_to_load: " + truncated.string() +
+                       ": not a loadable shared library (truncated"),
+            std::string::npos)
+      << r.err;
+
+  auto store = reports::Store::open(dir_ / "r.db");
+  auto runs = store->runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, "complete");
+  auto res = results_by_model(*store, runs[0].id);
+  EXPECT_EQ(res.size(), 2u * 4u * 2u);  // models x backends x modes
+  for (const std::string m : {"m_a", "m_b"}) {
+    for (const std::string mode : {"accuracy", "performance"}) {
+      const auto& eager = res[m + "/eager/" + mode];
+      EXPECT_EQ(eager.status, "pass") << m << " " << mode << ": " << eager.error;
+      const auto& abi = res[m + "/" + wrong_abi + "/" + mode];
+      EXPECT_EQ(abi.status, "fail_to_load") << m << " " << mode;
+      EXPECT_NE(abi.error.find("wrong_abi_plugin.so: plugin ABI version 999 does not match"),
+                std::string::npos)
+          << abi.error;
+      const auto& cut = res[m + "/" + truncated.string() + "/" + mode];
+      EXPECT_EQ(cut.status, "fail_to_load") << m << " " << mode;
+      EXPECT_NE(cut.error.find("truncated.so: not a loadable shared library (truncated"),
+                std::string::npos)
+          << cut.error;
+    }
+    const auto& exited = res[m + "/exit0/accuracy"];
+    EXPECT_EQ(exited.status, "fail_to_run") << exited.error;
+    EXPECT_NE(exited.error.find("worker exited with status 0 during run of exit0"),
+              std::string::npos)
+        << exited.error;
+  }
+  // The eager timings were still taken, with the unloadable plugins out of the timing worker.
+  EXPECT_EQ(res["m_a/eager/performance"].samples_ms.size(), 2u);
+
+  // Performance only: the worker-side load failure goes through the profile and timing workers.
+  auto perf = run_crucible(
+      run_args("--backends eager," + wrong_abi + " --mode performance " + "--repeat 2 --warmup 0"));
+  EXPECT_EQ(perf.status, 1) << perf.err;
+  auto runs2 = store->runs();
+  ASSERT_EQ(runs2.size(), 2u);
+  const int64_t second = runs2[0].id == runs[0].id ? runs2[1].id : runs2[0].id;
+  auto res2 = results_by_model(*store, second);
+  EXPECT_EQ(res2["m_a/eager/performance"].status, "pass") << res2["m_a/eager/performance"].error;
+  EXPECT_EQ(res2["m_a/" + wrong_abi + "/performance"].status, "fail_to_load");
+}
+
+TEST_F(HarnessRun, UnloadableEagerReferenceFailsEveryBackendToLoad) {
+  add_model("m_a");
+  const fs::path plugins = dir_ / "plugins";
+  fs::create_directories(plugins);
+  std::ofstream(plugins / "crucible_backend_eager.so") << "not a library\n";
+  auto r = run_crucible("run --suite " + (dir_ / "suite" / "suite.manifest").string() + " --db " +
+                        (dir_ / "r.db").string() + " --output-dir " + (dir_ / "out").string() +
+                        " --plugin-path " + plugins.string() + " --plugin-path " +
+                        CRUCIBLE_TEST_PLUGIN_DIR + " --backends eager,faulty");
+  EXPECT_EQ(r.status, 1) << r.err;
+  auto store = reports::Store::open(dir_ / "r.db");
+  auto res = results_by_model(*store, store->runs().at(0).id);
+  EXPECT_EQ(res["m_a/eager/accuracy"].status, "fail_to_load");
+  EXPECT_EQ(res["m_a/faulty/accuracy"].status, "fail_to_load");
+  EXPECT_NE(res["m_a/faulty/accuracy"].error.find(
+                "the eager reference: " + (plugins / "crucible_backend_eager.so").string() +
+                ": not a loadable shared library (not an ELF"),
+            std::string::npos)
+      << res["m_a/faulty/accuracy"].error;
 }
 
 TEST_F(HarnessRun, NotADatabaseIsOneClearError) {
