@@ -64,6 +64,15 @@ std::vector<reports::ResultRecord> finalize_job(const WorkerJob& job, const Chil
                            [&](const reports::ResultRecord& r) { return r.backend == backend; });
     if (it != report.results.end()) {
       out.push_back(*it);
+      // In a memory cgroup the OOM killer may pick a process the worker started (the compiler),
+      // which the worker then reports as that step's failure: the cause was memory.
+      if (outcome.oom_killed && it->status != "pass") {
+        out.back().error = fmt::format(
+            "out of memory (the kernel's OOM killer ended a process of the worker at its {} MB "
+            "resident-memory limit): {}: {}",
+            limits.memory_limit_mb, it->status, it->error);
+        out.back().status = "oom";
+      }
       continue;
     }
     reports::ResultRecord r =
@@ -73,16 +82,30 @@ std::vector<reports::ResultRecord> finalize_job(const WorkerJob& job, const Chil
             ? "before the worker started"
             : fmt::format("during {}{}", report.phase,
                           report.phase_backend.empty() ? "" : " of " + report.phase_backend);
-    const bool oom_kill = outcome.signal == SIGKILL && limits.memory_limit_mb > 0 &&
-                          outcome.peak_rss_mb >= 0.9 * static_cast<double>(limits.memory_limit_mb);
+    // In a memory cgroup the kernel says whether it killed for memory; under RLIMIT_AS a SIGKILL
+    // near the limit is taken as the system's OOM killer.
+    const bool oom_kill =
+        outcome.memory_cgroup
+            ? outcome.oom_killed
+            : outcome.signal == SIGKILL && limits.memory_limit_mb > 0 &&
+                  outcome.peak_rss_mb >= 0.9 * static_cast<double>(limits.memory_limit_mb);
     if (outcome.timed_out) {
       r.status = "timeout";
       r.error = fmt::format("no result after {:.0f} s ({})", limits.timeout_s, where);
     } else if ((outcome.exited && outcome.exit_code == kWorkerExitOom) || oom_kill ||
                (outcome.signal == SIGABRT && log_mentions_bad_alloc(log))) {
       r.status = "oom";
-      r.error = fmt::format("out of memory {} (limit {} MB, peak RSS {:.0f} MB)", where,
-                            limits.memory_limit_mb, outcome.peak_rss_mb);
+      if (outcome.memory_cgroup) {
+        r.error = fmt::format(
+            "out of memory {} (resident-memory limit {} MB{}, cgroup peak {:.0f} MB, peak RSS "
+            "{:.0f} MB)",
+            where, limits.memory_limit_mb,
+            outcome.oom_killed ? ", killed by the kernel's OOM killer" : "", outcome.cgroup_peak_mb,
+            outcome.peak_rss_mb);
+      } else {
+        r.error = fmt::format("out of memory {} (address-space limit {} MB, peak RSS {:.0f} MB)",
+                              where, limits.memory_limit_mb, outcome.peak_rss_mb);
+      }
     } else if (!outcome.exited && report.phase == "load" && !report.phase_backend.empty()) {
       // The plugin's constructors or factory killed the process: it did not load.
       r.status = "fail_to_load";

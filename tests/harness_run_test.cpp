@@ -11,6 +11,7 @@
 
 #include "cli_util.h"
 #include "crucible/reports/store.h"
+#include "memory_cgroup.h"
 
 namespace crucible {
 namespace {
@@ -328,6 +329,107 @@ TEST_F(HarnessRun, UnloadableEagerReferenceFailsEveryBackendToLoad) {
                 ": not a loadable shared library (not an ELF"),
             std::string::npos)
       << res["m_a/faulty/accuracy"].error;
+}
+
+// crucible-<pid>-* groups under `parent` whose crucible process is gone: left behind.
+std::vector<std::string> leftover_groups(const fs::path& parent) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(parent, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!name.starts_with("crucible-")) continue;
+    const pid_t pid = std::atoi(name.substr(9).c_str());
+    if (::kill(pid, 0) != 0 && errno == ESRCH) out.push_back(name);
+  }
+  return out;
+}
+
+TEST_F(HarnessRun, MemoryLimitIsResidentMemoryInACgroup) {
+  const MemoryLimitSupport& support = memory_limit_support();
+  if (support.kind == MemoryLimitKind::kAddressSpace) {
+    GTEST_SKIP() << "no memory cgroup can be made here: " << support.why_not;
+  }
+  add_model("m_ok");
+  add_model("m_oom");      // touches memory until stopped
+  add_model("m_reserve");  // 2 GB of address space, never touched: not resident
+  auto r =
+      run_crucible(run_args("--backends faulty --mode accuracy --timeout 60 --memory-limit 200 "
+                            "-c fault.m_oom=oom -c fault.m_reserve=reserve_mb:2048"));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(r.err.find("RLIMIT_AS"), std::string::npos) << r.err;
+  auto store = reports::Store::open(dir_ / "r.db");
+  auto res = results_by_model(*store, store->runs().at(0).id);
+  EXPECT_EQ(res["m_ok/faulty/accuracy"].status, "pass") << res["m_ok/faulty/accuracy"].error;
+  EXPECT_EQ(res["m_reserve/faulty/accuracy"].status, "pass")
+      << res["m_reserve/faulty/accuracy"].error;
+  const auto& oom = res["m_oom/faulty/accuracy"];
+  EXPECT_EQ(oom.status, "oom") << oom.error;
+  EXPECT_NE(oom.error.find("resident-memory limit 200 MB, killed by the kernel's OOM killer"),
+            std::string::npos)
+      << oom.error;
+  EXPECT_EQ(leftover_groups(support.parent), std::vector<std::string>{});
+}
+
+TEST_F(HarnessRun, SmallModelsPassAtTheLowestAcceptedLimit) {
+  // The tutorial's oneDNN linear model and sin_cos on eager and (compiling) codegen need some 15 MB
+  // resident, and the compiler some 30 MB more. At the floor (64 MB in a cgroup) they pass; as an
+  // address-space limit, 64 MB left the compiler "virtual memory exhausted".
+  const int64_t floor = memory_limit_floor_mb(memory_limit_support().kind);
+  const std::string cache = "CRUCIBLE_CACHE_DIR=" + (dir_ / "cache").string();
+  auto r = run_crucible(
+      "run --suite tutorial --only linear_layernorm_relu,sin_cos --backends "
+      "eager,codegen --memory-limit " +
+          std::to_string(floor) + " --db " + (dir_ / "r.db").string() + " --output-dir " +
+          (dir_ / "out").string(),
+      cache);
+  EXPECT_EQ(r.status, 0) << r.err;
+  auto store = reports::Store::open(dir_ / "r.db");
+  auto rows = store->results(store->runs().at(0).id);
+  EXPECT_EQ(rows.size(), 4u);
+  for (const auto& row : rows) EXPECT_EQ(row.status, "pass") << row.model << " " << row.error;
+}
+
+TEST_F(HarnessRun, MemoryLimitBelowWhatAWorkerNeedsIsRefused) {
+  add_model("m_a");
+  const MemoryLimitKind kind = memory_limit_support().kind;
+  const int64_t floor = memory_limit_floor_mb(kind);
+  for (int64_t mb : {int64_t{1}, int64_t{50}, floor - 1}) {
+    auto r = run_crucible(run_args("--memory-limit " + std::to_string(mb)));
+    EXPECT_EQ(r.status, 2) << mb;
+    EXPECT_EQ(testing::count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("--memory-limit " + std::to_string(mb) + " MB is below the " +
+                         std::to_string(floor) + " MB a worker needs"),
+              std::string::npos)
+        << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "r.db"));
+  // Under the RLIMIT_AS fallback, the floor is the address space's, and the run says once what
+  // the limit means there.
+  auto low = run_crucible(run_args("--memory-limit 100"), "CRUCIBLE_NO_CGROUPS=1");
+  EXPECT_EQ(low.status, 2);
+  EXPECT_NE(low.err.find("below the 128 MB a worker needs to start and compile here (the limit "
+                         "is on address space (RLIMIT_AS))"),
+            std::string::npos)
+      << low.err;
+  add_model("m_reserve");
+  auto fallback = run_crucible(
+      run_args("--memory-limit 256 -c fault.m_reserve=reserve_mb:2048 --backends faulty"),
+      "CRUCIBLE_NO_CGROUPS=1");
+  EXPECT_EQ(fallback.status, 1) << fallback.err;
+  const std::string note =
+      "crucible run: --memory-limit limits each worker's address space (RLIMIT_AS), not its "
+      "resident memory, as no memory cgroup can be made here: CRUCIBLE_NO_CGROUPS is set\n";
+  const size_t at = fallback.err.find(note);
+  EXPECT_NE(at, std::string::npos) << fallback.err;
+  EXPECT_EQ(fallback.err.find(note, at + 1), std::string::npos) << "said more than once";
+  auto store = reports::Store::open(dir_ / "r.db");
+  auto res = results_by_model(*store, store->runs().at(0).id);
+  EXPECT_EQ(res["m_a/faulty/accuracy"].status, "pass") << res["m_a/faulty/accuracy"].error;
+  // Untouched address space counts against RLIMIT_AS: that is what the cgroup limit fixes.
+  EXPECT_EQ(res["m_reserve/faulty/accuracy"].status, "oom");
+  EXPECT_NE(res["m_reserve/faulty/accuracy"].error.find("address-space limit 256 MB"),
+            std::string::npos)
+      << res["m_reserve/faulty/accuracy"].error;
 }
 
 TEST_F(HarnessRun, NotADatabaseIsOneClearError) {
