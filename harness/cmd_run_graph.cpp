@@ -56,8 +56,9 @@ class TempDir {
 };
 
 // Where the child was, from the last phase its report names.
-std::string when(const WorkerReport& report, const std::string& file) {
+std::string when(const WorkerReport& report, const std::string& graph_file) {
   const std::string& p = report.phase;
+  const std::string file = escape_controls(graph_file);
   if (p.empty()) return "while starting";
   if (p == "load") return "while loading the plugin";
   if (p == "compile") return fmt::format("while compiling {}", file);

@@ -78,10 +78,11 @@ std::vector<reports::ResultRecord> finalize_job(const WorkerJob& job, const Chil
     reports::ResultRecord r =
         reports::make_result(job.suite, job.model, backend, mode, job.batch_size);
     const std::string where =
-        report.phase.empty()
-            ? "before the worker started"
-            : fmt::format("during {}{}", report.phase,
-                          report.phase_backend.empty() ? "" : " of " + report.phase_backend);
+        report.phase.empty() ? "before the worker started"
+                             : fmt::format("during {}{}", escape_controls(report.phase),
+                                           report.phase_backend.empty()
+                                               ? ""
+                                               : " of " + escape_controls(report.phase_backend));
     // In a memory cgroup the kernel says whether it killed for memory; under RLIMIT_AS a SIGKILL
     // near the limit is taken as the system's OOM killer.
     const bool oom_kill =

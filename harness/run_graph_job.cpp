@@ -20,6 +20,7 @@ namespace crucible {
 int run_graph_job(const WorkerJob& job) {
   ReportWriter report(job.report);
   const std::string& file = job.graph;
+  const std::string shown_file = escape_controls(file);  // in messages; the output keeps `file`
   const std::string& plugin_file = job.backends.at(0);
   auto reply = [&](int code, const std::string& out, const std::string& err) {
     report.reply(code, out, err);
@@ -48,16 +49,16 @@ int run_graph_job(const WorkerJob& job) {
   try {
     exe = loaded->backend().compile(graph, options);
   } catch (const plugin::CompileError& e) {
-    return reply(
-        cli::kExitFailed, "",
-        fmt::format("crucible run-graph: {} failed to compile {}: {}\n", name, file, e.what()));
+    return reply(cli::kExitFailed, "",
+                 fmt::format("crucible run-graph: {} failed to compile {}: {}\n", name, shown_file,
+                             e.what()));
   } catch (const std::bad_alloc&) {
     return reply(
         cli::kExitFailed, "",
-        fmt::format("crucible run-graph: {} ran out of memory compiling {}\n", name, file));
+        fmt::format("crucible run-graph: {} ran out of memory compiling {}\n", name, shown_file));
   } catch (const std::exception& e) {
     return reply(cli::kExitFailed, "",
-                 fmt::format("crucible run-graph: {} failed to compile {}: {}\n", name, file,
+                 fmt::format("crucible run-graph: {} failed to compile {}: {}\n", name, shown_file,
                              escape_controls(e.what())));
   }
   auto t1 = std::chrono::steady_clock::now();
@@ -68,11 +69,12 @@ int run_graph_job(const WorkerJob& job) {
   try {
     outputs = exe->run(inputs);
   } catch (const std::bad_alloc&) {
-    return reply(cli::kExitFailed, "",
-                 fmt::format("crucible run-graph: {} ran out of memory running {}\n", name, file));
+    return reply(
+        cli::kExitFailed, "",
+        fmt::format("crucible run-graph: {} ran out of memory running {}\n", name, shown_file));
   } catch (const std::exception& e) {
     return reply(cli::kExitFailed, "",
-                 fmt::format("crucible run-graph: {} failed to run {}: {}\n", name, file,
+                 fmt::format("crucible run-graph: {} failed to run {}: {}\n", name, shown_file,
                              escape_controls(e.what())));
   }
   auto t3 = std::chrono::steady_clock::now();
@@ -85,7 +87,7 @@ int run_graph_job(const WorkerJob& job) {
   if (outputs.size() != graph.outputs().size()) {
     return reply(cli::kExitFailed, "",
                  fmt::format("crucible run-graph: {} returned {} outputs for {}, which has {}\n",
-                             name, outputs.size(), file, graph.outputs().size()));
+                             name, outputs.size(), shown_file, graph.outputs().size()));
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     out += fmt::format("  output {} %{}: {}\n", i, graph.value(graph.outputs()[i]).name,

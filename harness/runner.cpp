@@ -63,8 +63,9 @@ class Progress {
     const double eta =
         done_ ? elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_) : 0;
     std::cerr << fmt::format("[{:>3}/{}] {}/{} {} {}: {}  (elapsed {:.1f} s, ETA {:.1f} s)\n",
-                             done_, total_, r.suite, r.model, r.backend,
-                             what.empty() ? r.mode : what, r.status, elapsed, eta);
+                             done_, total_, escape_controls(r.suite), escape_controls(r.model),
+                             escape_controls(r.backend), what.empty() ? r.mode : what, r.status,
+                             elapsed, eta);
   }
 
  private:
