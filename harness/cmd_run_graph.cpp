@@ -1,6 +1,5 @@
-// `crucible run-graph FILE --backend B`: checks the request here, then loads the plugin, compiles
-// and runs the graph in a `crucible worker --job run-graph` child with a timeout, so a plugin that
-// hangs, crashes or exits is one line and exit 1; prints the child's output unchanged.
+// `crucible run-graph FILE --backend B`: checks the request, then runs the plugin in a worker child
+// with a timeout, so a hang, crash or exit is one line and exit 1; prints the child's output.
 #include <fmt/format.h>
 #include <signal.h>
 #include <stdlib.h>

@@ -1,6 +1,5 @@
-// The worker side of an isolated job: `crucible worker --job accuracy|profile|timing|run-graph`.
-// `crucible run` starts the first three per (model, backend), `crucible run-graph` the last; each
-// writes its results to a report file (worker_report.h).
+// The worker side of an isolated job, `crucible worker --job accuracy|profile|timing|run-graph`
+// (started by `run` or `run-graph`), which writes its results to a report file (worker_report.h).
 #pragma once
 
 #include <map>

@@ -1,6 +1,5 @@
-// The plugin seam: the eager plugin loads and reports its ABI; each broken plugin (not a shared
-// object, truncated, wrong machine, dangling symlink, FIFO, no crucible symbols, no factory, wrong
-// ABI, throwing factory) gives one clear line naming the file and exit 2, never a crash or a hang.
+// The plugin seam: eager loads and reports its ABI; every broken plugin (truncated, foreign, not a
+// file, no symbols, wrong ABI, throwing factory) is one line naming it, never a crash or a hang.
 #include "plugin_loader.h"
 
 #include <elf.h>

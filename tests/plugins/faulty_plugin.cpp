@@ -1,5 +1,6 @@
 // Test backend: runs graphs op by op like eager, but on demand misbehaves the ways real compiled
 // backends do, so the harness's isolation and status mapping can be tested end to end.
+
 // -c fault.<graph name>=segv|abort|hang|oom|compile_error|run_error|wrong|sleep_ms:N|reserve_mb:N
 // (reserve_mb: N MB of address space allocated and never touched, as stacks and arenas are)
 #include <signal.h>
