@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "crucible/core/error.h"
 #include "launcher.h"
+#include "memory_cgroup.h"
 #include "run_config.h"
 #include "subprocess.h"
 
@@ -98,10 +99,14 @@ int run_command(const std::vector<std::string>& args) {
                     "timed repeats per backend")("warmup", po::value(&cfg.warmup)->default_value(3),
                                                  "warm-up runs per backend")(
       "timeout", po::value(&cfg.timeout_s)->default_value(600),
-      "seconds before a worker is killed")("memory-limit",
-                                           po::value(&cfg.memory_limit_mb)->default_value(0),
-                                           "worker address-space limit in MB (0: none)")(
-      "threads,t", po::value(&cfg.threads)->default_value(0), "OpenMP threads per worker (0: all)")(
+      "seconds before a worker is killed")(
+      "memory-limit", po::value(&cfg.memory_limit_mb)->default_value(0),
+      "MB per worker (0: none, -1: 80% of RAM): the resident memory (RSS, page cache, kernel "
+      "memory) of the worker and the compilers it starts, in a memory cgroup of its own with "
+      "swap off, the worker ending as oom when the kernel's OOM killer acts; where no cgroup can "
+      "be made, the address space (RLIMIT_AS) of each process instead. At least 64 (128 under "
+      "RLIMIT_AS)")("threads,t", po::value(&cfg.threads)->default_value(0),
+                    "OpenMP threads per worker (0: all)")(
       "seed", po::value(&cfg.seed)->default_value(0), "seed of the model inputs")(
       "variant", po::value(&cfg.variant)->default_value("full"),
       "built-in models: full | small (CI-sized)")(
@@ -159,6 +164,16 @@ int run_command(const std::vector<std::string>& args) {
     cfg.memory_limit_mb =
         static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE) / (1 << 20) * 8 / 10;
   }
+  if (cfg.memory_limit_mb > 0) {
+    const MemoryLimitKind kind = memory_limit_support().kind;
+    const int64_t floor = memory_limit_floor_mb(kind);
+    if (cfg.memory_limit_mb < floor) {
+      throw po::error(fmt::format(
+          "--memory-limit {} MB is below the {} MB a worker needs to start and compile here "
+          "(the limit is on {}); give at least {}, or 0 for no limit",
+          cfg.memory_limit_mb, floor, describe(kind), floor));
+    }
+  }
   if (cfg.threads < 0) throw po::error("--threads must be >= 0");
   if (cfg.variant != "full" && cfg.variant != "small")
     throw po::error(fmt::format("--variant must be full or small, got '{}'", cfg.variant));
@@ -175,6 +190,12 @@ int run_command(const std::vector<std::string>& args) {
     return execute_launch(plan, launch.dry_run);
   }
   apply_fallback_affinity();
+  if (cfg.memory_limit_mb > 0 && memory_limit_support().kind == MemoryLimitKind::kAddressSpace) {
+    std::cerr << fmt::format(
+        "crucible run: --memory-limit limits each worker's address space (RLIMIT_AS), not its "
+        "resident memory, as no memory cgroup can be made here: {}\n",
+        memory_limit_support().why_not);
+  }
   return execute_run(cfg);
 }
 

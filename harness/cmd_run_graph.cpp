@@ -1,23 +1,80 @@
-// `crucible run-graph FILE --backend B`: load a plugin, compile one .graph file, run it on seeded
-// inputs and print each output's summary (and per-kernel timings with --profile).
+// `crucible run-graph FILE --backend B`: checks the request, then runs the plugin in a worker child
+// with a timeout, so a hang, crash or exit is one line and exit 1; prints the child's output.
 #include <fmt/format.h>
-#include <omp.h>
+#include <signal.h>
+#include <stdlib.h>
 
-#include <chrono>
+#include <atomic>
+#include <fstream>
 #include <iostream>
 
 #include "cli.h"
+#include "crucible/core/quote.h"
 #include "crucible/ir/text_format.h"
+#include "job_outcome.h"
+#include "plugin_file.h"
 #include "plugin_loader.h"
-#include "tensor_summary.h"
+#include "subprocess.h"
+#include "worker.h"
+#include "worker_report.h"
 
 namespace crucible::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+void on_signal(int) {
+  g_interrupted = true;
+  kill_running_children();
+}
+
+// A private directory for the child's report and log, removed when the command ends.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "crucible_run_graph_XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+      throw Error(fmt::format("cannot create a temporary directory in {}: {}",
+                              fs::temp_directory_path().string(), strerror(errno)));
+    }
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// Where the child was, from the last phase its report names.
+std::string when(const WorkerReport& report, const std::string& graph_file) {
+  const std::string& p = report.phase;
+  const std::string file = escape_controls(graph_file);
+  if (p.empty()) return "while starting";
+  if (p == "load") return "while loading the plugin";
+  if (p == "compile") return fmt::format("while compiling {}", file);
+  if (p == "run") return fmt::format("while running {}", file);
+  if (p == "profile") return "while reading its profile";
+  if (p == "unload") return "after its result, while unloading";
+  return fmt::format("during {}", escape_controls(p));
+}
+
+}  // namespace
 
 int run_graph_command(const std::vector<std::string>& args) {
   po::options_description opts("run-graph options");
   std::string file, backend_name;
   uint64_t seed = 0;
   int threads = 0;
+  double timeout_s = 600;
   std::vector<std::string> plugin_paths, config;
   opts.add_options()("graph", po::value(&file)->required(), "the .graph file to run")(
       "backend,b", po::value(&backend_name)->default_value("eager"),
@@ -25,6 +82,8 @@ int run_graph_command(const std::vector<std::string>& args) {
                                          "seed of the random inputs")(
       "threads,t", po::value(&threads)->default_value(0), "OpenMP threads (0: all cores)")(
       "profile", po::bool_switch(), "print per-kernel timings")(
+      "timeout", po::value(&timeout_s)->default_value(600),
+      "seconds the backend may take to load, compile and run before it is killed (exit 1)")(
       "plugin-path", po::value(&plugin_paths)->composing(),
       "extra plugin directories (also CRUCIBLE_PLUGIN_PATH)")(
       "config,c", po::value(&config)->composing(), "backend option key=value (repeatable)");
@@ -32,55 +91,82 @@ int run_graph_command(const std::vector<std::string>& args) {
   pos.add("graph", 1);
   po::variables_map vm;
   if (!parse("run-graph",
-             "FILE [--backend eager] [--seed N] [--threads T] [--profile] [-c key=value]", opts,
-             pos, args, vm)) {
+             "FILE [--backend eager] [--seed N] [--threads T] [--profile] [--timeout S] "
+             "[-c key=value]",
+             opts, pos, args, vm)) {
     return kExitOk;
   }
   if (threads < 0) throw po::error("--threads must be >= 0");
-  plugin::Options options;  // flags are checked before any work starts
-  options.threads = threads;
-  options.profile = vm["profile"].as<bool>();
-  options.config = parse_config(config);
+  if (!(timeout_s > 0)) throw po::error("--timeout must be positive");
 
+  // Everything that needs no plugin code is checked here, so bad input is exit 2 before any child.
+  WorkerJob job;
+  job.job = "run-graph";
+  job.config = parse_config(config);
+  job.profile = vm["profile"].as<bool>();
   Graph graph = load_graph_file(file);
-  auto loaded = load_plugin(find_plugin(backend_name, plugin_search_path(plugin_paths)));
-  if (threads > 0) omp_set_num_threads(threads);
+  const fs::path plugin = find_plugin(backend_name, plugin_search_path(plugin_paths));
+  validate_plugin_file(plugin);
+  job.graph = file;
+  job.model = graph.name();
+  job.backends = {plugin.string()};
+  job.seed = seed;
+  job.threads = threads;
 
-  const auto info = loaded->backend().info();
-  auto t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<plugin::Executable> exe;
-  try {
-    exe = loaded->backend().compile(graph, options);
-  } catch (const plugin::CompileError& e) {
-    std::cerr << fmt::format("crucible run-graph: {} failed to compile {}: {}\n", info.name, file,
-                             e.what());
+  TempDir tmp;
+  job.report = (tmp.path() / "report").string();
+  const fs::path log = tmp.path() / "log";
+  std::vector<std::string> argv{self_executable().string()};
+  for (auto& a : job.to_args()) argv.push_back(a);
+  ChildLimits limits;
+  limits.timeout_s = timeout_s;
+
+  struct sigaction sa {
+  }, old_int{}, old_term{};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  const ChildOutcome outcome = run_child(argv, {}, log, limits);
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  if (g_interrupted) {
+    std::cerr << "crucible run-graph: interrupted\n";
+    return 130;
+  }
+
+  const WorkerReport report = read_report(job.report);
+  const std::string backend = escape_controls(backend_name);
+  const std::string tail = log_tail(log);
+  const std::string detail = tail.empty() ? "" : ": " + tail;
+  if (outcome.timed_out) {
+    std::cerr << fmt::format("crucible run-graph: {} timed out after {} s {} (--timeout){}\n",
+                             backend, timeout_s, when(report, file), detail);
     return kExitFailed;
   }
-  auto t1 = std::chrono::steady_clock::now();
-  std::vector<Tensor> inputs = make_inputs(graph, seed);
-  auto t2 = std::chrono::steady_clock::now();
-  std::vector<Tensor> outputs = exe->run(inputs);
-  auto t3 = std::chrono::steady_clock::now();
-
-  auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
-  std::cout << fmt::format(
-      "graph {} ({}) on {} {}, seed {}, {} threads: compile {:.2f} ms, run {:.2f} ms\n",
-      graph.name(), file, info.name, info.version, seed, omp_get_max_threads(), ms(t1 - t0),
-      ms(t3 - t2));
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    std::cout << fmt::format("  output {} %{}: {}\n", i, graph.value(graph.outputs()[i]).name,
-                             summarize_tensor(outputs[i]));
+  if (!outcome.exited) {
+    std::cerr << fmt::format("crucible run-graph: {} crashed with {} {}{}\n", backend,
+                             signal_name(outcome.signal), when(report, file), detail);
+    return kExitFailed;
   }
-  if (options.profile) {
-    auto stats = exe->profile();
-    std::sort(stats.begin(), stats.end(),
-              [](const auto& a, const auto& b) { return a.total_ns > b.total_ns; });
-    std::cout << fmt::format("  {:<32} {:>8} {:>12}\n", "kernel", "calls", "total ms");
-    for (const auto& s : stats) {
-      std::cout << fmt::format("  {:<32} {:>8} {:>12.3f}\n", s.name, s.calls, s.total_ns / 1e6);
-    }
+  if (!report.reply) {
+    std::cerr << fmt::format(
+        "crucible run-graph: {} ended the process with exit status {} {}, before run-graph had "
+        "its result{}\n",
+        backend, outcome.exit_code, when(report, file), detail);
+    return kExitFailed;
   }
-  return kExitOk;
+  if (outcome.exit_code != report.reply->exit_code) {
+    std::cerr << fmt::format(
+        "crucible run-graph: {} ended the process with exit status {} {} (run-graph's status "
+        "was {}){}\n",
+        backend, outcome.exit_code, when(report, file), report.reply->exit_code, detail);
+    return kExitFailed;
+  }
+  // The plugin's own output (warnings, debug prints), as it would have appeared in-process.
+  if (std::ifstream in(log, std::ios::binary); in && in.peek() != EOF) std::cerr << in.rdbuf();
+  std::cerr << report.reply->err;
+  std::cout << report.reply->out;
+  return report.reply->exit_code;
 }
 
 }  // namespace crucible::cli

@@ -8,7 +8,8 @@ int worker_command(const std::vector<std::string>& args) {
   WorkerJob job;
   std::vector<std::string> config;
   po::options_description opts("worker options (internal: started by crucible run)");
-  opts.add_options()("job", po::value(&job.job)->required(), "accuracy | profile | timing")(
+  opts.add_options()("job", po::value(&job.job)->required(),
+                     "accuracy | profile | timing | run-graph")(
       "graph", po::value(&job.graph)->required(), ".graph file")(
       "suite", po::value(&job.suite), "suite name")("model", po::value(&job.model)->required(),
                                                     "model name")(
@@ -18,6 +19,7 @@ int worker_command(const std::vector<std::string>& args) {
       "threads", po::value(&job.threads), "OpenMP threads")("tolerance", po::value(&job.tolerance),
                                                             "accuracy tolerance")(
       "cosine", po::bool_switch(&job.cosine), "cosine-similarity accuracy")(
+      "profile", po::bool_switch(&job.profile), "run-graph: per-kernel timings")(
       "repeat", po::value(&job.repeat), "timed repeats")("warmup", po::value(&job.warmup),
                                                          "warm-up runs")(
       "report", po::value(&job.report)->required(), "report file")(

@@ -6,33 +6,29 @@
 
 #include <algorithm>
 #include <fstream>
+#include <sstream>
+
+#include "crucible/core/quote.h"
 
 namespace crucible {
 
 namespace {
 
-// The last few lines of a worker's log: the message an abort or an uncaught error left behind.
-std::string log_tail(const std::filesystem::path& log, size_t max_lines = 3) {
-  std::ifstream in(log);
-  std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    lines.push_back(line);
-    if (lines.size() > max_lines) lines.erase(lines.begin());
-  }
-  std::string out;
-  for (const auto& l : lines) out += (out.empty() ? "" : " | ") + l;
-  return out;
+// The last `bytes` of a log at most: a worker may write gigabytes, or one line without end.
+std::string log_end(const std::filesystem::path& log, size_t bytes = 64 << 10) {
+  std::ifstream in(log, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  const std::streamoff size = in.tellg();
+  const std::streamoff start = size > static_cast<std::streamoff>(bytes) ? size - bytes : 0;
+  in.seekg(start);
+  std::string text(static_cast<size_t>(size - start), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
 }
 
 bool log_mentions_bad_alloc(const std::filesystem::path& log) {
-  std::ifstream in(log);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.find("std::bad_alloc") != std::string::npos) return true;
-  }
-  return false;
+  return log_end(log).find("std::bad_alloc") != std::string::npos;
 }
 
 bool is_eager_reference_phase(const std::string& phase) {
@@ -40,6 +36,22 @@ bool is_eager_reference_phase(const std::string& phase) {
 }
 
 }  // namespace
+
+std::string log_tail(const std::filesystem::path& log, size_t max_lines) {
+  constexpr size_t kMaxLine = 400;  // characters kept of each line
+  std::istringstream in(log_end(log));
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (line.size() > kMaxLine) line = line.substr(0, kMaxLine) + "...";
+    lines.push_back(line);
+    if (lines.size() > max_lines) lines.erase(lines.begin());
+  }
+  std::string out;
+  for (const auto& l : lines) out += (out.empty() ? "" : " | ") + escape_controls(l);
+  return out;
+}
 
 std::vector<reports::ResultRecord> finalize_job(const WorkerJob& job, const ChildOutcome& outcome,
                                                 const WorkerReport& report,
@@ -52,25 +64,55 @@ std::vector<reports::ResultRecord> finalize_job(const WorkerJob& job, const Chil
                            [&](const reports::ResultRecord& r) { return r.backend == backend; });
     if (it != report.results.end()) {
       out.push_back(*it);
+      // In a memory cgroup the OOM killer may pick a process the worker started (the compiler),
+      // which the worker then reports as that step's failure: the cause was memory.
+      if (outcome.oom_killed && it->status != "pass") {
+        out.back().error = fmt::format(
+            "out of memory (the kernel's OOM killer ended a process of the worker at its {} MB "
+            "resident-memory limit): {}: {}",
+            limits.memory_limit_mb, it->status, it->error);
+        out.back().status = "oom";
+      }
       continue;
     }
     reports::ResultRecord r =
         reports::make_result(job.suite, job.model, backend, mode, job.batch_size);
     const std::string where =
-        report.phase.empty()
-            ? "before the worker started"
-            : fmt::format("during {}{}", report.phase,
-                          report.phase_backend.empty() ? "" : " of " + report.phase_backend);
-    const bool oom_kill = outcome.signal == SIGKILL && limits.memory_limit_mb > 0 &&
-                          outcome.peak_rss_mb >= 0.9 * static_cast<double>(limits.memory_limit_mb);
+        report.phase.empty() ? "before the worker started"
+                             : fmt::format("during {}{}", escape_controls(report.phase),
+                                           report.phase_backend.empty()
+                                               ? ""
+                                               : " of " + escape_controls(report.phase_backend));
+    // In a memory cgroup the kernel says whether it killed for memory; under RLIMIT_AS a SIGKILL
+    // near the limit is taken as the system's OOM killer.
+    const bool oom_kill =
+        outcome.memory_cgroup
+            ? outcome.oom_killed
+            : outcome.signal == SIGKILL && limits.memory_limit_mb > 0 &&
+                  outcome.peak_rss_mb >= 0.9 * static_cast<double>(limits.memory_limit_mb);
     if (outcome.timed_out) {
       r.status = "timeout";
       r.error = fmt::format("no result after {:.0f} s ({})", limits.timeout_s, where);
     } else if ((outcome.exited && outcome.exit_code == kWorkerExitOom) || oom_kill ||
                (outcome.signal == SIGABRT && log_mentions_bad_alloc(log))) {
       r.status = "oom";
-      r.error = fmt::format("out of memory {} (limit {} MB, peak RSS {:.0f} MB)", where,
-                            limits.memory_limit_mb, outcome.peak_rss_mb);
+      if (outcome.memory_cgroup) {
+        r.error = fmt::format(
+            "out of memory {} (resident-memory limit {} MB{}, cgroup peak {:.0f} MB, peak RSS "
+            "{:.0f} MB)",
+            where, limits.memory_limit_mb,
+            outcome.oom_killed ? ", killed by the kernel's OOM killer" : "", outcome.cgroup_peak_mb,
+            outcome.peak_rss_mb);
+      } else {
+        r.error = fmt::format("out of memory {} (address-space limit {} MB, peak RSS {:.0f} MB)",
+                              where, limits.memory_limit_mb, outcome.peak_rss_mb);
+      }
+    } else if (!outcome.exited && report.phase == "load" && !report.phase_backend.empty()) {
+      // The plugin's constructors or factory killed the process: it did not load.
+      r.status = "fail_to_load";
+      r.error = fmt::format("{} {}", signal_name(outcome.signal), where);
+      const std::string tail = log_tail(log);
+      if (!tail.empty()) r.error += ": " + tail;
     } else if (!outcome.exited) {
       r.status = is_eager_reference_phase(report.phase) ? "eager_fail_to_run" : "crash";
       r.error = fmt::format("{} {}", signal_name(outcome.signal), where);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "crucible/reports/records.h"
@@ -11,6 +12,10 @@
 #include "worker_report.h"
 
 namespace crucible {
+
+// The last few non-empty lines of a worker's log, joined by " | ", control bytes escaped: the
+// message an abort or an uncaught error left behind, fit for a one-line message or a stored error.
+std::string log_tail(const std::filesystem::path& log, size_t max_lines = 3);
 
 std::vector<reports::ResultRecord> finalize_job(const WorkerJob& job, const ChildOutcome& outcome,
                                                 const WorkerReport& report,

@@ -21,7 +21,9 @@ void print_usage() {
 
 int main(int argc, char** argv) {
   using namespace crucible::cli;
-  using crucible::printable;
+  // Error texts carry user input (paths, names, a plugin's exception text): escaped, each stays the
+  // one line the exit codes promise.
+  using crucible::escape_controls;
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     print_usage();
     return argc < 2 ? kExitUsage : kExitOk;
@@ -34,20 +36,21 @@ int main(int argc, char** argv) {
       return c.run(args);
     } catch (const po::error& e) {
       std::cerr << fmt::format("crucible {}: {} (see crucible {} --help)\n", name,
-                               printable(e.what()), name);
+                               escape_controls(e.what()), name);
       return kExitUsage;
     } catch (const crucible::Error& e) {
-      std::cerr << fmt::format("crucible {}: {}\n", name, printable(e.what()));
+      std::cerr << fmt::format("crucible {}: {}\n", name, escape_controls(e.what()));
       return kExitUsage;
     } catch (const std::bad_alloc&) {
       std::cerr << fmt::format("crucible {}: out of memory\n", name);
       return kExitFailed;
     } catch (const std::exception& e) {
-      std::cerr << fmt::format("crucible {}: internal error: {}\n", name, printable(e.what()));
+      std::cerr << fmt::format("crucible {}: internal error: {}\n", name,
+                               escape_controls(e.what()));
       return kExitFailed;
     }
   }
   std::cerr << fmt::format("crucible: unknown command '{}' (see crucible --help)\n",
-                           printable(name));
+                           escape_controls(name));
   return kExitUsage;
 }

@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <set>
 
+#include "crucible/core/quote.h"
+#include "plugin_file.h"
+
 namespace crucible {
 
 namespace fs = std::filesystem;
@@ -41,22 +44,29 @@ std::vector<fs::path> plugin_search_path(const std::vector<std::string>& extra) 
 }
 
 fs::path find_plugin(const std::string& name, const std::vector<fs::path>& dirs) {
+  // Anything under the name counts as found (a dangling symlink, a directory, a FIFO): load_plugin
+  // then says what is wrong with it, rather than "missing" or a later directory's file.
   if (name.find('/') != std::string::npos || fs::path(name).extension() == ".so") {
-    if (!fs::exists(name)) throw PluginError(fmt::format("{}: plugin file does not exist", name));
+    if (!path_entry_exists(name)) {
+      throw PluginError(fmt::format("{}: plugin file does not exist", escape_controls(name)));
+    }
     return fs::path(name);
   }
   const std::string file = fmt::format("crucible_backend_{}.so", name);
   std::vector<std::string> looked;
   for (const fs::path& d : dirs) {
     fs::path p = d / file;
-    if (fs::exists(p)) return p;
-    looked.push_back(d.string());
+    if (path_entry_exists(p)) return p;
+    looked.push_back(escape_controls(d.string()));
   }
-  throw PluginError(fmt::format("backend '{}': no {} in {}", name, file, fmt::join(looked, ", ")));
+  throw PluginError(fmt::format("backend '{}': no {} in {}", escape_controls(name),
+                                escape_controls(file), fmt::join(looked, ", ")));
 }
 
 std::unique_ptr<LoadedBackend> load_plugin(const fs::path& file) {
-  const std::string where = file.string();
+  const std::string where = escape_controls(file.string());
+  // Before dlopen maps anything: a truncated library would otherwise fault (SIGBUS) inside it.
+  validate_plugin_file(file);
   boost::dll::shared_library lib;
   try {
     // rtld_local keeps one plugin's symbols from resolving another's; rtld_now surfaces missing
@@ -72,7 +82,8 @@ std::unique_ptr<LoadedBackend> load_plugin(const fs::path& file) {
       if (auto colon = reason.rfind(": "); colon != std::string::npos)
         reason = reason.substr(colon + 2);
     }
-    throw PluginError(fmt::format("{}: not a loadable shared library ({})", where, reason));
+    throw PluginError(
+        fmt::format("{}: not a loadable shared library ({})", where, escape_controls(reason)));
   }
   if (!lib.has(kAbiSymbol)) {
     throw PluginError(fmt::format("{}: not a crucible plugin (no {} symbol)", where, kAbiSymbol));
@@ -92,7 +103,8 @@ std::unique_ptr<LoadedBackend> load_plugin(const fs::path& file) {
   try {
     backend = lib.get_alias<plugin::FactoryFn>(kFactorySymbol)();
   } catch (const std::exception& e) {
-    throw PluginError(fmt::format("{}: backend factory failed: {}", where, e.what()));
+    throw PluginError(
+        fmt::format("{}: backend factory failed: {}", where, escape_controls(e.what())));
   } catch (...) {
     throw PluginError(fmt::format("{}: backend factory failed with an unknown exception", where));
   }

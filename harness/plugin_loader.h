@@ -39,12 +39,14 @@ class LoadedBackend {
 std::vector<std::filesystem::path> plugin_search_path(const std::vector<std::string>& extra);
 
 // The file for a backend: `name` itself when it contains a '/' or ends in .so, otherwise
-// crucible_backend_<name>.so in the first directory that has it. Throws PluginError listing where
+// crucible_backend_<name>.so in the first directory that has an entry of that name (of any kind: a
+// dangling symlink there is reported by load_plugin, not skipped). Throws PluginError listing where
 // it looked.
 std::filesystem::path find_plugin(const std::string& name,
                                   const std::vector<std::filesystem::path>& dirs);
 
-// Loads the library, checks its ABI version, and calls its factory. Throws PluginError.
+// Checks the file (validate_plugin_file: type, ELF headers and extents), loads the library, checks
+// its ABI version, and calls its factory. Throws PluginError, one line naming the file.
 std::unique_ptr<LoadedBackend> load_plugin(const std::filesystem::path& file);
 
 // Every crucible_backend_*.so in `dirs` (first one wins per name), for listing.

@@ -6,16 +6,20 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include "builtin_models.h"
+#include "crucible/core/quote.h"
 #include "crucible/ir/text_format.h"
 #include "crucible/reports/csv_export.h"
 #include "crucible/reports/store.h"
 #include "environment.h"
 #include "job_outcome.h"
+#include "plugin_file.h"
 #include "plugin_loader.h"
 #include "result_table.h"
 #include "run_config.h"
@@ -34,6 +38,17 @@ void on_signal(int) {
   kill_running_children();
 }
 
+// `name` as one safe file-name component: a backend given as a path ("/x/y.so") or a model name
+// with odd bytes must neither point into another directory nor collide with a plain name, so
+// anything but [A-Za-z0-9._-] becomes '_' and a changed name gets a hash of the original.
+std::string file_component(const std::string& name) {
+  std::string out;
+  for (unsigned char c : name) out += std::isalnum(c) || c == '.' || c == '_' || c == '-' ? c : '_';
+  if (out == name && out != "." && out != "..") return out;
+  return fmt::format("{}-{:08x}", out.substr(out.size() > 48 ? out.size() - 48 : 0),
+                     static_cast<uint32_t>(std::hash<std::string>{}(name)));
+}
+
 bool is_success(const std::string& status) {
   return status == "pass" || status == "skipped" || status == "xfail";
 }
@@ -48,8 +63,9 @@ class Progress {
     const double eta =
         done_ ? elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_) : 0;
     std::cerr << fmt::format("[{:>3}/{}] {}/{} {} {}: {}  (elapsed {:.1f} s, ETA {:.1f} s)\n",
-                             done_, total_, r.suite, r.model, r.backend,
-                             what.empty() ? r.mode : what, r.status, elapsed, eta);
+                             done_, total_, escape_controls(r.suite), escape_controls(r.model),
+                             escape_controls(r.backend), what.empty() ? r.mode : what, r.status,
+                             elapsed, eta);
   }
 
  private:
@@ -60,8 +76,15 @@ class Progress {
 
 class Runner {
  public:
-  Runner(const RunConfig& cfg, reports::Store& store, int64_t run_id, fs::path out_dir)
-      : cfg_(cfg), store_(store), run_id_(run_id), out_(std::move(out_dir)) {
+  // `load_errors`: backends whose plugin file is already known to be unloadable, with the loader's
+  // message; they are recorded as fail_to_load for every model without starting a worker.
+  Runner(const RunConfig& cfg, reports::Store& store, int64_t run_id, fs::path out_dir,
+         std::map<std::string, std::string> load_errors)
+      : cfg_(cfg),
+        store_(store),
+        run_id_(run_id),
+        out_(std::move(out_dir)),
+        load_errors_(std::move(load_errors)) {
     limits_.timeout_s = cfg.timeout_s;
     limits_.memory_limit_mb = cfg.memory_limit_mb;
     perf_backends_.push_back("eager");  // the speed-up baseline always runs first
@@ -109,17 +132,27 @@ class Runner {
       return;
     }
     std::set<std::string> passed;
+    std::map<std::string, std::string> load_failed = load_errors_;  // backend -> loader's message
     if (cfg_.accuracy()) {
       for (const auto& b : cfg_.backends) {
         if (g_interrupted) return;
+        if (auto known = unloadable(b)) {
+          ResultRecord r = blank(m, b, "accuracy", batch);
+          r.status = "fail_to_load";
+          r.error = *known;
+          record(m, r, progress);
+          continue;
+        }
         WorkerJob job = make_job(m, batch, "accuracy", {b});
-        for (ResultRecord& r : run_job(job, fmt::format("{}.{}.accuracy", m.name, b))) {
+        for (ResultRecord& r : run_job(
+                 job, fmt::format("{}.{}.accuracy", file_component(m.name), file_component(b)))) {
           if (r.status == "pass") passed.insert(r.backend);
+          if (r.status == "fail_to_load") load_failed.emplace(r.backend, r.error);
           record(m, r, progress);
         }
       }
     }
-    if (cfg_.performance()) run_performance(m, batch, passed, progress);
+    if (cfg_.performance()) run_performance(m, batch, passed, load_failed, progress);
   }
 
   const std::vector<ResultRecord>& results() const { return results_; }
@@ -130,6 +163,15 @@ class Runner {
     if (cfg_.accuracy()) out.push_back("accuracy");
     if (cfg_.performance()) out.push_back("performance");
     return out;
+  }
+
+  // The known load error of `backend`, or of eager when `backend` needs it as its reference.
+  std::optional<std::string> unloadable(const std::string& backend) const {
+    if (auto it = load_errors_.find(backend); it != load_errors_.end()) return it->second;
+    if (auto it = load_errors_.find("eager"); it != load_errors_.end()) {
+      return "the eager reference: " + it->second;
+    }
+    return std::nullopt;
   }
 
   ResultRecord blank(const ModelEntry& m, const std::string& backend, const std::string& mode,
@@ -173,31 +215,50 @@ class Runner {
   }
 
   void run_performance(const ModelEntry& m, int64_t batch,
-                       const std::set<std::string>& accuracy_passed, Progress& progress) {
-    // In `both` mode only backends that passed accuracy are timed (eager is always the baseline).
-    std::vector<std::string> timed;
+                       const std::set<std::string>& accuracy_passed,
+                       const std::map<std::string, std::string>& load_failed, Progress& progress) {
+    // In `both` mode only backends that passed accuracy are timed (eager is always the baseline);
+    // one that failed to load is fail_to_load here too, and gets no worker.
+    std::vector<std::string> timed, loadable;
     for (const auto& b : perf_backends_) {
-      if (!cfg_.accuracy() || accuracy_passed.contains(b) || b == "eager") timed.push_back(b);
+      const bool failed_load = load_failed.contains(b);
+      if (failed_load || !cfg_.accuracy() || accuracy_passed.contains(b) || b == "eager") {
+        timed.push_back(b);
+        if (!failed_load) loadable.push_back(b);
+      }
     }
     std::map<std::string, ResultRecord> profile;
     std::map<std::string, double> peak;
     for (const auto& b : timed) {
       if (g_interrupted) return;
+      if (auto it = load_failed.find(b); it != load_failed.end()) {
+        profile[b] = blank(m, b, "performance", batch);
+        profile[b].status = "fail_to_load";
+        profile[b].error = it->second;
+        progress.done(profile[b], "profile");
+        continue;
+      }
       WorkerJob job = make_job(m, batch, "profile", {b});
       // A fresh cache directory per (model, backend): the first compile in it is a cold compile.
-      const fs::path cache = out_ / "cache" / fmt::format("{}.{}", m.name, b);
+      const fs::path cache =
+          out_ / "cache" / fmt::format("{}.{}", file_component(m.name), file_component(b));
       fs::remove_all(cache);
       fs::create_directories(cache);
       double rss = 0;
-      profile[b] = run_job(job, fmt::format("{}.{}.profile", m.name, b), &rss, cache).at(0);
+      profile[b] =
+          run_job(job, fmt::format("{}.{}.profile", file_component(m.name), file_component(b)),
+                  &rss, cache)
+              .at(0);
       peak[b] = profile[b].peak_rss_mb.value_or(rss);
       progress.done(profile[b], "profile");
     }
     if (g_interrupted) return;
-    WorkerJob timing = make_job(m, batch, "timing", timed);
-    auto timed_results = run_job(timing, fmt::format("{}.timing", m.name));
     std::map<std::string, ResultRecord> by_backend;
-    for (auto& r : timed_results) by_backend[r.backend] = r;
+    if (!loadable.empty()) {
+      WorkerJob timing = make_job(m, batch, "timing", loadable);
+      for (auto& r : run_job(timing, fmt::format("{}.timing", file_component(m.name))))
+        by_backend[r.backend] = r;
+    }
     const double eager_median = reports::summarize(by_backend["eager"].samples_ms).median;
     for (const auto& b : perf_backends_) {
       ResultRecord r = blank(m, b, "performance", batch);
@@ -238,6 +299,7 @@ class Runner {
   reports::Store& store_;
   int64_t run_id_;
   fs::path out_;
+  std::map<std::string, std::string> load_errors_;
   ChildLimits limits_;
   std::vector<std::string> perf_backends_;
   std::vector<ResultRecord> results_;
@@ -267,10 +329,20 @@ int execute_run(const RunConfig& cfg) {
     throw Error("no models selected (check --suite, --only, --filter, --exclude and --shard)");
   const std::vector<BuiltGraph> builtins =
       build_builtin_models(models, models::parse_variant(cfg.variant), cfg.batch_size);
+  // A backend that cannot be found is a bad request (exit 2). One that is found but cannot load is
+  // recorded as fail_to_load for every model while the others run: its file is checked here
+  // (without loading it: plugin code runs only in workers), the rest of loading in the workers.
   std::set<std::string> all_backends(cfg.backends.begin(), cfg.backends.end());
   all_backends.insert("eager");
-  for (const auto& b : all_backends)
-    load_plugin(find_plugin(b, plugin_search_path(cfg.plugin_paths)));
+  std::map<std::string, std::string> load_errors;
+  for (const auto& b : all_backends) {
+    const fs::path file = find_plugin(b, plugin_search_path(cfg.plugin_paths));
+    try {
+      validate_plugin_file(file);
+    } catch (const PluginError& e) {
+      load_errors[b] = e.what();
+    }
+  }
 
   auto store = reports::Store::open(cfg.db);
   reports::RunInfo info;
@@ -297,7 +369,11 @@ int execute_run(const RunConfig& cfg) {
       "run {}: {} model(s) x {} on {} ({} cores), noise canary {:.1f} ms, output in {}\n", run_id,
       models.size(), info.backends, info.env.cpu_model, info.env.cores, info.env.canary_ms,
       out_dir.string());
-  Runner runner(cfg, *store, run_id, out_dir);
+  for (const auto& [b, why] : load_errors) {
+    std::cerr << fmt::format("backend '{}' cannot be loaded, recorded as fail_to_load: {}\n",
+                             escape_controls(b), why);
+  }
+  Runner runner(cfg, *store, run_id, out_dir, load_errors);
   Progress progress(models.size() * runner.jobs_per_model());
   for (const ModelEntry& m : models) {
     if (g_interrupted) break;

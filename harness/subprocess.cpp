@@ -12,9 +12,11 @@
 
 #include <atomic>
 #include <cerrno>
+#include <memory>
 #include <thread>
 
 #include "crucible/core/error.h"
+#include "memory_cgroup.h"
 
 namespace crucible {
 
@@ -46,6 +48,28 @@ std::string signal_name(int sig) {
 
 fs::path self_executable() { return fs::read_symlink("/proc/self/exe"); }
 
+namespace {
+
+// What a child failed at before exec, sent to the parent through a close-on-exec pipe.
+struct StartFailure {
+  int stage = 0;  // 1: joining the cgroup, 2: exec
+  int error = 0;  // errno
+};
+
+// Async-signal-safe: the decimal digits of `v` into `buf`, returning their count.
+size_t format_pid(pid_t v, char* buf) {
+  char tmp[16];
+  size_t n = 0;
+  do {
+    tmp[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v > 0 && n < sizeof tmp);
+  for (size_t i = 0; i < n; ++i) buf[i] = tmp[n - 1 - i];
+  return n;
+}
+
+}  // namespace
+
 ChildOutcome run_child(const std::vector<std::string>& argv,
                        const std::map<std::string, std::string>& env, const fs::path& log,
                        const ChildLimits& limits) {
@@ -58,19 +82,44 @@ ChildOutcome run_child(const std::vector<std::string>& argv,
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
 
+  std::unique_ptr<WorkerCgroup> group;
+  if (limits.memory_limit_mb > 0 && memory_limit_support().kind != MemoryLimitKind::kAddressSpace) {
+    group = std::make_unique<WorkerCgroup>(memory_limit_support(), limits.memory_limit_mb);
+  }
+  const int procs_fd = group ? group->procs_fd() : -1;
+  int report_pipe[2];
+  if (::pipe2(report_pipe, O_CLOEXEC) != 0) {
+    throw Error(fmt::format("cannot start a worker: pipe: {}", strerror(errno)));
+  }
   const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0)
+  if (log_fd < 0) {
+    ::close(report_pipe[0]);
+    ::close(report_pipe[1]);
     throw Error(fmt::format("{}: cannot open log: {}", log.string(), strerror(errno)));
+  }
   const auto start = std::chrono::steady_clock::now();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(log_fd);
+    ::close(report_pipe[0]);
+    ::close(report_pipe[1]);
     throw Error(fmt::format("cannot fork a worker: {}", strerror(errno)));
   }
   if (pid == 0) {
+    ::close(report_pipe[0]);
+    auto fail = [&](int stage) {
+      const StartFailure f{stage, errno};
+      [[maybe_unused]] ssize_t n = ::write(report_pipe[1], &f, sizeof f);
+      ::_exit(127);
+    };
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a killed harness takes its worker with it
-    if (limits.memory_limit_mb > 0) {
+    if (procs_fd >= 0) {
+      // Into its own memory cgroup before exec, so everything it runs is charged there.
+      char digits[16];
+      const size_t n = format_pid(::getpid(), digits);
+      if (::write(procs_fd, digits, n) != static_cast<ssize_t>(n)) fail(1);
+    } else if (limits.memory_limit_mb > 0) {
       rlimit rl{};
       rl.rlim_cur = rl.rlim_max = static_cast<rlim_t>(limits.memory_limit_mb) << 20;
       ::setrlimit(RLIMIT_AS, &rl);
@@ -80,7 +129,24 @@ ChildOutcome run_child(const std::vector<std::string>& argv,
     ::dup2(log_fd, 1);
     ::dup2(log_fd, 2);
     ::execve(args[0], args.data(), envp.data());
-    ::_exit(127);
+    fail(2);
+  }
+  ::close(report_pipe[1]);
+  StartFailure failure;
+  ssize_t got;
+  do {
+    got = ::read(report_pipe[0], &failure, sizeof failure);
+  } while (got < 0 && errno == EINTR);
+  ::close(report_pipe[0]);
+  if (got == static_cast<ssize_t>(sizeof failure)) {
+    ::close(log_fd);
+    ::waitpid(pid, nullptr, 0);
+    if (failure.stage == 1) {
+      throw Error(fmt::format("cannot start a worker: cannot join its cgroup {}: {}",
+                              group->path().string(), strerror(failure.error)));
+    }
+    throw Error(fmt::format("cannot start a worker: cannot execute {}: {}", argv[0],
+                            strerror(failure.error)));
   }
   ::close(log_fd);
   ::setpgid(pid, pid);  // also from the parent, so the group exists before any kill below
@@ -98,12 +164,19 @@ ChildOutcome run_child(const std::vector<std::string>& argv,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (limits.timeout_s > 0 && elapsed > limits.timeout_s && !out.timed_out) {
       out.timed_out = true;
-      ::kill(-pid, SIGKILL);  // the whole group: a hung compiler child dies too
+      ::kill(-pid, SIGKILL);         // the whole group: a hung compiler child dies too
+      if (group) group->kill_all();  // and any that left the process group
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(elapsed < 1.0 ? 2 : 20));
   }
   g_running_child = 0;
   if (out.timed_out) ::kill(-pid, SIGKILL);  // grandchildren left in the group
+  if (group) {
+    out.memory_cgroup = true;
+    out.oom_killed = group->oom_kills() > 0;
+    out.cgroup_peak_mb = group->peak_mb();
+    group->kill_all();  // nothing may outlive the worker in its group; the destructor removes it
+  }
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out.peak_rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
   if (WIFEXITED(status)) {

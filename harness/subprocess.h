@@ -1,5 +1,5 @@
-// Runs a child process in its own process group with a wall-clock timeout and an address-space
-// limit, and reports how it ended together with the kernel's accounting of its peak RSS.
+// Runs a child process in its own process group with a wall-clock timeout and a memory limit (its
+// own memory cgroup, else RLIMIT_AS), and reports how it ended with the kernel's accounting.
 #pragma once
 
 #include <chrono>
@@ -11,8 +11,10 @@
 namespace crucible {
 
 struct ChildLimits {
-  double timeout_s = 0;         // 0: none; on expiry the whole process group gets SIGKILL
-  int64_t memory_limit_mb = 0;  // 0: none; RLIMIT_AS of the child
+  double timeout_s = 0;  // 0: none; on expiry the whole process group gets SIGKILL
+  // 0: none. Resident memory of the child and everything it starts, in a memory cgroup of its own
+  // (memory_cgroup.h), where this machine allows one; else the child's RLIMIT_AS.
+  int64_t memory_limit_mb = 0;
 };
 
 struct ChildOutcome {
@@ -20,13 +22,17 @@ struct ChildOutcome {
   int exit_code = -1;
   int signal = 0;  // terminating signal when !exited
   bool timed_out = false;
+  bool memory_cgroup = false;  // the memory limit was the child's own cgroup, not RLIMIT_AS
+  bool oom_killed = false;     // the kernel's OOM killer killed a process in the child's cgroup
   double peak_rss_mb = 0;  // ru_maxrss of the child (max over it and the descendants it waited for)
+  double cgroup_peak_mb = 0;  // peak charge of the child's cgroup, 0 without one
   double wall_s = 0;
 };
 
 // Starts argv[0] (an absolute path) with `argv`, extra environment `env` (added to this process's),
 // stdout and stderr appended to `log`, stdin from /dev/null. Blocks until it ends or times out.
-// Throws Error if the process cannot be started.
+// Throws Error if the process cannot be started (also if it cannot join its cgroup or exec fails).
+// A memory cgroup is removed after the child, with anything left in it killed.
 ChildOutcome run_child(const std::vector<std::string>& argv,
                        const std::map<std::string, std::string>& env,
                        const std::filesystem::path& log, const ChildLimits& limits);

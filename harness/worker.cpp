@@ -76,7 +76,17 @@ bool attempt(reports::ResultRecord& r, const std::string& status, F&& body) {
 void accuracy_job(Session& s) {
   const std::string backend = s.job.backends.at(0);
   reports::ResultRecord r = s.record(backend, "accuracy");
-  auto eager = s.load("eager");
+  // Both plugins are loaded before any work, so one that cannot load is fail_to_load at once.
+  std::unique_ptr<LoadedBackend> eager, be;
+  s.report.phase("load", backend);
+  if (backend != "eager" && !attempt(r, "fail_to_load", [&] { be = s.load(backend); })) {
+    return s.report.result(r);
+  }
+  s.report.phase("load", "eager");
+  if (!attempt(r, "fail_to_load", [&] { eager = s.load("eager"); })) {
+    r.error = "the eager reference: " + r.error;
+    return s.report.result(r);
+  }
   std::vector<Tensor> e1, e2, fp64, res;
   s.report.phase("eager_run", "eager");
   if (!attempt(r, "eager_fail_to_run", [&] {
@@ -106,7 +116,6 @@ void accuracy_job(Session& s) {
   if (backend == "eager") {
     res = e1;
   } else {
-    auto be = s.load(backend);
     std::unique_ptr<plugin::Executable> exe;
     s.report.phase("compile", backend);
     if (!attempt(r, "fail_to_compile",
@@ -142,7 +151,9 @@ void accuracy_job(Session& s) {
 void profile_job(Session& s) {
   const std::string backend = s.job.backends.at(0);
   reports::ResultRecord r = s.record(backend, "performance");
-  auto be = s.load(backend);
+  std::unique_ptr<LoadedBackend> be;
+  s.report.phase("load", backend);
+  if (!attempt(r, "fail_to_load", [&] { be = s.load(backend); })) return s.report.result(r);
   s.report.phase("compile", backend);
   auto t0 = Clock::now();
   std::unique_ptr<plugin::Executable> exe;
@@ -206,10 +217,14 @@ void timing_job(Session& s) {
   };
   std::vector<Entry> entries;
   for (const std::string& b : s.job.backends) {
-    Entry e{b, s.load(b), nullptr, s.record(b, "performance")};
-    s.report.phase("compile", b);
-    e.ok = attempt(e.r, "fail_to_compile",
-                   [&] { e.exe = e.plugin->backend().compile(s.graph, s.options(b, false)); });
+    Entry e{b, nullptr, nullptr, s.record(b, "performance")};
+    s.report.phase("load", b);
+    e.ok = attempt(e.r, "fail_to_load", [&] { e.plugin = s.load(b); });
+    if (e.ok) {
+      s.report.phase("compile", b);
+      e.ok = attempt(e.r, "fail_to_compile",
+                     [&] { e.exe = e.plugin->backend().compile(s.graph, s.options(b, false)); });
+    }
     if (e.ok) {
       s.report.phase("warmup", b);
       e.ok = attempt(e.r, "fail_to_run", [&] {
@@ -252,6 +267,7 @@ std::vector<std::string> WorkerJob::to_args() const {
   if (cosine) a.push_back("--cosine");
   add(flag("repeat", std::to_string(repeat)));
   add(flag("warmup", std::to_string(warmup)));
+  if (profile) a.push_back("--profile");
   add(flag("report", report));
   for (const auto& p : plugin_paths) add(flag("plugin-path", p));
   for (const auto& [k, v] : config) add(flag("config", fmt::format("{}={}", k, v)));
@@ -260,6 +276,7 @@ std::vector<std::string> WorkerJob::to_args() const {
 
 int run_worker_job(const WorkerJob& job) {
   if (job.threads > 0) omp_set_num_threads(job.threads);
+  if (job.job == "run-graph") return run_graph_job(job);
   Session s(job);
   try {
     s.report.phase("load", "");

@@ -1,6 +1,5 @@
-// The worker side of an isolated (model, backend) job: `crucible worker --job
-// accuracy|profile|timing`. Workers are started by `crucible run`; each writes its results to a
-// report file (worker_report.h).
+// The worker side of an isolated job, `crucible worker --job accuracy|profile|timing|run-graph`
+// (started by `run` or `run-graph`), which writes its results to a report file (worker_report.h).
 #pragma once
 
 #include <map>
@@ -13,7 +12,7 @@ namespace crucible {
 inline constexpr int kWorkerExitOom = 3;
 
 struct WorkerJob {
-  std::string job;  // accuracy | profile | timing
+  std::string job;  // accuracy | profile | timing | run-graph
   std::string graph;
   std::string suite;
   std::string model;
@@ -25,9 +24,10 @@ struct WorkerJob {
   bool cosine = false;
   int repeat = 10;
   int warmup = 3;
+  bool profile = false;  // run-graph: per-kernel timings
   std::string report;
   std::vector<std::string> plugin_paths;
-  std::map<std::string, std::string> config;  // for every backend but eager
+  std::map<std::string, std::string> config;  // for every backend but eager (run-graph: all)
 
   // The argv (after the binary) that `crucible worker` parses back into this job.
   std::vector<std::string> to_args() const;
@@ -35,5 +35,9 @@ struct WorkerJob {
 
 // Runs a job in this process, writing results to job.report; returns the process exit code.
 int run_worker_job(const WorkerJob& job);
+
+// run-graph's child: loads job.backends[0] (a plugin path), compiles and runs job.graph, and
+// writes run-graph's whole output and exit status as the report's reply (run_graph_job.cpp).
+int run_graph_job(const WorkerJob& job);
 
 }  // namespace crucible

@@ -92,12 +92,20 @@ void ReportWriter::result(const reports::ResultRecord& r) {
   line({"end"});
 }
 
+void ReportWriter::reply(int exit_code, const std::string& out, const std::string& err) {
+  line({"reply", std::to_string(exit_code)});
+  line({"stdout", out});
+  line({"stderr", err});
+  line({"end"});
+}
+
 WorkerReport read_report(const std::filesystem::path& path) {
   WorkerReport rep;
   std::ifstream in(path);
   std::string text;
   reports::ResultRecord cur;
-  bool open = false;
+  CommandReply reply;
+  bool open = false, open_reply = false;
   auto d = [](const std::string& s) { return std::stod(s); };
   auto i64 = [](const std::string& s) { return static_cast<int64_t>(std::stoll(s)); };
   while (std::getline(in, text)) {
@@ -108,6 +116,20 @@ WorkerReport read_report(const std::filesystem::path& path) {
       if (k == "phase" && f.size() >= 3) {
         rep.phase = f[1];
         rep.phase_backend = f[2];
+      } else if (k == "reply" && f.size() >= 2) {
+        reply = {};
+        reply.exit_code = static_cast<int>(i64(f[1]));
+        open_reply = true;
+        open = false;
+      } else if (open_reply) {
+        if (k == "stdout") {
+          reply.out = f.at(1);
+        } else if (k == "stderr") {
+          reply.err = f.at(1);
+        } else if (k == "end") {
+          rep.reply = std::move(reply);
+          open_reply = false;
+        }
       } else if (k == "result" && f.size() >= 6) {
         cur = {};
         cur.suite = f[1];
@@ -151,7 +173,7 @@ WorkerReport read_report(const std::filesystem::path& path) {
         open = false;
       }
     } catch (const std::exception&) {
-      open = false;  // a garbled record is dropped, never half-used
+      open = open_reply = false;  // a garbled record is dropped, never half-used
     }
   }
   return rep;

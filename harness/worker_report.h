@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,17 +24,27 @@ class ReportWriter {
   // concerns.
   void phase(const std::string& name, const std::string& backend);
   void result(const reports::ResultRecord& r);
+  // A command run in a worker (run-graph): what it prints and its exit status, one record written
+  // when the work is done. Its absence tells the parent the process ended before that.
+  void reply(int exit_code, const std::string& out, const std::string& err);
 
  private:
   void line(const std::vector<std::string>& fields);
   std::FILE* f_;
 };
 
-// Parent side: the last phase reached and every complete result.
+struct CommandReply {
+  int exit_code = 0;
+  std::string out;  // for stdout
+  std::string err;  // for stderr
+};
+
+// Parent side: the last phase reached, every complete result and the complete reply, if any.
 struct WorkerReport {
   std::string phase;
   std::string phase_backend;
   std::vector<reports::ResultRecord> results;
+  std::optional<CommandReply> reply;
 };
 // Reads what a worker wrote; a truncated last record is ignored. A missing file gives an empty
 // report.

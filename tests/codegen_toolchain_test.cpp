@@ -2,6 +2,7 @@
 // hits and misses, verification of cached entries, concurrency and cache-directory safety.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -372,6 +373,155 @@ TEST_F(ToolchainTest, ForeignLibraryOverEntryIsRejected) {
     EXPECT_NE(std::string(e.what()).find("crucible_cache_key"), std::string::npos) << e.what();
   }
   EXPECT_THROW(LoadedLibrary(root_ / "missing.so", mine.key), ToolchainError);
+}
+
+// Something the cache never writes, planted in place of one of an entry's files: a FIFO (reading it
+// would block forever), a symlink to /dev/zero (reading it never ends), a directory, or a sparse
+// file far over any cap (reading it would take 2 GiB).
+enum class Planted { kFifo, kDevZero, kDirectory, kOversized };
+constexpr uint64_t kOversized = uint64_t{2} << 30;
+
+const char* planted_name(Planted p) {
+  switch (p) {
+    case Planted::kFifo:
+      return "fifo";
+    case Planted::kDevZero:
+      return "symlink to /dev/zero";
+    case Planted::kDirectory:
+      return "directory";
+    case Planted::kOversized:
+      return "oversized file";
+  }
+  return "";
+}
+
+void plant(const fs::path& p, Planted what) {
+  fs::remove_all(p);
+  switch (what) {
+    case Planted::kFifo:
+      ASSERT_EQ(mkfifo(p.c_str(), 0600), 0);
+      break;
+    case Planted::kDevZero:
+      fs::create_symlink("/dev/zero", p);
+      break;
+    case Planted::kDirectory:
+      fs::create_directory(p);
+      spit(p / "inside", "a file in a directory where a file should be");
+      break;
+    case Planted::kOversized:
+      spit(p, "");
+      fs::resize_file(p, kOversized);  // sparse: no disk, no memory
+      break;
+  }
+}
+
+// A failure here must be a test failure, not a hung or swapping machine: a read that never ends
+// runs into the address-space limit (bad_alloc), one that blocks into the alarm.
+class HostileCacheTest : public ToolchainTest {
+ protected:
+  void SetUp() override {
+    ToolchainTest::SetUp();
+    ASSERT_EQ(getrlimit(RLIMIT_AS, &old_as_), 0);
+    rlimit as = old_as_;
+    as.rlim_cur = std::min<rlim_t>(old_as_.rlim_max, rlim_t{4} << 30);
+    ASSERT_EQ(setrlimit(RLIMIT_AS, &as), 0);
+    alarm(240);
+  }
+  void TearDown() override {
+    alarm(0);
+    setrlimit(RLIMIT_AS, &old_as_);
+    ToolchainTest::TearDown();
+  }
+  rlimit old_as_{};
+};
+
+TEST_F(HostileCacheTest, BadLibraryOrMetaIsAMissNeverFollowed) {
+  const BuildResult first = build_shared_library({kAddOne}, opts_);
+  struct stat zero_before;
+  ASSERT_EQ(stat("/dev/zero", &zero_before), 0);
+  for (const bool library : {true, false}) {
+    for (Planted what :
+         {Planted::kFifo, Planted::kDevZero, Planted::kDirectory, Planted::kOversized}) {
+      SCOPED_TRACE(std::string(library ? ".so" : ".meta") + " replaced by " + planted_name(what));
+      const fs::path target = library ? first.library : meta_of(first);
+      plant(target, what);
+      // An oversized library with a .meta claiming that size: the cap refuses it, unread.
+      if (library && what == Planted::kOversized) {
+        set_meta_field(meta_of(first), "size", std::to_string(kOversized));
+      }
+      BuildResult r;
+      ASSERT_NO_THROW(r = build_shared_library({kAddOne}, opts_));
+      EXPECT_FALSE(r.cache_hit);
+      const std::string expected = what == Planted::kFifo        ? "a FIFO"
+                                   : what == Planted::kDevZero   ? "a symlink"
+                                   : what == Planted::kDirectory ? "a directory"
+                                   : library                     ? "more than a cache file may have"
+                                             : "more than a cache file may have";
+      EXPECT_NE(r.rejected.find(expected), std::string::npos) << r.rejected;
+      EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(target))) << target;
+      EXPECT_EQ(call_add_one(r, 1), 2);
+      EXPECT_TRUE(build_shared_library({kAddOne}, opts_).cache_hit);
+    }
+  }
+  struct stat zero_after;
+  ASSERT_EQ(stat("/dev/zero", &zero_after), 0);
+  EXPECT_TRUE(S_ISCHR(zero_after.st_mode));
+  EXPECT_EQ(zero_after.st_rdev, zero_before.st_rdev);
+}
+
+TEST_F(HostileCacheTest, BadSourceObjectOrLockIsReplacedOnRebuild) {
+  const BuildResult first = build_shared_library({kAddOne}, opts_);
+  const fs::path entry = first.library.parent_path();
+  for (const char* name : {"tu0.cpp", "cache_key.cpp", "tu0.o", "cache_key.o", ".lock"}) {
+    for (Planted what :
+         {Planted::kFifo, Planted::kDevZero, Planted::kDirectory, Planted::kOversized}) {
+      SCOPED_TRACE(std::string(name) + " replaced by " + planted_name(what));
+      plant(entry / name, what);
+      // A good entry is still a hit: none of these files is read then (the lock is opened
+      // without following a symlink, and replaced if it is not a regular file).
+      BuildResult hit;
+      ASSERT_NO_THROW(hit = build_shared_library({kAddOne}, opts_));
+      EXPECT_TRUE(hit.cache_hit);
+      // Without its .meta the entry is rebuilt, and the planted thing replaced by a real file.
+      fs::remove(meta_of(first));
+      BuildResult r;
+      ASSERT_NO_THROW(r = build_shared_library({kAddOne}, opts_));
+      EXPECT_FALSE(r.cache_hit);
+      EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(entry / name))) << name;
+      if (std::string(name).ends_with(".cpp")) {
+        EXPECT_LT(fs::file_size(entry / name), 1u << 20);
+      }
+      EXPECT_EQ(call_add_one(r, 2), 3);
+    }
+  }
+  EXPECT_TRUE(fs::exists("/dev/zero"));
+}
+
+TEST_F(HostileCacheTest, EntryDirectoryIsNeverFollowed) {
+  const BuildResult first = build_shared_library({kAddOne}, opts_);
+  const fs::path entry = first.library.parent_path();
+  // A symlink to a directory holding a valid copy of the entry: still not followed.
+  const fs::path elsewhere = root_ / "elsewhere";
+  fs::create_directory(elsewhere);
+  ASSERT_EQ(chmod(elsewhere.c_str(), 0700), 0);
+  for (const auto& f : fs::directory_iterator(entry))
+    fs::copy(f.path(), elsewhere / f.path().filename());
+  fs::remove_all(entry);
+  fs::create_directory_symlink(elsewhere, entry);
+  BuildResult r;
+  ASSERT_NO_THROW(r = build_shared_library({kAddOne}, opts_));
+  EXPECT_FALSE(r.cache_hit);
+  EXPECT_TRUE(fs::is_directory(fs::symlink_status(entry)));
+  EXPECT_TRUE(fs::exists(elsewhere / (first.key + ".so")));  // the symlink's target is untouched
+  EXPECT_EQ(call_add_one(r, 3), 4);
+  for (Planted what : {Planted::kFifo, Planted::kDevZero, Planted::kOversized}) {
+    SCOPED_TRACE(std::string("entry replaced by ") + planted_name(what));
+    plant(entry, what);
+    ASSERT_NO_THROW(r = build_shared_library({kAddOne}, opts_));
+    EXPECT_FALSE(r.cache_hit);
+    EXPECT_TRUE(fs::is_directory(fs::symlink_status(entry)));
+    EXPECT_EQ(call_add_one(r, 4), 5);
+  }
 }
 
 TEST_F(ToolchainTest, SharedWritableCacheDirIsRefused) {

@@ -11,6 +11,7 @@
 
 #include "cli_util.h"
 #include "crucible/reports/store.h"
+#include "memory_cgroup.h"
 
 namespace crucible {
 namespace {
@@ -231,8 +232,6 @@ TEST_F(HarnessRun, BadRequestsFailBeforeAnyRunIsRecorded) {
       {"--filter '('", "--filter '(' is not a valid regular expression"},
       {"--shard 2/2", "--shard expects I/N with 0 <= I < N, got '2/2'"},
       {"--repeat 0", "--repeat must be at least 1"},
-      {"--backends " + std::string(CRUCIBLE_TEST_PLUGIN_DIR) + "/wrong_abi_plugin.so",
-       "plugin ABI version 999 does not match"},
       {"--exclude m_a", "no models selected"},
   };
   for (const auto& c : cases) {
@@ -246,6 +245,191 @@ TEST_F(HarnessRun, BadRequestsFailBeforeAnyRunIsRecorded) {
   EXPECT_NE(missing.err.find("suite 'nosuchsuite': no nosuchsuite/suite.manifest in"),
             std::string::npos);
   EXPECT_FALSE(fs::exists(dir_ / "r.db"));  // nothing was recorded, not even an empty run
+}
+
+TEST_F(HarnessRun, UnloadablePluginIsFailToLoadPerModelAndTheOthersRun) {
+  add_model("m_a");
+  add_model("m_b");
+  // One plugin the workers refuse (ABI 999), one whose file the harness refuses (truncated), one
+  // that exits the worker with status 0 mid-run.
+  const std::string wrong_abi = std::string(CRUCIBLE_TEST_PLUGIN_DIR) + "/wrong_abi_plugin.so";
+  const fs::path truncated = dir_ / "truncated.so";
+  std::ofstream(truncated, std::ios::binary)
+      << testing::read_all(std::string(CRUCIBLE_BIN_DIR) +
+                           "/../lib/crucible/crucible_backend_eager.so")
+             .substr(0, 200);
+  const std::string backends = "eager," + wrong_abi + "," + truncated.string() + ",exit0";
+  auto r = run_crucible(
+      run_args("--backends " + backends + " --mode both --repeat 2 --warmup 0 --timeout 60"));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("backend '" + truncated.string() +
+                       "' cannot be loaded, recorded as fail_to_load: " + truncated.string() +
+                       ": not a loadable shared library (truncated"),
+            std::string::npos)
+      << r.err;
+
+  auto store = reports::Store::open(dir_ / "r.db");
+  auto runs = store->runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, "complete");
+  auto res = results_by_model(*store, runs[0].id);
+  EXPECT_EQ(res.size(), 2u * 4u * 2u);  // models x backends x modes
+  for (const std::string m : {"m_a", "m_b"}) {
+    for (const std::string mode : {"accuracy", "performance"}) {
+      const auto& eager = res[m + "/eager/" + mode];
+      EXPECT_EQ(eager.status, "pass") << m << " " << mode << ": " << eager.error;
+      const auto& abi = res[m + "/" + wrong_abi + "/" + mode];
+      EXPECT_EQ(abi.status, "fail_to_load") << m << " " << mode;
+      EXPECT_NE(abi.error.find("wrong_abi_plugin.so: plugin ABI version 999 does not match"),
+                std::string::npos)
+          << abi.error;
+      const auto& cut = res[m + "/" + truncated.string() + "/" + mode];
+      EXPECT_EQ(cut.status, "fail_to_load") << m << " " << mode;
+      EXPECT_NE(cut.error.find("truncated.so: not a loadable shared library (truncated"),
+                std::string::npos)
+          << cut.error;
+    }
+    const auto& exited = res[m + "/exit0/accuracy"];
+    EXPECT_EQ(exited.status, "fail_to_run") << exited.error;
+    EXPECT_NE(exited.error.find("worker exited with status 0 during run of exit0"),
+              std::string::npos)
+        << exited.error;
+  }
+  // The eager timings were still taken, with the unloadable plugins out of the timing worker.
+  EXPECT_EQ(res["m_a/eager/performance"].samples_ms.size(), 2u);
+
+  // Performance only: the worker-side load failure goes through the profile and timing workers.
+  auto perf = run_crucible(
+      run_args("--backends eager," + wrong_abi + " --mode performance " + "--repeat 2 --warmup 0"));
+  EXPECT_EQ(perf.status, 1) << perf.err;
+  auto runs2 = store->runs();
+  ASSERT_EQ(runs2.size(), 2u);
+  const int64_t second = runs2[0].id == runs[0].id ? runs2[1].id : runs2[0].id;
+  auto res2 = results_by_model(*store, second);
+  EXPECT_EQ(res2["m_a/eager/performance"].status, "pass") << res2["m_a/eager/performance"].error;
+  EXPECT_EQ(res2["m_a/" + wrong_abi + "/performance"].status, "fail_to_load");
+}
+
+TEST_F(HarnessRun, UnloadableEagerReferenceFailsEveryBackendToLoad) {
+  add_model("m_a");
+  const fs::path plugins = dir_ / "plugins";
+  fs::create_directories(plugins);
+  std::ofstream(plugins / "crucible_backend_eager.so") << "not a library\n";
+  auto r = run_crucible("run --suite " + (dir_ / "suite" / "suite.manifest").string() + " --db " +
+                        (dir_ / "r.db").string() + " --output-dir " + (dir_ / "out").string() +
+                        " --plugin-path " + plugins.string() + " --plugin-path " +
+                        CRUCIBLE_TEST_PLUGIN_DIR + " --backends eager,faulty");
+  EXPECT_EQ(r.status, 1) << r.err;
+  auto store = reports::Store::open(dir_ / "r.db");
+  auto res = results_by_model(*store, store->runs().at(0).id);
+  EXPECT_EQ(res["m_a/eager/accuracy"].status, "fail_to_load");
+  EXPECT_EQ(res["m_a/faulty/accuracy"].status, "fail_to_load");
+  EXPECT_NE(res["m_a/faulty/accuracy"].error.find(
+                "the eager reference: " + (plugins / "crucible_backend_eager.so").string() +
+                ": not a loadable shared library (not an ELF"),
+            std::string::npos)
+      << res["m_a/faulty/accuracy"].error;
+}
+
+// crucible-<pid>-* groups under `parent` whose crucible process is gone: left behind.
+std::vector<std::string> leftover_groups(const fs::path& parent) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(parent, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!name.starts_with("crucible-")) continue;
+    const pid_t pid = std::atoi(name.substr(9).c_str());
+    if (::kill(pid, 0) != 0 && errno == ESRCH) out.push_back(name);
+  }
+  return out;
+}
+
+TEST_F(HarnessRun, MemoryLimitIsResidentMemoryInACgroup) {
+  const MemoryLimitSupport& support = memory_limit_support();
+  if (support.kind == MemoryLimitKind::kAddressSpace) {
+    GTEST_SKIP() << "no memory cgroup can be made here: " << support.why_not;
+  }
+  add_model("m_ok");
+  add_model("m_oom");      // touches memory until stopped
+  add_model("m_reserve");  // 2 GB of address space, never touched: not resident
+  auto r =
+      run_crucible(run_args("--backends faulty --mode accuracy --timeout 60 --memory-limit 200 "
+                            "-c fault.m_oom=oom -c fault.m_reserve=reserve_mb:2048"));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(r.err.find("RLIMIT_AS"), std::string::npos) << r.err;
+  auto store = reports::Store::open(dir_ / "r.db");
+  auto res = results_by_model(*store, store->runs().at(0).id);
+  EXPECT_EQ(res["m_ok/faulty/accuracy"].status, "pass") << res["m_ok/faulty/accuracy"].error;
+  EXPECT_EQ(res["m_reserve/faulty/accuracy"].status, "pass")
+      << res["m_reserve/faulty/accuracy"].error;
+  const auto& oom = res["m_oom/faulty/accuracy"];
+  EXPECT_EQ(oom.status, "oom") << oom.error;
+  EXPECT_NE(oom.error.find("resident-memory limit 200 MB, killed by the kernel's OOM killer"),
+            std::string::npos)
+      << oom.error;
+  EXPECT_EQ(leftover_groups(support.parent), std::vector<std::string>{});
+}
+
+TEST_F(HarnessRun, SmallModelsPassAtTheLowestAcceptedLimit) {
+  // The tutorial's oneDNN linear model and sin_cos on eager and (compiling) codegen need some 15 MB
+  // resident, and the compiler some 30 MB more. At the floor (64 MB in a cgroup) they pass; as an
+  // address-space limit, 64 MB left the compiler "virtual memory exhausted".
+  const int64_t floor = memory_limit_floor_mb(memory_limit_support().kind);
+  const std::string cache = "CRUCIBLE_CACHE_DIR=" + (dir_ / "cache").string();
+  auto r = run_crucible(
+      "run --suite tutorial --only linear_layernorm_relu,sin_cos --backends "
+      "eager,codegen --memory-limit " +
+          std::to_string(floor) + " --db " + (dir_ / "r.db").string() + " --output-dir " +
+          (dir_ / "out").string(),
+      cache);
+  EXPECT_EQ(r.status, 0) << r.err;
+  auto store = reports::Store::open(dir_ / "r.db");
+  auto rows = store->results(store->runs().at(0).id);
+  EXPECT_EQ(rows.size(), 4u);
+  for (const auto& row : rows) EXPECT_EQ(row.status, "pass") << row.model << " " << row.error;
+}
+
+TEST_F(HarnessRun, MemoryLimitBelowWhatAWorkerNeedsIsRefused) {
+  add_model("m_a");
+  const MemoryLimitKind kind = memory_limit_support().kind;
+  const int64_t floor = memory_limit_floor_mb(kind);
+  for (int64_t mb : {int64_t{1}, int64_t{50}, floor - 1}) {
+    auto r = run_crucible(run_args("--memory-limit " + std::to_string(mb)));
+    EXPECT_EQ(r.status, 2) << mb;
+    EXPECT_EQ(testing::count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("--memory-limit " + std::to_string(mb) + " MB is below the " +
+                         std::to_string(floor) + " MB a worker needs"),
+              std::string::npos)
+        << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "r.db"));
+  // Under the RLIMIT_AS fallback, the floor is the address space's, and the run says once what
+  // the limit means there.
+  auto low = run_crucible(run_args("--memory-limit 100"), "CRUCIBLE_NO_CGROUPS=1");
+  EXPECT_EQ(low.status, 2);
+  EXPECT_NE(low.err.find("below the 128 MB a worker needs to start and compile here (the limit "
+                         "is on address space (RLIMIT_AS))"),
+            std::string::npos)
+      << low.err;
+  add_model("m_reserve");
+  auto fallback = run_crucible(
+      run_args("--memory-limit 256 -c fault.m_reserve=reserve_mb:2048 --backends faulty"),
+      "CRUCIBLE_NO_CGROUPS=1");
+  EXPECT_EQ(fallback.status, 1) << fallback.err;
+  const std::string note =
+      "crucible run: --memory-limit limits each worker's address space (RLIMIT_AS), not its "
+      "resident memory, as no memory cgroup can be made here: CRUCIBLE_NO_CGROUPS is set\n";
+  const size_t at = fallback.err.find(note);
+  EXPECT_NE(at, std::string::npos) << fallback.err;
+  EXPECT_EQ(fallback.err.find(note, at + 1), std::string::npos) << "said more than once";
+  auto store = reports::Store::open(dir_ / "r.db");
+  auto res = results_by_model(*store, store->runs().at(0).id);
+  EXPECT_EQ(res["m_a/faulty/accuracy"].status, "pass") << res["m_a/faulty/accuracy"].error;
+  // Untouched address space counts against RLIMIT_AS: that is what the cgroup limit fixes.
+  EXPECT_EQ(res["m_reserve/faulty/accuracy"].status, "oom");
+  EXPECT_NE(res["m_reserve/faulty/accuracy"].error.find("address-space limit 256 MB"),
+            std::string::npos)
+      << res["m_reserve/faulty/accuracy"].error;
 }
 
 TEST_F(HarnessRun, NotADatabaseIsOneClearError) {

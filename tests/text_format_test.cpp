@@ -130,7 +130,7 @@ TEST(TextFormat, MissingFileIsOneClearError) {
 }
 
 // A side file that is missing is reported where the parameter's recipe is written; its path is
-// quoted with control bytes escaped (printable), so the message stays one line.
+// quoted with control bytes escaped (escape_controls), so the message stays one line.
 TEST(TextFormat, RuntimeRecipeErrorsNameTheirLocation) {
   const Graph g = parse_graph(
       "graph g(%x: f32[2]) {\n  param %w: f32[2] = file(path=\"missing\\n.bin\")\n"
@@ -142,14 +142,14 @@ TEST(TextFormat, RuntimeRecipeErrorsNameTheirLocation) {
   } catch (const Error& e) {
     const std::string m = e.what();
     EXPECT_EQ(m.rfind("dir/t.graph:2:22: parameter %w: ", 0), 0u) << m;
-    EXPECT_EQ(printable(m).find('\n'), std::string::npos);
-    EXPECT_NE(printable(m).find("missing\\n.bin"), std::string::npos) << printable(m);
+    EXPECT_EQ(escape_controls(m).find('\n'), std::string::npos);
+    EXPECT_NE(escape_controls(m).find("missing\\n.bin"), std::string::npos) << escape_controls(m);
   }
 }
 
-TEST(TextFormat, PrintableEscapesEveryControlByte) {
-  EXPECT_EQ(printable("a\nb\tc\x1b[0m\x7f\x01"), "a\\nb\\tc\\x1b[0m\\x7f\\x01");
-  EXPECT_EQ(printable("caf\xc3\xa9 %x"), "caf\xc3\xa9 %x");  // UTF-8 passes through
+TEST(TextFormat, EscapeControlsEscapesEveryControlByte) {
+  EXPECT_EQ(escape_controls("a\nb\tc\x1b[0m\x7f\x01"), "a\\nb\\tc\\x1b[0m\\x7f\\x01");
+  EXPECT_EQ(escape_controls("caf\xc3\xa9 %x"), "caf\xc3\xa9 %x");  // UTF-8 passes through
 }
 
 struct Malformed {

@@ -1,11 +1,15 @@
 // Test backend: runs graphs op by op like eager, but on demand misbehaves the ways real compiled
 // backends do, so the harness's isolation and status mapping can be tested end to end.
-// -c fault.<graph name>=segv|abort|hang|oom|compile_error|run_error|wrong|sleep_ms:N
+
+// -c fault.<graph name>=segv|abort|hang|oom|compile_error|run_error|wrong|sleep_ms:N|reserve_mb:N
+// (reserve_mb: N MB of address space allocated and never touched, as stacks and arenas are)
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -38,6 +42,8 @@ class FaultyExecutable final : public plugin::Executable {
       }
     } else if (fault_ == "run_error") {
       throw Error("faulty: kernel launch failed");
+    } else if (fault_.rfind("reserve_mb:", 0) == 0) {
+      reserved_.reset(new char[static_cast<size_t>(std::stoi(fault_.substr(11))) << 20]);
     } else if (fault_.rfind("sleep_ms:", 0) == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(fault_.substr(9))));
     }
@@ -67,6 +73,7 @@ class FaultyExecutable final : public plugin::Executable {
   Graph graph_;
   std::string fault_;
   std::vector<std::pair<ValueId, Tensor>> params_;
+  std::unique_ptr<char[]> reserved_;
 };
 
 class FaultyBackend final : public plugin::Backend {

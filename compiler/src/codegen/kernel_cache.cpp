@@ -12,7 +12,6 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -30,6 +29,11 @@ namespace {
 // Bumped when the entry layout or key recipe changes: old entries are then never looked up again.
 constexpr const char* kCacheFormat = "crucible-kernel-cache-v1";
 constexpr const char* kKeySymbol = "crucible_cache_key";
+// Caps on what is ever read from the cache. A .meta is a few hundred bytes; generated libraries
+// are tens to hundreds of KiB (the model zoo's largest is well under 10 MiB). A file over its cap
+// is a bad entry, rejected from its size alone, never read.
+constexpr uint64_t kMaxMetaBytes = 64 << 10;
+constexpr uint64_t kMaxLibraryBytes = 256 << 20;
 
 std::string errno_text() { return std::strerror(errno); }
 
@@ -44,6 +48,29 @@ bool is_temp_name(const std::string& name) { return name.find(".tmp.") != std::s
 void remove_quietly(const fs::path& p) {
   std::error_code ec;
   fs::remove(p, ec);
+}
+
+// Removes whatever is at `p` without following it: a file, a symlink (not its target), a FIFO, or
+// a directory with its contents. Returns false if something is still there.
+bool remove_any(const fs::path& p) {
+  struct stat st;
+  if (lstat(p.c_str(), &st) != 0) return errno == ENOENT;
+  std::error_code ec;
+  if (S_ISDIR(st.st_mode)) {
+    fs::remove_all(p, ec);
+  } else {
+    fs::remove(p, ec);
+  }
+  return lstat(p.c_str(), &st) != 0 && errno == ENOENT;
+}
+
+std::string kind_of(mode_t mode) {
+  if (S_ISLNK(mode)) return "a symlink";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "not a regular file";
 }
 
 // Writes `content` under a temporary name and renames it over `final_path`: readers see either the
@@ -73,13 +100,86 @@ void write_file_atomically(const fs::path& final_path, std::string_view content)
   }
 }
 
-std::optional<std::string> read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (in.bad()) return std::nullopt;
-  return std::move(s).str();
+// What lstat says is at a cache path: nothing, a regular file of `size` bytes, or something else
+// (`kind`: a symlink, FIFO, directory, ...), which is never followed, opened or read.
+struct CacheFile {
+  bool exists = false;
+  bool regular = false;
+  bool directory = false;
+  uint64_t size = 0;
+  std::string kind;
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+
+CacheFile inspect(const fs::path& p) {
+  CacheFile f;
+  struct stat st;
+  if (lstat(p.c_str(), &st) != 0) {
+    if (errno != ENOENT) {
+      f.exists = true;
+      f.kind = fmt::format("unreadable ({})", errno_text());
+    }
+    return f;
+  }
+  f.exists = true;
+  f.regular = S_ISREG(st.st_mode);
+  f.directory = S_ISDIR(st.st_mode);
+  f.size = static_cast<uint64_t>(st.st_size);
+  f.kind = kind_of(st.st_mode);
+  f.dev = st.st_dev;
+  f.ino = st.st_ino;
+  return f;
+}
+
+// The bytes of the regular file `f` describes at `p`, read without following a symlink or blocking
+// on a FIFO, and only if it still is that file with at most `cap` bytes; nullopt and `why` if not.
+std::optional<std::string> read_cache_file(const fs::path& p, const CacheFile& f, uint64_t cap,
+                                           std::string& why) {
+  const std::string name = p.filename().string();
+  if (!f.exists) {
+    why = fmt::format("{} is missing", name);
+    return std::nullopt;
+  }
+  if (!f.regular) {
+    why = fmt::format("{} is {}, not a regular file", name, f.kind);
+    return std::nullopt;
+  }
+  if (f.size > cap) {
+    why = fmt::format("{} has {} bytes, more than a cache file may have ({})", name, f.size, cap);
+    return std::nullopt;
+  }
+  const int fd = open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    why = fmt::format("{} cannot be opened: {}", name, errno_text());
+    return std::nullopt;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_dev != f.dev || st.st_ino != f.ino) {
+    close(fd);
+    why = fmt::format("{} was replaced while being checked", name);
+    return std::nullopt;
+  }
+  std::string bytes(f.size + 1, '\0');  // one more than expected, to notice a file that grew
+  size_t got = 0;
+  while (got < bytes.size()) {
+    const ssize_t n = read(fd, bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      why = fmt::format("{} cannot be read: {}", name, errno_text());
+      close(fd);
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(fd);
+  if (got != f.size) {
+    why = fmt::format("{} changed size while being read", name);
+    return std::nullopt;
+  }
+  bytes.resize(got);
+  return bytes;
 }
 
 // Creates `dir` (mode 0700) if missing and refuses it unless it is a directory owned by us that
@@ -132,9 +232,21 @@ void ensure_private_dir(const fs::path& dir, const char* what) {
 class EntryLock {
  public:
   explicit EntryLock(const fs::path& path) {
-    fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ < 0) {
-      throw ToolchainError(fmt::format("cannot open lock {}: {}", path.string(), errno_text()));
+    // O_NOFOLLOW and a type check: a symlink there must not create or lock a file elsewhere, and a
+    // FIFO or directory in its place is removed (once) and replaced by a real lock file.
+    for (int attempt = 0;; ++attempt) {
+      fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+      struct stat st;
+      if (fd_ >= 0 && fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) break;
+      const std::string why = fd_ < 0 ? errno_text() : "not a regular file";
+      if (fd_ >= 0) close(fd_);
+      const CacheFile found = inspect(path);
+      if (attempt < 2 && (!found.exists || found.regular || remove_any(path))) continue;
+      throw ToolchainError(
+          fmt::format("cannot open lock {}: {}{}", path.string(), why,
+                      found.exists && !found.regular
+                          ? fmt::format(" (it is {} and cannot be removed)", found.kind)
+                          : ""));
     }
     while (flock(fd_, LOCK_EX) != 0) {
       if (errno != EINTR) {
@@ -174,32 +286,34 @@ struct EntryPaths {
 };
 
 // Why the entry cannot be trusted, "" if it is absent altogether, or nullopt if it is good. Checks,
-// in order: .meta present; its key; its size against the .so's size; its SHA-256 against the .so's
-// bytes (catches flipped bytes and any replaced file); and that the bytes hold the NUL-terminated
-// key string that cache_key.cpp embeds (catches a foreign library whose .meta was rewritten to
-// match). None of this dlopens the file: loading runs its constructors, and glibc would keep
-// serving a stale mapping of the same path after we rebuild it.
+// in order: both files are regular files (lstat: a symlink, FIFO, directory or device in their
+// place is never followed or opened) within their size caps; .meta present; its key; its size
+// against the .so's size (before a byte of the .so is read); its SHA-256 against the .so's bytes
+// (catches flipped bytes and any replaced file); and that the bytes hold the NUL-terminated key
+// string that cache_key.cpp embeds (catches a foreign library whose .meta was rewritten to match).
+// None of this dlopens the file: loading runs its constructors, and glibc would keep serving a
+// stale mapping of the same path after we rebuild it.
 std::optional<std::string> check_entry(const EntryPaths& e, const std::string& key) {
-  std::error_code ec;
-  const bool have_so = fs::exists(e.library, ec), have_meta = fs::exists(e.meta, ec);
-  if (!have_so && !have_meta) return std::string();
-  if (!have_so) return "the .meta has no .so beside it";
-  std::optional<std::string> meta = read_file(e.meta);
-  if (!meta) return "the .so has no readable .meta";
+  const CacheFile so = inspect(e.library), meta = inspect(e.meta);
+  if (!so.exists && !meta.exists) return std::string();
+  std::string why;
+  if (so.exists && !so.regular) return fmt::format("the .so is {}, not a regular file", so.kind);
+  if (!so.exists) return "the .meta has no .so beside it";
+  std::optional<std::string> text = read_cache_file(e.meta, meta, kMaxMetaBytes, why);
+  if (!text) return "the .so has no readable .meta: " + why;
   std::map<std::string, std::string> fields;
-  std::istringstream lines(*meta);
+  std::istringstream lines(*text);
   for (std::string line; std::getline(lines, line);) {
     if (const size_t eq = line.find('='); eq != std::string::npos) {
       fields[line.substr(0, eq)] = line.substr(eq + 1);
     }
   }
   if (fields["key"] != key) return fmt::format("the .meta names key '{}'", fields["key"]);
-  std::optional<std::string> bytes = read_file(e.library);
-  if (!bytes) return "the .so cannot be read";
-  if (fields["size"] != std::to_string(bytes->size())) {
-    return fmt::format("size '{}' in the .meta but the .so has {} bytes", fields["size"],
-                       bytes->size());
+  if (fields["size"] != std::to_string(so.size)) {
+    return fmt::format("size '{}' in the .meta but the .so has {} bytes", fields["size"], so.size);
   }
+  std::optional<std::string> bytes = read_cache_file(e.library, so, kMaxLibraryBytes, why);
+  if (!bytes) return "the .so cannot be read: " + why;
   if (fields["sha256"] != sha256_hex(*bytes)) return "the .so's SHA-256 differs from the .meta's";
   if (!embeds_key(*bytes, key)) return "the .so does not embed its cache key";
   return std::nullopt;
@@ -294,6 +408,14 @@ BuildResult build_shared_library(const std::vector<std::string>& sources,
   entry.library = entry.dir / (key + ".so");
   entry.meta = entry.dir / (key + ".meta");
   entry.lock = entry.dir / ".lock";
+  // The entry directory is ours alone: anything else under its name (a symlink to a directory
+  // elsewhere, a file, a FIFO) is removed, never followed.
+  if (const CacheFile d = inspect(entry.dir); d.exists && !d.directory) {
+    if (!remove_any(entry.dir)) {
+      throw ToolchainError(fmt::format("kernel cache entry {} is {} and cannot be removed",
+                                       entry.dir.string(), d.kind));
+    }
+  }
   ensure_private_dir(entry.dir, "kernel cache entry");
 
   BuildResult result;
@@ -312,12 +434,23 @@ BuildResult build_shared_library(const std::vector<std::string>& sources,
   }
   result.rejected = *problem;
   // The .meta first: without it the entry stays invalid even if removing the .so fails.
-  remove_quietly(entry.meta);
-  remove_quietly(entry.library);
-  // Leftovers of killed builds. Every writer of this entry holds the lock, so none of them is live.
+  remove_any(entry.meta);
+  remove_any(entry.library);
+  // Leftovers of killed builds, and anything that is not a regular file (only regular files are
+  // ever written here): renaming a new source or object over a directory would fail. Every writer
+  // of this entry holds the lock, so none of them is live.
   std::error_code ec;
+  std::vector<fs::path> stale;
   for (const fs::directory_entry& f : fs::directory_iterator(entry.dir, ec)) {
-    if (is_temp_name(f.path().filename().string())) remove_quietly(f.path());
+    if (f.path() == entry.lock) continue;
+    const CacheFile found = inspect(f.path());
+    if (is_temp_name(f.path().filename().string()) || !found.regular) stale.push_back(f.path());
+  }
+  for (const fs::path& p : stale) {
+    if (!remove_any(p)) {
+      throw ToolchainError(fmt::format("kernel cache entry {}: cannot remove {} ({})",
+                                       entry.dir.string(), p.filename().string(), inspect(p).kind));
+    }
   }
 
   std::vector<Compile> compiles(result.sources.size());
@@ -373,8 +506,11 @@ BuildResult build_shared_library(const std::vector<std::string>& sources,
     result.compile_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-    const std::optional<std::string> bytes = read_file(temp_library);
-    if (!bytes || !embeds_key(*bytes, key)) {
+    std::string why;
+    const std::optional<std::string> bytes =
+        read_cache_file(temp_library, inspect(temp_library), kMaxLibraryBytes, why);
+    if (!bytes) throw ToolchainError(fmt::format("linked {} but {}", entry.library.string(), why));
+    if (!embeds_key(*bytes, key)) {
       throw ToolchainError(fmt::format("linked {} but it does not embed its cache key {}",
                                        entry.library.string(), key));
     }

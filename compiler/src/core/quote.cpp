@@ -32,7 +32,7 @@ std::string quote(std::string_view s, QuoteStyle style) {
   return out + "\"";
 }
 
-std::string printable(std::string_view s) {
+std::string escape_controls(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (unsigned char c : s) {
@@ -40,6 +40,8 @@ std::string printable(std::string_view s) {
       out += "\\n";
     } else if (c == '\t') {
       out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
     } else if (c < 0x20 || c == 0x7f) {
       out += fmt::format("\\x{:02x}", c);
     } else {

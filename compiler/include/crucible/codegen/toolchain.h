@@ -61,11 +61,14 @@ struct BuildResult {
 // line, the full flag list incl. -ffast-math, every source in order, and the host CPU when a flag
 // says "native").
 //
-// A cached entry is trusted only if its .meta exists and names the same key, its recorded size and
-// SHA-256 match the .so's bytes, and the .so contains the key string that cache_key.cpp embeds;
-// otherwise the entry is removed and rebuilt, never loaded. LoadedLibrary then checks the embedded
-// symbol after dlopen. Builds of one key are serialized across threads and processes by an flock on
-// <entry>/.lock. Throws ToolchainError on compiler failure or an unsafe cache directory.
+// A cached entry is trusted only if its .so and .meta are regular files (lstat: a symlink, FIFO,
+// directory or device in their place is never followed, opened or read) within size caps, the
+// .meta names the same key, its recorded size and SHA-256 match the .so's bytes, and the .so
+// contains the key string that cache_key.cpp embeds; otherwise the entry is removed and rebuilt,
+// never loaded, and anything but a regular file in the entry is removed first. LoadedLibrary then
+// checks the embedded symbol after dlopen. Builds of one key are serialized across threads and
+// processes by an flock on <entry>/.lock. Throws ToolchainError on compiler failure or an unsafe
+// cache directory.
 BuildResult build_shared_library(const std::vector<std::string>& sources,
                                  const ToolchainOptions& opts);
 

@@ -1,0 +1,65 @@
+// How `crucible run --memory-limit` is enforced: each worker in its own memory cgroup (v2, else the
+// v1 memory controller) limiting resident memory, with OOM kills counted; else RLIMIT_AS.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace crucible {
+
+enum class MemoryLimitKind {
+  kCgroupV2,      // memory.max, memory.swap.max = 0, memory.oom.group = 1
+  kCgroupV1,      // memory.limit_in_bytes (and memsw) on the v1 memory controller
+  kAddressSpace,  // RLIMIT_AS: counts reserved but untouched address space too
+};
+
+struct MemoryLimitSupport {
+  MemoryLimitKind kind = MemoryLimitKind::kAddressSpace;
+  std::filesystem::path parent;  // the cgroup directory worker groups are created in
+  std::string why_not;           // kAddressSpace: why cgroups cannot be used here
+};
+
+// Probed once per process and cached: this process's own cgroup must offer the memory controller
+// to a child group this process can create (cgroup v2: "memory" in cgroup.controllers and enabled,
+// or enablable, in cgroup.subtree_control; v1: the memory hierarchy mounted and writable). Worker
+// groups always go below this process's own cgroup, so whatever limits its parents set still
+// apply. CRUCIBLE_NO_CGROUPS=1 forces the RLIMIT_AS fallback. Also removes empty groups left by
+// crucible processes that no longer exist.
+const MemoryLimitSupport& memory_limit_support();
+
+// The smallest --memory-limit (MB) a worker can start and compile under with this mechanism (see
+// the measurements in memory_cgroup.cpp).
+int64_t memory_limit_floor_mb(MemoryLimitKind kind);
+
+// "resident memory (cgroup v1)" and so on, for messages.
+std::string describe(MemoryLimitKind kind);
+
+// One worker's cgroup with its limit, created before the worker starts and removed (after killing
+// anything still in it) on destruction. The child joins it between fork and exec by writing its
+// pid to procs_fd(), which is opened here (async-signal-safe in the child).
+class WorkerCgroup {
+ public:
+  WorkerCgroup(const MemoryLimitSupport& support, int64_t limit_mb);  // throws Error
+  ~WorkerCgroup();
+  WorkerCgroup(const WorkerCgroup&) = delete;
+  WorkerCgroup& operator=(const WorkerCgroup&) = delete;
+
+  int procs_fd() const { return procs_fd_; }
+  const std::filesystem::path& path() const { return dir_; }
+  // How many processes of the group the kernel's OOM killer has killed.
+  int64_t oom_kills() const;
+  // The group's peak memory charge in MB (0 if the kernel does not say).
+  double peak_mb() const;
+  // SIGKILL to every process still in the group (a grandchild that left the process group too).
+  void kill_all() const;
+
+ private:
+  MemoryLimitKind kind_;
+  std::filesystem::path dir_;
+  int procs_fd_ = -1;
+};
+
+}  // namespace crucible

@@ -1,0 +1,113 @@
+// The child half of `crucible run-graph`: loads the plugin, compiles and runs the graph, and sends
+// the exact text run-graph prints (and its exit status) back through the report as one reply.
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <new>
+
+#include "cli.h"
+#include "crucible/core/quote.h"
+#include "crucible/ir/text_format.h"
+#include "plugin_loader.h"
+#include "tensor_summary.h"
+#include "worker.h"
+#include "worker_report.h"
+
+namespace crucible {
+
+int run_graph_job(const WorkerJob& job) {
+  ReportWriter report(job.report);
+  const std::string& file = job.graph;
+  const std::string shown_file = escape_controls(file);  // in messages; the output keeps `file`
+  const std::string& plugin_file = job.backends.at(0);
+  auto reply = [&](int code, const std::string& out, const std::string& err) {
+    report.reply(code, out, err);
+    return code;
+  };
+
+  plugin::Options options;
+  options.threads = job.threads;
+  options.profile = job.profile;
+  options.config = job.config;
+
+  report.phase("load", plugin_file);
+  Graph graph = load_graph_file(file);
+  std::unique_ptr<LoadedBackend> loaded;
+  try {
+    loaded = load_plugin(plugin_file);
+  } catch (const PluginError& e) {
+    return reply(cli::kExitUsage, "", fmt::format("crucible run-graph: {}\n", e.what()));
+  }
+  const auto info = loaded->backend().info();
+  const std::string name = escape_controls(info.name);
+
+  report.phase("compile", info.name);
+  auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<plugin::Executable> exe;
+  try {
+    exe = loaded->backend().compile(graph, options);
+  } catch (const plugin::CompileError& e) {
+    return reply(cli::kExitFailed, "",
+                 fmt::format("crucible run-graph: {} failed to compile {}: {}\n", name, shown_file,
+                             e.what()));
+  } catch (const std::bad_alloc&) {
+    return reply(
+        cli::kExitFailed, "",
+        fmt::format("crucible run-graph: {} ran out of memory compiling {}\n", name, shown_file));
+  } catch (const std::exception& e) {
+    return reply(cli::kExitFailed, "",
+                 fmt::format("crucible run-graph: {} failed to compile {}: {}\n", name, shown_file,
+                             escape_controls(e.what())));
+  }
+  auto t1 = std::chrono::steady_clock::now();
+  std::vector<Tensor> inputs = make_inputs(graph, job.seed);
+  report.phase("run", info.name);
+  auto t2 = std::chrono::steady_clock::now();
+  std::vector<Tensor> outputs;
+  try {
+    outputs = exe->run(inputs);
+  } catch (const std::bad_alloc&) {
+    return reply(
+        cli::kExitFailed, "",
+        fmt::format("crucible run-graph: {} ran out of memory running {}\n", name, shown_file));
+  } catch (const std::exception& e) {
+    return reply(cli::kExitFailed, "",
+                 fmt::format("crucible run-graph: {} failed to run {}: {}\n", name, shown_file,
+                             escape_controls(e.what())));
+  }
+  auto t3 = std::chrono::steady_clock::now();
+
+  auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  std::string out =
+      fmt::format("graph {} ({}) on {} {}, seed {}, {} threads: compile {:.2f} ms, run {:.2f} ms\n",
+                  graph.name(), file, info.name, info.version, job.seed, omp_get_max_threads(),
+                  ms(t1 - t0), ms(t3 - t2));
+  if (outputs.size() != graph.outputs().size()) {
+    return reply(cli::kExitFailed, "",
+                 fmt::format("crucible run-graph: {} returned {} outputs for {}, which has {}\n",
+                             name, outputs.size(), shown_file, graph.outputs().size()));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    out += fmt::format("  output {} %{}: {}\n", i, graph.value(graph.outputs()[i]).name,
+                       summarize_tensor(outputs[i]));
+  }
+  if (options.profile) {
+    report.phase("profile", info.name);
+    auto stats = exe->profile();
+    std::sort(stats.begin(), stats.end(),
+              [](const auto& a, const auto& b) { return a.total_ns > b.total_ns; });
+    out += fmt::format("  {:<32} {:>8} {:>12}\n", "kernel", "calls", "total ms");
+    for (const auto& s : stats) {
+      out += fmt::format("  {:<32} {:>8} {:>12.3f}\n", escape_controls(s.name), s.calls,
+                         s.total_ns / 1e6);
+    }
+  }
+  // Destructors (the executable's, the plugin's unload) still run after this: the parent checks
+  // that the process then exits with this same status.
+  report.phase("unload", info.name);
+  return reply(cli::kExitOk, out, "");
+}
+
+}  // namespace crucible

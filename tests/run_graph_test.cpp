@@ -1,0 +1,99 @@
+// `crucible run-graph` end to end on the real binary and real plugins: its normal output, and every
+// way a plugin can misbehave (hang, crash, abort, exit) contained as one line and exit status 1.
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "cli_util.h"
+
+namespace crucible {
+namespace {
+
+using testing::count_lines;
+using testing::run_crucible;
+
+const std::string kGraph = std::string(CRUCIBLE_SOURCE_DIR) + "/suites/tutorial/sin_cos.graph";
+const std::string kPlugins = std::string(" --plugin-path ") + CRUCIBLE_TEST_PLUGIN_DIR;
+
+TEST(RunGraph, NormalOutputIsUnchanged) {
+  auto r = run_crucible("run-graph " + kGraph + " --backend eager --threads 1");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const std::regex expected(
+      "graph sin_cos \\(" + kGraph +
+      "\\) on eager 0\\.1\\.0, seed 0, 1 threads: compile [0-9.]+ ms, run [0-9.]+ ms\n"
+      "  output 0 %out: f32\\[10,10\\] sum=48\\.454 fnv=71cf3b39afb0f362 \\[0\\.0244245, "
+      "-0\\.209332, 1\\.89467, 0\\.801948, -0\\.0197869, -0\\.0498796, \\.\\.\\.\\]\n");
+  EXPECT_TRUE(std::regex_match(r.out, expected)) << r.out;
+
+  auto prof = run_crucible("run-graph " + kGraph + " --backend eager --profile --seed 3");
+  EXPECT_EQ(prof.status, 0) << prof.err;
+  EXPECT_NE(prof.out.find(", seed 3, "), std::string::npos) << prof.out;
+  EXPECT_NE(prof.out.find("  kernel                              calls     total ms\n"),
+            std::string::npos)
+      << prof.out;
+  EXPECT_NE(prof.out.find("  eager::sin "), std::string::npos) << prof.out;
+}
+
+// Each misbehaving plugin: exit 1, nothing on stdout, one line on stderr saying what and when.
+class Misbehaving : public ::testing::TestWithParam<std::pair<std::string, std::string>> {};
+
+TEST_P(Misbehaving, IsOneLineAndExitOne) {
+  const auto& [backend, expected] = GetParam();
+  auto r =
+      run_crucible("run-graph " + kGraph + " --backend " + backend + kPlugins + " --timeout 1");
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("crucible run-graph: " + backend + " ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Plugins, Misbehaving,
+    ::testing::Values(
+        std::make_pair(std::string("hang_compile"),
+                       "timed out after 1 s while compiling " + kGraph),
+        std::make_pair(std::string("hang_run"), "timed out after 1 s while running " + kGraph),
+        std::make_pair(std::string("segv"), "crashed with SIGSEGV while running " + kGraph),
+        std::make_pair(std::string("abort"), "crashed with SIGABRT while running " + kGraph),
+        std::make_pair(std::string("exit0"), "ended the process with exit status 0 while running " +
+                                                 kGraph + ", before run-graph had its result")),
+    [](const auto& info) { return info.param.first; });
+
+TEST(RunGraph, BackendErrorsKeepTheirExitStatus) {
+  // The faulty backend's planted faults, keyed on the graph's name: a compile error is exit 1 with
+  // the backend's message; a run error is exit 1 too (the backend failed, the input was fine).
+  auto compile = run_crucible("run-graph " + kGraph + " --backend faulty" + kPlugins +
+                              " -c fault.sin_cos=compile_error");
+  EXPECT_EQ(compile.status, 1);
+  EXPECT_EQ(compile.err, "crucible run-graph: faulty failed to compile " + kGraph +
+                             ": faulty: cannot lower op 'neg' for u8\n");
+  auto run = run_crucible("run-graph " + kGraph + " --backend faulty" + kPlugins +
+                          " -c fault.sin_cos=run_error");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(run.err, "crucible run-graph: faulty failed to run " + kGraph +
+                         ": faulty: kernel launch failed\n");
+  // The same plugin through a configured fault rather than its own code: contained alike.
+  auto segv = run_crucible("run-graph " + kGraph + " --backend faulty" + kPlugins +
+                           " -c fault.sin_cos=segv");
+  EXPECT_EQ(segv.status, 1);
+  EXPECT_NE(segv.err.find("crashed with SIGSEGV while running"), std::string::npos) << segv.err;
+  auto ok = run_crucible("run-graph " + kGraph + " --backend faulty" + kPlugins);
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_NE(ok.out.find("sum=48.454 fnv=71cf3b39afb0f362"), std::string::npos) << ok.out;
+}
+
+TEST(RunGraph, BadTimeoutAndBadInputAreExitTwo) {
+  for (const char* t : {"0", "-3", "nan"}) {
+    auto r = run_crucible("run-graph " + kGraph + " --timeout " + t);
+    EXPECT_EQ(r.status, 2) << t;
+    EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  }
+  auto missing = run_crucible("run-graph /nonexistent/x.graph --backend segv" + kPlugins);
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_EQ(count_lines(missing.err), 1) << missing.err;
+}
+
+}  // namespace
+}  // namespace crucible
