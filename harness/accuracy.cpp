@@ -4,19 +4,40 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
+#include <utility>
 
 namespace crucible {
 
 namespace {
 
-double rmse(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.empty()) return 0.0;
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double d = a[i] - b[i];
-    s += d * d;
+// RMSE of the backend (r) and of eager (e) against fp64 (f), over the elements where all three are
+// finite: a NaN or inf the backend shares with eager (checked apart) must not turn both figures
+// into NaN and fail an output whose finite elements are fine.
+std::pair<double, double> rmse_vs(const std::vector<double>& r, const std::vector<double>& e,
+                                  const std::vector<double>& f) {
+  double sr = 0, se = 0;
+  size_t n = 0;
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (!std::isfinite(r[i]) || !std::isfinite(e[i]) || !std::isfinite(f[i])) continue;
+    sr += (r[i] - f[i]) * (r[i] - f[i]);
+    se += (e[i] - f[i]) * (e[i] - f[i]);
+    ++n;
   }
-  return std::sqrt(s / static_cast<double>(a.size()));
+  if (n == 0) return {0.0, 0.0};
+  return {std::sqrt(sr / static_cast<double>(n)), std::sqrt(se / static_cast<double>(n))};
+}
+
+// Elements where the backend and eager are not both finite and do not agree (NaN with NaN when
+// equal_nan, inf with the same inf): never excused by the RMSE rule.
+int64_t nonfinite_disagreements(const std::vector<double>& r, const std::vector<double>& e,
+                                bool equal_nan) {
+  int64_t n = 0;
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (std::isfinite(r[i]) && std::isfinite(e[i])) continue;
+    if (!(equal_nan && std::isnan(r[i]) && std::isnan(e[i])) && r[i] != e[i]) ++n;
+  }
+  return n;
 }
 
 double cosine_similarity(const std::vector<double>& a, const std::vector<double>& b) {
@@ -84,8 +105,7 @@ reports::OutputAccuracy compare_output(const Tensor& res, const Tensor& ref, con
   }
   if (fp64.defined() && is_floating(res.dtype())) {
     const std::vector<double> f = fp64.to_doubles();
-    out.rmse_vs_fp64 = rmse(r, f);
-    out.rmse_eager_vs_fp64 = rmse(e, f);
+    std::tie(out.rmse_vs_fp64, out.rmse_eager_vs_fp64) = rmse_vs(r, e, f);
   }
   out.cosine = cosine_similarity(r, e);
   if (exact) {
@@ -98,7 +118,8 @@ reports::OutputAccuracy compare_output(const Tensor& res, const Tensor& ref, con
     // Farther from eager than tol, but judged against the fp64 truth: eager has rounding error too.
     const bool larger = res.dtype() == DType::kBF16 || res.numel() < 1000;
     const double multiplier = larger ? 3.0 : 2.0;
-    out.passed = std::isfinite(out.rmse_vs_fp64) &&
+    out.passed = nonfinite_disagreements(r, e, opts.equal_nan) == 0 &&
+                 std::isfinite(out.rmse_vs_fp64) &&
                  out.rmse_vs_fp64 <= multiplier * out.rmse_eager_vs_fp64 + opts.tol / 10.0;
   }
   return out;

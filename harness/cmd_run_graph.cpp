@@ -105,6 +105,7 @@ int run_graph_command(const std::vector<std::string>& args) {
   job.config = parse_config(config);
   job.profile = vm["profile"].as<bool>();
   Graph graph = load_graph_file(file);
+  check_side_files(graph);  // a missing or short side file is bad input (exit 2), not a backend's
   const fs::path plugin = find_plugin(backend_name, plugin_search_path(plugin_paths));
   validate_plugin_file(plugin);
   job.graph = file;

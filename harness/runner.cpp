@@ -114,6 +114,7 @@ class Runner {
     std::string load_error;
     try {
       Graph g = load_graph_file(m.graph);
+      check_side_files(g);
       if (batch == 0 && !g.inputs().empty() && !g.value(g.inputs()[0]).type.shape.empty()) {
         batch = g.value(g.inputs()[0]).type.shape[0];
       }

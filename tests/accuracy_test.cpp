@@ -57,6 +57,35 @@ TEST(Accuracy, FarFromBothEagerAndFp64Fails) {
   EXPECT_NEAR(a.rmse_vs_fp64, 1e-2, 1e-6);
 }
 
+// NaN and inf the backend shares with eager stay out of the RMSE figures (they made both NaN, and
+// an ill-conditioned output holding one NaN could never pass); a non-finite value the backend
+// does not share with eager is never excused by the RMSE rule.
+TEST(Accuracy, SharedNonFiniteValuesStayOutOfTheRmseRule) {
+  const int n = 2000;
+  std::vector<double> truth = ramp(n, 0.5), eager(n), compiled(n);
+  for (int i = 0; i < n; ++i) {
+    eager[i] = truth[i] + 3e-3;
+    compiled[i] = truth[i];
+  }
+  for (std::vector<double>* v : {&truth, &eager, &compiled}) {
+    (*v)[7] = NAN;
+    (*v)[8] = INFINITY;
+  }
+  auto a = compare_output(T(DType::kF32, {n}, compiled), T(DType::kF32, {n}, eager),
+                          T(DType::kF64, {n}, truth), {});
+  EXPECT_TRUE(std::isfinite(a.rmse_vs_fp64));
+  EXPECT_TRUE(a.passed);
+  compiled[9] = NAN;  // a NaN of its own: fails whatever the RMSE says
+  a = compare_output(T(DType::kF32, {n}, compiled), T(DType::kF32, {n}, eager),
+                     T(DType::kF64, {n}, truth), {});
+  EXPECT_FALSE(a.passed);
+  compiled[9] = truth[9];
+  compiled[8] = -INFINITY;  // the wrong infinity
+  a = compare_output(T(DType::kF32, {n}, compiled), T(DType::kF32, {n}, eager),
+                     T(DType::kF64, {n}, truth), {});
+  EXPECT_FALSE(a.passed);
+}
+
 TEST(Accuracy, MultiplierIsTwoForLargeF32AndThreeForSmallOrBf16) {
   // Result RMSE 2.5x eager's: fails for 2000 f32 elements (m = 2), passes for 500 (m = 3).
   auto check = [](int n, DType dt) {

@@ -184,7 +184,7 @@ TEST(RunGraphCli, BadInputGivesOneLineAndExitTwo) {
        "backend 'nosuch': no crucible_backend_nosuch.so"},
       // Control bytes from the file are escaped, so the message stays one line.
       {(dir / "ctl.graph").string(), "ctl.graph:2:22: parameter %w: "},
-      {(dir / "ctl.graph").string(), "a\\n\\x1b[31mb.bin: cannot open parameter data file"},
+      {(dir / "ctl.graph").string(), "a\\n\\x1b[31mb.bin: does not exist"},
       {(dir / "huge.graph").string(),
        "huge.graph:1:13: shape [4611686018427387904,2] is too large"},
       {dir.string(), "is a directory, not a .graph file"},

@@ -202,6 +202,38 @@ void check_initializer(const Initializer& init, const TensorType& type) {
 }
 
 namespace {
+std::filesystem::path side_file_path(const Initializer& init, const std::filesystem::path& base) {
+  std::filesystem::path p = init.args.get_string("path");
+  return p.is_absolute() ? p : base / p;
+}
+}  // namespace
+
+void check_side_files(const Graph& g) {
+  for (ValueId id : g.params()) {
+    const Value& v = g.value(id);
+    if (v.data.defined() || v.init.kind != "file") continue;
+    const std::filesystem::path p = side_file_path(v.init, g.base_dir());
+    std::error_code ec;
+    const auto st = std::filesystem::status(p, ec);
+    std::string problem;
+    if (ec || !std::filesystem::exists(st)) {
+      problem = "does not exist";
+    } else if (!std::filesystem::is_regular_file(st)) {
+      problem = "is not a regular file";
+    } else {
+      const auto size = std::filesystem::file_size(p, ec);
+      const auto need = static_cast<uintmax_t>(v.type.numel()) * dtype_size(v.type.dtype);
+      if (!ec && size != need) {
+        problem = fmt::format("holds {} bytes, {} needs {}", size, v.type.str(), need);
+      }
+    }
+    if (!problem.empty()) {
+      throw Error(fmt::format("{}parameter %{}: {}: {}", g.where(id), v.name, p.string(), problem));
+    }
+  }
+}
+
+namespace {
 Tensor read_side_file(const std::filesystem::path& path, const TensorType& type) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(fmt::format("{}: cannot open parameter data file", path.string()));
@@ -223,10 +255,7 @@ Tensor materialize(const Initializer& init, const TensorType& type,
   const auto seed =
       static_cast<uint64_t>(init.args.get_int_or("seed", static_cast<int64_t>(default_seed)));
   const std::string& k = init.kind;
-  if (k == "file") {
-    std::filesystem::path p = init.args.get_string("path");
-    return read_side_file(p.is_absolute() ? p : base_dir / p, type);
-  }
+  if (k == "file") return read_side_file(side_file_path(init, base_dir), type);
   if (k == "zeros") return Tensor::zeros(type.dtype, type.shape);
   if (k == "ones") return Tensor::full(type.dtype, type.shape, 1.0);
   if (k == "full") return Tensor::full(type.dtype, type.shape, init.args.get_float("value"));

@@ -1,0 +1,119 @@
+// The differential oracle (see differential.h): eager is the reference, codegen must agree.
+#include "differential.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "accuracy.h"
+#include "crucible/core/error.h"
+#include "crucible/ir/transforms.h"
+#include "plugin_loader.h"
+
+namespace crucible::fuzz {
+
+Differential::Differential()
+    : eager_(load_plugin(find_plugin("eager", plugin_search_path({})))),
+      codegen_(load_plugin(find_plugin("codegen", plugin_search_path({})))) {}
+
+Differential::~Differential() = default;
+
+namespace {
+// The float dtypes a value was computed through (its ancestors and itself): a value cast to f64
+// after f32 arithmetic carries f32 rounding, so it gets f32's tolerance.
+std::set<DType> float_dtypes_upstream(const Graph& g, ValueId v) {
+  std::set<DType> out;
+  std::vector<ValueId> stack = {v};
+  std::set<ValueId> seen;
+  while (!stack.empty()) {
+    const ValueId x = stack.back();
+    stack.pop_back();
+    if (!seen.insert(x).second) continue;
+    const Value& val = g.value(x);
+    if (is_floating(val.type.dtype)) out.insert(val.type.dtype);
+    if (val.kind == ValueKind::kNode) {
+      for (ValueId o : g.nodes()[static_cast<size_t>(val.node)].operands) stack.push_back(o);
+    }
+  }
+  return out;
+}
+
+double tolerance(const std::set<DType>& upstream) {
+  if (upstream.contains(DType::kBF16)) return 1e-2;
+  if (upstream.contains(DType::kF32)) return 1e-4;
+  return 1e-9;
+}
+}  // namespace
+
+Verdict Differential::check(const Graph& g, uint64_t seed, bool unfused, const GenOptions& opts) {
+  Verdict v;
+  std::vector<Tensor> inputs, ref, fp64;
+  try {
+    inputs = random_inputs(g, seed, opts);
+    ref = eager_->backend().compile(g, {})->run(inputs);
+  } catch (const Error& e) {
+    v.valid = false;
+    v.why_invalid = e.what();
+    return v;
+  }
+  try {  // the judge of ill-conditioned outputs, as in the harness's accuracy rule
+    fp64 = eager_->backend().compile(widen_to_f64(g), {})->run(widen_inputs_to_f64(inputs));
+  } catch (const Error&) {
+    fp64.clear();  // then codegen must be allclose to eager
+  }
+  std::vector<std::pair<std::string, plugin::Options>> configs = {{"codegen", {}}};
+  if (unfused) {
+    plugin::Options off;
+    off.config["fusion"] = "off";
+    configs.emplace_back("codegen fusion=off", off);
+  }
+  for (const auto& [label, options] : configs) {
+    std::vector<Tensor> got;
+    try {
+      got = codegen_->backend().compile(g, options)->run(inputs);
+    } catch (const std::exception& e) {
+      v.mismatches.push_back(fmt::format("{}: failed on a graph eager runs: {}", label, e.what()));
+      continue;
+    }
+    if (got.size() != ref.size()) {
+      v.mismatches.push_back(
+          fmt::format("{}: {} outputs, eager {}", label, got.size(), ref.size()));
+      continue;
+    }
+    for (size_t i = 0; i < ref.size(); ++i) {
+      const std::string name = g.value(g.outputs()[i]).name;
+      if (got[i].dtype() != ref[i].dtype() || got[i].shape() != ref[i].shape()) {
+        v.mismatches.push_back(fmt::format("{}: output %{} is {}{}, eager {}{}", label, name,
+                                           dtype_name(got[i].dtype()), shape_str(got[i].shape()),
+                                           dtype_name(ref[i].dtype()), shape_str(ref[i].shape())));
+        continue;
+      }
+      const std::set<DType> upstream = float_dtypes_upstream(g, g.outputs()[i]);
+      AccuracyOptions o;
+      o.tol = tolerance(upstream);
+      const Tensor judge = i < fp64.size() && is_floating(ref[i].dtype()) ? fp64[i] : Tensor();
+      const auto a = compare_output(got[i].contiguous(), ref[i].contiguous(), judge, o);
+      // An integer or bool decided from float values (a cast, a comparison) may flip where the
+      // float differs by a rounding the tolerance allows; a few such elements are counted apart,
+      // more than that is a mismatch.
+      if (a.mismatches > 0 && !is_floating(ref[i].dtype()) && !upstream.empty() &&
+          a.mismatches <= std::max<int64_t>(1, ref[i].numel() / 100)) {
+        v.rounding_flips += a.mismatches;
+        continue;
+      }
+      if (is_floating(ref[i].dtype()) ? !a.passed : a.mismatches > 0) {
+        const int64_t at = std::max<int64_t>(a.first_mismatch, 0);
+        v.mismatches.push_back(fmt::format(
+            "{}: output %{} {}{}: {} of {} elements differ, first at {} (codegen {}, eager {}); "
+            "RMSE vs fp64 {:.3g}, eager's {:.3g}",
+            label, name, dtype_name(ref[i].dtype()), shape_str(ref[i].shape()), a.mismatches,
+            ref[i].numel(), at, ref[i].numel() ? got[i].contiguous().get(at) : 0.0,
+            ref[i].numel() ? ref[i].contiguous().get(at) : 0.0, a.rmse_vs_fp64,
+            a.rmse_eager_vs_fp64));
+      }
+    }
+  }
+  return v;
+}
+
+}  // namespace crucible::fuzz

@@ -1,0 +1,43 @@
+// Runs one graph on eager and codegen (fused, and optionally with fusion off) from the same inputs
+// and reports every output that differs: the oracle of the differential fuzzer.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "crucible/ir/graph.h"
+#include "random_graph.h"
+
+namespace crucible {
+class LoadedBackend;
+}
+
+namespace crucible::fuzz {
+
+struct Verdict {
+  bool valid = true;        // false: eager rejects the graph or its inputs (not a finding)
+  std::string why_invalid;  // eager's message when !valid
+  std::vector<std::string> mismatches;  // one line per differing output or failed compile/run
+  // Elements of integer/bool outputs decided from floats that flipped (at most 1% of an output):
+  // two correct backends may round a float differently within tolerance. Counted, not failed.
+  int64_t rounding_flips = 0;
+};
+
+class Differential {
+ public:
+  Differential();  // loads eager and codegen through the real plugin loader
+  ~Differential();
+
+  // Every output of `g` on codegen against eager, inputs from random_inputs(g, seed). Float outputs
+  // must pass the harness's accuracy rule (allclose to eager with tol = 1e-4 when f32 is upstream,
+  // 1e-2 with bf16, 1e-9 with only f64; else RMSE against the fp64 reference within m x eager's),
+  // NaN where eager has NaN; integers and bool exactly, but see rounding_flips. `unfused` also
+  // compares codegen with -c fusion=off.
+  Verdict check(const Graph& g, uint64_t seed, bool unfused, const GenOptions& opts = {});
+
+ private:
+  std::unique_ptr<LoadedBackend> eager_, codegen_;
+};
+
+}  // namespace crucible::fuzz
