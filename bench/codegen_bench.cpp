@@ -14,7 +14,7 @@
 
 #include "bounds.h"
 #include "crucible/ir/text_format.h"
-#include "plugin_loader.h"
+#include "crucible/plugin_loader.h"
 
 namespace crucible::bench {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "cli.h"
 #include "crucible/ir/op_registry.h"
-#include "plugin_loader.h"
+#include "crucible/plugin_loader.h"
 
 namespace crucible::cli {
 

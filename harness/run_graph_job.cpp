@@ -10,7 +10,7 @@
 #include "cli.h"
 #include "crucible/core/quote.h"
 #include "crucible/ir/text_format.h"
-#include "plugin_loader.h"
+#include "crucible/plugin_loader.h"
 #include "tensor_summary.h"
 #include "worker.h"
 #include "worker_report.h"

@@ -13,7 +13,7 @@
 #include "accuracy.h"
 #include "crucible/ir/text_format.h"
 #include "crucible/ir/transforms.h"
-#include "plugin_loader.h"
+#include "crucible/plugin_loader.h"
 #include "worker_report.h"
 
 namespace crucible {

@@ -14,7 +14,7 @@
 
 #include "accuracy.h"
 #include "crucible/ir/graph.h"
-#include "plugin_loader.h"
+#include "crucible/plugin_loader.h"
 
 namespace crucible::testing {
 

@@ -15,7 +15,7 @@
 #include "crucible/core/block_cache.h"
 #include "crucible/core/rng.h"
 #include "crucible/ir/text_format.h"
-#include "plugin_loader.h"
+#include "crucible/plugin_loader.h"
 #include "test_util.h"
 
 namespace crucible {

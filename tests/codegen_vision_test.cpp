@@ -14,7 +14,7 @@
 #include "accuracy.h"
 #include "backend_pair.h"
 #include "crucible/ir/text_format.h"
-#include "plugin_loader.h"
+#include "crucible/plugin_loader.h"
 
 namespace crucible {
 namespace {

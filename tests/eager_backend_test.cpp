@@ -8,7 +8,7 @@
 #include "cli_util.h"
 #include "crucible/core/block_cache.h"
 #include "crucible/ir/text_format.h"
-#include "plugin_loader.h"
+#include "crucible/plugin_loader.h"
 #include "test_util.h"
 
 namespace crucible {

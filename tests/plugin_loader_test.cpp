@@ -1,6 +1,6 @@
 // The plugin seam: eager loads and reports its ABI; every broken plugin (truncated, foreign, not a
 // file, no symbols, wrong ABI, throwing factory) is one line naming it, never a crash or a hang.
-#include "plugin_loader.h"
+#include "crucible/plugin_loader.h"
 
 #include <elf.h>
 #include <gtest/gtest.h>

@@ -8,7 +8,7 @@
 #include "accuracy.h"
 #include "crucible/core/error.h"
 #include "crucible/ir/transforms.h"
-#include "plugin_loader.h"
+#include "crucible/plugin_loader.h"
 
 namespace crucible::fuzz {
 

@@ -24,9 +24,8 @@ class DoublingExecutable final : public plugin::Executable {
       out.push_back(run_op("add", std::vector<Tensor>{env[v], env[v]}));
     return out;
   }
-  std::vector<Tensor> intermediates(std::span<const Tensor>, std::span<const ValueId>) override {
-    return {};
-  }
+  // intermediates() is not overridden: the default throws IntermediatesUnsupported, the contract
+  // for a backend that cannot return values inside its graph (never an empty or made-up result).
 
  private:
   Graph graph_;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the build tree into a temporary prefix, builds tests/out_of_tree against it with
-# find_package(crucible), and runs the installed crucible with the new plugin found by name.
+# Installs the build tree into a temporary prefix, builds tests/out_of_tree (a plugin) and
+# tests/out_of_tree/host (a host program) against it with find_package(crucible) alone, runs the
+# installed crucible with the new plugin found by name, and the host on the installed eager.
 set -euo pipefail
 build_dir=$1
 src_dir=$(cd "$(dirname "$0")" && pwd)
@@ -21,3 +22,20 @@ doubled_sum=$(grep -o 'sum=[^ ]*' <<<"$doubled" | cut -d= -f2)
 echo "eager sum $eager_sum, doubling sum $doubled_sum"
 python3 -c "import sys; e, d = float('$eager_sum'), float('$doubled_sum'); sys.exit(0 if abs(d - 2 * e) <= 1e-4 * abs(e) + 1e-6 else 1)"
 echo "out-of-tree plugin built against the installed tree and loaded: ok"
+
+# The host: no CMAKE_CXX_STANDARD of its own, so C++20 must come from the exported targets.
+cmake -S "$src_dir/host" -B "$work/host" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/host" >/dev/null
+hosted=$(CRUCIBLE_PLUGIN_PATH="$work/prefix/lib/crucible" "$work/host/run_graph_host" eager "$graph")
+echo "$hosted"
+host_sum=$(grep -o 'sum=[^ ]*' <<<"$hosted" | head -1 | cut -d= -f2)
+python3 -c "import sys; e, h = float('$eager_sum'), float('$host_sum'); sys.exit(0 if abs(h - e) <= 1e-5 * abs(e) + 1e-6 else 1)"
+hosted_doubling=$("$work/host/run_graph_host" "$work/build/crucible_backend_doubling.so" "$graph")
+grep -q "sum=" <<<"$hosted_doubling"
+if "$work/host/run_graph_host" "$work/prefix/share/crucible/suites/tutorial/sin_cos.graph" "$graph" 2>/dev/null; then
+  echo "a graph file passed as a plugin was loaded" >&2
+  exit 1
+fi
+test -f "$work/prefix/share/crucible/examples/backend_plugin/doubling_backend.cpp"
+test -f "$work/prefix/share/crucible/examples/host_program/run_graph_host.cpp"
+echo "out-of-tree host built against the installed tree ran a graph on eager: ok"

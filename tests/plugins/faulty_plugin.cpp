@@ -65,10 +65,6 @@ class FaultyExecutable final : public plugin::Executable {
     return out;
   }
 
-  std::vector<Tensor> intermediates(std::span<const Tensor>, std::span<const ValueId>) override {
-    return {};
-  }
-
  private:
   Graph graph_;
   std::string fault_;

@@ -47,6 +47,14 @@ class CompileError : public Error {
   using Error::Error;
 };
 
+// Raised by Executable::intermediates() of a backend that cannot return values inside its
+// compiled graph (a closed library, a remote device). Callers that localize a failure (the
+// minifier's per-node comparison) then fall back to running graph prefixes, which needs only run().
+class IntermediatesUnsupported : public Error {
+ public:
+  using Error::Error;
+};
+
 struct KernelStat {
   std::string name;  // e.g. "eager::add" or "cpp_fused_add_mul_3"
   int64_t calls = 0;
@@ -88,10 +96,17 @@ class Executable {
   // Files written into Options::debug_dir (empty unless debugging was asked for).
   virtual std::vector<std::filesystem::path> artifacts() const { return {}; }
   // Runs the graph and returns the given values (ValueIds of the graph given to compile(): inputs,
-  // parameters, node results; a fusing backend still returns values it fuses away), for per-node
-  // comparison between backends. Throws Error for an id that is not a value of the graph.
+  // parameters, node results; a fusing backend still returns values it fuses away, computed by its
+  // own fused code), for per-node comparison between backends. Throws Error for an id that is not
+  // a value of the graph. A backend that cannot provide them keeps this default, which throws
+  // IntermediatesUnsupported; it must never return values it did not compute (an empty vector or
+  // a reference interpreter's values would make a comparison pass or blame the wrong node).
   virtual std::vector<Tensor> intermediates(std::span<const Tensor> inputs,
-                                            std::span<const ValueId> values) = 0;
+                                            std::span<const ValueId> values) {
+    (void)inputs;
+    (void)values;
+    throw IntermediatesUnsupported("this backend does not return intermediate values");
+  }
 };
 
 class Backend {
@@ -124,7 +139,15 @@ inline uint32_t abi_version() { return kAbiVersion; }
 }  // namespace crucible::plugin
 
 // Exports `factory` (a function returning std::unique_ptr<crucible::plugin::Backend>) together with
-// this header's ABI version, under the two symbol names the harness looks up.
+// this header's ABI version, under the two symbol names the harness looks up:
+//   crucible_plugin_abi      -> AbiVersionFn*   (this header's CRUCIBLE_PLUGIN_ABI_VERSION)
+//   crucible_create_backend  -> FactoryFn*
+// Both are Boost.DLL aliases: exported *variables* holding a pointer to the function, not the
+// functions themselves. A host reads them with boost::dll::shared_library::get_alias<Fn>(name), or
+// with dlsym(handle, name) and one dereference: (*reinterpret_cast<AbiVersionFn**>(sym))(). It
+// must call crucible_plugin_abi and compare with its own kAbiVersion before calling the factory,
+// since the classes above change layout between versions. crucible::load_plugin()
+// (crucible/plugin_loader.h, the crucible::loader target) does all of this and validates the file.
 #define CRUCIBLE_EXPORT_BACKEND(factory)                              \
   BOOST_DLL_ALIAS(crucible::plugin::abi_version, crucible_plugin_abi) \
   BOOST_DLL_ALIAS(factory, crucible_create_backend)

@@ -1,6 +1,6 @@
 // Plugin file checks before dlopen (see plugin_file.h): file type through lstat/stat, then the ELF
 // header, the program and section header tables and every segment's extent against the file size.
-#include "plugin_file.h"
+#include "crucible/plugin_file.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "crucible/core/quote.h"
-#include "plugin_loader.h"
+#include "crucible/plugin_loader.h"
 
 namespace crucible {
 

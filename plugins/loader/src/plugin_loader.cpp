@@ -1,5 +1,5 @@
 // Plugin discovery and loading (see plugin_loader.h).
-#include "plugin_loader.h"
+#include "crucible/plugin_loader.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <set>
 
 #include "crucible/core/quote.h"
-#include "plugin_file.h"
+#include "crucible/plugin_file.h"
 
 namespace crucible {
 
