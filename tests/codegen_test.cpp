@@ -12,6 +12,7 @@
 
 #include "accuracy.h"
 #include "backend_pair.h"
+#include "crucible/codegen/codegen_config.h"
 #include "crucible/core/block_cache.h"
 #include "crucible/core/rng.h"
 #include "crucible/ir/text_format.h"
@@ -634,7 +635,13 @@ TEST_F(Codegen, InjectedBugsMisbehaveAsPlanted) {
   unknown.config["unroll"] = "4";
   EXPECT_THROW(codegen_->backend().compile(g, unknown), plugin::CompileError);
   for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
-           {"max_fusion_size", "abc"}, {"kernels_per_unit", "0"}, {"fusion", "maybe"}}) {
+           {"max_fusion_size", "abc"},
+           {"kernels_per_unit", "0"},
+           {"fusion", "maybe"},
+           {"fusion", "yes"},
+           {"fast_math", "yes"},  // was silently off: every option is parsed in one place now
+           {"fast_math", "1"},
+           {"inject", ":crash"}}) {
     plugin::Options malformed;
     malformed.config[key] = value;
     try {
@@ -645,6 +652,31 @@ TEST_F(Codegen, InjectedBugsMisbehaveAsPlanted) {
           << e.what();
     }
   }
+}
+
+// The typed options: defaults, both spellings of a boolean, and every field set from its key.
+TEST(CodegenConfig, ParsesEveryOptionOnceIntoTypes) {
+  const codegen::CodegenConfig d = codegen::CodegenConfig::parse({});
+  EXPECT_TRUE(d.fusion);
+  EXPECT_FALSE(d.fast_math);
+  EXPECT_EQ(d.max_fusion_size, 64u);
+  EXPECT_EQ(d.kernels_per_unit, 16u);
+  EXPECT_FALSE(d.inject.active());
+  const codegen::CodegenConfig c = codegen::CodegenConfig::parse({{"fusion", "false"},
+                                                                  {"fast_math", "true"},
+                                                                  {"max_fusion_size", "7"},
+                                                                  {"kernels_per_unit", "3"},
+                                                                  {"debug_dir", "d"},
+                                                                  {"inject", "mul:crash"}});
+  EXPECT_FALSE(c.fusion);
+  EXPECT_TRUE(c.fast_math);
+  EXPECT_EQ(c.max_fusion_size, 7u);
+  EXPECT_EQ(c.kernels_per_unit, 3u);
+  EXPECT_EQ(c.debug_dir, "d");
+  EXPECT_EQ(c.inject.op, "mul");
+  EXPECT_EQ(c.inject.kind, "crash");
+  EXPECT_TRUE(codegen::CodegenConfig::parse({{"fusion", "off"}, {"fast_math", "on"}}).fast_math);
+  EXPECT_THROW(codegen::CodegenConfig::parse({{"Fusion", "on"}}), Error);
 }
 
 TEST_F(Codegen, SecondCompileIsACacheHit) {

@@ -28,9 +28,6 @@ using codegen::Program;
 using codegen::Step;
 using KernelFn = void(void**);
 
-const std::set<std::string> kConfigKeys = {"debug_dir",       "inject",           "fusion",
-                                           "max_fusion_size", "kernels_per_unit", "fast_math"};
-
 fs::path debug_dir_for(const Graph& g, const plugin::Options& o) {
   std::string dir = o.get("debug_dir", o.debug_dir);
   if (dir.empty()) {
@@ -368,16 +365,12 @@ class CodegenBackend final : public plugin::Backend {
 std::unique_ptr<CodegenExecutable> compile_executable(const Graph& graph,
                                                       const plugin::Options& options,
                                                       const std::vector<ValueId>& keep) {
-  for (const auto& [k, v] : options.config) {
-    if (!kConfigKeys.contains(k)) {
-      throw plugin::CompileError(
-          fmt::format("codegen: unknown option -c {}={} (known: debug_dir, inject, fusion, "
-                      "max_fusion_size, kernels_per_unit, fast_math)",
-                      k, v));
-    }
-  }
   codegen::CodegenOptions copts;
-  copts.config = options.config;
+  try {
+    copts.config = codegen::CodegenConfig::parse(options.config);
+  } catch (const Error& e) {
+    throw plugin::CompileError(e.what());
+  }
   copts.threads = options.threads;
   copts.keep = keep;
   Program program;
@@ -387,7 +380,7 @@ std::unique_ptr<CodegenExecutable> compile_executable(const Graph& graph,
     throw plugin::CompileError(e.what());
   }
   codegen::ToolchainOptions topts = codegen::ToolchainOptions::defaults();
-  topts.fast_math = options.get("fast_math") == "on" || options.get("fast_math") == "true";
+  topts.fast_math = copts.config.fast_math;
   const fs::path debug = keep.empty() ? debug_dir_for(graph, options) : fs::path();
   std::vector<fs::path> artifacts;
   auto dump = [&](const std::string& name, const std::string& text) {

@@ -64,11 +64,6 @@ std::string convert(const std::string& e, DType from, DType to) {
   return fmt::format("static_cast<{}>({})", compute_type(to), e);
 }
 
-struct Injection {
-  std::string op;
-  std::string kind;  // times2, no_cast, offbyone, bad_init, crash
-};
-
 // One access pattern of a buffer over the kernel's iteration dims.
 struct Access {
   int arg = 0;
@@ -837,34 +832,12 @@ class KernelEmitter {
   std::map<std::string, std::string> elem_loads_, row_loads_;
 };
 
-Injection parse_injection(const std::map<std::string, std::string>& config) {
-  Injection inj;
-  auto it = config.find("inject");
-  if (it == config.end()) return inj;
-  const std::string& spec = it->second;
-  const size_t colon = spec.find(':');
-  static const std::set<std::string> kKinds = {"times2", "no_cast", "offbyone", "bad_init",
-                                               "crash"};
-  if (colon == std::string::npos || !kKinds.contains(spec.substr(colon + 1))) {
-    throw Error(fmt::format(
-        "codegen: -c inject={} is not OP:KIND with KIND one of times2, no_cast, offbyone, "
-        "bad_init, crash",
-        spec));
-  }
-  inj.op = spec.substr(0, colon);
-  inj.kind = spec.substr(colon + 1);
-  if ((inj.kind == "times2" || inj.kind == "no_cast") && inj.op != "neg") {
-    throw Error(fmt::format("codegen: -c inject={}: {} applies to neg only", spec, inj.kind));
-  }
-  return inj;
-}
-
 }  // namespace
 
 EmitResult emit_cpp(const Graph& g, const LoopProgram& lp, const MemoryPlan& mp,
-                    const std::map<std::string, std::string>& config) {
-  const Injection inj = parse_injection(config);
-  const size_t per_tu = config_count(config, "kernels_per_unit", 16);
+                    const CodegenConfig& config) {
+  const Injection& inj = config.inject;
+  const size_t per_tu = config.kernels_per_unit;
   const Consumers consumers = consumers_of(g);
   EmitResult r;
   std::vector<std::string> kernels;

@@ -79,20 +79,7 @@ bool is_row_scalar(const Shape& shape, const Shape& outer, const Shape& inner) {
 
 }  // namespace
 
-size_t config_count(const std::map<std::string, std::string>& config, const std::string& key,
-                    size_t fallback) {
-  auto it = config.find(key);
-  if (it == config.end()) return fallback;
-  const std::string& v = it->second;
-  if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos ||
-      std::stoul(v) == 0) {
-    throw Error(fmt::format("codegen: -c {}={} must be a positive integer", key, v));
-  }
-  return std::stoul(v);
-}
-
-LoopProgram lower(const Graph& g, const std::map<std::string, std::string>& config,
-                  const std::set<ValueId>& keep) {
+LoopProgram lower(const Graph& g, const CodegenConfig& config, const std::set<ValueId>& keep) {
   LoopProgram lp;
   std::set<ValueId> outputs(g.outputs().begin(), g.outputs().end());
   for (const Node& n : g.nodes()) {
@@ -166,14 +153,10 @@ LoopProgram lower(const Graph& g, const std::map<std::string, std::string>& conf
   return lp;
 }
 
-void fuse(const Graph& g, LoopProgram& lp, const std::map<std::string, std::string>& config,
+void fuse(const Graph& g, LoopProgram& lp, const CodegenConfig& config,
           const std::set<ValueId>& keep) {
-  const std::string fusion_opt = config.contains("fusion") ? config.at("fusion") : "on";
-  if (fusion_opt != "on" && fusion_opt != "off") {
-    throw Error(fmt::format("codegen: -c fusion={} must be on or off", fusion_opt));
-  }
-  const bool fusion = fusion_opt == "on";
-  const size_t cap = config_count(config, "max_fusion_size", 64);
+  const bool fusion = config.fusion;
+  const size_t cap = config.max_fusion_size;
   const auto& nodes = g.nodes();
   lp.group_of.assign(nodes.size(), -1);
   std::vector<int> producer_node(g.values().size(), -1);

@@ -14,8 +14,6 @@
 namespace crucible::codegen {
 
 // A positive integer -c option, or `fallback` when absent; throws Error naming a malformed one.
-size_t config_count(const std::map<std::string, std::string>& config, const std::string& key,
-                    size_t fallback);
 
 // 1. Rewrites ops whose pieces fuse better than the whole (softmax, log_softmax, layer_norm over
 // the last dims; silu, hardswish, hardsigmoid, batch_norm unless it folds into a packed conv2d)
@@ -79,13 +77,12 @@ struct LoopProgram {
 // Classifies each node: pointwise ops codegen implements for that dtype, trailing-dim reductions,
 // views, inline constants; everything else runs as an extern call into the eager kernel.
 // `keep`: values intermediates() asks for, which no packed conv may absorb.
-LoopProgram lower(const Graph& g, const std::map<std::string, std::string>& config,
-                  const std::set<ValueId>& keep = {});
+LoopProgram lower(const Graph& g, const CodegenConfig& config, const std::set<ValueId>& keep = {});
 // Greedy fusion in topological order: vertical pointwise chains, pointwise into and after trailing
 // reductions over the same rows, horizontal fusion over equal iteration spaces; capped in size.
 // `keep` (values intermediates() asks for) only stops a group from widening over a kept value,
 // which a broadcast iteration could not store.
-void fuse(const Graph& g, LoopProgram& lp, const std::map<std::string, std::string>& config,
+void fuse(const Graph& g, LoopProgram& lp, const CodegenConfig& config,
           const std::set<ValueId>& keep = {});
 std::string print_loop_program(const Graph& g, const LoopProgram& lp);
 
@@ -136,7 +133,7 @@ struct EmitResult {
   std::string output_code;  // all units, for output_code.cpp
 };
 EmitResult emit_cpp(const Graph& g, const LoopProgram& lp, const MemoryPlan& mp,
-                    const std::map<std::string, std::string>& config);
+                    const CodegenConfig& config);
 
 // Static layout of a view node's result over its base buffer (a contiguous graph input, parameter,
 // kernel or extern output). Returns false when the view cannot be expressed without a copy.

@@ -8,13 +8,13 @@
 #include <utility>
 #include <vector>
 
+#include "crucible/codegen/codegen_config.h"
 #include "crucible/ir/graph.h"
 
 namespace crucible::codegen {
 
 struct CodegenOptions {
-  std::map<std::string, std::string>
-      config;  // fusion=on|off, max_fusion_size=N, inject=KIND:OP, ...
+  CodegenConfig config;  // the parsed -c options
   int threads = 0;
   // Values of the source graph to keep for Executable::intermediates: each is stored as an extra
   // output of the kernel computing it (and a packed GEMM's value before its epilogue by a second

@@ -1,0 +1,31 @@
+// The codegen backend's -c options, parsed once into types: every pass reads fields, and an
+// unknown key or a malformed value is one error here, never a silent default somewhere else.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+
+namespace crucible::codegen {
+
+// A planted bug (-c inject=OP:KIND) for testing the harness and the minifier end to end.
+struct Injection {
+  std::string op;
+  std::string kind;  // times2, no_cast, offbyone, bad_init, crash; empty: none
+  bool active() const { return !kind.empty(); }
+};
+
+struct CodegenConfig {
+  bool fusion = true;            // fusion=on|off
+  size_t max_fusion_size = 64;   // max_fusion_size=N (N >= 1): nodes per fused kernel
+  size_t kernels_per_unit = 16;  // kernels_per_unit=N (N >= 1): kernels per translation unit
+  bool fast_math = false;        // fast_math=on|off: -ffast-math for the generated code
+  std::string debug_dir;         // debug_dir=D: where the pass dumps go
+  Injection inject;              // inject=OP:KIND
+
+  // Parses `-c key=value` pairs. Booleans take on|off|true|false; counts are positive decimal
+  // integers. Throws Error naming the key, the value and what is accepted.
+  static CodegenConfig parse(const std::map<std::string, std::string>& pairs);
+};
+
+}  // namespace crucible::codegen

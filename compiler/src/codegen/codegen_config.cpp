@@ -1,0 +1,72 @@
+// Parsing of the codegen backend's -c options (see codegen_config.h).
+#include "crucible/codegen/codegen_config.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "crucible/core/error.h"
+
+namespace crucible::codegen {
+
+namespace {
+
+bool parse_bool(const std::string& key, const std::string& v) {
+  if (v == "on" || v == "true") return true;
+  if (v == "off" || v == "false") return false;
+  throw Error(fmt::format("codegen: -c {}={} must be on or off (or true/false)", key, v));
+}
+
+size_t parse_count(const std::string& key, const std::string& v) {
+  if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos ||
+      std::stoul(v) == 0) {
+    throw Error(fmt::format("codegen: -c {}={} must be a positive integer", key, v));
+  }
+  return std::stoul(v);
+}
+
+Injection parse_injection(const std::string& spec) {
+  static const std::set<std::string> kKinds = {"times2", "no_cast", "offbyone", "bad_init",
+                                               "crash"};
+  const size_t colon = spec.find(':');
+  if (colon == std::string::npos || colon == 0 || !kKinds.contains(spec.substr(colon + 1))) {
+    throw Error(fmt::format(
+        "codegen: -c inject={} is not OP:KIND with KIND one of times2, no_cast, offbyone, "
+        "bad_init, crash",
+        spec));
+  }
+  Injection inj{spec.substr(0, colon), spec.substr(colon + 1)};
+  if ((inj.kind == "times2" || inj.kind == "no_cast") && inj.op != "neg") {
+    throw Error(fmt::format("codegen: -c inject={}: {} applies to neg only", spec, inj.kind));
+  }
+  return inj;
+}
+
+}  // namespace
+
+CodegenConfig CodegenConfig::parse(const std::map<std::string, std::string>& pairs) {
+  CodegenConfig c;
+  for (const auto& [k, v] : pairs) {
+    if (k == "fusion") {
+      c.fusion = parse_bool(k, v);
+    } else if (k == "fast_math") {
+      c.fast_math = parse_bool(k, v);
+    } else if (k == "max_fusion_size") {
+      c.max_fusion_size = parse_count(k, v);
+    } else if (k == "kernels_per_unit") {
+      c.kernels_per_unit = parse_count(k, v);
+    } else if (k == "debug_dir") {
+      c.debug_dir = v;
+    } else if (k == "inject") {
+      c.inject = parse_injection(v);
+    } else {
+      throw Error(fmt::format(
+          "codegen: unknown option -c {}={} (known: debug_dir, inject, fusion, max_fusion_size, "
+          "kernels_per_unit, fast_math)",
+          k, v));
+    }
+  }
+  return c;
+}
+
+}  // namespace crucible::codegen
