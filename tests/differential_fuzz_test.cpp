@@ -51,6 +51,28 @@ TEST_F(DifferentialFuzz, GeneratorIsDeterministicAndCoversTheOpSet) {
   EXPECT_GT(with_zero_dims, 10);
 }
 
+// The oracle itself: a planted bug is reported, localized to its node, never excused as amplified
+// rounding; the same graph without it passes.
+TEST_F(DifferentialFuzz, PlantedBugsAreFoundAndLocalized) {
+  fuzz::Differential diff;
+  const Graph g = parse_graph(
+      "graph p(%x: f32[4,33], %y: f32[33]) {\n  %a = add(%x, %y)\n  %m = mul(%a, %a)\n"
+      "  %s = sum(%m, dims=[1])\n  %n = neg(%s)\n  return %n, %a\n}\n");
+  fuzz::GenOptions plain;  // no NaN planted: a NaN broadcast over every row would hide the bugs
+  plain.special_value_probability = 0;
+  EXPECT_TRUE(diff.check(g, 3, true, plain).mismatches.empty());
+  for (const auto& [inject, node] :
+       std::vector<std::pair<std::string, std::string>>{{"add:offbyone", "%a = add"},
+                                                        {"neg:times2", "%n = neg"},
+                                                        {"sum:bad_init", "%s = sum"}}) {
+    const fuzz::Verdict v = diff.check(g, 3, false, plain, {{"inject", inject}});
+    std::string all;
+    for (const std::string& m : v.mismatches) all += m + "\n";
+    EXPECT_EQ(v.amplified, 0) << inject;
+    EXPECT_NE(all.find("first differing node " + node), std::string::npos) << inject << "\n" << all;
+  }
+}
+
 // A fixed-seed slice, under two minutes on CI's two cores. Every graph eager runs must compile on
 // codegen and agree with eager.
 TEST_F(DifferentialFuzz, FixedSeedSliceMatchesEager) {

@@ -8,6 +8,7 @@
 #include "cli_util.h"
 #include "crucible/core/block_cache.h"
 #include "crucible/ir/text_format.h"
+#include "crucible/ir/transforms.h"
 #include "crucible/plugin_loader.h"
 #include "test_util.h"
 
@@ -128,6 +129,27 @@ TEST(EagerBackend, ResultsAreIdenticalAcrossThreadCounts) {
   Tensor b = be->backend().compile(g, two)->run(in)[0];
   ASSERT_EQ(a.nbytes(), b.nbytes());
   EXPECT_EQ(0, std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()));
+}
+
+// The fp64 reference graph computes every float in f64: explicit casts to bf16/f32 and float
+// constants become f64 as well, so they meet the widened parameters (a bf16 cast feeding a linear
+// with a widened weight made the reference fail: "operand dtypes differ (bf16 and f64)").
+TEST(EagerBackend, Fp64ReferenceWidensCastsAndConstantsToo) {
+  const Graph g = parse_graph(
+      "graph w(%x: f32[3,4]) {\n  param %w: bf16[5,4] = randn(seed=1)\n"
+      "  %c = cast(%x, dtype=bf16)\n  %l = linear(%c, %w)\n"
+      "  %k = full(shape=[5], value=0.5, dtype=f32)\n  %f = cast(%l, dtype=f32)\n"
+      "  %y = add(%f, %k)\n  %i = cast(%y, dtype=i32)\n  return %y, %i\n}\n");
+  const Graph w = widen_to_f64(g);
+  for (const Value& v : w.values()) {
+    EXPECT_TRUE(!is_floating(v.type.dtype) || v.type.dtype == DType::kF64) << v.name;
+  }
+  EXPECT_EQ(w.value(w.outputs()[1]).type.dtype, DType::kI32);  // integer casts stay
+  auto eager = load_plugin(find_plugin("eager", plugin_search_path({})));
+  const auto in = make_inputs(g, 1);
+  const auto ref = eager->backend().compile(w, {})->run(widen_inputs_to_f64(in));
+  const auto got = eager->backend().compile(g, {})->run(in);
+  for (int64_t i = 0; i < got[0].numel(); ++i) EXPECT_NEAR(got[0].get(i), ref[0].get(i), 0.05);
 }
 
 TEST(BlockCache, ReusesFreedLargeBlocks) {

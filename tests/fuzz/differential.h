@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "crucible/ir/graph.h"
+#include "crucible/plugin_api.h"
 #include "random_graph.h"
 
 namespace crucible {
@@ -22,6 +23,9 @@ struct Verdict {
   // Elements of integer/bool outputs decided from floats that flipped (at most 1% of an output):
   // two correct backends may round a float differently within tolerance. Counted, not failed.
   int64_t rounding_flips = 0;
+  // Configurations whose outputs differed although every node, run by eager's kernel on codegen's
+  // own operand values, gives codegen's result: rounding amplified downstream. Counted, not failed.
+  int64_t amplified = 0;
 };
 
 class Differential {
@@ -34,9 +38,17 @@ class Differential {
   // 1e-2 with bf16, 1e-9 with only f64; else RMSE against the fp64 reference within m x eager's),
   // NaN where eager has NaN; integers and bool exactly, but see rounding_flips. `unfused` also
   // compares codegen with -c fusion=off.
-  Verdict check(const Graph& g, uint64_t seed, bool unfused, const GenOptions& opts = {});
+  // `extra` is added to every codegen configuration (a planted -c inject=... in the oracle's own
+  // tests).
+  Verdict check(const Graph& g, uint64_t seed, bool unfused, const GenOptions& opts = {},
+                const std::map<std::string, std::string>& extra = {});
 
  private:
+  // "" when every node of `g` on codegen equals eager's kernel applied to codegen's operands
+  // (from Executable::intermediates); else the first node that does not, with its figures.
+  std::string first_local_difference(const Graph& g, const std::vector<Tensor>& inputs,
+                                     const plugin::Options& options);
+
   std::unique_ptr<LoadedBackend> eager_, codegen_;
 };
 

@@ -27,7 +27,15 @@ Graph widen_to_f64(const Graph& g) {
   for (const Node& n : g.nodes()) {
     std::vector<ValueId> operands;
     for (ValueId o : n.operands) operands.push_back(map[o]);
-    map[n.output] = out.add_node(n.op, operands, n.attrs, g.value(n.output).name, n.loc);
+    // A float dtype an op is told to produce (cast, full, arange) is f64 too: the reference
+    // computes every float in f64, and a bf16 cast left in place would meet f64 parameters.
+    Attrs attrs = n.attrs;
+    for (const auto& [name, value] : n.attrs.items()) {
+      if (const DType* d = std::get_if<DType>(&value); d != nullptr && is_floating(*d)) {
+        attrs.set(name, DType::kF64);
+      }
+    }
+    map[n.output] = out.add_node(n.op, operands, attrs, g.value(n.output).name, n.loc);
   }
   std::vector<ValueId> outputs;
   for (ValueId o : g.outputs()) outputs.push_back(map[o]);

@@ -8,8 +8,10 @@
 
 namespace crucible {
 
-// A copy of `g` whose floating inputs and parameters are f64. Parameters are materialized in their
-// declared dtype first and then widened, so the reference sees exactly the values the model has.
+// A copy of `g` whose floating inputs and parameters are f64, and whose float dtype attributes
+// (cast, full, arange) say f64, so every float is computed in f64. Parameters are materialized in
+// their declared dtype first and then widened, so the reference sees exactly the values the model
+// has.
 Graph widen_to_f64(const Graph& g);
 // Widens floating tensors to f64 (others returned as they are), for the inputs of widen_to_f64's
 // graph.
