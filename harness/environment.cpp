@@ -13,7 +13,7 @@
 #include <set>
 #include <sstream>
 
-#include "crucible/core/build_info.h"
+#include "crucible/ops/build_info.h"
 #include "crucible/reports/store.h"
 
 #ifndef CRUCIBLE_SOURCE_DIR_FOR_GIT

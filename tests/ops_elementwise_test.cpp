@@ -10,7 +10,7 @@
 
 #include "crucible/core/error.h"
 #include "crucible/core/fast_math.h"
-#include "ops/type_rules.h"
+#include "crucible/ir/type_rules.h"
 #include "test_util.h"
 
 namespace crucible {

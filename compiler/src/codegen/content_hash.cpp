@@ -1,6 +1,6 @@
 // SHA-256 (FIPS 180-4) used for kernel-cache keys and for the digests that verify cached objects.
 // A strong hash matters here: a key collision would make us dlopen the wrong kernel without notice.
-#include "codegen/content_hash.h"
+#include "content_hash.h"
 
 #include <fmt/format.h>
 

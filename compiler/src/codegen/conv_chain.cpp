@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "codegen/passes.h"
+#include "passes.h"
 
 namespace crucible::codegen {
 

@@ -4,9 +4,9 @@
 // (except a batch_norm that folds into the packed conv2d before it).
 #include <fmt/format.h>
 
-#include "codegen/passes.h"
 #include "crucible/core/error.h"
 #include "crucible/ir/op_registry.h"
+#include "passes.h"
 
 namespace crucible::codegen {
 

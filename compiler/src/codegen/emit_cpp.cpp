@@ -8,11 +8,11 @@
 #include <cmath>
 #include <set>
 
-#include "codegen/cpp_prelude.h"
-#include "codegen/passes.h"
+#include "cpp_prelude.h"
 #include "crucible/core/error.h"
+#include "crucible/ir/type_rules.h"
 #include "crucible/ops/clamp_bounds.h"
-#include "ops/type_rules.h"
+#include "passes.h"
 
 namespace crucible::codegen {
 

@@ -6,8 +6,8 @@
 #include <map>
 #include <set>
 
-#include "codegen/passes.h"
 #include "crucible/core/error.h"
+#include "passes.h"
 
 namespace crucible::codegen {
 

@@ -17,7 +17,7 @@
 #include <sstream>
 #include <thread>
 
-#include "codegen/content_hash.h"
+#include "content_hash.h"
 #include "crucible/codegen/toolchain.h"
 
 namespace crucible::codegen {

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <set>
 
-#include "codegen/passes.h"
 #include "crucible/ir/op_registry.h"
+#include "passes.h"
 
 namespace crucible::codegen {
 

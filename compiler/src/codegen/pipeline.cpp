@@ -5,9 +5,9 @@
 #include <chrono>
 #include <set>
 
-#include "codegen/passes.h"
 #include "crucible/codegen/program.h"
 #include "crucible/ir/text_format.h"
+#include "passes.h"
 
 namespace crucible::codegen {
 

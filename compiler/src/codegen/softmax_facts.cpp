@@ -2,7 +2,7 @@
 // no result can observe: the exp's upper clamp and the row max's NaN tracking.
 #include <algorithm>
 
-#include "codegen/passes.h"
+#include "passes.h"
 
 namespace crucible::codegen {
 

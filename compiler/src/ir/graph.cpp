@@ -44,14 +44,14 @@ ValueId Graph::add_value(Value v) {
 
 ValueId Graph::add_input(std::string name, TensorType type, Initializer recipe) {
   ValueId id = add_value(
-      Value{std::move(name), std::move(type), ValueKind::kInput, -1, std::move(recipe), {}});
+      Value{std::move(name), std::move(type), ValueKind::kInput, -1, std::move(recipe), {}, {}});
   inputs_.push_back(id);
   return id;
 }
 
 ValueId Graph::add_param(std::string name, TensorType type, Initializer init) {
   ValueId id = add_value(
-      Value{std::move(name), std::move(type), ValueKind::kParam, -1, std::move(init), {}});
+      Value{std::move(name), std::move(type), ValueKind::kParam, -1, std::move(init), {}, {}});
   params_.push_back(id);
   return id;
 }
@@ -59,7 +59,7 @@ ValueId Graph::add_param(std::string name, TensorType type, Initializer init) {
 ValueId Graph::add_param_data(std::string name, Tensor data) {
   TensorType type{data.dtype(), data.shape()};
   ValueId id = add_value(
-      Value{std::move(name), std::move(type), ValueKind::kParam, -1, {}, std::move(data)});
+      Value{std::move(name), std::move(type), ValueKind::kParam, -1, {}, std::move(data), {}});
   params_.push_back(id);
   return id;
 }
@@ -81,8 +81,13 @@ ValueId Graph::add_node(std::string op, std::vector<ValueId> operands, Attrs att
   } catch (const Error& e) {
     throw GraphError(fmt::format("{}: result {}", op, e.what()));
   }
-  ValueId id = add_value(Value{
-      std::move(name), std::move(type), ValueKind::kNode, static_cast<int>(nodes_.size()), {}, {}});
+  ValueId id = add_value(Value{std::move(name),
+                               std::move(type),
+                               ValueKind::kNode,
+                               static_cast<int>(nodes_.size()),
+                               {},
+                               {},
+                               {}});
   nodes_.push_back(Node{std::move(op), std::move(operands), std::move(attrs), id, loc});
   return id;
 }

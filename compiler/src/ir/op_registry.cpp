@@ -7,17 +7,44 @@
 #include <mutex>
 
 #include "crucible/core/error.h"
-#include "ops/register_ops.h"
 
 namespace crucible {
 
+namespace {
+
+// Installers are collected during static initialisation of the op libraries, which may happen
+// before or after the first use of the registry; both orders end with every library installed.
+struct GlobalRegistry {
+  std::mutex mutex;
+  std::vector<OpRegistry::Installer> pending;
+  OpRegistry* registry = nullptr;  // never destroyed: kernels may run during static destruction
+};
+
+GlobalRegistry& global_state() {
+  static GlobalRegistry* state = new GlobalRegistry();
+  return *state;
+}
+
+}  // namespace
+
 OpRegistry& OpRegistry::global() {
-  static OpRegistry* registry = [] {
-    auto* r = new OpRegistry();  // never destroyed: kernels may run during static destruction
-    register_builtin_ops(*r);
-    return r;
-  }();
-  return *registry;
+  GlobalRegistry& g = global_state();
+  std::lock_guard<std::mutex> lock(g.mutex);
+  if (!g.registry) {
+    g.registry = new OpRegistry();
+    for (Installer install : g.pending) install(*g.registry);
+    g.pending.clear();
+  }
+  return *g.registry;
+}
+
+void OpRegistry::add_installer(Installer install) {
+  GlobalRegistry& g = global_state();
+  std::lock_guard<std::mutex> lock(g.mutex);
+  if (g.registry)
+    install(*g.registry);
+  else
+    g.pending.push_back(install);
 }
 
 void OpRegistry::add(OpDef def) {
@@ -33,6 +60,8 @@ const OpDef* OpRegistry::find(std::string_view name) const {
 
 const OpDef& OpRegistry::get(std::string_view name) const {
   if (const OpDef* d = find(name)) return *d;
+  if (ops_.empty())  // the program did not link an op library (crucible::ops)
+    throw GraphError(fmt::format("unknown op '{}' (no op library is loaded)", name));
   throw GraphError(fmt::format("unknown op '{}'", name));
 }
 

@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "crucible/ir/text_format.h"
-#include "ir/text_syntax.h"
+#include "text_syntax.h"
 
 namespace crucible {
 

@@ -1,5 +1,5 @@
 // Spelling of attribute values in .graph text (see text_syntax.h).
-#include "ir/text_syntax.h"
+#include "text_syntax.h"
 
 #include <fmt/format.h>
 

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "crucible/core/error.h"
-#include "ops/elementwise_loop.h"
-#include "ops/reduction_internal.h"
-#include "ops/vision_internal.h"
+#include "elementwise_loop.h"
+#include "reduction_internal.h"
+#include "vision_internal.h"
 
 namespace crucible::vision {
 namespace {

@@ -5,9 +5,9 @@
 #include <type_traits>
 
 #include "crucible/core/error.h"
-#include "ops/elementwise_internal.h"
-#include "ops/elementwise_loop.h"
-#include "ops/type_rules.h"
+#include "crucible/ir/type_rules.h"
+#include "elementwise_internal.h"
+#include "elementwise_loop.h"
 
 namespace crucible::ew {
 namespace {

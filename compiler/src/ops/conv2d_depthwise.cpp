@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "ops/reduction_internal.h"
-#include "ops/vision_internal.h"
+#include "reduction_internal.h"
+#include "vision_internal.h"
 
 namespace crucible::vision {
 namespace {

@@ -13,8 +13,8 @@
 
 #include "crucible/core/error.h"
 #include "crucible/core/tensor.h"
-#include "ops/dnnl_runtime.h"
-#include "ops/vision_internal.h"
+#include "dnnl_runtime.h"
+#include "vision_internal.h"
 
 // Which layouts the primitive gets (measured on this machine, AMD EPYC with AVX-512, 2 threads,
 // oneDNN 2.6.3; times include every reorder):

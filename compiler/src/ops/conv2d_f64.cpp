@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "crucible/ops/gemm.h"
-#include "ops/reduction_internal.h"
-#include "ops/vision_internal.h"
+#include "reduction_internal.h"
+#include "vision_internal.h"
 
 namespace crucible::vision {
 namespace {

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "crucible/core/error.h"
-#include "ops/elementwise_loop.h"
-#include "ops/vision_internal.h"
+#include "elementwise_loop.h"
+#include "vision_internal.h"
 
 namespace crucible::vision {
 namespace {

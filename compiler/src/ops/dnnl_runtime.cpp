@@ -1,6 +1,6 @@
 // The shared oneDNN engine, per-thread streams and scratchpads, and layout names (see
 // dnnl_runtime.h).
-#include "ops/dnnl_runtime.h"
+#include "dnnl_runtime.h"
 
 #include <fmt/format.h>
 

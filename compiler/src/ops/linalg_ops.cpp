@@ -10,7 +10,7 @@
 #include "crucible/core/error.h"
 #include "crucible/core/strided_loop.h"
 #include "crucible/ops/gemm.h"
-#include "ops/register_ops.h"
+#include "register_ops.h"
 
 namespace crucible {
 namespace {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "crucible/core/error.h"
-#include "ops/reduction_internal.h"
-#include "ops/register_ops.h"
+#include "reduction_internal.h"
+#include "register_ops.h"
 
 namespace crucible::reduction {
 namespace {

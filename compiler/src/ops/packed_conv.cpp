@@ -12,11 +12,11 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "conv_epilogue.h"
 #include "crucible/core/error.h"
-#include "ops/conv_epilogue.h"
-#include "ops/dnnl_runtime.h"
-#include "ops/reduction_internal.h"
-#include "ops/vision_internal.h"
+#include "dnnl_runtime.h"
+#include "reduction_internal.h"
+#include "vision_internal.h"
 
 // Which kernel, which activation layouts, and where the epilogue runs (measured on this machine,
 // AMD EPYC with AVX-512, 2 threads, oneDNN 2.6.3, batch 8, medians of interleaved runs):

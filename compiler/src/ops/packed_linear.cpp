@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "crucible/core/error.h"
-#include "ops/dnnl_runtime.h"
-#include "ops/reduction_internal.h"
+#include "dnnl_runtime.h"
+#include "reduction_internal.h"
 
 // Which oneDNN primitive, and how the batch size M is handled (measured on this machine, AMD EPYC
 // AVX2 without AVX-512, 2 threads, oneDNN 2.6.3, x@W^T + bias + relu, best of interleaved runs):

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "crucible/core/error.h"
-#include "ops/elementwise_loop.h"
-#include "ops/pool_rows.h"
-#include "ops/reduction_internal.h"
-#include "ops/vision_internal.h"
+#include "elementwise_loop.h"
+#include "pool_rows.h"
+#include "reduction_internal.h"
+#include "vision_internal.h"
 
 namespace crucible::vision {
 namespace {

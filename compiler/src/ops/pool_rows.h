@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "crucible/core/tensor.h"
-#include "ops/elementwise_loop.h"
-#include "ops/reduction_internal.h"
-#include "ops/window_geometry.h"
+#include "elementwise_loop.h"
+#include "reduction_internal.h"
+#include "window_geometry.h"
 
 namespace crucible::vision {
 

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "crucible/core/error.h"
-#include "ops/reduction_internal.h"
-#include "ops/register_ops.h"
-#include "ops/type_rules.h"
+#include "crucible/ir/type_rules.h"
+#include "reduction_internal.h"
+#include "register_ops.h"
 
 namespace crucible {
 namespace reduction {

@@ -1,5 +1,6 @@
-// Registers every built-in op family into a registry.
-#include "ops/register_ops.h"
+// Registers every built-in op family into a registry, and into the global one when the ops
+// library is loaded.
+#include "register_ops.h"
 
 namespace crucible {
 
@@ -10,5 +11,8 @@ void register_builtin_ops(OpRegistry& r) {
   register_linalg_ops(r);
   register_vision_ops(r);
 }
+
+// Loading this library installs the built-in ops into OpRegistry::global().
+const OpLibrary kBuiltinOps{register_builtin_ops};
 
 }  // namespace crucible

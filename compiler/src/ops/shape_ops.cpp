@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "crucible/core/error.h"
-#include "ops/elementwise_loop.h"
-#include "ops/register_ops.h"
-#include "ops/type_rules.h"
+#include "crucible/ir/type_rules.h"
+#include "elementwise_loop.h"
+#include "register_ops.h"
 
 namespace crucible {
 namespace {

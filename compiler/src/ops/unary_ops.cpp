@@ -10,8 +10,8 @@
 #include "crucible/core/error.h"
 #include "crucible/core/fast_math.h"
 #include "crucible/ops/clamp_bounds.h"
-#include "ops/elementwise_internal.h"
-#include "ops/elementwise_loop.h"
+#include "elementwise_internal.h"
+#include "elementwise_loop.h"
 
 namespace crucible::ew {
 

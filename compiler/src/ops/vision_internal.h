@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
+#include "conv_epilogue.h"
 #include "crucible/ir/op_registry.h"
-#include "ops/conv_epilogue.h"
-#include "ops/window_geometry.h"
+#include "window_geometry.h"
 
 namespace crucible::vision {
 

@@ -1,7 +1,7 @@
 // The vision op family's entry point: conv2d, the 2-D pools and batch_norm, each in its own file.
 // Their shared window geometry lives in window_geometry.cpp.
-#include "ops/register_ops.h"
-#include "ops/vision_internal.h"
+#include "register_ops.h"
+#include "vision_internal.h"
 
 namespace crucible {
 

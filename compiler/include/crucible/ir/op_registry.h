@@ -44,8 +44,14 @@ struct OpDef {
 
 class OpRegistry {
  public:
-  // The process-wide registry with every built-in op registered.
+  // Adds an op library's ops to a registry. Op libraries sit above the IR layer, so the IR never
+  // names them: each one registers an installer when it is loaded (see OpLibrary).
+  using Installer = void (*)(OpRegistry&);
+
+  // The process-wide registry holding the ops of every loaded op library.
   static OpRegistry& global();
+  // Runs `install` on the global registry (now if it exists, else when it is first used).
+  static void add_installer(Installer install);
 
   void add(OpDef def);  // throws Error on a duplicate name
   const OpDef* find(std::string_view name) const;
@@ -54,6 +60,12 @@ class OpRegistry {
 
  private:
   std::unordered_map<std::string, OpDef> ops_;
+};
+
+// A namespace-scope instance in an op library's shared object adds its ops to the global registry
+// when the object is loaded: `const OpLibrary kMyOps{register_my_ops};`.
+struct OpLibrary {
+  explicit OpLibrary(OpRegistry::Installer install) { OpRegistry::add_installer(install); }
 };
 
 // Checks operand count and attributes against the schema (unknown, missing, wrong kind; an int

@@ -1,5 +1,5 @@
 // Library versions for run records (see build_info.h).
-#include "crucible/core/build_info.h"
+#include "crucible/ops/build_info.h"
 
 #include <fmt/format.h>
 #include <oneapi/dnnl/dnnl.h>

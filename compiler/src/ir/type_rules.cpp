@@ -1,5 +1,5 @@
 // PyTorch-compatible result types, broadcasting and reduction shapes.
-#include "ops/type_rules.h"
+#include "crucible/ir/type_rules.h"
 
 #include <fmt/format.h>
 
