@@ -15,6 +15,7 @@
 #include "crucible/codegen/toolchain.h"
 #include "crucible/core/block_cache.h"
 #include "crucible/ir/op_registry.h"
+#include "crucible/ir/uses.h"
 #include "crucible/ops/packed_conv.h"
 #include "crucible/ops/packed_linear.h"
 #include "crucible/plugin_api.h"
@@ -103,11 +104,9 @@ class CodegenExecutable final : public plugin::Executable {
       return std::any_of(v.begin(), v.end(), [](auto& p) { return p != nullptr; });
     };
     if (any(packed_) || any(convs_)) block_cache_clear();
-    last_use_.assign(g.values().size(), -1);
-    for (size_t i = 0; i < prog_.steps.size(); ++i) {
-      for (ValueId v : prog_.steps[i].inputs) last_use_[v] = static_cast<int>(i);
-    }
-    for (ValueId v : g.outputs()) last_use_[v] = INT32_MAX;
+    std::vector<std::vector<ValueId>> step_reads;
+    for (const Step& s : prog_.steps) step_reads.push_back(s.inputs);
+    last_use_ = last_uses(g, step_reads);
     if (opts_.profile) {
       for (const Step& s : prog_.steps) stat_of_step_.push_back(profile_.declare(s.name));
     }

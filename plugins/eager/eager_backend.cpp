@@ -1,12 +1,9 @@
-// The eager backend: runs a graph op by op through the registry's reference kernels, as PyTorch's
-// eager mode would, freeing each intermediate after its last use. Profiling is per op kind.
+// The eager backend: the reference interpreter (crucible/ops/interpreter.h), which runs a graph op
+// by op as PyTorch's eager mode would, freeing each intermediate after its last use.
 #include <fmt/format.h>
 #include <omp.h>
 
-#include <unordered_map>
-#include <unordered_set>
-
-#include "crucible/ir/op_registry.h"
+#include "crucible/ops/interpreter.h"
 #include "crucible/plugin_api.h"
 
 namespace crucible::eager {
@@ -15,88 +12,57 @@ namespace {
 
 using plugin::KernelStat;
 
-class EagerExecutable final : public plugin::Executable {
+// The reference interpreter, timing each node when profiling is on (per op kind).
+class ProfiledInterpreter final : public Interpreter {
  public:
-  EagerExecutable(const Graph& g, const plugin::Options& opts) : graph_(g), opts_(opts) {
-    verify(graph_);
-    for (const Node& n : graph_.nodes()) kernels_.push_back(&OpRegistry::global().get(n.op).kernel);
-    for (ValueId id : graph_.params()) params_.emplace(id, materialize_param(graph_, id));
-    // last_use[v] = index of the last node reading v; graph outputs are never freed.
-    last_use_.assign(graph_.values().size(), -1);
-    for (size_t i = 0; i < graph_.nodes().size(); ++i) {
-      for (ValueId v : graph_.nodes()[i].operands) last_use_[v] = static_cast<int>(i);
-    }
-    for (ValueId v : graph_.outputs()) last_use_[v] = static_cast<int>(graph_.nodes().size());
-    if (opts_.profile) {
-      for (const Node& n : graph_.nodes())
+  ProfiledInterpreter(const Graph& g, bool profile) : Interpreter(g), profile_on_(profile) {
+    if (profile_on_) {
+      for (const Node& n : graph().nodes())
         stat_of_node_.push_back(profile_.declare("eager::" + n.op));
     }
   }
+  std::vector<KernelStat> stats() const { return profile_.stats(); }
+
+ protected:
+  Tensor run_node(int node, std::span<const Tensor> operands) override {
+    if (!profile_on_) return Interpreter::run_node(node, operands);
+    const auto t0 = plugin::ProfileRecorder::Clock::now();
+    Tensor out = Interpreter::run_node(node, operands);
+    profile_.record(stat_of_node_[static_cast<size_t>(node)], t0);
+    return out;
+  }
+
+ private:
+  bool profile_on_;
+  plugin::ProfileRecorder profile_;
+  std::vector<size_t> stat_of_node_;
+};
+
+class EagerExecutable final : public plugin::Executable {
+ public:
+  EagerExecutable(const Graph& g, const plugin::Options& opts)
+      : interpreter_(g, opts.profile), threads_(opts.threads) {}
 
   std::vector<Tensor> run(std::span<const Tensor> inputs) override {
-    std::vector<Tensor> env = execute(inputs, {});
-    std::vector<Tensor> out;
-    for (ValueId v : graph_.outputs()) out.push_back(env[v]);
-    return out;
+    if (threads_ > 0) omp_set_num_threads(threads_);
+    return interpreter_.run(inputs);
   }
 
   std::vector<Tensor> intermediates(std::span<const Tensor> inputs,
                                     std::span<const ValueId> values) override {
-    std::unordered_set<ValueId> keep(values.begin(), values.end());
-    std::vector<Tensor> env = execute(inputs, keep);
-    std::vector<Tensor> out;
-    for (ValueId v : values) {
-      if (v < 0 || static_cast<size_t>(v) >= env.size() || !env[v].defined()) {
-        throw Error(
-            fmt::format("intermediates: value id {} is not a value of graph {}", v, graph_.name()));
-      }
-      out.push_back(env[v]);
+    if (threads_ > 0) omp_set_num_threads(threads_);
+    try {
+      return interpreter_.values(inputs, values);
+    } catch (const Error& e) {
+      throw Error(fmt::format("intermediates: {}", e.what()));
     }
-    return out;
   }
 
-  std::vector<KernelStat> profile() const override { return profile_.stats(); }
+  std::vector<KernelStat> profile() const override { return interpreter_.stats(); }
 
  private:
-  std::vector<Tensor> execute(std::span<const Tensor> inputs,
-                              const std::unordered_set<ValueId>& keep) {
-    plugin::check_inputs(graph_, inputs);
-    if (opts_.threads > 0) omp_set_num_threads(opts_.threads);
-    std::vector<Tensor> env(graph_.values().size());
-    for (size_t k = 0; k < inputs.size(); ++k) {
-      env[graph_.inputs()[k]] = inputs[k];
-    }
-    for (const auto& [id, t] : params_) env[id] = t;
-    std::vector<Tensor> operands;
-    for (size_t i = 0; i < graph_.nodes().size(); ++i) {
-      const Node& n = graph_.nodes()[i];
-      operands.clear();
-      for (ValueId v : n.operands) operands.push_back(env[v]);
-      if (opts_.profile) {
-        const auto t0 = plugin::ProfileRecorder::Clock::now();
-        env[n.output] = (*kernels_[i])(operands, n.attrs);
-        profile_.record(stat_of_node_[i], t0);
-      } else {
-        env[n.output] = (*kernels_[i])(operands, n.attrs);
-      }
-      // Drop operands whose last reader was this node, so peak memory matches a real eager run.
-      for (ValueId v : n.operands) {
-        if (last_use_[v] == static_cast<int>(i) && graph_.value(v).kind == ValueKind::kNode &&
-            !keep.contains(v)) {
-          env[v] = Tensor();
-        }
-      }
-    }
-    return env;
-  }
-
-  Graph graph_;
-  plugin::Options opts_;
-  std::vector<const Kernel*> kernels_;
-  std::unordered_map<ValueId, Tensor> params_;
-  std::vector<int> last_use_;
-  plugin::ProfileRecorder profile_;
-  std::vector<size_t> stat_of_node_;
+  ProfiledInterpreter interpreter_;
+  int threads_;
 };
 
 class EagerBackend final : public plugin::Backend {

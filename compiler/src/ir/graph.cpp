@@ -280,6 +280,19 @@ Tensor materialize(const Initializer& init, const TensorType& type,
   return t;
 }
 
+void check_inputs(const Graph& g, std::span<const Tensor> inputs) {
+  if (inputs.size() != g.inputs().size()) {
+    throw Error(fmt::format("graph {} takes {} inputs, got {}", g.name(), g.inputs().size(),
+                            inputs.size()));
+  }
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const Value& v = g.value(g.inputs()[k]);
+    const TensorType got{inputs[k].dtype(), inputs[k].shape()};
+    if (got != v.type)
+      throw Error(fmt::format("input %{} must be {}, got {}", v.name, v.type.str(), got.str()));
+  }
+}
+
 Tensor materialize_param(const Graph& g, ValueId id) {
   const Value& v = g.value(id);
   if (v.data.defined()) return v.data;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -110,6 +111,10 @@ class Graph {
 // rule, parameter initializers, and that there is at least one output. Throws GraphError naming the
 // node.
 void verify(const Graph& g);
+
+// Throws Error unless `inputs` match the graph's inputs in number, dtype and shape: every backend's
+// run() starts here, so a caller's mistake reads the same whichever backend it reached.
+void check_inputs(const Graph& g, std::span<const Tensor> inputs);
 
 // The tensor a parameter holds: its bound data, or its initializer materialized (file paths
 // relative to the graph's base_dir). Throws Error for an unknown recipe or a side file of the wrong

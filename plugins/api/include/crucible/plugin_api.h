@@ -116,20 +116,9 @@ class Backend {
   virtual std::unique_ptr<Executable> compile(const Graph& graph, const Options& options) = 0;
 };
 
-// Throws Error unless `inputs` match the graph's inputs in number, dtype and shape: every backend's
-// run() starts here, so a caller's mistake reads the same whichever backend it reached.
-inline void check_inputs(const Graph& g, std::span<const Tensor> inputs) {
-  if (inputs.size() != g.inputs().size()) {
-    throw Error("graph " + g.name() + " takes " + std::to_string(g.inputs().size()) +
-                " inputs, got " + std::to_string(inputs.size()));
-  }
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    const Value& v = g.value(g.inputs()[k]);
-    const TensorType got{inputs[k].dtype(), inputs[k].shape()};
-    if (got != v.type)
-      throw Error("input %" + v.name + " must be " + v.type.str() + ", got " + got.str());
-  }
-}
+// Every backend's run() starts with check_inputs (crucible/ir/graph.h), so a caller's mistake
+// reads the same whichever backend it reached.
+using ::crucible::check_inputs;
 
 using AbiVersionFn = uint32_t();
 using FactoryFn = std::unique_ptr<Backend>();
