@@ -446,10 +446,16 @@ TEST_F(Codegen, DebugDirectoryHasEveryArtifactWithNodeComments) {
       load_graph_file(fs::path(CRUCIBLE_SOURCE_DIR) / "suites/tutorial/neg_maximum_cat_u8.graph");
   auto exe = codegen_->backend().compile(g, opts);
   for (const char* f : {"graph_readable.txt", "ir_pre_fusion.txt", "ir_post_fusion.txt",
-                        "output_code.cpp", "compile_times.txt"}) {
+                        "output_code.cpp", "schedule.txt", "compile_times.txt"}) {
     EXPECT_TRUE(fs::exists(dir / f)) << f;
   }
-  EXPECT_EQ(exe->artifacts().size(), 5u);
+  EXPECT_EQ(exe->artifacts().size(), 6u);
+  // The schedule names each step with the buffers it reads and writes.
+  std::ifstream sched_in(dir / "schedule.txt");
+  std::stringstream sched;
+  sched << sched_in.rdbuf();
+  EXPECT_NE(sched.str().find("step   0 cpp_fused_"), std::string::npos) << sched.str();
+  EXPECT_NE(sched.str().find("(%x1, %x2"), std::string::npos) << sched.str();
   std::ifstream in(dir / "output_code.cpp");
   std::stringstream code;
   code << in.rdbuf();

@@ -38,10 +38,7 @@ bool is_activation(const Graph& g, const Node& n) {
 }  // namespace
 
 Consumers consumers_of(const Graph& g, const std::set<ValueId>& keep) {
-  Consumers consumers(g.values().size());
-  for (size_t i = 0; i < g.nodes().size(); ++i) {
-    for (ValueId o : g.nodes()[i].operands) consumers[o].push_back(static_cast<int>(i));
-  }
+  Consumers consumers = readers_of(g);
   for (ValueId v : keep) consumers[v].push_back(-1);
   return consumers;
 }

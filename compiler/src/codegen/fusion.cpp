@@ -1,5 +1,5 @@
-// Lowering to the loop IR (which nodes codegen claims, and as what) and greedy fusion of claimed
-// nodes into kernels: the claiming/compiling split of an execution provider, in one pass each.
+// Greedy fusion of the nodes lower() claimed into kernel groups: one named predicate per rule
+// (vertical and horizontal, pointwise and row), applied in topological order by fuse().
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,51 +12,6 @@
 namespace crucible::codegen {
 
 namespace {
-
-const std::set<std::string> kFloatUnary = {"exp",  "log",     "sqrt",       "rsqrt", "sin", "cos",
-                                           "tanh", "sigmoid", "reciprocal", "erf",   "gelu"};
-const std::set<std::string> kArith = {"add", "sub", "mul", "maximum", "minimum"};
-const std::set<std::string> kCompare = {"eq", "ne", "lt", "le", "gt", "ge"};
-const std::set<std::string> kViews = {"reshape", "permute", "transpose", "expand",
-                                      "slice",   "squeeze", "unsqueeze"};
-const std::set<std::string> kReductions = {"sum", "mean", "amax", "amin"};
-
-// Pointwise ops whose generated code reproduces eager's semantics for these dtypes exactly.
-bool claims_pointwise(const Graph& g, const Node& n) {
-  const DType out = g.value(n.output).type.dtype;
-  auto in = [&](size_t i) { return g.value(n.operands[i]).type.dtype; };
-  if (n.op == "neg" || n.op == "abs" || n.op == "relu") return out != DType::kBool;
-  if (kFloatUnary.contains(n.op)) return is_floating(in(0));
-  if (kArith.contains(n.op)) return out != DType::kBool;
-  if (n.op == "div" || n.op == "pow" || n.op == "clamp") return is_floating(out);
-  if (kCompare.contains(n.op) || n.op == "where" || n.op == "cast") return true;
-  if (n.op == "cat") return n.operands.size() == 1;  // a copy; several operands run as extern
-  return false;
-}
-
-// A reduction codegen fuses: floating, over the trailing dims, leaving enough rows to parallelize.
-bool claims_reduction(const Graph& g, const Node& n) {
-  if (!kReductions.contains(n.op)) return false;
-  const TensorType& x = g.value(n.operands[0]).type;
-  if (!is_floating(x.dtype) || x.shape.empty()) return false;
-  std::vector<int64_t> dims =
-      n.attrs.has("dims") ? n.attrs.get_ints("dims") : std::vector<int64_t>{};
-  const auto rank = static_cast<int64_t>(x.shape.size());
-  if (dims.empty())
-    return false;  // a full reduction has one row: eager's parallel kernel is better
-  std::vector<int64_t> norm;
-  for (int64_t d : dims) norm.push_back(d < 0 ? d + rank : d);
-  std::sort(norm.begin(), norm.end());
-  for (size_t i = 0; i < norm.size(); ++i) {
-    if (norm[i] != rank - static_cast<int64_t>(norm.size()) + static_cast<int64_t>(i)) return false;
-  }
-  int64_t rows = 1, cols = 1;
-  for (int64_t d = 0; d < rank; ++d)
-    (d < rank - static_cast<int64_t>(norm.size()) ? rows : cols) *= x.shape[d];
-  // Few rows leave threads idle on one long row: eager's parallel reduction is better, unless the
-  // whole reduction is small enough to run serially anyway.
-  return rows >= 16 || rows * cols <= 65536;
-}
 
 Shape split_outer(const Shape& s, size_t inner_rank) {
   return Shape(s.begin(), s.end() - inner_rank);
@@ -77,222 +32,125 @@ bool is_row_scalar(const Shape& shape, const Shape& outer, const Shape& inner) {
   return shape == concat(outer, Shape(inner.size(), 1));
 }
 
-}  // namespace
+// What the fusion rules consult about the graph; built once per fuse().
+struct FusionContext {
+  const Graph& g;
+  const LoopProgram& lp;
+  const std::set<ValueId>& keep;
+  std::vector<std::vector<int>> readers;  // per value
+  std::set<ValueId> graph_outputs;
 
-LoopProgram lower(const Graph& g, const CodegenConfig& config, const std::set<ValueId>& keep) {
-  LoopProgram lp;
-  std::set<ValueId> outputs(g.outputs().begin(), g.outputs().end());
-  for (const Node& n : g.nodes()) {
-    NodeClass c = NodeClass::kExtern;
-    if (n.op == "full" && !outputs.contains(n.output)) {
-      c = NodeClass::kConstant;
-    } else if (kViews.contains(n.op)) {
-      c = NodeClass::kView;
-    } else if (claims_pointwise(g, n)) {
-      c = NodeClass::kPointwise;
-    } else if (claims_reduction(g, n)) {
-      c = NodeClass::kReduction;
-    }
-    lp.classes.push_back(c);
+  // The group computing `v`, or -1 for inputs, parameters and inlined constants.
+  int group_of_value(ValueId v) const {
+    const Value& val = g.value(v);
+    return val.kind == ValueKind::kNode ? lp.group_of[val.node] : -1;
   }
-  // Linear (and matmul) with a parameter weight: packed once into the GEMM library's layout, with a
-  // lone activation consumer fused in as the GEMM's post-op.
-  lp.absorbed_by.assign(g.nodes().size(), -1);
-  const Consumers consumers = consumers_of(g);
-  const std::set<std::string> kEpilogues = {"relu", "gelu", "sigmoid", "tanh"};
-  for (size_t i = 0; i < g.nodes().size(); ++i) {
-    const Node& n = g.nodes()[i];
-    if (n.op != "linear" && n.op != "matmul") continue;
-    const Value& x = g.value(n.operands[0]);
-    const Value& w = g.value(n.operands[1]);
-    const bool bias_ok = n.operands.size() < 3 || g.value(n.operands[2]).kind == ValueKind::kParam;
-    if (x.type.dtype != DType::kF32 || w.kind != ValueKind::kParam || w.type.shape.size() != 2 ||
-        !bias_ok || x.type.shape.size() < 2) {
-      continue;
+  // Is `v` needed outside group `grp` apart from by node `joining`?
+  bool read_outside(const Group& grp, ValueId v, int joining) const {
+    if (graph_outputs.contains(v) || keep.contains(v)) return true;
+    for (int r : readers[v]) {
+      if (r != joining && std::find(grp.nodes.begin(), grp.nodes.end(), r) == grp.nodes.end())
+        return true;
     }
-    lp.classes[i] = NodeClass::kPackedLinear;
-    const auto& cs = consumers[n.output];
-    if (cs.size() == 1 && !outputs.contains(n.output) && kEpilogues.contains(g.nodes()[cs[0]].op) &&
-        g.value(g.nodes()[cs[0]].output).type.dtype == DType::kF32) {
-      lp.classes[cs[0]] = NodeClass::kAbsorbed;
-      lp.absorbed_by[cs[0]] = static_cast<int>(i);
-    }
+    return false;
   }
-  // conv2d with a parameter weight: packed once, absorbing the batch norm, residual add and
-  // activation after it (the rules are in conv_chain.cpp).
-  const Consumers conv_consumers = consumers_of(g, keep);
-  for (size_t i = 0; i < g.nodes().size(); ++i) {
-    if (!packs_conv2d(g, g.nodes()[i])) continue;
-    lp.classes[i] = NodeClass::kPackedConv;
-    const ConvChain chain = match_conv_chain(g, static_cast<int>(i), conv_consumers);
-    for (int a : {chain.bn, chain.add, chain.act}) {
-      if (a < 0) continue;
-      lp.classes[a] = NodeClass::kAbsorbed;
-      lp.absorbed_by[a] = static_cast<int>(i);
-    }
-  }
-  // A view whose layout needs a copy (reshape of a non-viewable view) runs as an extern copy.
-  for (size_t i = 0; i < g.nodes().size(); ++i) {
-    if (lp.classes[i] != NodeClass::kView) continue;
-    ValueId base;
-    Shape shape, strides;
-    int64_t offset;
-    if (!view_layout(g, static_cast<int>(i), lp.classes, base, shape, strides, offset)) {
-      lp.classes[i] = NodeClass::kExtern;
-    }
-  }
-  // A constant is inlined into the kernels that read it; one that a view, an extern call or a GEMM
-  // reads must exist as a tensor, so it is made by the eager kernel instead.
-  for (size_t i = 0; i < g.nodes().size(); ++i) {
-    if (lp.classes[i] != NodeClass::kConstant) continue;
-    for (int c : consumers[g.nodes()[i].output]) {
-      if (lp.classes[c] != NodeClass::kPointwise && lp.classes[c] != NodeClass::kReduction)
-        lp.classes[i] = NodeClass::kExtern;
-    }
-  }
-  return lp;
+};
+
+// The iteration space a reduction node opens: its operand's shape split into rows x reduced dims.
+void reduction_space(const Graph& g, const Node& n, Shape& outer, Shape& inner) {
+  const Shape& x = g.value(n.operands[0]).type.shape;
+  const size_t k = n.attrs.get_ints("dims").size();
+  outer = split_outer(x, k);
+  inner = split_inner(x, k);
 }
 
-void fuse(const Graph& g, LoopProgram& lp, const CodegenConfig& config,
-          const std::set<ValueId>& keep) {
-  const bool fusion = config.fusion;
-  const size_t cap = config.max_fusion_size;
-  const auto& nodes = g.nodes();
-  lp.group_of.assign(nodes.size(), -1);
-  std::vector<int> producer_node(g.values().size(), -1);
-  for (size_t i = 0; i < nodes.size(); ++i) producer_node[nodes[i].output] = static_cast<int>(i);
-  std::vector<std::vector<int>> consumers(g.values().size());
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    for (ValueId o : nodes[i].operands) consumers[o].push_back(static_cast<int>(i));
+// A pointwise group may widen to a larger shape its values broadcast to, recomputing them per
+// element, when none of them is needed outside the group (so no value is ever stored from a
+// broadcast iteration): the tutorial's neg on [1,8] fuses into maximum over [8390,8].
+bool can_widen(const FusionContext& cx, const Group& grp, int joining, const Shape& to) {
+  try {
+    if (broadcast_shapes(grp.outer, to) != to) return false;
+  } catch (const Error&) {
+    return false;
   }
-  const std::set<ValueId> graph_outputs(g.outputs().begin(), g.outputs().end());
-  // A pointwise group may widen to a larger shape its values broadcast to, recomputing them per
-  // element, when none of them is needed outside the group (so no value is ever stored from a
-  // broadcast iteration): the tutorial's neg on [1,8] fuses into maximum over [8390,8].
-  auto can_widen = [&](const Group& grp, int joining, const Shape& to) {
-    try {
-      if (broadcast_shapes(grp.outer, to) != to) return false;
-    } catch (const Error&) {
-      return false;
-    }
-    for (int m : grp.nodes) {
-      const ValueId v = nodes[m].output;
-      if (graph_outputs.contains(v) || keep.contains(v)) return false;
-      for (int c : consumers[v]) {
-        if (c != joining && std::find(grp.nodes.begin(), grp.nodes.end(), c) == grp.nodes.end())
-          return false;
-      }
-    }
-    return true;
-  };
+  for (int m : grp.nodes) {
+    if (cx.read_outside(grp, cx.g.nodes()[m].output, joining)) return false;
+  }
+  return true;
+}
 
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const Node& n = nodes[i];
-    const NodeClass c = lp.classes[i];
-    if (c == NodeClass::kConstant) continue;  // inlined into every use
-    if (c == NodeClass::kAbsorbed) {          // runs inside its linear's or conv's call
-      const int owner = lp.group_of[lp.absorbed_by[i]];
-      lp.groups[owner].nodes.push_back(static_cast<int>(i));
-      lp.group_of[i] = owner;
-      continue;
-    }
-    if (c == NodeClass::kPackedLinear || c == NodeClass::kPackedConv) {
-      Group grp;
-      grp.kind =
-          c == NodeClass::kPackedLinear ? Group::Kind::kPackedLinear : Group::Kind::kPackedConv;
-      grp.nodes = {static_cast<int>(i)};
-      lp.group_of[i] = static_cast<int>(lp.groups.size());
-      lp.groups.push_back(grp);
-      continue;
-    }
-    if (c == NodeClass::kExtern || c == NodeClass::kView) {
-      Group grp;
-      grp.kind = c == NodeClass::kExtern ? Group::Kind::kExtern : Group::Kind::kView;
-      grp.nodes = {static_cast<int>(i)};
-      lp.group_of[i] = static_cast<int>(lp.groups.size());
-      lp.groups.push_back(grp);
-      continue;
-    }
-    // The earliest group this node may join: after every group producing one of its operands.
-    int min_group = -1;
-    for (ValueId o : n.operands) {
-      const int p = producer_node[o];
-      if (p >= 0 && lp.group_of[p] >= 0) min_group = std::max(min_group, lp.group_of[p]);
-    }
-    const TensorType& out = g.value(n.output).type;
-    int chosen = -1;
-    for (int gi = static_cast<int>(lp.groups.size()) - 1; fusion && gi >= std::max(min_group, 0);
-         --gi) {
-      Group& grp = lp.groups[gi];
-      if (grp.kind != Group::Kind::kKernel || grp.nodes.size() >= cap) continue;
-      bool ok = false;
-      if (c == NodeClass::kPointwise) {
-        if (!grp.has_reduction) {
-          ok = out.shape == grp.outer;
-          if (!ok && can_widen(grp, static_cast<int>(i), out.shape)) {
-            grp.outer = out.shape;
-            ok = true;
-          }
-        } else if (out.shape == concat(grp.outer, grp.inner)) {
-          // A per-row value of this group read by a full-row node must be in keepdim form, so that
-          // broadcasting maps it onto the rows (an [R] value would broadcast along the columns).
-          const Shape keepdim = concat(grp.outer, Shape(grp.inner.size(), 1));
-          ok = true;
-          for (ValueId o : n.operands) {
-            const int p = producer_node[o];
-            if (p >= 0 && lp.group_of[p] == gi &&
-                is_row_scalar(g.value(o).type.shape, grp.outer, grp.inner) &&
-                g.value(o).type.shape != keepdim) {
-              ok = false;
-            }
-          }
-        } else {
-          ok = is_row_scalar(out.shape, grp.outer, grp.inner);
-        }
-      } else {  // reduction over trailing dims
-        const Shape& x = g.value(n.operands[0]).type.shape;
-        const size_t k = n.attrs.get_ints("dims").size();
-        const Shape outer = split_outer(x, k), inner = split_inner(x, k);
-        if (!grp.has_reduction) {
-          // Turns a pointwise group over exactly these elements into a row group. A widened
-          // member (a broadcast value recomputed per element, say a causal mask) has no place in
-          // a row group, whose smaller values are per-row, so such a group stays pointwise.
-          ok = grp.outer == x;
-          for (int m : grp.nodes) ok = ok && g.value(nodes[m].output).type.shape == x;
-          if (ok) {
-            grp.outer = outer;
-            grp.inner = inner;
-            grp.has_reduction = true;
-          }
-        } else {
-          ok = grp.outer == outer && grp.inner == inner;
-        }
-      }
-      if (ok) {
-        chosen = gi;
-        break;
-      }
-      if (gi == min_group) break;  // joining an earlier group would read a value not yet computed
-    }
-    if (chosen < 0) {
-      Group grp;
-      grp.kind = Group::Kind::kKernel;
-      if (c == NodeClass::kPointwise) {
-        grp.outer = out.shape;
-      } else {
-        const Shape& x = g.value(n.operands[0]).type.shape;
-        const size_t k = n.attrs.get_ints("dims").size();
-        grp.outer = split_outer(x, k);
-        grp.inner = split_inner(x, k);
-        grp.has_reduction = true;
-      }
-      chosen = static_cast<int>(lp.groups.size());
-      lp.groups.push_back(grp);
-    }
-    lp.groups[chosen].nodes.push_back(static_cast<int>(i));
-    lp.group_of[i] = chosen;
+// Pointwise into a pointwise group: vertical (it reads the group) or horizontal (it shares the
+// group's iteration space), over equal shapes or by widening the group.
+bool can_fuse_pointwise(const FusionContext& cx, const Group& grp, int node) {
+  const Shape& out = cx.g.value(cx.g.nodes()[node].output).type.shape;
+  return out == grp.outer || can_widen(cx, grp, node, out);
+}
+
+// Pointwise into a row group (one with a reduction): either over the full rows (outer x inner),
+// reading the group's per-row values in keepdim form only, since an [R] value would broadcast
+// along the columns; or over the per-row scalars (a softmax's division by the row sum, say).
+bool can_fuse_into_rows(const FusionContext& cx, const Group& grp, int gi, int node) {
+  const Node& n = cx.g.nodes()[node];
+  const Shape& out = cx.g.value(n.output).type.shape;
+  if (out != concat(grp.outer, grp.inner)) return is_row_scalar(out, grp.outer, grp.inner);
+  const Shape keepdim = concat(grp.outer, Shape(grp.inner.size(), 1));
+  for (ValueId o : n.operands) {
+    const Shape& s = cx.g.value(o).type.shape;
+    if (cx.group_of_value(o) == gi && is_row_scalar(s, grp.outer, grp.inner) && s != keepdim)
+      return false;
   }
-  // Kernel names follow Inductor: cpp_fused_<sorted distinct op names>_<n>.
+  return true;
+}
+
+// A reduction into a pointwise group over exactly its operand's elements turns the group into a
+// row group. A widened member (a broadcast value recomputed per element, say a causal mask) has no
+// place in a row group, whose smaller values are per-row, so such a group stays pointwise.
+bool can_fuse_reduction_into_pointwise(const FusionContext& cx, const Group& grp, int node) {
+  const Shape& x = cx.g.value(cx.g.nodes()[node].operands[0]).type.shape;
+  if (grp.outer != x) return false;
+  for (int m : grp.nodes) {
+    if (cx.g.value(cx.g.nodes()[m].output).type.shape != x) return false;
+  }
+  return true;
+}
+
+// A reduction into a row group over the same rows and reduced dims (horizontal: a layer_norm's
+// mean and variance, or vertical: a softmax's max then sum).
+bool can_fuse_reduction_into_rows(const FusionContext& cx, const Group& grp, int node) {
+  Shape outer, inner;
+  reduction_space(cx.g, cx.g.nodes()[node], outer, inner);
+  return grp.outer == outer && grp.inner == inner;
+}
+
+// Whether node `node` (pointwise or reduction) may join kernel group `gi`.
+bool can_fuse(const FusionContext& cx, int gi, int node, size_t cap) {
+  const Group& grp = cx.lp.groups[gi];
+  if (grp.kind != Group::Kind::kKernel || grp.nodes.size() >= cap) return false;
+  if (cx.lp.classes[node] == NodeClass::kPointwise) {
+    return grp.has_reduction ? can_fuse_into_rows(cx, grp, gi, node)
+                             : can_fuse_pointwise(cx, grp, node);
+  }
+  return grp.has_reduction ? can_fuse_reduction_into_rows(cx, grp, node)
+                           : can_fuse_reduction_into_pointwise(cx, grp, node);
+}
+
+// Adds `node` to kernel group `grp` (a new one when it is empty), growing its iteration space
+// where the node needs: a pointwise group widens to the node's shape, a reduction makes the group
+// a row group.
+void join(const Graph& g, Group& grp, const Node& n, NodeClass c) {
+  if (c == NodeClass::kPointwise) {
+    if (grp.nodes.empty() || !grp.has_reduction)
+      grp.outer = grp.nodes.empty() ? g.value(n.output).type.shape
+                                    : broadcast_shapes(grp.outer, g.value(n.output).type.shape);
+  } else if (!grp.has_reduction) {
+    reduction_space(g, n, grp.outer, grp.inner);
+    grp.has_reduction = true;
+  }
+}
+
+// Kernel names follow Inductor: cpp_fused_<sorted distinct op names>_<n>.
+void name_groups(const Graph& g, LoopProgram& lp) {
+  const auto& nodes = g.nodes();
   int kernel_index = 0;
   for (Group& grp : lp.groups) {
     if (grp.kind == Group::Kind::kKernel) {
@@ -311,6 +169,62 @@ void fuse(const Graph& g, LoopProgram& lp, const CodegenConfig& config,
                              nodes[grp.nodes[0]].op);
     }
   }
+}
+
+Group::Kind own_group_kind(NodeClass c) {
+  switch (c) {
+    case NodeClass::kPackedLinear:
+      return Group::Kind::kPackedLinear;
+    case NodeClass::kPackedConv:
+      return Group::Kind::kPackedConv;
+    case NodeClass::kView:
+      return Group::Kind::kView;
+    default:
+      return Group::Kind::kExtern;
+  }
+}
+
+}  // namespace
+
+void fuse(const Graph& g, LoopProgram& lp, const CodegenConfig& config,
+          const std::set<ValueId>& keep) {
+  const auto& nodes = g.nodes();
+  lp.group_of.assign(nodes.size(), -1);
+  const FusionContext cx{g, lp, keep, readers_of(g), {g.outputs().begin(), g.outputs().end()}};
+  auto add_to = [&](int gi, int i) {
+    lp.groups[gi].nodes.push_back(i);
+    lp.group_of[i] = gi;
+  };
+  for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
+    const NodeClass c = lp.classes[i];
+    if (c == NodeClass::kConstant) continue;  // inlined into every use
+    if (c == NodeClass::kAbsorbed) {          // runs inside its linear's or conv's call
+      add_to(lp.group_of[lp.absorbed_by[i]], i);
+      continue;
+    }
+    if (c != NodeClass::kPointwise && c != NodeClass::kReduction) {  // a step of its own
+      lp.groups.emplace_back().kind = own_group_kind(c);
+      add_to(static_cast<int>(lp.groups.size()) - 1, i);
+      continue;
+    }
+    // The earliest group this node may join: after every group producing one of its operands.
+    int min_group = 0;
+    for (ValueId o : nodes[i].operands) min_group = std::max(min_group, cx.group_of_value(o));
+    int chosen = -1;
+    for (int gi = static_cast<int>(lp.groups.size()) - 1; config.fusion && gi >= min_group; --gi) {
+      if (can_fuse(cx, gi, i, config.max_fusion_size)) {
+        chosen = gi;
+        break;
+      }
+    }
+    if (chosen < 0) {
+      chosen = static_cast<int>(lp.groups.size());
+      lp.groups.push_back(Group{});
+    }
+    join(g, lp.groups[chosen], nodes[i], c);
+    add_to(chosen, i);
+  }
+  name_groups(g, lp);
 }
 
 std::string print_loop_program(const Graph& g, const LoopProgram& lp) {

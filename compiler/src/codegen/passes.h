@@ -10,10 +10,9 @@
 #include "crucible/codegen/program.h"
 #include "crucible/core/error.h"
 #include "crucible/ir/graph.h"
+#include "crucible/ir/uses.h"
 
 namespace crucible::codegen {
-
-// A positive integer -c option, or `fallback` when absent; throws Error naming a malformed one.
 
 // 1. Rewrites ops whose pieces fuse better than the whole (softmax, log_softmax, layer_norm over
 // the last dims; silu, hardswish, hardsigmoid, batch_norm unless it folds into a packed conv2d)
@@ -134,6 +133,12 @@ struct EmitResult {
 };
 EmitResult emit_cpp(const Graph& g, const LoopProgram& lp, const MemoryPlan& mp,
                     const CodegenConfig& config);
+
+// 6. Schedule: the runtime's steps, one per group in order, with the buffers each reads and
+// writes (Step in program.h); print_schedule() is the pass's dump, schedule.txt.
+std::vector<Step> schedule(const Graph& g, const LoopProgram& lp, const MemoryPlan& mp,
+                           const std::set<ValueId>& keep);
+std::string print_schedule(const Graph& g, const std::vector<Step>& steps);
 
 // Static layout of a view node's result over its base buffer (a contiguous graph input, parameter,
 // kernel or extern output). Returns false when the view cannot be expressed without a copy.

@@ -1,5 +1,6 @@
 // The codegen pipeline as a straight list of passes, each timed and each leaving a dump:
-// decompose -> lower (loop IR) -> fuse -> plan memory -> emit C++ -> schedule.
+// decompose -> lower (loop IR) -> fuse -> plan memory -> emit C++ -> schedule (the runtime's
+// steps).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -47,7 +48,7 @@ std::string print_memory_plan(const Graph& g, const LoopProgram& lp, const Memor
 }
 
 // The passes after decompose(), over `p.graph`: lower, fuse, plan memory, emit C++, schedule.
-void schedule(Program& p, const CodegenOptions& options) {
+void compile_decomposed(Program& p, const CodegenOptions& options) {
   PassTimer timer(p);
   std::set<ValueId> keep;
   for (ValueId v : options.keep) keep.insert(p.value_of.at(static_cast<size_t>(v)));
@@ -66,72 +67,8 @@ void schedule(Program& p, const CodegenOptions& options) {
       timer.run("emit_cpp", [&] { return emit_cpp(p.graph, lp, mp, options.config); });
   p.sources = std::move(code.sources);
   p.dumps["output_code.cpp"] = std::move(code.output_code);
-  timer.run("schedule", [&] {
-    for (size_t gi = 0; gi < lp.groups.size(); ++gi) {
-      const Group& grp = lp.groups[gi];
-      Step s;
-      s.name = grp.name;
-      if (grp.kind == Group::Kind::kKernel) {
-        s.kind = Step::Kind::kKernel;
-        s.inputs = mp.inputs[gi];
-        s.outputs = mp.outputs[gi];
-        s.in_place = mp.in_place[gi];
-      } else if (grp.kind == Group::Kind::kPackedLinear) {
-        s.kind = Step::Kind::kPackedLinear;
-        s.node = grp.nodes[0];
-        const Node& n = p.graph.nodes()[s.node];
-        s.inputs = {n.operands[0]};
-        s.outputs = {p.graph.nodes()[grp.nodes.back()].output};
-        s.weight = n.operands[1];
-        s.bias = n.operands.size() > 2 ? n.operands[2] : -1;
-        s.weight_nk = n.op == "linear";
-        if (grp.nodes.size() > 1 && keep.contains(n.output)) s.raw = n.output;
-        if (grp.nodes.size() > 1) {
-          const Node& act = p.graph.nodes()[grp.nodes[1]];
-          s.epilogue = act.op;
-          if (act.op == "gelu" && act.attrs.get_string_or("approximate", "none") == "tanh") {
-            s.epilogue = "gelu_tanh";
-          }
-        }
-      } else if (grp.kind == Group::Kind::kPackedConv) {
-        s.kind = Step::Kind::kPackedConv;
-        s.node = grp.nodes[0];
-        const Node& n = p.graph.nodes()[s.node];
-        s.inputs = {n.operands[0]};
-        s.weight = n.operands[1];
-        s.bias = n.operands.size() > 2 ? n.operands[2] : -1;
-        ValueId chain = n.output;  // the value the next absorbed node reads
-        for (size_t k = 1; k < grp.nodes.size(); ++k) {
-          const Node& m = p.graph.nodes()[grp.nodes[k]];
-          if (m.op == "batch_norm") {
-            s.bn_node = grp.nodes[k];
-          } else if (m.op == "add") {
-            s.residual = m.operands[0] == chain ? m.operands[1] : m.operands[0];
-            s.inputs.push_back(s.residual);
-          } else {
-            s.act_node = grp.nodes[k];
-          }
-          chain = m.output;
-        }
-        s.outputs = {chain};
-      } else {
-        s.kind = grp.kind == Group::Kind::kExtern ? Step::Kind::kExtern : Step::Kind::kView;
-        s.node = grp.nodes[0];
-        const Node& n = p.graph.nodes()[s.node];
-        s.outputs = {n.output};
-        if (s.kind == Step::Kind::kView) {
-          ValueId base;
-          view_layout(p.graph, s.node, lp.classes, base, s.view_shape, s.view_strides,
-                      s.view_offset);
-          s.inputs = {base};
-        } else {
-          s.inputs = n.operands;
-        }
-      }
-      p.steps.push_back(std::move(s));
-    }
-    return 0;
-  });
+  p.steps = timer.run("schedule", [&] { return schedule(p.graph, lp, mp, keep); });
+  p.dumps["schedule.txt"] = "# the runtime's steps, in order\n" + print_schedule(p.graph, p.steps);
 }
 
 }  // namespace
@@ -159,7 +96,7 @@ Program build_program(const Graph& graph, const CodegenOptions& options) {
   p.graph =
       timer.run("decompose", [&] { return decompose(graph, &p.value_of, keep_source, &origin); });
   try {
-    schedule(p, options);
+    compile_decomposed(p, options);
   } catch (const NodeError& e) {
     throw Error(at_source_node(graph, p.graph, origin, e.node(), e.what()));
   }
