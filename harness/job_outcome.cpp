@@ -12,6 +12,8 @@
 
 namespace crucible {
 
+using reports::Status;
+
 namespace {
 
 // The last `bytes` of a log at most: a worker may write gigabytes, or one line without end.
@@ -66,12 +68,12 @@ std::vector<reports::ResultRecord> finalize_job(const WorkerJob& job, const Chil
       out.push_back(*it);
       // In a memory cgroup the OOM killer may pick a process the worker started (the compiler),
       // which the worker then reports as that step's failure: the cause was memory.
-      if (outcome.oom_killed && it->status != "pass") {
+      if (outcome.oom_killed && it->status != Status::kPass) {
         out.back().error = fmt::format(
             "out of memory (the kernel's OOM killer ended a process of the worker at its {} MB "
             "resident-memory limit): {}: {}",
-            limits.memory_limit_mb, it->status, it->error);
-        out.back().status = "oom";
+            limits.memory_limit_mb, reports::status_name(it->status), it->error);
+        out.back().status = Status::kOom;
       }
       continue;
     }
@@ -91,11 +93,11 @@ std::vector<reports::ResultRecord> finalize_job(const WorkerJob& job, const Chil
             : outcome.signal == SIGKILL && limits.memory_limit_mb > 0 &&
                   outcome.peak_rss_mb >= 0.9 * static_cast<double>(limits.memory_limit_mb);
     if (outcome.timed_out) {
-      r.status = "timeout";
+      r.status = Status::kTimeout;
       r.error = fmt::format("no result after {:.0f} s ({})", limits.timeout_s, where);
     } else if ((outcome.exited && outcome.exit_code == kWorkerExitOom) || oom_kill ||
                (outcome.signal == SIGABRT && log_mentions_bad_alloc(log))) {
-      r.status = "oom";
+      r.status = Status::kOom;
       if (outcome.memory_cgroup) {
         r.error = fmt::format(
             "out of memory {} (resident-memory limit {} MB{}, cgroup peak {:.0f} MB, peak RSS "
@@ -109,17 +111,18 @@ std::vector<reports::ResultRecord> finalize_job(const WorkerJob& job, const Chil
       }
     } else if (!outcome.exited && report.phase == "load" && !report.phase_backend.empty()) {
       // The plugin's constructors or factory killed the process: it did not load.
-      r.status = "fail_to_load";
+      r.status = Status::kFailToLoad;
       r.error = fmt::format("{} {}", signal_name(outcome.signal), where);
       const std::string tail = log_tail(log);
       if (!tail.empty()) r.error += ": " + tail;
     } else if (!outcome.exited) {
-      r.status = is_eager_reference_phase(report.phase) ? "eager_fail_to_run" : "crash";
+      r.status = is_eager_reference_phase(report.phase) ? Status::kEagerFailToRun : Status::kCrash;
       r.error = fmt::format("{} {}", signal_name(outcome.signal), where);
       const std::string tail = log_tail(log);
       if (!tail.empty()) r.error += ": " + tail;
     } else {
-      r.status = is_eager_reference_phase(report.phase) ? "eager_fail_to_run" : "fail_to_run";
+      r.status =
+          is_eager_reference_phase(report.phase) ? Status::kEagerFailToRun : Status::kFailToRun;
       r.error = fmt::format("worker exited with status {} {}: {}", outcome.exit_code, where,
                             log_tail(log));
     }

@@ -11,6 +11,8 @@
 
 namespace crucible {
 
+using reports::Status;
+
 namespace {
 std::string opt(const std::optional<double>& v, const char* spec) {
   return v ? fmt::format(fmt::runtime(spec), *v) : "-";
@@ -25,11 +27,12 @@ std::string format_result_table(const std::vector<reports::ResultRecord>& result
     const auto stats = reports::summarize(r.samples_ms);
     double max_err = -1;
     for (const auto& a : r.accuracy) max_err = std::max(max_err, a.max_abs_err);
-    out += fmt::format(
-        "{:<36} {:<10} {:<11} {:<22} {:>10} {:>8} {:>9} {:>8} {:>10}\n", r.suite + "/" + r.model,
-        r.backend, r.mode, r.status, stats.n ? fmt::format("{:.3f}", stats.median) : "-",
-        opt(r.speedup, "{:.2f}x"), opt(r.compile_s, "{:.3f}"), opt(r.peak_rss_mb, "{:.0f}"),
-        max_err >= 0 ? fmt::format("{:.2g}", max_err) : "-");
+    out +=
+        fmt::format("{:<36} {:<10} {:<11} {:<22} {:>10} {:>8} {:>9} {:>8} {:>10}\n",
+                    r.suite + "/" + r.model, r.backend, r.mode, reports::status_name(r.status),
+                    stats.n ? fmt::format("{:.3f}", stats.median) : "-", opt(r.speedup, "{:.2f}x"),
+                    opt(r.compile_s, "{:.3f}"), opt(r.peak_rss_mb, "{:.0f}"),
+                    max_err >= 0 ? fmt::format("{:.2g}", max_err) : "-");
   }
   return out;
 }
@@ -43,8 +46,8 @@ std::string format_speedup_summary(const std::vector<reports::ResultRecord>& res
   std::map<std::string, LogSum> overall;
   std::map<std::string, std::set<std::string>> suites_of;
   for (const auto& r : results) {
-    if (r.mode != "performance" || r.backend == "eager" || r.status != "pass" || !r.speedup ||
-        !(*r.speedup > 0)) {
+    if (r.mode != "performance" || r.backend == "eager" || r.status != Status::kPass ||
+        !r.speedup || !(*r.speedup > 0)) {
       continue;
     }
     const double l = std::log(*r.speedup);

@@ -28,6 +28,8 @@ namespace crucible {
 
 namespace fs = std::filesystem;
 using reports::ResultRecord;
+using reports::Status;
+using reports::status_name;
 
 namespace {
 
@@ -49,10 +51,6 @@ std::string file_component(const std::string& name) {
                      static_cast<uint32_t>(std::hash<std::string>{}(name)));
 }
 
-bool is_success(const std::string& status) {
-  return status == "pass" || status == "skipped" || status == "xfail";
-}
-
 class Progress {
  public:
   explicit Progress(size_t total) : total_(total), start_(std::chrono::steady_clock::now()) {}
@@ -64,8 +62,8 @@ class Progress {
         done_ ? elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_) : 0;
     std::cerr << fmt::format("[{:>3}/{}] {}/{} {} {}: {}  (elapsed {:.1f} s, ETA {:.1f} s)\n",
                              done_, total_, escape_controls(r.suite), escape_controls(r.model),
-                             escape_controls(r.backend), what.empty() ? r.mode : what, r.status,
-                             elapsed, eta);
+                             escape_controls(r.backend), what.empty() ? r.mode : what,
+                             status_name(r.status), elapsed, eta);
   }
 
  private:
@@ -103,7 +101,7 @@ class Runner {
       for (const auto& mode : modes()) {
         for (const auto& b : mode == "accuracy" ? cfg_.backends : perf_backends_) {
           ResultRecord r = blank(m, b, mode, 0);
-          r.status = "skipped";
+          r.status = Status::kSkipped;
           r.error = m.skip;
           record(m, r, progress);
         }
@@ -125,7 +123,7 @@ class Runner {
       for (const auto& mode : modes()) {
         for (const auto& b : mode == "accuracy" ? cfg_.backends : perf_backends_) {
           ResultRecord r = blank(m, b, mode, batch);
-          r.status = "fail_to_load";
+          r.status = Status::kFailToLoad;
           r.error = load_error;
           record(m, r, progress);
         }
@@ -139,7 +137,7 @@ class Runner {
         if (g_interrupted) return;
         if (auto known = unloadable(b)) {
           ResultRecord r = blank(m, b, "accuracy", batch);
-          r.status = "fail_to_load";
+          r.status = Status::kFailToLoad;
           r.error = *known;
           record(m, r, progress);
           continue;
@@ -147,8 +145,8 @@ class Runner {
         WorkerJob job = make_job(m, batch, "accuracy", {b});
         for (ResultRecord& r : run_job(
                  job, fmt::format("{}.{}.accuracy", file_component(m.name), file_component(b)))) {
-          if (r.status == "pass") passed.insert(r.backend);
-          if (r.status == "fail_to_load") load_failed.emplace(r.backend, r.error);
+          if (r.status == Status::kPass) passed.insert(r.backend);
+          if (r.status == Status::kFailToLoad) load_failed.emplace(r.backend, r.error);
           record(m, r, progress);
         }
       }
@@ -234,7 +232,7 @@ class Runner {
       if (g_interrupted) return;
       if (auto it = load_failed.find(b); it != load_failed.end()) {
         profile[b] = blank(m, b, "performance", batch);
-        profile[b].status = "fail_to_load";
+        profile[b].status = Status::kFailToLoad;
         profile[b].error = it->second;
         progress.done(profile[b], "profile");
         continue;
@@ -264,15 +262,15 @@ class Runner {
     for (const auto& b : perf_backends_) {
       ResultRecord r = blank(m, b, "performance", batch);
       if (std::find(timed.begin(), timed.end(), b) == timed.end()) {
-        r.status = "skipped";
+        r.status = Status::kSkipped;
         r.error = "did not pass accuracy";
         record(m, r, progress);
         continue;
       }
       const ResultRecord& p = profile[b];
       const ResultRecord& t = by_backend[b];
-      r.status = p.status != "pass" ? p.status : t.status;
-      r.error = p.status != "pass" ? p.error : t.error;
+      r.status = p.status != Status::kPass ? p.status : t.status;
+      r.error = p.status != Status::kPass ? p.error : t.error;
       r.samples_ms = t.samples_ms;
       r.compile_s = p.compile_s;
       r.compile_warm_s = p.compile_warm_s;
@@ -287,9 +285,10 @@ class Runner {
   }
 
   void record(const ModelEntry& m, ResultRecord r, Progress& progress) {
-    if (!m.xfail.empty() && !is_success(r.status) && r.status != "skipped") {
-      r.error = fmt::format("expected failure ({}): {}: {}", m.xfail, r.status, r.error);
-      r.status = "xfail";
+    if (!m.xfail.empty() && !reports::is_success(r.status) && r.status != Status::kSkipped) {
+      r.error =
+          fmt::format("expected failure ({}): {}: {}", m.xfail, status_name(r.status), r.error);
+      r.status = Status::kXfail;
     }
     store_.add_result(run_id_, r);
     progress.done(r);
@@ -392,7 +391,7 @@ int execute_run(const RunConfig& cfg) {
     return 130;
   }
   for (const auto& r : results) {
-    if (!is_success(r.status)) return 1;
+    if (!reports::is_success(r.status)) return 1;
   }
   return 0;
 }

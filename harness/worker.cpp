@@ -21,6 +21,7 @@ namespace crucible {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using reports::Status;
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -57,7 +58,7 @@ struct Session {
 
 // Runs `body`; any exception becomes (status, message) in `r`. Returns true on success.
 template <typename F>
-bool attempt(reports::ResultRecord& r, const std::string& status, F&& body) {
+bool attempt(reports::ResultRecord& r, reports::Status status, F&& body) {
   try {
     body();
     return true;
@@ -79,17 +80,17 @@ void accuracy_job(Session& s) {
   // Both plugins are loaded before any work, so one that cannot load is fail_to_load at once.
   std::unique_ptr<LoadedBackend> eager, be;
   s.report.phase("load", backend);
-  if (backend != "eager" && !attempt(r, "fail_to_load", [&] { be = s.load(backend); })) {
+  if (backend != "eager" && !attempt(r, Status::kFailToLoad, [&] { be = s.load(backend); })) {
     return s.report.result(r);
   }
   s.report.phase("load", "eager");
-  if (!attempt(r, "fail_to_load", [&] { eager = s.load("eager"); })) {
+  if (!attempt(r, Status::kFailToLoad, [&] { eager = s.load("eager"); })) {
     r.error = "the eager reference: " + r.error;
     return s.report.result(r);
   }
   std::vector<Tensor> e1, e2, fp64, res;
   s.report.phase("eager_run", "eager");
-  if (!attempt(r, "eager_fail_to_run", [&] {
+  if (!attempt(r, Status::kEagerFailToRun, [&] {
         auto exe = eager->backend().compile(s.graph, s.options("eager", false));
         e1 = exe->run(s.inputs);
         e2 = exe->run(s.inputs);
@@ -98,13 +99,13 @@ void accuracy_job(Session& s) {
   }
   for (size_t i = 0; i < e1.size(); ++i) {
     if (!identical(e1[i], e2[i])) {
-      r.status = "eager_two_runs_differ";
+      r.status = Status::kEagerTwoRunsDiffer;
       r.error = fmt::format("output {} differs between two eager runs on the same inputs", i);
       return s.report.result(r);
     }
   }
   s.report.phase("eager_fp64", "eager");
-  if (!attempt(r, "eager_fail_to_run", [&] {
+  if (!attempt(r, Status::kEagerFailToRun, [&] {
         Graph g64 = widen_to_f64(s.graph);
         fp64 = eager->backend()
                    .compile(g64, s.options("eager", false))
@@ -118,16 +119,17 @@ void accuracy_job(Session& s) {
   } else {
     std::unique_ptr<plugin::Executable> exe;
     s.report.phase("compile", backend);
-    if (!attempt(r, "fail_to_compile",
+    if (!attempt(r, Status::kFailToCompile,
                  [&] { exe = be->backend().compile(s.graph, s.options(backend, false)); })) {
       return s.report.result(r);
     }
     s.report.phase("run", backend);
-    if (!attempt(r, "fail_to_run", [&] { res = exe->run(s.inputs); })) return s.report.result(r);
+    if (!attempt(r, Status::kFailToRun, [&] { res = exe->run(s.inputs); }))
+      return s.report.result(r);
   }
   s.report.phase("compare", backend);
   if (res.size() != e1.size()) {
-    r.status = "fail_accuracy";
+    r.status = Status::kFailAccuracy;
     r.error = fmt::format("{} outputs, eager gives {}", res.size(), e1.size());
     return s.report.result(r);
   }
@@ -144,7 +146,7 @@ void accuracy_job(Session& s) {
     }
     r.accuracy.push_back(a);
   }
-  r.status = all ? "pass" : "fail_accuracy";
+  r.status = all ? Status::kPass : Status::kFailAccuracy;
   s.report.result(r);
 }
 
@@ -153,11 +155,11 @@ void profile_job(Session& s) {
   reports::ResultRecord r = s.record(backend, "performance");
   std::unique_ptr<LoadedBackend> be;
   s.report.phase("load", backend);
-  if (!attempt(r, "fail_to_load", [&] { be = s.load(backend); })) return s.report.result(r);
+  if (!attempt(r, Status::kFailToLoad, [&] { be = s.load(backend); })) return s.report.result(r);
   s.report.phase("compile", backend);
   auto t0 = Clock::now();
   std::unique_ptr<plugin::Executable> exe;
-  if (!attempt(r, "fail_to_compile",
+  if (!attempt(r, Status::kFailToCompile,
                [&] { exe = be->backend().compile(s.graph, s.options(backend, false)); })) {
     return s.report.result(r);
   }
@@ -165,13 +167,13 @@ void profile_job(Session& s) {
   exe.reset();
   s.report.phase("compile_warm", backend);
   t0 = Clock::now();
-  if (!attempt(r, "fail_to_compile",
+  if (!attempt(r, Status::kFailToCompile,
                [&] { exe = be->backend().compile(s.graph, s.options(backend, false)); })) {
     return s.report.result(r);
   }
   r.compile_warm_s = seconds_since(t0);
   s.report.phase("run", backend);
-  if (!attempt(r, "fail_to_run", [&] {
+  if (!attempt(r, Status::kFailToRun, [&] {
         for (int i = 0; i < std::max(1, s.job.warmup); ++i) exe->run(s.inputs);
       })) {
     return s.report.result(r);
@@ -180,7 +182,7 @@ void profile_job(Session& s) {
   // Kernel timings come from their own executable so the timed samples never carry profiling cost.
   s.report.phase("profile", backend);
   const int runs = std::max(1, s.job.warmup);
-  if (!attempt(r, "fail_to_run", [&] {
+  if (!attempt(r, Status::kFailToRun, [&] {
         auto prof = be->backend().compile(s.graph, s.options(backend, true));
         prof->run(s.inputs);  // warm caches outside the profile window
         auto before = prof->profile();
@@ -198,7 +200,7 @@ void profile_job(Session& s) {
       })) {
     return s.report.result(r);
   }
-  r.status = "pass";
+  r.status = Status::kPass;
   // The worker's own peak, without the compiler processes it waited for (wait4's figure counts
   // them).
   rusage self{};
@@ -219,15 +221,15 @@ void timing_job(Session& s) {
   for (const std::string& b : s.job.backends) {
     Entry e{b, nullptr, nullptr, s.record(b, "performance")};
     s.report.phase("load", b);
-    e.ok = attempt(e.r, "fail_to_load", [&] { e.plugin = s.load(b); });
+    e.ok = attempt(e.r, Status::kFailToLoad, [&] { e.plugin = s.load(b); });
     if (e.ok) {
       s.report.phase("compile", b);
-      e.ok = attempt(e.r, "fail_to_compile",
+      e.ok = attempt(e.r, Status::kFailToCompile,
                      [&] { e.exe = e.plugin->backend().compile(s.graph, s.options(b, false)); });
     }
     if (e.ok) {
       s.report.phase("warmup", b);
-      e.ok = attempt(e.r, "fail_to_run", [&] {
+      e.ok = attempt(e.r, Status::kFailToRun, [&] {
         for (int i = 0; i < s.job.warmup; ++i) e.exe->run(s.inputs);
       });
     }
@@ -237,7 +239,7 @@ void timing_job(Session& s) {
   for (int rep = 0; rep < s.job.repeat; ++rep) {
     for (Entry& e : entries) {
       if (!e.ok) continue;
-      e.ok = attempt(e.r, "fail_to_run", [&] {
+      e.ok = attempt(e.r, Status::kFailToRun, [&] {
         auto t0 = Clock::now();
         auto out = e.exe->run(s.inputs);
         e.r.samples_ms.push_back(seconds_since(t0) * 1e3);
@@ -245,7 +247,7 @@ void timing_job(Session& s) {
     }
   }
   for (Entry& e : entries) {
-    if (e.ok) e.r.status = "pass";
+    if (e.ok) e.r.status = Status::kPass;
     s.report.result(e.r);
   }
 }

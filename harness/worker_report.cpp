@@ -76,7 +76,7 @@ void ReportWriter::phase(const std::string& name, const std::string& backend) {
 
 void ReportWriter::result(const reports::ResultRecord& r) {
   line({"result", r.suite, r.model, r.backend, r.mode, std::to_string(r.batch_size)});
-  line({"status", r.status});
+  line({"status", std::string(reports::status_name(r.status))});
   if (!r.error.empty()) line({"error", r.error});
   for (double s : r.samples_ms) line({"sample", num(s)});
   if (r.compile_s) line({"compile_s", num(*r.compile_s)});
@@ -141,7 +141,9 @@ WorkerReport read_report(const std::filesystem::path& path) {
       } else if (!open) {
         continue;
       } else if (k == "status") {
-        cur.status = f.at(1);
+        const auto status = reports::status_from_name(f.at(1));
+        if (!status) throw Error("unknown status '" + f.at(1) + "'");
+        cur.status = *status;
       } else if (k == "error") {
         cur.error = f.at(1);
       } else if (k == "sample") {

@@ -7,7 +7,7 @@ namespace crucible {
 namespace {
 
 reports::ResultRecord perf(const std::string& suite, const std::string& model,
-                           const std::string& backend, const std::string& status,
+                           const std::string& backend, reports::Status status,
                            std::optional<double> speedup) {
   auto r = reports::make_result(suite, model, backend, "performance", 1);
   r.status = status;
@@ -17,11 +17,11 @@ reports::ResultRecord perf(const std::string& suite, const std::string& model,
 
 TEST(SpeedupSummary, GeomeanPerSuiteAndOverall) {
   const std::vector<reports::ResultRecord> rs = {
-      perf("vision", "a", "eager", "pass", 1.0),
-      perf("vision", "a", "codegen", "pass", 2.0),
-      perf("vision", "b", "codegen", "pass", 8.0),        // geomean(2, 8) = 4
-      perf("vision", "c", "codegen", "fail_to_run", {}),  // not counted
-      perf("mlp", "d", "codegen", "pass", 0.5),
+      perf("vision", "a", "eager", reports::Status::kPass, 1.0),
+      perf("vision", "a", "codegen", reports::Status::kPass, 2.0),
+      perf("vision", "b", "codegen", reports::Status::kPass, 8.0),      // geomean(2, 8) = 4
+      perf("vision", "c", "codegen", reports::Status::kFailToRun, {}),  // not counted
+      perf("mlp", "d", "codegen", reports::Status::kPass, 0.5),
   };
   EXPECT_EQ(format_speedup_summary(rs),
             "geomean speedup of codegen over eager, suite mlp: 0.50x (1 models)\n"
@@ -31,8 +31,9 @@ TEST(SpeedupSummary, GeomeanPerSuiteAndOverall) {
 
 TEST(SpeedupSummary, EmptyWithoutPerformanceResults) {
   auto acc = reports::make_result("vision", "a", "codegen", "accuracy", 1);
-  acc.status = "pass";
-  EXPECT_EQ(format_speedup_summary({acc, perf("vision", "a", "eager", "pass", 1.0)}), "");
+  acc.status = reports::Status::kPass;
+  EXPECT_EQ(
+      format_speedup_summary({acc, perf("vision", "a", "eager", reports::Status::kPass, 1.0)}), "");
 }
 
 }  // namespace

@@ -52,7 +52,7 @@ TEST_F(StoreTest, ResultsRoundTripWithSamplesAccuracyAndKernels) {
   r.backend = "codegen";
   r.mode = "performance";
   r.batch_size = 10;
-  r.status = "pass";
+  r.status = reports::Status::kPass;
   r.samples_ms = {3.0, 1.0, 2.0, 10.0};
   r.speedup = 1.5;
   r.compile_s = 0.25;

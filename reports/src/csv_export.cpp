@@ -64,7 +64,8 @@ std::vector<std::filesystem::path> write_dynamo_csvs(const std::filesystem::path
     auto out = open(backend + "_accuracy.csv");
     out << "dev,name,batch_size,accuracy\n";
     for (const ResultRecord* r : rows) {
-      out << fmt::format("cpu,{},{},{}\n", field(r->model), r->batch_size, field(r->status));
+      out << fmt::format("cpu,{},{},{}\n", field(r->model), r->batch_size,
+                         field(std::string(status_name(r->status))));
     }
   }
   return written;

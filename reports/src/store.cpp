@@ -178,7 +178,7 @@ int64_t Store::add_result(int64_t run_id, const ResultRecord& r) {
       .bind(4, r.backend)
       .bind(5, r.mode)
       .bind(6, r.batch_size)
-      .bind(7, r.status)
+      .bind(7, std::string(status_name(r.status)))
       .bind(8, r.error)
       .bind(9, st.n)
       .bind(10, finite(st.median))

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "crucible/reports/status.h"
+
 namespace crucible::reports {
 
 struct RunEnvironment {
@@ -60,8 +62,7 @@ struct ResultRecord {
   std::string backend;
   std::string mode;  // accuracy | performance
   int64_t batch_size = 0;
-  std::string
-      status;  // pass, fail_accuracy, fail_to_compile, fail_to_run, crash, timeout, oom, ...
+  Status status = Status::kFailToRun;  // until the job says otherwise
   std::string error;
   std::vector<double> samples_ms;  // every timed repeat, in order
   std::optional<double> speedup;

@@ -1,0 +1,46 @@
+// Status names (see status.h).
+#include "crucible/reports/status.h"
+
+#include <array>
+#include <utility>
+
+namespace crucible::reports {
+
+namespace {
+
+constexpr std::array<std::pair<Status, std::string_view>, 12> kNames = {{
+    {Status::kPass, "pass"},
+    {Status::kFailAccuracy, "fail_accuracy"},
+    {Status::kFailToCompile, "fail_to_compile"},
+    {Status::kFailToRun, "fail_to_run"},
+    {Status::kFailToLoad, "fail_to_load"},
+    {Status::kCrash, "crash"},
+    {Status::kTimeout, "timeout"},
+    {Status::kOom, "oom"},
+    {Status::kEagerFailToRun, "eager_fail_to_run"},
+    {Status::kEagerTwoRunsDiffer, "eager_two_runs_differ"},
+    {Status::kSkipped, "skipped"},
+    {Status::kXfail, "xfail"},
+}};
+
+}  // namespace
+
+std::string_view status_name(Status s) {
+  for (const auto& [status, name] : kNames) {
+    if (status == s) return name;
+  }
+  return "unknown";
+}
+
+std::optional<Status> status_from_name(std::string_view name) {
+  for (const auto& [status, n] : kNames) {
+    if (n == name) return status;
+  }
+  return std::nullopt;
+}
+
+bool is_success(Status s) {
+  return s == Status::kPass || s == Status::kSkipped || s == Status::kXfail;
+}
+
+}  // namespace crucible::reports
