@@ -13,6 +13,7 @@
 #include "accuracy.h"
 #include "backend_pair.h"
 #include "crucible/codegen/codegen_config.h"
+#include "crucible/codegen/toolchain.h"
 #include "crucible/core/block_cache.h"
 #include "crucible/core/rng.h"
 #include "crucible/ir/text_format.h"
@@ -576,10 +577,15 @@ TEST_F(Codegen, GeneratedInnerLoopsVectorize) {
                   "  %t = tanh(%f)\n  %g = sigmoid(%f)\n  %h = gelu(%f, approximate=\"tanh\")\n"
                   "  %k = exp(%f)\n  return %y, %z, %l, %s, %t, %g, %h, %k\n}\n"),
       opts);
-  const std::string cmd =
-      "c++ -O3 -march=native -fopenmp -fPIC -std=c++17 -x c++ -c -o /dev/null "
-      "-fopt-info-vec-optimized " +
-      (dir / "output_code.cpp").string() + " 2>&1";
+  // The toolchain's own compiler, asked for its vectorization report in its own dialect: GCC's
+  // -fopt-info-vec-optimized ("file:L:C: optimized: loop vectorized") or Clang's
+  // -Rpass=loop-vectorize ("file:L:C: remark: vectorized loop").
+  const std::string compiler = codegen::ToolchainOptions::default_compiler();
+  const bool clang = codegen::compiler_version(compiler).find("clang") != std::string::npos;
+  const std::string cmd = compiler +
+                          " -O3 -march=native -fopenmp -fPIC -std=c++17 -x c++ -c -o /dev/null " +
+                          (clang ? "-Rpass=loop-vectorize " : "-fopt-info-vec-optimized ") +
+                          (dir / "output_code.cpp").string() + " 2>&1";
   std::string report;
   if (FILE* p = ::popen(cmd.c_str(), "r")) {
     char buf[512];
@@ -589,10 +595,11 @@ TEST_F(Codegen, GeneratedInnerLoopsVectorize) {
   std::ifstream in(dir / "output_code.cpp");
   std::vector<std::string> lines;
   for (std::string l; std::getline(in, l);) lines.push_back(l);
-  // GCC names a vectorized loop by a line of its pragma, header or body: a loop counts as
+  // A compiler names a vectorized loop by a line of its pragma, header or body: a loop counts as
   // vectorized when a report line falls between its pragma and the next loop's.
   std::vector<int> reported;
-  std::regex where("output_code\\.cpp:(\\d+):\\d+: optimized: loop vectorized");
+  std::regex where(clang ? "output_code\\.cpp:(\\d+):\\d+: remark: vectorized loop"
+                         : "output_code\\.cpp:(\\d+):\\d+: optimized: loop vectorized");
   for (std::sregex_iterator it(report.begin(), report.end(), where), end; it != end; ++it) {
     reported.push_back(std::stoi((*it)[1]));
   }

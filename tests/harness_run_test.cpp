@@ -154,43 +154,72 @@ TEST_F(HarnessRun, BothModesRecordSamplesSpeedupAndKernels) {
   EXPECT_EQ(store->integrity_check(), "ok");
 }
 
+// Waits for a file another process creates; false after two minutes (a hang, not a timing).
+bool wait_for_file(const fs::path& p) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while (!fs::exists(p)) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
 TEST_F(HarnessRun, KilledRunLeavesCompleteRowsOnlyAndIsMarkedIncomplete) {
-  for (int i = 0; i < 6; ++i) add_model("m_" + std::to_string(i));
+  // Every faulty worker stops inside run() at a gate (gate:DIR) until the test opens it, so the
+  // harness is killed at known points: while the first model's worker runs (no result yet), and
+  // after one and after three models' results were committed.
+  const int kModels = 5;
+  const fs::path gates = dir_ / "gates";
   std::string config;
-  for (int i = 0; i < 6; ++i) config += " -c fault.m_" + std::to_string(i) + "=sleep_ms:300";
+  for (int i = 0; i < kModels; ++i) {
+    add_model("m_" + std::to_string(i));
+    config += " -c fault.m_" + std::to_string(i) + "=gate:" + gates.string();
+  }
   const std::string cmd = std::string(CRUCIBLE_BIN_DIR) + "/crucible " +
                           run_args("--backends eager,faulty --mode accuracy" + config) +
                           " >/dev/null 2>&1";
-  // Kill at several points: while starting, while workers run, between results.
-  const int kill_after_ms[] = {30, 400, 900, 1500};
-  for (int ms : kill_after_ms) {
+  const int kill_at_model[] = {0, 1, 3};
+  for (int k : kill_at_model) {
+    fs::remove_all(gates);
+    fs::create_directories(gates);
+    for (int i = 0; i < k; ++i) std::ofstream(gates / ("m_" + std::to_string(i) + ".go"));
     pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
       ::_exit(127);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    const bool reached = wait_for_file(gates / ("m_" + std::to_string(k) + ".started"));
     ::kill(pid, SIGKILL);
     int status = 0;
     ::waitpid(pid, &status, 0);
+    // Let the orphaned worker finish: it must not be able to write into the store.
+    for (int i = 0; i < kModels; ++i) std::ofstream(gates / ("m_" + std::to_string(i) + ".go"));
+    ASSERT_TRUE(reached) << "the worker of m_" << k << " never reached run()";
   }
   auto store = reports::Store::open(dir_ / "r.db");
   EXPECT_EQ(store->integrity_check(), "ok");
   auto runs = store->runs();
-  ASSERT_GE(runs.size(), 3u);  // the 30 ms kill may land before the run row exists
-  int64_t results = 0;
-  for (const auto& run : runs) {
+  ASSERT_EQ(runs.size(), std::size(kill_at_model));
+  for (size_t n = 0; n < runs.size(); ++n) {
+    const auto& run = runs[runs.size() - 1 - n];  // runs() lists the newest first
+    const int k = kill_at_model[n];
     EXPECT_EQ(run.status, "incomplete") << "run " << run.id;
-    for (const auto& r : store->results(run.id)) {
-      ++results;
-      // A result row is never without its accuracy rows: each was written in one transaction.
-      if (r.status == "pass") {
-        EXPECT_EQ(store->accuracy(r.id).size(), 1u);
+    auto rows = results_by_model(*store, run.id);
+    for (int i = 0; i < kModels; ++i) {
+      const std::string m = "m_" + std::to_string(i);
+      // Models before the gate have both results, each with its accuracy rows (one transaction
+      // per result); the gated model at most its eager one; later models nothing.
+      EXPECT_EQ(rows.contains(m + "/faulty/accuracy"), i < k) << "run " << run.id << " " << m;
+      if (i > k) EXPECT_FALSE(rows.contains(m + "/eager/accuracy")) << m;
+      for (const char* b : {"eager", "faulty"}) {
+        auto it = rows.find(m + "/" + b + "/accuracy");
+        if (it == rows.end()) continue;
+        EXPECT_EQ(it->second.status, "pass") << m << " " << b << ": " << it->second.error;
+        EXPECT_EQ(store->accuracy(it->second.id).size(), 1u) << m << " " << b;
       }
     }
   }
-  EXPECT_GT(results, 0);
 }
 
 TEST_F(HarnessRun, CodegenInjectedBugsGetTheirStatuses) {

@@ -1,30 +1,44 @@
 // Test backend: runs graphs op by op like eager, but on demand misbehaves the ways real compiled
 // backends do, so the harness's isolation and status mapping can be tested end to end.
 
-// -c fault.<graph name>=segv|abort|hang|oom|compile_error|run_error|wrong|sleep_ms:N|reserve_mb:N
-// (reserve_mb: N MB of address space allocated and never touched, as stacks and arenas are)
+// -c fault.<graph name>=segv|abort|hang|oom|compile_error|run_error|wrong|sleep_ms:N|reserve_mb:N|
+//                       gate:DIR
+// (reserve_mb: N MB of address space allocated and never touched, as stacks and arenas are;
+// gate: run() creates DIR/<graph>.started, then waits for DIR/<graph>.go, so a test can act while
+// a worker is known to be inside run(), without guessing at timings)
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "crucible/ir/op_registry.h"
+#include "crucible/ops/interpreter.h"
 #include "crucible/plugin_api.h"
 
 namespace {
 
 using namespace crucible;
 
+// Blocks until `dir`/<name>.go exists, after announcing itself with <name>.started.
+void pass_gate(const std::filesystem::path& dir, const std::string& name) {
+  std::ofstream(dir / (name + ".started")) << ::getpid() << "\n";
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while (!std::filesystem::exists(dir / (name + ".go"))) {
+    if (std::chrono::steady_clock::now() > give_up) throw Error("faulty: gate never opened");
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 class FaultyExecutable final : public plugin::Executable {
  public:
-  FaultyExecutable(const Graph& g, std::string fault) : graph_(g), fault_(std::move(fault)) {
-    for (ValueId id : graph_.params()) params_.emplace_back(id, materialize_param(graph_, id));
-  }
+  FaultyExecutable(const Graph& g, std::string fault) : interpreter_(g), fault_(std::move(fault)) {}
 
   std::vector<Tensor> run(std::span<const Tensor> inputs) override {
     if (fault_ == "segv") {
@@ -46,17 +60,11 @@ class FaultyExecutable final : public plugin::Executable {
       reserved_.reset(new char[static_cast<size_t>(std::stoi(fault_.substr(11))) << 20]);
     } else if (fault_.rfind("sleep_ms:", 0) == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(fault_.substr(9))));
-    }
-    std::vector<Tensor> env(graph_.values().size());
-    for (size_t k = 0; k < inputs.size(); ++k) env[graph_.inputs()[k]] = inputs[k];
-    for (const auto& [id, t] : params_) env[id] = t;
-    for (const Node& n : graph_.nodes()) {
-      std::vector<Tensor> ops;
-      for (ValueId v : n.operands) ops.push_back(env[v]);
-      env[n.output] = OpRegistry::global().get(n.op).kernel(ops, n.attrs);
+    } else if (fault_.rfind("gate:", 0) == 0) {
+      pass_gate(fault_.substr(5), interpreter_.graph().name());
     }
     std::vector<Tensor> out;
-    for (ValueId v : graph_.outputs()) out.push_back(env[v].clone());
+    for (const Tensor& t : interpreter_.run(inputs)) out.push_back(t.clone());
     if (fault_ == "wrong" && !out.empty() && out[0].numel() > 0) {
       Tensor shifted =
           run_op("add", std::vector<Tensor>{out[0], Tensor::full(out[0].dtype(), {}, 1.0)});
@@ -66,9 +74,8 @@ class FaultyExecutable final : public plugin::Executable {
   }
 
  private:
-  Graph graph_;
+  Interpreter interpreter_;
   std::string fault_;
-  std::vector<std::pair<ValueId, Tensor>> params_;
   std::unique_ptr<char[]> reserved_;
 };
 
