@@ -1,5 +1,6 @@
 // Reduction and normalization ops (sum, mean, amax, amin, var, softmax, log_softmax, layer_norm)
 // against hand-computed values and a naive double-precision reference over every kernel path.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -503,6 +504,26 @@ TEST(LayerNorm, MultiDimNormalizedShapeAndStridedInput) {
   const double s = std::sqrt(1.5);
   ExpectTensor(Op("layer_norm", {xt}, LnAttrs({3}, 0.0)), DType::kF32, {2, 3}, {-s, 0, s, -s, 0, s},
                1e-6);
+}
+
+// A row with no variance normalizes to exact zeros (the bias, with an affine) at any magnitude and
+// row length: found by the differential fuzzer, where a constant f64 row of large values came out
+// as +-1 on codegen (and would on eager for row lengths whose mean rounds). PyTorch 1.13 returns
+// 1.8e5 for [1e20, 1e20, 1e20] with eps 1e-3: not a reference to follow here.
+TEST(LayerNorm, ConstantRowsGiveZerosAtAnyMagnitude) {
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF64}) {
+    for (double v : {-3e-30, 0.1, 1.0 / 3.0, 7e9, -1e20, 3.3e30}) {
+      for (int64_t n : {1, 3, 7, 16, 1000, 4099}) {
+        SCOPED_TRACE(fmt::format("{} value {} row {}", dtype_name(dt), v, n));
+        Tensor x = Tensor::full(dt, {2, n}, v);
+        ExpectTensor(Op("layer_norm", {x}, LnAttrs({n}, 1e-3)), dt, {2, n},
+                     std::vector<double>(2 * n, 0.0), 0.0);
+        Tensor w = Tensor::full(dt, {n}, 2.0), b = Tensor::full(dt, {n}, 0.5);
+        ExpectTensor(Op("layer_norm", {x, w, b}, LnAttrs({n}, 1e-5)), dt, {2, n},
+                     std::vector<double>(2 * n, 0.5), 0.0);
+      }
+    }
+  }
 }
 
 TEST(LayerNorm, AgreesWithReferenceOnLongRows) {

@@ -65,8 +65,9 @@ int main(int argc, char** argv) {
     ++ran;
     flips += v.rounding_flips;
     amplified += v.amplified;
-    if (!v.valid) {
+    if (!v.valid) {  // not a finding, but never silent: the generator may have a gap to close
       ++invalid;
+      std::cout << fmt::format("seed {}: rejected by eager: {}\n", seed, v.why_invalid);
       continue;
     }
     if (!v.mismatches.empty()) {

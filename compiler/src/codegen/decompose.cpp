@@ -108,22 +108,35 @@ class Rewriter {
     return node("div", {e, s}, {}, "");
   }
 
+  // layer_norm as its eager kernel computes it, in f32 for bf16, over the row shifted so that a
+  // constant row centers to exact zeros whatever its magnitude (see layer_norm_kernel). Eager
+  // shifts by the row's first element; here the shift is the row's max, a reduction the row
+  // kernel computes in place, where a slice of the first element would be a view forcing the
+  // row's producer (a residual add, say) out of the kernel. Both are exact for constant rows and
+  // differ otherwise only in rounding. Over an empty row (no max) the node stays whole.
   ValueId layer_norm(const std::vector<ValueId>& ops, const TensorType& t, const Attrs& attrs) {
     const auto& ns = attrs.get_ints("normalized_shape");
     const int64_t rank = static_cast<int64_t>(t.shape.size());
     std::vector<int64_t> dims;
-    for (int64_t d = rank - static_cast<int64_t>(ns.size()); d < rank; ++d) dims.push_back(d);
+    for (int64_t d = rank - static_cast<int64_t>(ns.size()); d < rank; ++d) {
+      if (t.shape[static_cast<size_t>(d)] == 0) return -1;
+      dims.push_back(d);
+    }
     Attrs red{{"dims", dims}, {"keepdim", true}};
-    ValueId mean = node("mean", {ops[0]}, red, "mean");
-    ValueId centered = node("sub", {ops[0], mean}, {}, "centered");
+    const DType ct = compute_dtype(t.dtype);
+    const ValueId xc = widen(ops[0], t.dtype, "f32");
+    const ValueId row_max = node("amax", {xc}, red, "max");
+    const ValueId x = node("sub", {xc, row_max}, {}, "shifted");
+    const ValueId mean = node("mean", {x}, red, "mean");
+    const ValueId centered = node("sub", {x, mean}, {}, "centered");
     ValueId var = node("mean", {node("mul", {centered, centered}, {}, "sq")}, red, "var");
-    ValueId eps = scalar(t.dtype, attrs.get_float_or("eps", 1e-5), "eps");
+    ValueId eps = scalar(ct, attrs.get_float_or("eps", 1e-5), "eps");
     ValueId inv = node("rsqrt", {node("add", {var, eps}, {}, "var_eps")}, {}, "rstd");
     const bool affine_w = ops.size() > 1, affine_b = ops.size() > 2;
-    ValueId y = node("mul", {centered, inv}, {}, affine_w ? "normed" : "");
-    if (affine_w) y = node("mul", {y, ops[1]}, {}, affine_b ? "scaled" : "");
-    if (affine_b) y = node("add", {y, ops[2]}, {}, "");
-    return y;
+    ValueId y = node("mul", {centered, inv}, {}, affine_w ? "normed" : last(t.dtype, "normed"));
+    if (affine_w) y = node("mul", {y, ops[1]}, {}, affine_b ? "scaled" : last(t.dtype, "scaled"));
+    if (affine_b) y = node("add", {y, ops[2]}, {}, last(t.dtype, "biased"));
+    return narrow(y, t.dtype);
   }
 
   // bf16 activations and batch_norm compute in f32 and round once at the end, as their eager

@@ -154,6 +154,10 @@ TensorType softmax_rule(std::span<const TensorType> in, const Attrs& attrs) {
 
 // layer_norm over the trailing normalized_shape: per row, mean and biased variance (two passes, in
 // float lanes with double block totals; double for f64), then (x - mean) * rstd * weight + bias.
+// Both passes work on the row shifted by its first element: a constant row then centers to exact
+// zeros, as PyTorch's Welford moments give. The plain mean of n copies of x is not always x, and at
+// large magnitudes (|x| above ~1e14 for eps 1e-5) the deviations it leaves dwarf eps and normalize
+// to +-1 instead of 0.
 Tensor layer_norm_kernel(std::span<const Tensor> in, const Attrs& attrs) {
   const Tensor x = in[0].contiguous();
   const Tensor w = in.size() > 1 ? in[1].contiguous() : Tensor();
@@ -174,12 +178,12 @@ Tensor layer_norm_kernel(std::span<const Tensor> in, const Attrs& attrs) {
     for (int64_t row = 0; row < rows; ++row) {
       const T* xr = xp + row * n;
       T* orow = op + row * n;
-      const double mean_d =
-          lane_sum<Acc, double>(n, [&](int64_t i) { return static_cast<Acc>(xr[i]); }) / n;
-      const Acc mean = static_cast<Acc>(mean_d);
+      const Acc first = static_cast<Acc>(xr[0]);
+      auto shifted = [&](int64_t i) { return static_cast<Acc>(static_cast<Acc>(xr[i]) - first); };
+      const Acc mean = static_cast<Acc>(lane_sum<Acc, double>(n, shifted) / n);  // of x - first
       const double var = lane_sum<Acc, double>(n,
                                                [&](int64_t i) {
-                                                 const Acc dev = static_cast<Acc>(xr[i]) - mean;
+                                                 const Acc dev = shifted(i) - mean;
                                                  return dev * dev;
                                                }) /
                          n;
@@ -187,17 +191,17 @@ Tensor layer_norm_kernel(std::span<const Tensor> in, const Attrs& attrs) {
       if (wp != nullptr && bp != nullptr) {
 #pragma omp simd
         for (int64_t i = 0; i < n; ++i) {
-          store_as(orow + i, (static_cast<Acc>(xr[i]) - mean) * rstd * static_cast<Acc>(wp[i]) +
-                                 static_cast<Acc>(bp[i]));
+          store_as(orow + i,
+                   (shifted(i) - mean) * rstd * static_cast<Acc>(wp[i]) + static_cast<Acc>(bp[i]));
         }
       } else if (wp != nullptr) {
 #pragma omp simd
         for (int64_t i = 0; i < n; ++i) {
-          store_as(orow + i, (static_cast<Acc>(xr[i]) - mean) * rstd * static_cast<Acc>(wp[i]));
+          store_as(orow + i, (shifted(i) - mean) * rstd * static_cast<Acc>(wp[i]));
         }
       } else {
 #pragma omp simd
-        for (int64_t i = 0; i < n; ++i) store_as(orow + i, (static_cast<Acc>(xr[i]) - mean) * rstd);
+        for (int64_t i = 0; i < n; ++i) store_as(orow + i, (shifted(i) - mean) * rstd);
       }
     }
   });
