@@ -229,6 +229,42 @@ TEST(Matmul, DegenerateSizes) {
       DType::kF32, {3, 0, 2}, {});
 }
 
+// K = 0 in every operand layout an empty tensor can have (its strides are then arbitrary: a
+// contiguous [3,0] has row stride 0, an expanded one 0 in both, a transposed one swaps them): the
+// product is zeros, linear gives its bias, addmm beta * input. The differential fuzzer found eager
+// rejecting an expanded [3,0] operand ("invalid leading dimensions lda=0").
+TEST(Matmul, EmptyInnerDimensionInEveryLayout) {
+  for (DType dt : {DType::kF32, DType::kF64}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const std::vector<Tensor> lhs = {
+        Tensor::empty(dt, {3, 0}),
+        Op("expand", {Tensor::empty(dt, {1, 0})}, Attrs{{"shape", std::vector<int64_t>{3, 0}}}),
+        Op("transpose", {Tensor::empty(dt, {0, 3})},
+           Attrs{{"dim0", int64_t{0}}, {"dim1", int64_t{1}}})};
+    const std::vector<Tensor> rhs = {
+        Tensor::empty(dt, {0, 2}),
+        Op("expand", {Tensor::empty(dt, {0, 1})}, Attrs{{"shape", std::vector<int64_t>{0, 2}}}),
+        Op("transpose", {Tensor::empty(dt, {2, 0})},
+           Attrs{{"dim0", int64_t{0}}, {"dim1", int64_t{1}}})};
+    for (size_t i = 0; i < lhs.size(); ++i) {
+      for (size_t j = 0; j < rhs.size(); ++j) {
+        SCOPED_TRACE(::testing::Message() << "lhs layout " << i << ", rhs layout " << j);
+        ExpectTensor(Op("matmul", {lhs[i], rhs[j]}), dt, {3, 2}, std::vector<double>(6, 0.0));
+        // Batched: the same operands broadcast over a batch of 2.
+        Tensor batched = Op("expand", {Op("unsqueeze", {lhs[i]}, Attrs{{"dim", int64_t{0}}})},
+                            Attrs{{"shape", std::vector<int64_t>{2, 3, 0}}});
+        ExpectTensor(Op("matmul", {batched, rhs[j]}), dt, {2, 3, 2}, std::vector<double>(12, 0.0));
+        Tensor w = Op("transpose", {rhs[j]}, Attrs{{"dim0", int64_t{0}}, {"dim1", int64_t{1}}});
+        ExpectTensor(Op("linear", {lhs[i], w, T(dt, {2}, {1.5, -2})}), dt, {3, 2},
+                     {1.5, -2, 1.5, -2, 1.5, -2});
+        ExpectTensor(
+            Op("addmm", {T(dt, {2}, {1, 2}), lhs[i], rhs[j]}, Attrs{{"beta", 0.5}, {"alpha", 3.0}}),
+            dt, {3, 2}, {0.5, 1, 0.5, 1, 0.5, 1});
+      }
+    }
+  }
+}
+
 TEST(Matmul, Errors) {
   Tensor a = T(DType::kF32, {2, 3}, {1, 2, 3, 4, 5, 6});
   ExpectError("matmul", {a, Tensor::zeros(DType::kF32, {4, 2})}, {},

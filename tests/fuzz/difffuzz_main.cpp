@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
       "also run with -c fusion=off on every k-th graph (0: never)")(
       "shard", po::value(&shard)->default_value(0), "run graphs i with i % shards == shard")(
       "shards", po::value(&shards)->default_value(1), "number of shards")(
-      "out,o", po::value(&out_dir), "write each failing graph here as seed_<S>.graph");
+      "out,o", po::value(&out_dir),
+      "write each failing graph here as seed_<S>.graph (rejected_<S>.graph when eager rejects it)");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, opts), vm);
@@ -68,6 +69,11 @@ int main(int argc, char** argv) {
     if (!v.valid) {  // not a finding, but never silent: the generator may have a gap to close
       ++invalid;
       std::cout << fmt::format("seed {}: rejected by eager: {}\n", seed, v.why_invalid);
+      if (!out_dir.empty()) {
+        std::filesystem::create_directories(out_dir);
+        std::ofstream(std::filesystem::path(out_dir) / fmt::format("rejected_{}.graph", seed))
+            << print_graph(g);
+      }
       continue;
     }
     if (!v.mismatches.empty()) {

@@ -141,8 +141,11 @@ void gemm_batched_f32(bool trans_a, bool trans_b, int64_t batch, int64_t m, int6
                       int64_t stride_b, float* c, int64_t ldc, int64_t stride_c, float beta,
                       float alpha) {
   if (batch <= 0 || m <= 0 || n <= 0) return;
-  if (lda < std::max<int64_t>(1, trans_a ? m : k) || ldb < std::max<int64_t>(1, trans_b ? k : n) ||
-      ldc < std::max<int64_t>(1, n) || (batch > 1 && stride_c == 0)) {
+  // With k == 0 neither operand is read: an empty operand's leading dimension may be anything
+  // (a [3,0] tensor's row stride is 0).
+  const bool operands_ok = k == 0 || (lda >= std::max<int64_t>(1, trans_a ? m : k) &&
+                                      ldb >= std::max<int64_t>(1, trans_b ? k : n));
+  if (!operands_ok || ldc < std::max<int64_t>(1, n) || (batch > 1 && stride_c == 0)) {
     throw Error(
         fmt::format("gemm_f32: invalid leading dimensions lda={} ldb={} ldc={} for m={} n={} k={}",
                     lda, ldb, ldc, m, n, k));
