@@ -28,14 +28,16 @@ GlobalRegistry& global_state() {
 }  // namespace
 
 OpRegistry& OpRegistry::global() {
-  GlobalRegistry& g = global_state();
-  std::lock_guard<std::mutex> lock(g.mutex);
-  if (!g.registry) {
+  // Built once (a thread-safe static), so looking ops up afterwards takes no lock.
+  static OpRegistry* const registry = [] {
+    GlobalRegistry& g = global_state();
+    std::lock_guard<std::mutex> lock(g.mutex);
     g.registry = new OpRegistry();
     for (Installer install : g.pending) install(*g.registry);
     g.pending.clear();
-  }
-  return *g.registry;
+    return g.registry;
+  }();
+  return *registry;
 }
 
 void OpRegistry::add_installer(Installer install) {

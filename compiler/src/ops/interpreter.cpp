@@ -50,7 +50,6 @@ std::vector<Tensor> Interpreter::execute(std::span<const Tensor> inputs,
     operands.clear();
     for (ValueId v : n.operands) operands.push_back(env[v]);
     env[n.output] = run_node(static_cast<int>(i), operands);
-    operands.clear();
     for (ValueId v : n.operands) {
       if (last_use[v] == static_cast<int>(i) && graph_.value(v).kind == ValueKind::kNode)
         env[v] = Tensor();
