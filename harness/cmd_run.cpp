@@ -5,6 +5,9 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <ctime>
 #include <iostream>
 #include <regex>
 #include <sstream>
@@ -74,13 +77,33 @@ void apply_fallback_affinity() {
     throw Error(fmt::format("cannot bind to cores {}", spec));
 }
 
+// --seed: a decimal uint64, or "daily".
+uint64_t parse_seed(const std::string& text) {
+  if (text == "daily") {
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    return static_cast<uint64_t>((tm.tm_year + 1900) * 10000 + (tm.tm_mon + 1) * 100 + tm.tm_mday);
+  }
+  const bool digits =
+      !text.empty() && text.size() <= 20 &&
+      std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = digits ? std::strtoull(text.c_str(), &end, 10) : 0;
+  if (!digits || errno == ERANGE || *end != '\0')
+    throw po::error(
+        fmt::format("--seed must be a number from 0 to 2^64-1 or 'daily', got '{}'", text));
+  return v;
+}
+
 }  // namespace
 
 int run_command(const std::vector<std::string>& args) {
   RunConfig cfg;
   LaunchOptions launch;
   std::vector<std::string> suites, backends, only, config;
-  std::string filter, exclude, shard, mode = "accuracy";
+  std::string filter, exclude, shard, mode = "accuracy", seed;
   po::options_description what("what to run");
   what.add_options()("suite,s", po::value(&suites)->composing(),
                      "suite names or manifest paths (comma-separated)")(
@@ -107,7 +130,15 @@ int run_command(const std::vector<std::string>& args) {
       "be made, the address space (RLIMIT_AS) of each process instead. At least 64 (128 under "
       "RLIMIT_AS)")("threads,t", po::value(&cfg.threads)->default_value(0),
                     "OpenMP threads per worker (0: all)")(
-      "seed", po::value(&cfg.seed)->default_value(0), "seed of the model inputs")(
+      "seed", po::value(&seed)->default_value("0"),
+      "seed of every input and parameter recipe: a number, or 'daily' for the seed of the day "
+      "(YYYYMMDD in UTC), as the nightly runs")(
+      "min-sample-ms", po::value(&cfg.min_sample_ms)->default_value(1.0),
+      "performance: each timed sample calls the graph back to back until it lasts this long")(
+      "retry-noisy", po::value(&cfg.retry_noisy)->default_value(0),
+      "performance: rerun a model's timing up to N times while a result is noisy")(
+      "no-audit", po::bool_switch(&cfg.no_audit),
+      "performance: skip auditing the timed outputs (only to measure what the audit costs)")(
       "variant", po::value(&cfg.variant)->default_value("full"),
       "built-in models: full | small (CI-sized)")(
       "batch-size", po::value(&cfg.batch_size)->default_value(0),
@@ -175,6 +206,10 @@ int run_command(const std::vector<std::string>& args) {
     }
   }
   if (cfg.threads < 0) throw po::error("--threads must be >= 0");
+  cfg.seed = parse_seed(seed);
+  if (!(cfg.min_sample_ms > 0) || cfg.min_sample_ms > 60'000)
+    throw po::error("--min-sample-ms must be above 0 and at most 60000");
+  if (cfg.retry_noisy < 0) throw po::error("--retry-noisy must be >= 0");
   if (cfg.variant != "full" && cfg.variant != "small")
     throw po::error(fmt::format("--variant must be full or small, got '{}'", cfg.variant));
   if (cfg.batch_size < 0) throw po::error("--batch-size must be >= 0");

@@ -22,6 +22,8 @@ int worker_command(const std::vector<std::string>& args) {
       "profile", po::bool_switch(&job.profile), "run-graph: per-kernel timings")(
       "repeat", po::value(&job.repeat), "timed repeats")("warmup", po::value(&job.warmup),
                                                          "warm-up runs")(
+      "min-sample-ms", po::value(&job.min_sample_ms), "timing: shortest sample")(
+      "no-audit", po::bool_switch(&job.no_audit), "timing: skip the output audit")(
       "report", po::value(&job.report)->required(), "report file")(
       "plugin-path", po::value(&job.plugin_paths)->composing(), "plugin directories")(
       "config,c", po::value(&config)->composing(), "backend option key=value");

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <boost/version.hpp>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -85,19 +84,6 @@ std::string git_commit() {
 }
 
 }  // namespace
-
-double noise_canary_ms() {
-  auto t0 = std::chrono::steady_clock::now();
-  uint64_t x = 88172645463325252ull;
-  for (int i = 0; i < 20'000'000; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-  }
-  volatile uint64_t sink = x;
-  (void)sink;
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 reports::RunEnvironment capture_environment(int threads) {
   reports::RunEnvironment e;

@@ -1,4 +1,4 @@
-// Captures the machine and build facts a run is recorded with, and times the noise canary.
+// Captures the machine and build facts a run is recorded with.
 #pragma once
 
 #include "crucible/reports/records.h"
@@ -9,9 +9,5 @@ namespace crucible {
 // git commit, the CPU affinity and OpenMP/allocator variables in effect. `threads`: the worker
 // thread count.
 reports::RunEnvironment capture_environment(int threads);
-
-// Milliseconds of a fixed single-threaded reference loop (a dependent integer chain that neither
-// memory nor frequency boosts change much): recorded before each run so a noisy machine shows.
-double noise_canary_ms();
 
 }  // namespace crucible

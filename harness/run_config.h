@@ -18,6 +18,9 @@ struct RunConfig {
   std::string mode = "accuracy";      // accuracy | performance | both
   int repeat = 10;
   int warmup = 3;
+  double min_sample_ms = 1.0;  // a timed sample calls the graph until it lasts this long
+  int retry_noisy = 0;         // reruns of a model's timing while a result is noisy
+  bool no_audit = false;       // time without the output audit (to measure its cost)
   double timeout_s = 600;
   int64_t memory_limit_mb = 0;  // 0: none (the CLI defaults to 80% of RAM)
   int threads = 0;

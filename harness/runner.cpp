@@ -13,6 +13,7 @@
 #include <set>
 
 #include "builtin_models.h"
+#include "contention.h"
 #include "crucible/core/quote.h"
 #include "crucible/ir/text_format.h"
 #include "crucible/plugin_file.h"
@@ -71,6 +72,13 @@ class Progress {
   size_t done_ = 0;
   std::chrono::steady_clock::time_point start_;
 };
+
+std::string first_noise_reason(const std::map<std::string, ResultRecord>& results) {
+  for (const auto& [backend, r] : results) {
+    if (r.noisy) return r.noise_reason;
+  }
+  return "";
+}
 
 class Runner {
  public:
@@ -193,6 +201,8 @@ class Runner {
     job.cosine = m.cosine;
     job.repeat = cfg_.repeat;
     job.warmup = cfg_.warmup;
+    job.min_sample_ms = cfg_.min_sample_ms;
+    job.no_audit = cfg_.no_audit;
     job.plugin_paths = cfg_.plugin_paths;
     job.config = cfg_.config;
     return job;
@@ -253,12 +263,24 @@ class Runner {
     }
     if (g_interrupted) return;
     std::map<std::string, ResultRecord> by_backend;
-    if (!loadable.empty()) {
+    // A noisy timing is rerun (--retry-noisy) as a whole: the backends are timed side by side, so
+    // the speed-ups stay ratios of one attempt's medians.
+    for (int attempt = 1; !loadable.empty() && !g_interrupted; ++attempt) {
       WorkerJob timing = make_job(m, batch, "timing", loadable);
-      for (auto& r : run_job(timing, fmt::format("{}.timing", file_component(m.name))))
+      by_backend.clear();
+      bool noisy = false;
+      for (auto& r : run_job(timing, fmt::format("{}.timing", file_component(m.name)))) {
+        r.attempts = attempt;
+        noisy = noisy || r.noisy;
         by_backend[r.backend] = r;
+      }
+      if (!noisy || attempt > cfg_.retry_noisy) break;
+      std::cerr << fmt::format("{}/{}: timing was noisy ({}), retrying ({} of {})\n",
+                               escape_controls(m.suite), escape_controls(m.name),
+                               first_noise_reason(by_backend), attempt, cfg_.retry_noisy);
     }
-    const double eager_median = reports::summarize(by_backend["eager"].samples_ms).median;
+    const ResultRecord& eager = by_backend["eager"];
+    const double eager_median = reports::summarize(eager.samples_ms).median;
     for (const auto& b : perf_backends_) {
       ResultRecord r = blank(m, b, "performance", batch);
       if (std::find(timed.begin(), timed.end(), b) == timed.end()) {
@@ -268,17 +290,24 @@ class Runner {
         continue;
       }
       const ResultRecord& p = profile[b];
-      const ResultRecord& t = by_backend[b];
-      r.status = p.status != Status::kPass ? p.status : t.status;
-      r.error = p.status != Status::kPass ? p.error : t.error;
-      r.samples_ms = t.samples_ms;
+      if (auto t = by_backend.find(b); t != by_backend.end()) r = t->second;
+      if (p.status != Status::kPass) {
+        r.status = p.status;
+        r.error = p.error;
+      }
       r.compile_s = p.compile_s;
       r.compile_warm_s = p.compile_warm_s;
       r.kernels = p.kernels;
       if (peak[b] > 0) r.peak_rss_mb = peak[b];
       const double median = reports::summarize(r.samples_ms).median;
-      if (std::isfinite(eager_median) && std::isfinite(median) && median > 0)
+      // A speed-up is reported only between two timings that passed their audit.
+      if (r.status == Status::kPass && eager.status == Status::kPass &&
+          std::isfinite(eager_median) && std::isfinite(median) && median > 0)
         r.speedup = eager_median / median;
+      if (!r.counters_unavailable.empty() && !counters_note_shown_) {
+        counters_note_shown_ = true;
+        std::cerr << "counters not recorded: " << r.counters_unavailable << "\n";
+      }
       if (peak["eager"] > 0 && peak[b] > 0) r.memory_ratio = peak["eager"] / peak[b];
       record(m, r, progress);
     }
@@ -303,6 +332,7 @@ class Runner {
   ChildLimits limits_;
   std::vector<std::string> perf_backends_;
   std::vector<ResultRecord> results_;
+  bool counters_note_shown_ = false;
 };
 
 }  // namespace
@@ -352,6 +382,7 @@ int execute_run(const RunConfig& cfg) {
   info.mode = cfg.mode;
   info.env = capture_environment(cfg.threads);
   info.env.canary_ms = noise_canary_ms();
+  info.env.seed = cfg.seed;
   info.env.command = cfg.command_line;
   const int64_t run_id = store->begin_run(info);
   const fs::path out_dir = cfg.output_dir.empty()

@@ -1,6 +1,6 @@
-// The three worker jobs. Accuracy: eager twice (determinism), the fp64 reference, then the backend,
+// The worker jobs. Accuracy: eager twice (determinism), the fp64 reference, then the backend,
 // compared output by output. Profile: cold and warm compile, warm-up, a profiled pass for kernel
-// timings. Timing: every backend compiled, warmed up, then timed repeat by repeat, interleaved.
+// timings. Timing is in timing_job.cpp.
 #include "worker.h"
 
 #include <fmt/format.h>
@@ -9,12 +9,14 @@
 
 #include <chrono>
 #include <new>
+#include <optional>
 
 #include "accuracy.h"
 #include "crucible/ir/text_format.h"
 #include "crucible/ir/transforms.h"
 #include "crucible/plugin_loader.h"
-#include "worker_report.h"
+#include "perf_counters.h"
+#include "worker_session.h"
 
 namespace crucible {
 
@@ -28,50 +30,6 @@ double seconds_since(Clock::time_point t0) {
 
 std::vector<std::string> flag(const std::string& name, const std::string& value) {
   return {"--" + name, value};
-}
-
-// Everything a job needs about its model and backends, loaded once.
-struct Session {
-  const WorkerJob& job;
-  ReportWriter report;
-  Graph graph;
-  std::vector<Tensor> inputs;
-
-  explicit Session(const WorkerJob& j) : job(j), report(j.report) {}
-
-  reports::ResultRecord record(const std::string& backend, const std::string& mode) const {
-    return reports::make_result(job.suite, job.model, backend, mode, job.batch_size);
-  }
-
-  std::unique_ptr<LoadedBackend> load(const std::string& name) {
-    return load_plugin(find_plugin(name, plugin_search_path(job.plugin_paths)));
-  }
-
-  plugin::Options options(const std::string& backend, bool profile) const {
-    plugin::Options o;
-    o.threads = job.threads;
-    o.profile = profile;
-    if (backend != "eager") o.config = job.config;
-    return o;
-  }
-};
-
-// Runs `body`; any exception becomes (status, message) in `r`. Returns true on success.
-template <typename F>
-bool attempt(reports::ResultRecord& r, reports::Status status, F&& body) {
-  try {
-    body();
-    return true;
-  } catch (const std::bad_alloc&) {
-    throw;  // handled by run_worker_job as oom
-  } catch (const std::exception& e) {
-    r.status = status;
-    r.error = e.what();
-  } catch (...) {
-    r.status = status;
-    r.error = "unknown exception";
-  }
-  return false;
 }
 
 void accuracy_job(Session& s) {
@@ -209,49 +167,6 @@ void profile_job(Session& s) {
   s.report.result(r);
 }
 
-void timing_job(Session& s) {
-  struct Entry {
-    std::string name;
-    std::unique_ptr<LoadedBackend> plugin;
-    std::unique_ptr<plugin::Executable> exe;
-    reports::ResultRecord r;
-    bool ok = true;
-  };
-  std::vector<Entry> entries;
-  for (const std::string& b : s.job.backends) {
-    Entry e{b, nullptr, nullptr, s.record(b, "performance")};
-    s.report.phase("load", b);
-    e.ok = attempt(e.r, Status::kFailToLoad, [&] { e.plugin = s.load(b); });
-    if (e.ok) {
-      s.report.phase("compile", b);
-      e.ok = attempt(e.r, Status::kFailToCompile,
-                     [&] { e.exe = e.plugin->backend().compile(s.graph, s.options(b, false)); });
-    }
-    if (e.ok) {
-      s.report.phase("warmup", b);
-      e.ok = attempt(e.r, Status::kFailToRun, [&] {
-        for (int i = 0; i < s.job.warmup; ++i) e.exe->run(s.inputs);
-      });
-    }
-    entries.push_back(std::move(e));
-  }
-  s.report.phase("timing", "");
-  for (int rep = 0; rep < s.job.repeat; ++rep) {
-    for (Entry& e : entries) {
-      if (!e.ok) continue;
-      e.ok = attempt(e.r, Status::kFailToRun, [&] {
-        auto t0 = Clock::now();
-        auto out = e.exe->run(s.inputs);
-        e.r.samples_ms.push_back(seconds_since(t0) * 1e3);
-      });
-    }
-  }
-  for (Entry& e : entries) {
-    if (e.ok) e.r.status = Status::kPass;
-    s.report.result(e.r);
-  }
-}
-
 }  // namespace
 
 std::vector<std::string> WorkerJob::to_args() const {
@@ -269,6 +184,8 @@ std::vector<std::string> WorkerJob::to_args() const {
   if (cosine) a.push_back("--cosine");
   add(flag("repeat", std::to_string(repeat)));
   add(flag("warmup", std::to_string(warmup)));
+  add(flag("min-sample-ms", fmt::format("{}", min_sample_ms)));
+  if (no_audit) a.push_back("--no-audit");
   if (profile) a.push_back("--profile");
   add(flag("report", report));
   for (const auto& p : plugin_paths) add(flag("plugin-path", p));
@@ -280,16 +197,20 @@ int run_worker_job(const WorkerJob& job) {
   if (job.threads > 0) omp_set_num_threads(job.threads);
   if (job.job == "run-graph") return run_graph_job(job);
   Session s(job);
+  // Opened before anything can start a thread, so every thread's work is counted.
+  std::optional<PerfCounters> counters;
+  if (job.job == "timing") counters.emplace();
   try {
     s.report.phase("load", "");
     s.graph = load_graph_file(job.graph);
+    reseed_params(s.graph, job.seed);
     s.inputs = make_inputs(s.graph, job.seed);
     if (job.job == "accuracy") {
       accuracy_job(s);
     } else if (job.job == "profile") {
       profile_job(s);
     } else if (job.job == "timing") {
-      timing_job(s);
+      timing_job(s, *counters);
     } else {
       throw Error(fmt::format("unknown worker job '{}'", job.job));
     }

@@ -24,7 +24,9 @@ struct WorkerJob {
   bool cosine = false;
   int repeat = 10;
   int warmup = 3;
-  bool profile = false;  // run-graph: per-kernel timings
+  double min_sample_ms = 1.0;  // timing: a sample runs the graph enough times to last this long
+  bool no_audit = false;       // timing: skip the audit (to measure what it costs)
+  bool profile = false;        // run-graph: per-kernel timings
   std::string report;
   std::vector<std::string> plugin_paths;
   std::map<std::string, std::string> config;  // for every backend but eager (run-graph: all)

@@ -89,6 +89,27 @@ void ReportWriter::result(const reports::ResultRecord& r) {
   }
   for (const auto& k : r.kernels)
     line({"kernel", k.name, std::to_string(k.calls), std::to_string(k.total_ns)});
+  if (r.pass_suspicious) line({"pass_suspicious"});
+  if (r.calls_per_sample > 0) {
+    line({"timing", std::to_string(r.calls_per_sample), num(r.timer_overhead_ns),
+          std::to_string(r.attempts)});
+  }
+  if (!r.audit.empty()) line({"audit", r.audit});
+  for (const auto& [name, series] :
+       {std::pair{"instructions", &r.instructions}, std::pair{"cycles", &r.cycles},
+        std::pair{"page_faults", &r.page_faults}}) {
+    if (series->empty()) continue;
+    std::vector<std::string> fields{"series", name};
+    for (double v : *series) fields.push_back(num(v));
+    line(fields);
+  }
+  if (!r.counters_unavailable.empty()) line({"counters_unavailable", r.counters_unavailable});
+  if (r.contention) {
+    const auto& c = *r.contention;
+    line({"contention", num(c.run_delay), num(c.other_cpu), num(c.steal),
+          std::to_string(c.involuntary_switches), num(c.canary_before_ms), num(c.canary_after_ms)});
+  }
+  if (r.noisy) line({"noisy", r.noise_reason});
   line({"end"});
 }
 
@@ -170,6 +191,29 @@ WorkerReport read_report(const std::filesystem::path& path) {
         cur.accuracy.push_back(a);
       } else if (k == "kernel" && f.size() >= 4) {
         cur.kernels.push_back({f[1], i64(f[2]), i64(f[3])});
+      } else if (k == "pass_suspicious") {
+        cur.pass_suspicious = true;
+      } else if (k == "timing" && f.size() >= 4) {
+        cur.calls_per_sample = i64(f[1]);
+        cur.timer_overhead_ns = d(f[2]);
+        cur.attempts = static_cast<int>(i64(f[3]));
+      } else if (k == "audit") {
+        cur.audit = f.at(1);
+      } else if (k == "series" && f.size() >= 2) {
+        std::vector<double>* series = f[1] == "instructions"  ? &cur.instructions
+                                      : f[1] == "cycles"      ? &cur.cycles
+                                      : f[1] == "page_faults" ? &cur.page_faults
+                                                              : nullptr;
+        if (series == nullptr) throw Error("unknown series '" + f[1] + "'");
+        for (size_t i = 2; i < f.size(); ++i) series->push_back(d(f[i]));
+      } else if (k == "counters_unavailable") {
+        cur.counters_unavailable = f.at(1);
+      } else if (k == "contention" && f.size() >= 7) {
+        cur.contention =
+            reports::Contention{d(f[1]), d(f[2]), d(f[3]), i64(f[4]), d(f[5]), d(f[6])};
+      } else if (k == "noisy") {
+        cur.noisy = true;
+        cur.noise_reason = f.at(1);
       } else if (k == "end") {
         rep.results.push_back(std::move(cur));
         open = false;

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "crucible/reports/json.h"
+#include "schema.h"
 
 namespace crucible::reports {
 namespace {
@@ -103,6 +104,32 @@ TEST_F(StoreTest, RunOfADeadProcessIsMarkedIncompleteOnOpen) {
   EXPECT_EQ(Store::open(path_)->runs().at(0).status, "incomplete");
 }
 
+// A database written by the first schema (before the audited timing) keeps its rows and gains
+// the new columns with their defaults.
+TEST_F(StoreTest, VersionOneDatabaseMigratesAndKeepsItsRows) {
+  const std::string sql = std::string(migrations().at(0)) +
+                          "CREATE TABLE schema_version (version INTEGER NOT NULL);"
+                          "INSERT INTO schema_version VALUES (1);"
+                          "INSERT INTO runs (started_at, status, suites, backends, mode, hostname,"
+                          " pid) VALUES ('2026-01-01', 'complete', 's', 'eager', 'performance',"
+                          " 'h', 1);"
+                          "INSERT INTO results (run_id, suite, model, backend, mode, batch_size,"
+                          " status, created_at) VALUES (1, 's', 'm', 'eager', 'performance', 1,"
+                          " 'pass', '2026-01-01');";
+  std::ofstream(path_.string() + ".sql") << sql;
+  ASSERT_EQ(std::system(("sqlite3 " + path_.string() + " < " + path_.string() + ".sql").c_str()),
+            0);
+  fs::remove(path_.string() + ".sql");
+  auto store = Store::open(path_);
+  EXPECT_EQ(store->schema_version(), Store::kSchemaVersion);
+  auto rows = store->results(1);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].model, "m");
+  EXPECT_FALSE(rows[0].noisy);
+  EXPECT_EQ(rows[0].audit, "");
+  EXPECT_EQ(store->integrity_check(), "ok");
+}
+
 TEST_F(StoreTest, NewerSchemaAndForeignFilesAreRefused) {
   { Store::open(path_); }
   ASSERT_EQ(
@@ -114,7 +141,8 @@ TEST_F(StoreTest, NewerSchemaAndForeignFilesAreRefused) {
     ADD_FAILURE();
   } catch (const StoreError& e) {
     EXPECT_NE(
-        std::string(e.what()).find("database schema version 99 is newer than this crucible's 1"),
+        std::string(e.what()).find("database schema version 99 is newer than this crucible's " +
+                                   std::to_string(Store::kSchemaVersion)),
         std::string::npos)
         << e.what();
   }

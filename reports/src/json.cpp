@@ -23,4 +23,11 @@ std::string json_object(const std::map<std::string, std::string>& m) {
   return out + "}";
 }
 
+std::string json_numbers(const std::map<std::string, double>& m) {
+  std::string out = "{";
+  for (const auto& [k, v] : m)
+    out += fmt::format("{}{}: {}", out.size() > 1 ? ", " : "", json_string(k), json_number(v));
+  return out + "}";
+}
+
 }  // namespace crucible::reports

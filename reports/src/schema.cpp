@@ -1,4 +1,5 @@
 // Migration 0 -> 1: runs, results, per-output accuracy and per-kernel timings.
+// Migration 1 -> 2: the audited, noise-aware timing (seed, percentiles, counters, contention).
 #include "schema.h"
 
 namespace crucible::reports {
@@ -78,6 +79,26 @@ CREATE TABLE kernels (
   total_ns  INTEGER NOT NULL
 );
 CREATE INDEX kernels_by_result ON kernels(result_id);
+)sql",
+      R"sql(
+ALTER TABLE runs ADD COLUMN seed INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN p10_ms REAL;
+ALTER TABLE results ADD COLUMN p90_ms REAL;
+ALTER TABLE results ADD COLUMN cv REAL;
+ALTER TABLE results ADD COLUMN calls_per_sample INTEGER;
+ALTER TABLE results ADD COLUMN timer_overhead_ns REAL;
+ALTER TABLE results ADD COLUMN audit TEXT NOT NULL DEFAULT '';
+ALTER TABLE results ADD COLUMN instructions BLOB;
+ALTER TABLE results ADD COLUMN cycles BLOB;
+ALTER TABLE results ADD COLUMN page_faults BLOB;
+ALTER TABLE results ADD COLUMN instructions_median REAL;
+ALTER TABLE results ADD COLUMN instructions_cv REAL;
+ALTER TABLE results ADD COLUMN counters_unavailable TEXT NOT NULL DEFAULT '';
+ALTER TABLE results ADD COLUMN noisy INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN noise_reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE results ADD COLUMN contention_json TEXT;
+ALTER TABLE results ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE results ADD COLUMN pass_suspicious INTEGER NOT NULL DEFAULT 0;
 )sql",
   };
   return kMigrations;

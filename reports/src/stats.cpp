@@ -12,7 +12,7 @@ SampleStats summarize(const std::vector<double>& samples) {
   s.n = static_cast<int64_t>(samples.size());
   if (samples.empty()) {
     const double nan = std::numeric_limits<double>::quiet_NaN();
-    s.median = s.mean = s.stdev = s.min = s.max = nan;
+    s.median = s.mean = s.stdev = s.min = s.max = s.p10 = s.p90 = s.cv = nan;
     return s;
   }
   std::vector<double> sorted = samples;
@@ -27,6 +27,14 @@ SampleStats summarize(const std::vector<double>& samples) {
   double sq = 0;
   for (double v : sorted) sq += (v - s.mean) * (v - s.mean);
   s.stdev = n > 1 ? std::sqrt(sq / static_cast<double>(n - 1)) : 0.0;
+  s.cv = s.mean != 0 ? s.stdev / s.mean : 0.0;
+  // Nearest rank: the smallest sample with at least p of the samples at or below it.
+  auto rank = [&](double p) {
+    const auto k = static_cast<size_t>(std::ceil(p * static_cast<double>(n)));
+    return sorted[std::clamp<size_t>(k, 1, n) - 1];
+  };
+  s.p10 = rank(0.10);
+  s.p90 = rank(0.90);
   return s;
 }
 

@@ -8,7 +8,7 @@ namespace crucible::reports {
 
 namespace {
 
-constexpr std::array<std::pair<Status, std::string_view>, 12> kNames = {{
+constexpr std::array<std::pair<Status, std::string_view>, 13> kNames = {{
     {Status::kPass, "pass"},
     {Status::kFailAccuracy, "fail_accuracy"},
     {Status::kFailToCompile, "fail_to_compile"},
@@ -21,6 +21,7 @@ constexpr std::array<std::pair<Status, std::string_view>, 12> kNames = {{
     {Status::kEagerTwoRunsDiffer, "eager_two_runs_differ"},
     {Status::kSkipped, "skipped"},
     {Status::kXfail, "xfail"},
+    {Status::kFailAccuracyInPerf, "fail_accuracy_in_perf"},
 }};
 
 }  // namespace

@@ -124,8 +124,8 @@ int64_t Store::begin_run(const RunInfo& run) {
               "INSERT INTO runs (started_at, status, tag, suites, backends, mode, hostname, pid, "
               "os, cpu_model, cores,"
               " isa_flags, compiler, libraries, git_commit, threads, canary_ms, command, "
-              "launcher_json, env_json)"
-              " VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+              "launcher_json, env_json, seed)"
+              " VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   std::map<std::string, std::string> env_map = {{"hostname", e.hostname},
                                                 {"os", e.os},
                                                 {"cpu_model", e.cpu_model},
@@ -155,7 +155,8 @@ int64_t Store::begin_run(const RunInfo& run) {
       .bind(16, e.canary_ms)
       .bind(17, e.command)
       .bind(18, json_object(e.launcher))
-      .bind(19, json_object(env_map));
+      .bind(19, json_object(env_map))
+      .bind(20, static_cast<int64_t>(e.seed));  // the seed's bits; SQLite integers are signed
   s.run();
   int64_t id = sqlite3_last_insert_rowid(db_);
   tx.commit();
@@ -170,8 +171,11 @@ int64_t Store::add_result(int64_t run_id, const ResultRecord& r) {
               "error, n_samples, median_ms,"
               " mean_ms, stdev_ms, min_ms, max_ms, samples, speedup, compile_s, compile_warm_s, "
               "peak_rss_mb,"
-              " memory_ratio, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-              "?, ?, ?, ?, ?)");
+              " memory_ratio, created_at, p10_ms, p90_ms, cv, calls_per_sample, timer_overhead_ns,"
+              " audit, instructions, cycles, page_faults, instructions_median, instructions_cv,"
+              " counters_unavailable, noisy, noise_reason, contention_json, attempts,"
+              " pass_suspicious) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+              " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   s.bind(1, run_id)
       .bind(2, r.suite)
       .bind(3, r.model)
@@ -186,18 +190,48 @@ int64_t Store::add_result(int64_t run_id, const ResultRecord& r) {
       .bind(12, finite(st.stdev))
       .bind(13, finite(st.min))
       .bind(14, finite(st.max));
-  // Raw samples as packed little-endian f64: compact, and exact for later statistics.
-  if (r.samples_ms.empty()) {
-    s.bind_null(15);
-  } else {
-    s.bind_blob(15, r.samples_ms.data(), r.samples_ms.size() * sizeof(double));
-  }
+  // Raw samples and counters as packed little-endian f64: compact, and exact for later statistics.
+  auto bind_doubles = [&](int index, const std::vector<double>& v) {
+    if (v.empty()) {
+      s.bind_null(index);
+    } else {
+      s.bind_blob(index, v.data(), v.size() * sizeof(double));
+    }
+  };
+  bind_doubles(15, r.samples_ms);
   s.bind(16, r.speedup)
       .bind(17, r.compile_s)
       .bind(18, r.compile_warm_s)
       .bind(19, r.peak_rss_mb)
       .bind(20, r.memory_ratio)
-      .bind(21, now_utc());
+      .bind(21, now_utc())
+      .bind(22, finite(st.p10))
+      .bind(23, finite(st.p90))
+      .bind(24, finite(st.cv))
+      .bind(25, r.calls_per_sample > 0 ? std::optional<double>(r.calls_per_sample) : std::nullopt)
+      .bind(26, r.timer_overhead_ns > 0 ? std::optional<double>(r.timer_overhead_ns) : std::nullopt)
+      .bind(27, r.audit);
+  bind_doubles(28, r.instructions);
+  bind_doubles(29, r.cycles);
+  bind_doubles(30, r.page_faults);
+  const SampleStats ins = summarize(r.instructions);
+  s.bind(31, finite(ins.median))
+      .bind(32, finite(ins.cv))
+      .bind(33, r.counters_unavailable)
+      .bind(34, static_cast<int64_t>(r.noisy))
+      .bind(35, r.noise_reason);
+  if (r.contention) {
+    const Contention& c = *r.contention;
+    s.bind(36, json_numbers({{"run_delay", c.run_delay},
+                             {"other_cpu", c.other_cpu},
+                             {"steal", c.steal},
+                             {"involuntary_switches", static_cast<double>(c.involuntary_switches)},
+                             {"canary_before_ms", c.canary_before_ms},
+                             {"canary_after_ms", c.canary_after_ms}}));
+  } else {
+    s.bind_null(36);
+  }
+  s.bind(37, static_cast<int64_t>(r.attempts)).bind(38, static_cast<int64_t>(r.pass_suspicious));
   s.run();
   const int64_t id = sqlite3_last_insert_rowid(db_);
   Statement acc(db_,
@@ -272,7 +306,8 @@ std::vector<ResultRow> Store::results(int64_t run_id) {
               "SELECT id, run_id, suite, model, backend, mode, status, error, batch_size, samples, "
               "speedup, compile_s,"
               " compile_warm_s, peak_rss_mb, memory_ratio,"
-              " (SELECT max(max_abs_err) FROM accuracy a WHERE a.result_id = results.id)"
+              " (SELECT max(max_abs_err) FROM accuracy a WHERE a.result_id = results.id),"
+              " noisy, pass_suspicious, audit, coalesce(calls_per_sample, 0)"
               " FROM results WHERE run_id = ? ORDER BY id");
   q.bind(1, run_id);
   std::vector<ResultRow> out;
@@ -295,6 +330,10 @@ std::vector<ResultRow> Store::results(int64_t run_id) {
     r.peak_rss_mb = q.optional_real(13);
     r.memory_ratio = q.optional_real(14);
     r.max_abs_err = q.optional_real(15);
+    r.noisy = q.int64(16) != 0;
+    r.pass_suspicious = q.int64(17) != 0;
+    r.audit = q.text(18);
+    r.calls_per_sample = q.int64(19);
     out.push_back(std::move(r));
   }
   return out;

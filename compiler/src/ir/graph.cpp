@@ -149,13 +149,18 @@ const std::vector<RecipeSpec>& recipe_specs() {
   };
   return specs;
 }
+
+const RecipeSpec* find_recipe(std::string_view kind) {
+  const auto& specs = recipe_specs();
+  auto spec =
+      std::find_if(specs.begin(), specs.end(), [&](const RecipeSpec& s) { return kind == s.kind; });
+  return spec == specs.end() ? nullptr : &*spec;
+}
 }  // namespace
 
 void check_initializer(const Initializer& init, const TensorType& type) {
-  const auto& specs = recipe_specs();
-  auto spec = std::find_if(specs.begin(), specs.end(),
-                           [&](const RecipeSpec& s) { return init.kind == s.kind; });
-  if (spec == specs.end()) {
+  const RecipeSpec* spec = find_recipe(init.kind);
+  if (spec == nullptr) {
     throw Error(
         fmt::format("unknown initializer '{}' (expected randn, uniform, randint, zeros, ones, "
                     "full or file)",
@@ -332,6 +337,24 @@ std::vector<Tensor> make_inputs(const Graph& g, uint64_t seed) {
     }
   }
   return inputs;
+}
+
+void reseed_params(Graph& g, uint64_t seed) {
+  if (seed == 0) return;
+  // Streams apart from make_inputs' (which uses 0, 1, ... for the inputs).
+  constexpr uint64_t kParamStreams = uint64_t{1} << 40;
+  for (size_t k = 0; k < g.params().size(); ++k) {
+    Value& v = g.mutable_value(g.params()[k]);
+    if (v.data.defined() || v.init.empty()) continue;
+    const RecipeSpec* spec = find_recipe(v.init.kind);
+    const bool seeded =
+        spec != nullptr && std::any_of(spec->args.begin(), spec->args.end(), [](const auto& a) {
+          return std::string_view(a.first) == "seed";
+        });
+    if (!seeded) continue;
+    const uint64_t own = static_cast<uint64_t>(v.init.args.get_int_or("seed", 0));
+    v.init.args.set("seed", static_cast<int64_t>(derive_seed(seed, kParamStreams + k) ^ own));
+  }
 }
 
 }  // namespace crucible

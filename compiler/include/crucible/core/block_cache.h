@@ -8,7 +8,7 @@
 namespace crucible {
 
 // Blocks of at least this many bytes go through the cache; smaller ones go straight to malloc.
-inline constexpr size_t kBlockCacheMinBytes = size_t{1} << 20;
+inline constexpr size_t kBlockCacheMinBytes = size_t{64} << 10;
 
 // 64-byte-aligned memory of `bytes` (already rounded by the caller to a multiple of 64).
 void* block_alloc(size_t bytes);

@@ -133,5 +133,9 @@ Tensor materialize(const Initializer& init, const TensorType& type,
 // Seeded inputs for a run: input k uses its recipe, or randn for floats / randint for integers and
 // bool, with stream derive_seed(seed, k).
 std::vector<Tensor> make_inputs(const Graph& g, uint64_t seed);
+// --seed for parameters: every random parameter recipe (randn, uniform, randint) of `g` draws from
+// stream derive_seed(seed, k) mixed with its own seed, so another run seed gives other weights.
+// Seed 0 leaves the recipes as written; bound data and file(...) parameters never change.
+void reseed_params(Graph& g, uint64_t seed);
 
 }  // namespace crucible

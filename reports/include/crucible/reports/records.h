@@ -26,6 +26,7 @@ struct RunEnvironment {
       launcher;          // numactl cores/membind, OMP/KMP variables, allocator, ...
   double canary_ms = 0;  // the noise canary: a fixed reference loop timed before the run
   std::string command;   // the command line
+  uint64_t seed = 0;     // of every input and parameter recipe (--seed)
 };
 
 struct RunInfo {
@@ -56,6 +57,16 @@ struct KernelTiming {
   int64_t total_ns = 0;
 };
 
+// How much the machine disturbed a timed result, measured around its samples.
+struct Contention {
+  double run_delay = 0;  // fraction of sample time the worker's threads waited for a CPU
+  double other_cpu = 0;  // CPU time of other processes, as a fraction of all cores, while timing
+  double steal = 0;      // hypervisor steal time, as a fraction of all cores, while timing
+  int64_t involuntary_switches = 0;  // of the worker's threads, during the samples
+  double canary_before_ms = 0;       // the noise canary in the worker, before and after timing
+  double canary_after_ms = 0;
+};
+
 struct ResultRecord {
   std::string suite;
   std::string model;
@@ -72,6 +83,21 @@ struct ResultRecord {
   std::optional<double> memory_ratio;  // eager peak / backend peak
   std::vector<OutputAccuracy> accuracy;
   std::vector<KernelTiming> kernels;
+  // Accuracy: passed the rule, but some output's RMSE against fp64 is over the rule's multiplier
+  // times eager's.
+  bool pass_suspicious = false;
+
+  // Performance only. samples_ms and the counters are per graph call: each sample timed
+  // calls_per_sample calls back to back.
+  int64_t calls_per_sample = 0;
+  double timer_overhead_ns = 0;  // cost of one clock read pair, measured in the worker
+  std::string audit;             // how the timed outputs were checked against the checked outputs
+  std::vector<double> instructions, cycles, page_faults;  // per call, parallel to samples_ms
+  std::string counters_unavailable;  // counters the kernel refused, and why ("" when all counted)
+  std::optional<Contention> contention;
+  bool noisy = false;
+  std::string noise_reason;  // which contention figure passed its threshold
+  int attempts = 1;          // timing attempts (more than one under --retry-noisy)
 };
 
 // A result with its identity filled in and nothing else: the start of every ResultRecord.
@@ -90,6 +116,8 @@ inline ResultRecord make_result(std::string suite, std::string model, std::strin
 struct SampleStats {
   int64_t n = 0;
   double median = 0, mean = 0, stdev = 0, min = 0, max = 0;
+  double p10 = 0, p90 = 0;  // nearest-rank percentiles
+  double cv = 0;            // stdev / mean (0 for a single sample)
 };
 SampleStats summarize(const std::vector<double>& samples);
 

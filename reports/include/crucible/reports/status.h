@@ -20,6 +20,7 @@ enum class Status {
   kEagerTwoRunsDiffer,  // two eager runs differ: the model is not deterministic
   kSkipped,             // the manifest skips this model on this backend
   kXfail,               // failed as the manifest expects
+  kFailAccuracyInPerf,  // outputs taken while timing differ from the backend's checked outputs
 };
 
 // "pass", "fail_accuracy", ... (the snake_case of the enumerator).

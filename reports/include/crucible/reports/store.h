@@ -36,6 +36,10 @@ struct ResultRow {
   std::vector<double> samples_ms;
   std::optional<double> speedup, compile_s, compile_warm_s, peak_rss_mb, memory_ratio;
   std::optional<double> max_abs_err;  // worst over outputs
+  bool noisy = false;
+  bool pass_suspicious = false;
+  std::string audit;
+  int64_t calls_per_sample = 0;
 };
 
 // The SQLite library version in use.
@@ -43,7 +47,7 @@ std::string sqlite_version();
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // Opens (creating if needed) and migrates the database; marks runs left 'running' by a process
   // that no longer exists on this host as 'incomplete'. Throws StoreError naming the file.

@@ -1,0 +1,56 @@
+// Measures how much the rest of the machine disturbed the worker while it timed: its threads'
+// wait for a CPU, other processes' CPU time, steal time, involuntary context switches.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "crucible/reports/records.h"
+
+namespace crucible {
+
+// The counters contention is computed from, at one instant.
+struct ContentionSnapshot {
+  std::chrono::steady_clock::time_point at;
+  double self_cpu_s = 0;   // this process, all threads (getrusage)
+  double run_delay_s = 0;  // this process's threads: time runnable but not running (schedstat)
+  int64_t involuntary_switches = 0;
+  double busy_s = 0;   // every CPU's non-idle time (/proc/stat, 1/USER_HZ resolution)
+  double steal_s = 0;  // every CPU's steal time
+};
+ContentionSnapshot take_contention_snapshot();
+
+// Sums intervals (one per timed sample) of the worker's own figures, which are precise to the
+// nanosecond, and keeps the machine-wide ones (tick-resolution) over one contiguous window.
+class ContentionMeter {
+ public:
+  void add_sample(const ContentionSnapshot& before, const ContentionSnapshot& after);
+  void set_window(const ContentionSnapshot& begin, const ContentionSnapshot& end);
+  reports::Contention figures(int cores) const;
+  double window_s() const { return window_s_; }
+
+ private:
+  double sample_s_ = 0, run_delay_s_ = 0;
+  int64_t switches_ = 0;
+  double window_s_ = 0, window_other_s_ = 0, window_steal_s_ = 0;
+};
+
+// Thresholds past which a result is marked noisy.
+struct NoiseThresholds {
+  // Quiet, this VM's workers wait up to 10% (OpenMP wake-ups); beside a CPU hog, 25-150%.
+  double run_delay = 0.15;      // 15% of sample time spent waiting for a CPU
+  double other_cpu = 0.15;      // other processes used 15% of the cores...
+  double min_window_s = 0.5;    // ...measured over at least this long (ticks are 10 ms)
+  double steal = 0.05;          // 5% of the cores stolen by the hypervisor
+  double canary_change = 1.25;  // the canary after / before timing, or before / after
+};
+// "" when quiet; otherwise which figures passed their threshold, e.g. "run delay 31% > 5%".
+std::string noise_reason(const reports::Contention& c, double window_s,
+                         const NoiseThresholds& t = {});
+
+// Milliseconds of a fixed single-threaded reference loop (a dependent integer chain that neither
+// memory nor frequency boosts change much): timed before each run and around each timing job.
+double noise_canary_ms();
+
+}  // namespace crucible

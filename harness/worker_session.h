@@ -1,0 +1,64 @@
+// What every worker job shares: the job, its report, the loaded model and its seeded inputs, and
+// `attempt`, which turns a backend's exception into a status on its result.
+#pragma once
+
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "crucible/plugin_loader.h"
+#include "worker.h"
+#include "worker_report.h"
+
+namespace crucible {
+
+struct Session {
+  const WorkerJob& job;
+  ReportWriter report;
+  Graph graph;
+  std::vector<Tensor> inputs;
+
+  explicit Session(const WorkerJob& j) : job(j), report(j.report) {}
+
+  reports::ResultRecord record(const std::string& backend, const std::string& mode) const {
+    return reports::make_result(job.suite, job.model, backend, mode, job.batch_size);
+  }
+
+  std::unique_ptr<LoadedBackend> load(const std::string& name) const {
+    return load_plugin(find_plugin(name, plugin_search_path(job.plugin_paths)));
+  }
+
+  plugin::Options options(const std::string& backend, bool profile) const {
+    plugin::Options o;
+    o.threads = job.threads;
+    o.profile = profile;
+    if (backend != "eager") o.config = job.config;
+    return o;
+  }
+};
+
+// Runs `body`; any exception becomes (status, message) in `r`. Returns true on success.
+// std::bad_alloc is rethrown: run_worker_job turns it into the worker's oom exit.
+template <typename F>
+bool attempt(reports::ResultRecord& r, reports::Status status, F&& body) {
+  try {
+    body();
+    return true;
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    r.status = status;
+    r.error = e.what();
+  } catch (...) {
+    r.status = status;
+    r.error = "unknown exception";
+  }
+  return false;
+}
+
+class PerfCounters;
+// The timing job (timing_job.cpp); `counters` were opened before any backend was loaded.
+void timing_job(Session& s, PerfCounters& counters);
+
+}  // namespace crucible

@@ -1,0 +1,185 @@
+// The timing audit end to end: every planted cheat (tests/plugins/cheating_plugin.cpp) is caught
+// as fail_accuracy_in_perf with no speed-up, honest backends never are, a CPU hog beside the run
+// marks results noisy (and --retry-noisy reruns them), and --seed is recorded.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+
+#include "cli_util.h"
+#include "crucible/reports/store.h"
+
+namespace crucible {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_crucible;
+
+const std::vector<std::string> kCheats = {"memo_pointer", "memo_contents", "early_return",
+                                          "perf_only",    "side_thread",   "repeat_skip"};
+
+class TimingAudit : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("crucible_audit_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "suite");
+    // Compute-bound: two 32x256x256 matmuls, where a remembered result saves almost all the work.
+    write_model("dense",
+                "graph dense(%x: f32[32,256]) {\n"
+                "  param %w: f32[256,256] = randn(seed=3, std=0.06)\n"
+                "  %h = matmul(%x, %w)\n  %t = tanh(%h)\n  %y = matmul(%t, %w)\n"
+                "  return %y\n}\n");
+    // Tiny and constant-fed, like the tutorial's graphs: the audit's second input set and the
+    // probe's must still differ from the first.
+    write_model("tiny_const",
+                "graph tiny_const(%x: f32[16,32] = ones(), %y: f32[32]) {\n"
+                "  %a = mul(%x, %y)\n  %b = neg(%a)\n  %c = exp(%b)\n  return %c\n}\n");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  void write_model(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / "suite" / (name + ".graph")) << text;
+    std::ofstream(dir_ / "suite" / "suite.manifest", std::ios::app)
+        << "model " << name << " graph=" << name << ".graph\n";
+  }
+
+  std::string run_args(const std::string& extra) const {
+    return "run --suite " + (dir_ / "suite" / "suite.manifest").string() + " --db " +
+           (dir_ / "r.db").string() + " --output-dir " + (dir_ / "out").string() +
+           " --plugin-path " + CRUCIBLE_TEST_PLUGIN_DIR + " " + extra;
+  }
+
+  // model/backend -> the performance row of the latest run.
+  std::map<std::string, reports::ResultRow> performance() {
+    auto store = reports::Store::open(dir_ / "r.db");
+    std::map<std::string, reports::ResultRow> out;
+    for (auto& r : store->results(store->runs().at(0).id)) {
+      if (r.mode == "performance") out[r.model + "/" + r.backend] = r;
+    }
+    return out;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(TimingAudit, EveryPlantedCheatIsCaughtAndGetsNoSpeedup) {
+  std::string backends = "eager";
+  for (const auto& c : kCheats) backends += ",cheat_" + c;
+  // Mode both: every cheat passes the accuracy run first, as a real cheat would.
+  auto r = run_crucible(run_args("--backends " + backends + " --mode both --repeat 6 --warmup 2"));
+  EXPECT_EQ(r.status, 1) << r.err << r.out;
+  auto perf = performance();
+  for (const std::string model : {"dense", "tiny_const"}) {
+    const auto& eager = perf[model + "/eager"];
+    EXPECT_EQ(eager.status, "pass") << model << ": " << eager.error;
+    for (const auto& c : kCheats) {
+      SCOPED_TRACE(model + " / cheat_" + c);
+      const auto& row = perf[model + "/cheat_" + c];
+      EXPECT_EQ(row.status, "fail_accuracy_in_perf") << row.error;
+      EXPECT_FALSE(row.speedup.has_value());
+      EXPECT_FALSE(row.error.empty());
+    }
+  }
+  EXPECT_NE(r.out.find("fail_accuracy_in_perf"), std::string::npos) << r.out;
+}
+
+TEST_F(TimingAudit, HonestBackendsPassWithABitwiseAuditOfEveryCall) {
+  auto r = run_crucible(
+      run_args("--backends eager,codegen,faulty --mode performance --repeat 6 --warmup 2"));
+  EXPECT_EQ(r.status, 0) << r.err << r.out;
+  for (const auto& [key, row] : performance()) {
+    SCOPED_TRACE(key);
+    EXPECT_EQ(row.status, "pass") << row.error;
+    EXPECT_NE(row.audit.find("bitwise: every call of 6 samples"), std::string::npos) << row.audit;
+    // A graph of a few microseconds is called many times per sample (--min-sample-ms 1).
+    if (key.rfind("tiny_const/", 0) == 0) EXPECT_GT(row.calls_per_sample, 10);
+    EXPECT_GE(row.calls_per_sample, 1);
+    EXPECT_TRUE(row.speedup.has_value());
+  }
+}
+
+TEST_F(TimingAudit, NoAuditSaysSoInEveryResult) {
+  auto r = run_crucible(
+      run_args("--backends eager,cheat_repeat_skip --mode performance --repeat 4 --no-audit"));
+  EXPECT_EQ(r.status, 0) << r.err << r.out;  // unaudited, a cheat goes through: hence the label
+  for (const auto& [key, row] : performance()) EXPECT_EQ(row.audit, "off (--no-audit)") << key;
+}
+
+// Two processes spinning on every core while the suite is timed.
+class CpuHog {
+ public:
+  CpuHog() {
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    for (long i = 0; i < cores; ++i) {
+      const pid_t pid = fork();
+      if (pid == 0) {
+        volatile uint64_t x = 0;
+        for (;;) x = x + 1;
+      }
+      pids_.push_back(pid);
+    }
+  }
+  ~CpuHog() {
+    for (pid_t p : pids_) {
+      kill(p, SIGKILL);
+      waitpid(p, nullptr, 0);
+    }
+  }
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+TEST_F(TimingAudit, CpuHogBesideTheRunMarksResultsNoisyAndRetriesThem) {
+  testing::CliResult r;
+  {
+    CpuHog hog;
+    // Long enough (20 samples of at least 5 ms) that the scheduler must share the cores: a short
+    // burst right after a sleep can run undisturbed, and then is rightly not noisy.
+    r =
+        run_crucible(run_args("--backends eager --mode performance --repeat 20 --threads 2 "
+                              "--min-sample-ms 5 --only dense --retry-noisy 1"));
+  }
+  EXPECT_EQ(r.status, 0) << r.err << r.out;
+  auto perf = performance();
+  const auto& row = perf["dense/eager"];
+  EXPECT_TRUE(row.noisy) << "a CPU hog on every core went unnoticed";
+  EXPECT_NE(r.out.find("noisy"), std::string::npos) << r.out;  // shown in the console table
+  EXPECT_NE(r.err.find("timing was noisy"), std::string::npos) << r.err;
+  const std::string cmd = "sqlite3 " + (dir_ / "r.db").string() +
+                          " \"SELECT attempts, noise_reason FROM results WHERE mode = "
+                          "'performance'\" > " +
+                          (dir_ / "q.txt").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  const std::string text = testing::read_all(dir_ / "q.txt");
+  EXPECT_EQ(text.substr(0, 2), "2|") << text;  // --retry-noisy 1: two attempts
+  EXPECT_NE(text.find("run delay"), std::string::npos) << text;
+}
+
+TEST_F(TimingAudit, SeedChangesInputsAndParametersAndIsRecorded) {
+  // What the seed does to the recipes is timing_parts_test's; here: the run records it, and a
+  // bad one is one line.
+  auto r =
+      run_crucible(run_args("--backends eager --mode performance --repeat 2 --seed daily "
+                            "--only dense"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string cmd = "sqlite3 " + (dir_ / "r.db").string() + " \"SELECT seed FROM runs\" > " +
+                          (dir_ / "q.txt").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  const long seed = std::stol(testing::read_all(dir_ / "q.txt"));
+  EXPECT_GT(seed, 20260000);
+  EXPECT_LT(seed, 21000000);
+  auto bad = run_crucible(run_args("--seed 12x"));
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_EQ(testing::count_lines(bad.err), 1) << bad.err;
+  EXPECT_NE(bad.err.find("--seed"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace crucible
