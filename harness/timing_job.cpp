@@ -18,8 +18,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <optional>
+#include <thread>
 
 #include "accuracy.h"
 #include "contention.h"
@@ -89,6 +91,7 @@ struct Backend {
   bool ok = true;
   int64_t calls = 1;  // per sample
   bool deterministic = true;
+  std::vector<Tensor> buffers;     // what run() is given; a set is copied in before each call
   std::vector<Tensor> checked[2];  // its outputs on sets A and B, checked against eager
   std::vector<uint64_t> digests[2];
   ContentionMeter meter;
@@ -112,7 +115,6 @@ class TimingJob {
     const double overhead = timer_overhead_ns();
     sets_[0] = s_.inputs;
     sets_[1] = varied_inputs(s_.graph, derive_seed(s_.job.seed, kSecondSetStream));
-    for (const Tensor& t : s_.inputs) buffers_.push_back(t.clone());
     for (const std::string& b : s_.job.backends) prepare(b);
     if (!audit_off()) {
       s_.report.phase("check", "");
@@ -155,11 +157,34 @@ class TimingJob {
  private:
   bool audit_off() const { return s_.job.no_audit; }
 
-  void load_set(const std::vector<Tensor>& set) {
-    for (size_t k = 0; k < buffers_.size(); ++k) buffers_[k].copy_from(set[k]);
+  // Each backend has input buffers of its own: between its samples they hold the scribble, never
+  // another backend's copy of the next set.
+  static void load_set(Backend& b, const std::vector<Tensor>& set) {
+    if (b.buffers.empty()) {
+      for (const Tensor& t : set) b.buffers.push_back(t.clone());
+      return;
+    }
+    for (size_t k = 0; k < b.buffers.size(); ++k) b.buffers[k].copy_from(set[k]);
   }
 
-  std::vector<Tensor> call(Backend& b) { return b.exe->run(buffers_); }
+  static std::vector<Tensor> call(Backend& b) { return b.exe->run(b.buffers); }
+
+  // Between untimed check calls: scribbled inputs, and 2 ms for any thread the backend left
+  // behind to read them (a timed sample has the other backends' samples after it instead).
+  static void settle(Backend& b) {
+    scribble_inputs(b);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+
+  // Overwrites the input buffers (all bits set: NaN for floats, -1 for integers) once a call's
+  // outputs are audited, so a thread the backend left running cannot compute the next call's
+  // answer from inputs it is not given yet: it reads these, or the set just used (the next sample
+  // uses the other set).
+  static void scribble_inputs(Backend& b) {
+    for (Tensor& t : b.buffers) {
+      if (t.numel() > 0) std::memset(t.raw_data(), 0xff, t.nbytes());
+    }
+  }
 
   void prepare(const std::string& name) {
     Backend b{name, nullptr, nullptr, s_.record(name, "performance")};
@@ -178,7 +203,7 @@ class TimingJob {
     if (!b.ok) return;
     s_.report.phase("warmup", b.name);
     b.ok = attempt(b.r, Status::kFailToRun, [&] {
-      load_set(sets_[0]);
+      load_set(b, sets_[0]);
       for (int i = 0; i < s_.job.warmup; ++i) call(b);
       b.calls = calls_per_sample(b);
     });
@@ -253,18 +278,29 @@ class TimingJob {
     if (!b.ok) return;
     s_.report.phase("check", b.name);
     std::vector<Tensor> again;
+    std::vector<uint64_t> at_return[2];  // digests taken the moment run() returned
     b.ok = attempt(b.r, Status::kFailToRun, [&] {
-      load_set(sets_[0]);
+      load_set(b, sets_[0]);
       b.checked[0] = call(b);
-      b.digests[0] = digest_all(b.checked[0]);
-      load_set(sets_[0]);
+      at_return[0] = digest_all(b.checked[0]);
+      settle(b);
+      load_set(b, sets_[0]);
       again = call(b);
-      load_set(sets_[1]);
+      const std::vector<uint64_t> again_digest = digest_all(again);
+      settle(b);
+      load_set(b, sets_[1]);
       b.checked[1] = call(b);
-      b.digests[1] = digest_all(b.checked[1]);
+      at_return[1] = digest_all(b.checked[1]);
+      settle(b);
+      b.deterministic = again_digest == at_return[0];
     });
     if (!b.ok) return;
-    b.deterministic = digest_all(again) == b.digests[0];
+    // The same outputs, digested again after other work: a change means a thread was still
+    // writing them after run() returned.
+    for (int set = 0; set < 2; ++set) {
+      b.digests[set] = digest_all(b.checked[set]);
+      if (b.digests[set] != at_return[set]) return b.fail(deferred_work_message("checking", set));
+    }
     if (b.name == "eager") return;  // eager is the reference itself
     for (int set = 0; set < 2; ++set) {
       const std::vector<Tensor>* eager = eager_outputs(set);
@@ -282,16 +318,27 @@ class TimingJob {
     }
   }
 
+  static std::string deferred_work_message(const std::string& when, int set) {
+    return fmt::format(
+        "{} (input set {}): outputs changed after run() returned: work deferred past the call",
+        when, set == 0 ? "A" : "B");
+  }
+
   void sample(Backend& b, int rep) {
     const int set = rep % 2;
     std::vector<std::vector<Tensor>> outs(static_cast<size_t>(b.calls));
+    std::vector<uint64_t> last_at_return;
     b.ok = attempt(b.r, Status::kFailToRun, [&] {
-      load_set(sets_[set]);
+      load_set(b, sets_[set]);
       const ContentionSnapshot before = take_contention_snapshot();
       const PerfCounters::Reading c0 = counters_.read();
       const auto t0 = Clock::now();
       for (auto& o : outs) o = call(b);
       const auto t1 = Clock::now();
+      // First thing after the clock stops: the last call's outputs, before any other work gives
+      // a thread that returned early the time to finish them. (Earlier calls' outputs had the
+      // following calls to complete in; they are audited below.)
+      last_at_return = audit_off() ? std::vector<uint64_t>() : digest_all(outs.back());
       const PerfCounters::Reading c1 = counters_.read();
       b.meter.add_sample(before, take_contention_snapshot());
       const auto k = static_cast<double>(b.calls);
@@ -303,10 +350,17 @@ class TimingJob {
         b.r.page_faults.push_back((c1.page_faults - c0.page_faults) / k);
     });
     if (!b.ok || audit_off()) return;
+    // Outputs may alias the inputs (a graph returning a view of one): audited before this.
+    struct Scribble {
+      Backend& b;
+      ~Scribble() { scribble_inputs(b); }
+    } scribble{b};
     const char* set_name = set == 0 ? "A" : "B";
+    if (digest_all(outs.back()) != last_at_return)
+      return b.fail(deferred_work_message(fmt::format("timed sample {}", rep), set));
     if (b.deterministic) {
       for (size_t i = 0; i < outs.size(); ++i) {
-        const std::vector<uint64_t> d = digest_all(outs[i]);
+        const std::vector<uint64_t> d = i + 1 == outs.size() ? last_at_return : digest_all(outs[i]);
         if (d == b.digests[set]) continue;
         size_t k = 0;
         while (k < d.size() && k < b.digests[set].size() && d[k] == b.digests[set][k]) ++k;
@@ -336,7 +390,7 @@ class TimingJob {
 
   // One call on `set`, timed alone.
   double timed_call(Backend& b, const std::vector<Tensor>& set, std::vector<Tensor>* out) {
-    load_set(set);
+    load_set(b, set);
     const auto t0 = Clock::now();
     *out = call(b);
     return ms_between(t0, Clock::now());
@@ -416,7 +470,6 @@ class TimingJob {
   PerfCounters& counters_;
   std::vector<Tensor> sets_[2];
   std::vector<std::vector<Tensor>> fresh_;  // the caching probe's inputs, never seen before
-  std::vector<Tensor> buffers_;
   std::map<const std::vector<Tensor>*, std::vector<Tensor>> fp64_;
   std::vector<Backend> backends_;
 };
