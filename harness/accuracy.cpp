@@ -54,6 +54,16 @@ double cosine_similarity(const std::vector<double>& a, const std::vector<double>
 
 }  // namespace
 
+double rmse_multiplier(const Tensor& res) {
+  return res.dtype() == DType::kBF16 || res.numel() < 1000 ? 3.0 : 2.0;
+}
+
+bool pass_suspicious(const reports::OutputAccuracy& a, const Tensor& res,
+                     const AccuracyOptions& opts) {
+  if (!a.passed || !is_floating(res.dtype()) || opts.cosine) return false;
+  return a.rmse_vs_fp64 > rmse_multiplier(res) * a.rmse_eager_vs_fp64 + opts.tol / 1000.0;
+}
+
 bool identical(const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
   std::vector<double> x = a.to_doubles(), y = b.to_doubles();
@@ -116,8 +126,7 @@ reports::OutputAccuracy compare_output(const Tensor& res, const Tensor& ref, con
     out.passed = true;
   } else if (fp64.defined()) {
     // Farther from eager than tol, but judged against the fp64 truth: eager has rounding error too.
-    const bool larger = res.dtype() == DType::kBF16 || res.numel() < 1000;
-    const double multiplier = larger ? 3.0 : 2.0;
+    const double multiplier = rmse_multiplier(res);
     out.passed = nonfinite_disagreements(r, e, opts.equal_nan) == 0 &&
                  std::isfinite(out.rmse_vs_fp64) &&
                  out.rmse_vs_fp64 <= multiplier * out.rmse_eager_vs_fp64 + opts.tol / 10.0;

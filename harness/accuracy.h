@@ -21,6 +21,15 @@ struct AccuracyOptions {
 reports::OutputAccuracy compare_output(const Tensor& res, const Tensor& ref, const Tensor& fp64,
                                        const AccuracyOptions& opts);
 
+// The rule's RMSE multiplier m for an output: 3 for bf16 or under 1,000 elements, else 2.
+double rmse_multiplier(const Tensor& res);
+
+// A passing floating output that still smells: its RMSE against fp64 is over m x eager's (plus
+// tol/1000, so an eager that happens to be exact does not flag ordinary rounding). PyTorch's rule
+// passes such an output as soon as it is allclose to eager.
+bool pass_suspicious(const reports::OutputAccuracy& a, const Tensor& res,
+                     const AccuracyOptions& opts);
+
 // Bitwise equality, with NaNs of any payload equal (the eager-twice determinism check).
 bool identical(const Tensor& a, const Tensor& b);
 

@@ -167,5 +167,30 @@ TEST(Accuracy, IdenticalTreatsNansAsEqualAndZeroSignsAsDifferent) {
   EXPECT_FALSE(identical(T(DType::kF32, {1}, {1.0}), T(DType::kF32, {1}, {1.0000001})));
 }
 
+TEST(Accuracy, PassSuspiciousWhenRmseVsFp64IsFarOverEagersYetAllclosePasses) {
+  const int n = 2000;  // multiplier 2
+  std::vector<double> f(n), e(n), r(n);
+  for (int i = 0; i < n; ++i) {
+    f[i] = 1.0 + i * 1e-3;
+    e[i] = f[i] + 1e-7;                     // eager: tiny, uniform rounding
+    r[i] = e[i] + (i % 8 == 0 ? 6e-5 : 0);  // allclose to eager (tol 1e-4), far from fp64
+  }
+  const Tensor E = T(DType::kF32, {n}, e), F = T(DType::kF64, {n}, f);
+  auto a = compare_output(T(DType::kF32, {n}, r), E, F, {});
+  EXPECT_TRUE(a.passed);
+  EXPECT_TRUE(pass_suspicious(a, T(DType::kF32, {n}, r), {}));
+  // As close to fp64 as eager: not suspicious; nor is a failure (it is a failure) or cosine mode.
+  auto same = compare_output(E, E, F, {});
+  EXPECT_FALSE(pass_suspicious(same, E, {}));
+  AccuracyOptions cos;
+  cos.cosine = true;
+  EXPECT_FALSE(pass_suspicious(a, T(DType::kF32, {n}, r), cos));
+  a.passed = false;
+  EXPECT_FALSE(pass_suspicious(a, T(DType::kF32, {n}, r), {}));
+  // An eager that is exact leaves ordinary rounding (under tol/1000) unflagged.
+  auto exact = compare_output(T(DType::kF32, {n}, e), T(DType::kF32, {n}, f), F, {});
+  EXPECT_FALSE(pass_suspicious(exact, T(DType::kF32, {n}, e), {}));
+}
+
 }  // namespace
 }  // namespace crucible

@@ -1,6 +1,7 @@
 // The timing audit end to end: every planted cheat (tests/plugins/cheating_plugin.cpp) is caught
 // as fail_accuracy_in_perf with no speed-up, honest backends never are, a CPU hog beside the run
-// marks results noisy (and --retry-noisy reruns them), and --seed is recorded.
+// marks results noisy (and --retry-noisy reruns them), --seed is recorded, and an allclose pass
+// far from fp64 is pass_suspicious.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -179,6 +180,23 @@ TEST_F(TimingAudit, SeedChangesInputsAndParametersAndIsRecorded) {
   EXPECT_EQ(bad.status, 2);
   EXPECT_EQ(testing::count_lines(bad.err), 1) << bad.err;
   EXPECT_NE(bad.err.find("--seed"), std::string::npos) << bad.err;
+}
+
+TEST_F(TimingAudit, AllcloseWithAFarWorseRmseThanEagerIsPassSuspicious) {
+  // nudge: one element per row moved by 0.6 of the tolerance: allclose passes, fp64 does not
+  // agree. The unfaulted model must not be flagged.
+  auto r =
+      run_crucible(run_args("--backends eager,faulty --mode accuracy -c fault.tiny_const=nudge"));
+  EXPECT_EQ(r.status, 0) << r.err << r.out;
+  auto store = reports::Store::open(dir_ / "r.db");
+  std::map<std::string, reports::ResultRow> rows;
+  for (auto& row : store->results(store->runs().at(0).id))
+    rows[row.model + "/" + row.backend] = row;
+  EXPECT_EQ(rows["tiny_const/faulty"].status, "pass");
+  EXPECT_TRUE(rows["tiny_const/faulty"].pass_suspicious);
+  EXPECT_FALSE(rows["dense/faulty"].pass_suspicious);
+  EXPECT_FALSE(rows["tiny_const/eager"].pass_suspicious);
+  EXPECT_NE(r.out.find("suspicious"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Test backend: runs graphs op by op like eager, but on demand misbehaves the ways real compiled
 // backends do, so the harness's isolation and status mapping can be tested end to end.
 
-// -c fault.<graph name>=segv|abort|hang|oom|compile_error|run_error|wrong|sleep_ms:N|reserve_mb:N|
+// -c fault.<graph
+// name>=segv|abort|hang|oom|compile_error|run_error|wrong|nudge|sleep_ms:N|reserve_mb:N|
 //                       gate:DIR
 // (reserve_mb: N MB of address space allocated and never touched, as stacks and arenas are;
 // gate: run() creates DIR/<graph>.started, then waits for DIR/<graph>.go, so a test can act while
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -65,6 +67,18 @@ class FaultyExecutable final : public plugin::Executable {
     }
     std::vector<Tensor> out;
     for (const Tensor& t : interpreter_.run(inputs)) out.push_back(t.clone());
+    if (fault_ == "nudge" && !out.empty() && out[0].numel() > 0) {
+      // Inside allclose (tol 1e-4) but far from fp64: the first element of every row moved by
+      // 0.6 of the tolerance, the way a sloppy fused reduction errs.
+      Tensor t = out[0].contiguous().clone();
+      const int64_t row = t.dim() > 0 ? t.size(-1) : 1;
+      for (int64_t i = 0; i < t.numel(); i += row) {
+        const double v = t.get(i);
+        Tensor one = t.reshape(std::vector<int64_t>{t.numel()}).slice(0, i, i + 1);
+        one.copy_from(Tensor::full(t.dtype(), {1}, v + 0.6e-4 * (1 + std::abs(v))));
+      }
+      out[0] = t;
+    }
     if (fault_ == "wrong" && !out.empty() && out[0].numel() > 0) {
       Tensor shifted =
           run_op("add", std::vector<Tensor>{out[0], Tensor::full(out[0].dtype(), {}, 1.0)});
