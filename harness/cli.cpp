@@ -11,6 +11,9 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
       {"run", "run model suites on backends in isolated workers and record the results",
        run_command},
+      {"calibrate",
+       "A/A runs of one build: per model, the CV of time and instructions and the speed-up spread",
+       calibrate_command},
       {"run-graph", "run one .graph file on a backend and print its outputs", run_graph_command},
       {"list", "list registered ops or available backend plugins", list_command},
       {"models", "list models with parameter counts, nodes and FLOPs", models_command},

@@ -8,6 +8,11 @@
 #include <string>
 #include <vector>
 
+namespace crucible {
+struct RunConfig;
+struct LaunchOptions;
+}  // namespace crucible
+
 namespace crucible::cli {
 
 namespace po = boost::program_options;
@@ -36,11 +41,21 @@ bool parse(const std::string& command, const std::string& usage,
 // Parses repeated -c key=value options; throws po::error naming a malformed one.
 std::map<std::string, std::string> parse_config(const std::vector<std::string>& pairs);
 
+// `crucible run`'s options (and `extra`, the caller's own) parsed into `cfg` and `launch`;
+// false after printing --help. Shared by run and calibrate.
+bool parse_run_options(const std::string& command, const std::string& usage,
+                       const po::options_description& extra, const std::vector<std::string>& args,
+                       RunConfig& cfg, LaunchOptions& launch);
+// What a run in this process needs before it starts: the fallback CPU affinity, and the note
+// when --memory-limit can only limit address space here.
+void prepare_local_run(const RunConfig& cfg);
+
 int run_graph_command(const std::vector<std::string>& args);
 int list_command(const std::vector<std::string>& args);
 int run_command(const std::vector<std::string>& args);
 int worker_command(const std::vector<std::string>& args);
 int models_command(const std::vector<std::string>& args);
 int export_command(const std::vector<std::string>& args);
+int calibrate_command(const std::vector<std::string>& args);
 
 }  // namespace crucible::cli

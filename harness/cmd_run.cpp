@@ -99,9 +99,19 @@ uint64_t parse_seed(const std::string& text) {
 
 }  // namespace
 
-int run_command(const std::vector<std::string>& args) {
-  RunConfig cfg;
-  LaunchOptions launch;
+void prepare_local_run(const RunConfig& cfg) {
+  apply_fallback_affinity();
+  if (cfg.memory_limit_mb > 0 && memory_limit_support().kind == MemoryLimitKind::kAddressSpace) {
+    std::cerr << fmt::format(
+        "crucible run: --memory-limit limits each worker's address space (RLIMIT_AS), not its "
+        "resident memory, as no memory cgroup can be made here: {}\n",
+        memory_limit_support().why_not);
+  }
+}
+
+bool parse_run_options(const std::string& command, const std::string& usage,
+                       const po::options_description& extra, const std::vector<std::string>& args,
+                       RunConfig& cfg, LaunchOptions& launch) {
   std::vector<std::string> suites, backends, only, config;
   std::string filter, exclude, shard, mode = "accuracy", seed;
   po::options_description what("what to run");
@@ -165,13 +175,9 @@ int run_command(const std::vector<std::string>& args) {
       "dry-run", po::bool_switch(&launch.dry_run),
       "print the launch command and environment, run nothing");
   po::options_description all;
-  all.add(what).add(how).add(out).add(cpu);
+  all.add(extra).add(what).add(how).add(out).add(cpu);
   po::variables_map vm;
-  if (!parse("run",
-             "--suite S [--backends eager,codegen] [--mode accuracy|performance|both] [options]",
-             all, {}, args, vm)) {
-    return kExitOk;
-  }
+  if (!parse(command, usage, all, {}, args, vm)) return false;
 
   cfg.suites = split_commas(suites);
   cfg.backends = split_commas(backends);
@@ -216,21 +222,26 @@ int run_command(const std::vector<std::string>& args) {
   cfg.config = parse_config(config);
   cfg.db = db;
   cfg.output_dir = output_dir;
-  cfg.command_line = "crucible run";
+  cfg.command_line = "crucible " + command;
   for (const auto& a : args) cfg.command_line += " " + a;
+  return true;
+}
 
+int run_command(const std::vector<std::string>& args) {
+  RunConfig cfg;
+  LaunchOptions launch;
+  if (!parse_run_options(
+          "run",
+          "--suite S [--backends eager,codegen] [--mode accuracy|performance|both] [options]",
+          po::options_description(), args, cfg, launch)) {
+    return kExitOk;
+  }
   if (launch.requested() && std::getenv("CRUCIBLE_LAUNCHED") == nullptr) {
     LaunchPlan plan = plan_launch(launch, LaunchHost::detect(), self_executable().string(),
                                   strip_launcher_args(args));
     return execute_launch(plan, launch.dry_run);
   }
-  apply_fallback_affinity();
-  if (cfg.memory_limit_mb > 0 && memory_limit_support().kind == MemoryLimitKind::kAddressSpace) {
-    std::cerr << fmt::format(
-        "crucible run: --memory-limit limits each worker's address space (RLIMIT_AS), not its "
-        "resident memory, as no memory cgroup can be made here: {}\n",
-        memory_limit_support().why_not);
-  }
+  prepare_local_run(cfg);
   return execute_run(cfg);
 }
 

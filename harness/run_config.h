@@ -1,6 +1,7 @@
 // Everything `crucible run` was asked to do, after option parsing and validation.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -41,6 +42,6 @@ struct RunConfig {
 
 // Runs the whole job and returns the CLI exit code (0 when every model passed or was
 // skipped/xfail).
-int execute_run(const RunConfig& config);
+int execute_run(const RunConfig& config, int64_t* run_id = nullptr);
 
 }  // namespace crucible

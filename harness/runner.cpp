@@ -337,7 +337,7 @@ class Runner {
 
 }  // namespace
 
-int execute_run(const RunConfig& cfg) {
+int execute_run(const RunConfig& cfg, int64_t* run_id_out) {
   // Everything that can be wrong with the request is checked before the run row exists.
   std::vector<Suite> suites;
   for (const auto& s : cfg.suites)
@@ -385,6 +385,7 @@ int execute_run(const RunConfig& cfg) {
   info.env.seed = cfg.seed;
   info.env.command = cfg.command_line;
   const int64_t run_id = store->begin_run(info);
+  if (run_id_out != nullptr) *run_id_out = run_id;
   const fs::path out_dir = cfg.output_dir.empty()
                                ? fs::path("crucible_out") / fmt::format("run_{}", run_id)
                                : cfg.output_dir;

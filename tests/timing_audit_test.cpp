@@ -1,12 +1,13 @@
 // The timing audit end to end: every planted cheat (tests/plugins/cheating_plugin.cpp) is caught
 // as fail_accuracy_in_perf with no speed-up, honest backends never are, a CPU hog beside the run
 // marks results noisy (and --retry-noisy reruns them), --seed is recorded, and an allclose pass
-// far from fp64 is pass_suspicious.
+// far from fp64 is pass_suspicious; calibrate stores A/A noise.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
 #include <map>
 
@@ -197,6 +198,29 @@ TEST_F(TimingAudit, AllcloseWithAFarWorseRmseThanEagerIsPassSuspicious) {
   EXPECT_FALSE(rows["dense/faulty"].pass_suspicious);
   EXPECT_FALSE(rows["tiny_const/eager"].pass_suspicious);
   EXPECT_NE(r.out.find("suspicious"), std::string::npos) << r.out;
+}
+
+TEST_F(TimingAudit, CalibrateStoresEachSeriesRunToRunNoise) {
+  auto r = run_crucible("calibrate --suite " + (dir_ / "suite" / "suite.manifest").string() +
+                        " --db " + (dir_ / "r.db").string() + " --output-dir " +
+                        (dir_ / "out").string() + " --backend codegen --runs 2 --repeat 3");
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  auto store = reports::Store::open(dir_ / "r.db");
+  EXPECT_EQ(store->runs().size(), 2u);
+  const auto cal = store->calibrations();
+  ASSERT_EQ(cal.size(), 4u);  // 2 models x (codegen, eager)
+  for (const auto& c : cal) {
+    SCOPED_TRACE(c.model + "/" + c.backend);
+    EXPECT_EQ(c.runs, 2);
+    EXPECT_TRUE(std::isfinite(c.time_cv) && c.time_cv >= 0);
+    EXPECT_GT(c.median_ms, 0);
+    EXPECT_EQ(c.backend == "codegen", c.speedup_median.has_value());
+    if (c.speedup_min) EXPECT_LE(*c.speedup_min, *c.speedup_max);
+  }
+  EXPECT_NE(r.out.find("calibration of runs"), std::string::npos);
+  auto bad = run_crucible("calibrate --suite tutorial --runs 1");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_EQ(testing::count_lines(bad.err), 1) << bad.err;
 }
 
 }  // namespace

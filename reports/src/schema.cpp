@@ -1,5 +1,6 @@
 // Migration 0 -> 1: runs, results, per-output accuracy and per-kernel timings.
 // Migration 1 -> 2: the audited, noise-aware timing (seed, percentiles, counters, contention).
+// Migration 2 -> 3: A/A calibrations (each series' measured run-to-run noise).
 #include "schema.h"
 
 namespace crucible::reports {
@@ -99,6 +100,27 @@ ALTER TABLE results ADD COLUMN noise_reason TEXT NOT NULL DEFAULT '';
 ALTER TABLE results ADD COLUMN contention_json TEXT;
 ALTER TABLE results ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE results ADD COLUMN pass_suspicious INTEGER NOT NULL DEFAULT 0;
+)sql",
+      R"sql(
+CREATE TABLE calibrations (
+  id              INTEGER PRIMARY KEY,
+  created_at      TEXT NOT NULL,
+  hostname        TEXT NOT NULL,
+  suite           TEXT NOT NULL,
+  model           TEXT NOT NULL,
+  backend         TEXT NOT NULL,
+  runs            INTEGER NOT NULL,
+  run_ids         TEXT NOT NULL,
+  median_ms       REAL,
+  time_cv         REAL,
+  within_run_cv   REAL,
+  instructions_cv REAL,
+  speedup_median  REAL,
+  speedup_min     REAL,
+  speedup_max     REAL,
+  noisy_runs      INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX calibrations_by_series ON calibrations(suite, model, backend);
 )sql",
   };
   return kMigrations;

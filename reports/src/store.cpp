@@ -307,7 +307,7 @@ std::vector<ResultRow> Store::results(int64_t run_id) {
               "speedup, compile_s,"
               " compile_warm_s, peak_rss_mb, memory_ratio,"
               " (SELECT max(max_abs_err) FROM accuracy a WHERE a.result_id = results.id),"
-              " noisy, pass_suspicious, audit, coalesce(calls_per_sample, 0)"
+              " noisy, pass_suspicious, audit, coalesce(calls_per_sample, 0), instructions_median"
               " FROM results WHERE run_id = ? ORDER BY id");
   q.bind(1, run_id);
   std::vector<ResultRow> out;
@@ -334,7 +334,62 @@ std::vector<ResultRow> Store::results(int64_t run_id) {
     r.pass_suspicious = q.int64(17) != 0;
     r.audit = q.text(18);
     r.calls_per_sample = q.int64(19);
+    r.instructions_median = q.optional_real(20);
     out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void Store::add_calibration(const Calibration& c) {
+  Transaction tx(db_);
+  Statement s(
+      db_,
+      "INSERT INTO calibrations (created_at, hostname, suite, model, backend, runs, run_ids,"
+      " median_ms, time_cv, within_run_cv, instructions_cv, speedup_median, speedup_min,"
+      " speedup_max, noisy_runs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  s.bind(1, now_utc())
+      .bind(2, this_host())
+      .bind(3, c.suite)
+      .bind(4, c.model)
+      .bind(5, c.backend)
+      .bind(6, static_cast<int64_t>(c.runs))
+      .bind(7, c.run_ids)
+      .bind(8, finite(c.median_ms))
+      .bind(9, finite(c.time_cv))
+      .bind(10, finite(c.within_run_cv))
+      .bind(11, c.instructions_cv)
+      .bind(12, c.speedup_median)
+      .bind(13, c.speedup_min)
+      .bind(14, c.speedup_max)
+      .bind(15, static_cast<int64_t>(c.noisy_runs));
+  s.run();
+  tx.commit();
+}
+
+std::vector<Calibration> Store::calibrations(const std::string& model) {
+  Statement q(db_,
+              "SELECT suite, model, backend, runs, run_ids, median_ms, time_cv, within_run_cv,"
+              " instructions_cv,"
+              " speedup_median, speedup_min, speedup_max, noisy_runs FROM calibrations"
+              " WHERE ? = '' OR model = ? ORDER BY id DESC");
+  q.bind(1, model).bind(2, model);
+  std::vector<Calibration> out;
+  while (q.step()) {
+    Calibration c;
+    c.suite = q.text(0);
+    c.model = q.text(1);
+    c.backend = q.text(2);
+    c.runs = static_cast<int>(q.int64(3));
+    c.run_ids = q.text(4);
+    c.median_ms = q.optional_real(5).value_or(NAN);
+    c.time_cv = q.optional_real(6).value_or(NAN);
+    c.within_run_cv = q.optional_real(7).value_or(NAN);
+    c.instructions_cv = q.optional_real(8);
+    c.speedup_median = q.optional_real(9);
+    c.speedup_min = q.optional_real(10);
+    c.speedup_max = q.optional_real(11);
+    c.noisy_runs = static_cast<int>(q.int64(12));
+    out.push_back(c);
   }
   return out;
 }

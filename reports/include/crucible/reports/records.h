@@ -112,6 +112,19 @@ inline ResultRecord make_result(std::string suite, std::string model, std::strin
   return r;
 }
 
+// A/A calibration of one series (suite, model, backend): the same build timed `runs` times.
+struct Calibration {
+  std::string suite, model, backend;
+  int runs = 0;
+  std::string run_ids;                    // comma-separated
+  double median_ms = 0;                   // median of the runs' medians
+  double time_cv = 0;                     // CV of the runs' medians: the run-to-run noise
+  double within_run_cv = 0;               // median of the runs' own sample CVs
+  std::optional<double> instructions_cv;  // of the runs' instruction medians, when counted
+  std::optional<double> speedup_median, speedup_min, speedup_max;
+  int noisy_runs = 0;
+};
+
 // Summary statistics of a sample vector (NaN fields when empty).
 struct SampleStats {
   int64_t n = 0;

@@ -40,6 +40,7 @@ struct ResultRow {
   bool pass_suspicious = false;
   std::string audit;
   int64_t calls_per_sample = 0;
+  std::optional<double> instructions_median;
 };
 
 // The SQLite library version in use.
@@ -47,7 +48,7 @@ std::string sqlite_version();
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Opens (creating if needed) and migrates the database; marks runs left 'running' by a process
   // that no longer exists on this host as 'incomplete'. Throws StoreError naming the file.
@@ -67,6 +68,9 @@ class Store {
   std::vector<ResultRow> results(int64_t run_id);
   std::vector<OutputAccuracy> accuracy(int64_t result_id);
   std::vector<KernelTiming> kernels(int64_t result_id);
+  void add_calibration(const Calibration& c);
+  // Every calibration of (suite, model, backend), newest first; all series when model is "".
+  std::vector<Calibration> calibrations(const std::string& model = "");
   // SQLite's PRAGMA integrity_check: "ok" for a sound database.
   std::string integrity_check();
 
