@@ -2,6 +2,7 @@
 // with vectorizable loops for contiguous and broadcast-scalar rows, OpenMP over rows.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
@@ -80,6 +81,7 @@ struct Elementwise {
     strides[0] = out.strides();
     for (size_t k = 0; k < sizeof...(In); ++k) strides[k + 1] = ins[k].strides();
     const StridedLayout<N> layout = coalesce<N>(out.shape(), strides);
+    if (run_short_rows<Out>(out, ins, layout, f)) return;
     Out* const o = out.data<Out>();
     const Ptrs base = data_ptrs(ins, std::index_sequence_for<In...>{});
     for_each_row(
@@ -97,6 +99,65 @@ struct Elementwise {
   }
 
  private:
+  // Rows shorter than this are regrouped (run_short_rows).
+  static constexpr int64_t kShortRow = 256;
+
+  // [R, n] with n short (a [8390,8] maximum against a [1,8] row): one row of n at a time costs
+  // more in per-row overhead than in arithmetic. When the output is dense and every operand is
+  // dense, a broadcast row ([0,1] strides) or a scalar, the rows are regrouped in blocks of
+  // `reps` rows: dense operands are viewed as [R/reps, reps*n], a broadcast row is tiled `reps`
+  // times into a small buffer, and the same vectorized row loop runs on rows of reps*n. The last
+  // R % reps rows take the ordinary path. Returns false when the layout does not qualify.
+  template <typename Out, typename F>
+  static bool run_short_rows(const Tensor& out, const std::array<Tensor, sizeof...(In)>& ins,
+                             const StridedLayout<N>& layout, const F& f) {
+    if (layout.shape.size() != 2) return false;
+    const int64_t rows = layout.shape[0], n = layout.shape[1];
+    if (n >= kShortRow || layout.strides[0][0] != n || layout.strides[0][1] != 1) return false;
+    for (size_t k = 1; k < N; ++k) {
+      const int64_t so = layout.strides[k][0], si = layout.strides[k][1];
+      if (!((so == n && si == 1) || (so == 0 && si == 1) || (so == 0 && si == 0))) return false;
+    }
+    const int64_t reps = std::max<int64_t>(2, 1024 / n), blocks = rows / reps;
+    if (blocks < 2) return false;
+    const int64_t m = reps * n;
+    std::array<Tensor, sizeof...(In)> grouped, rest;
+    regroup(ins, layout, n, reps, blocks, grouped, rest, std::index_sequence_for<In...>{});
+    run<Out>(out.as_strided({blocks, m}, {m, 1}, out.offset()), grouped, f);
+    const int64_t done = blocks * reps;
+    if (done < rows)
+      run<Out>(out.as_strided({rows - done, n}, {n, 1}, out.offset() + done * n), rest, f);
+    return true;
+  }
+
+  template <size_t... I>
+  static void regroup(const std::array<Tensor, sizeof...(In)>& ins, const StridedLayout<N>& layout,
+                      int64_t n, int64_t reps, int64_t blocks,
+                      std::array<Tensor, sizeof...(In)>& grouped,
+                      std::array<Tensor, sizeof...(In)>& rest, std::index_sequence<I...>) {
+    (regroup_one<I, In>(ins[I], layout.strides[I + 1][0], layout.strides[I + 1][1], layout.shape[0],
+                        n, reps, blocks, grouped[I], rest[I]),
+     ...);
+  }
+
+  template <size_t K, typename T>
+  static void regroup_one(const Tensor& in, int64_t so, int64_t si, int64_t rows, int64_t n,
+                          int64_t reps, int64_t blocks, Tensor& grouped, Tensor& rest) {
+    const int64_t m = reps * n, rows_left_at = blocks * reps;
+    rest = in.as_strided({rows - rows_left_at, n}, {so, si}, in.offset() + rows_left_at * so);
+    if (so == n) {  // dense
+      grouped = in.as_strided({blocks, m}, {m, 1}, in.offset());
+    } else if (si == 0) {  // one value for everything
+      grouped = in.as_strided({blocks, m}, {0, 0}, in.offset());
+    } else {  // a broadcast row, tiled reps times
+      Tensor tiled = Tensor::empty(in.dtype(), {m});
+      const T* src = in.template data<T>();
+      T* dst = tiled.template data<T>();
+      for (int64_t r = 0; r < reps; ++r) std::copy(src, src + n, dst + r * n);
+      grouped = tiled.as_strided({blocks, m}, {0, 1}, 0);
+    }
+  }
+
   template <size_t... I>
   static Ptrs data_ptrs(const std::array<Tensor, sizeof...(In)>& ins, std::index_sequence<I...>) {
     return Ptrs{ins[I].template data<In>()...};
