@@ -8,9 +8,8 @@
 //      accuracy rule against eager on both sets, and the A runs tell whether it is bitwise
 //      deterministic; then warm up each and choose its calls per sample (--min-sample-ms);
 //   3. time: sample by sample, backends interleaved, input sets alternating A, B, A, ... copied
-//   into
-//      the same buffers before each sample (so pointer-keyed caches see new contents); after each
-//      sample the outputs of every call are digested and audited;
+//      into the backend's own buffers before each sample (so pointer-keyed caches see new
+//      contents) and scribbled after it; every call's outputs are digested and audited;
 //   4. probe for caching (MLPerf's TEST04): single calls on inputs never seen before, interleaved
 //      with single calls on set A; a backend much faster on the inputs it has seen is caching.
 #include <fmt/format.h>
@@ -26,7 +25,6 @@
 #include "accuracy.h"
 #include "contention.h"
 #include "crucible/core/rng.h"
-#include "crucible/ir/transforms.h"
 #include "output_digest.h"
 #include "perf_counters.h"
 #include "worker_session.h"
@@ -52,24 +50,20 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+double median(const std::vector<double>& v) { return reports::summarize(v).median; }
 
-// Inputs for the audit's other sets: the model's recipes, except that a floating input with a
-// constant recipe (ones(), zeros(), full(), file()) draws randn, so every set differs from A even
-// for a model that feeds constants; eager's outputs on the same set are the reference.
-std::vector<Tensor> varied_inputs(const Graph& g, uint64_t seed) {
+// The graph whose inputs the audit's other sets draw from: the model's recipes, except that a
+// floating input with a constant recipe (ones(), zeros(), full(), file()) draws randn, so every
+// set differs from A even for a model that feeds constants; eager's outputs on the same set are
+// the reference.
+Graph with_varied_inputs(const Graph& g) {
   Graph copy = g;
   for (ValueId id : copy.inputs()) {
     Value& v = copy.mutable_value(id);
     const std::string& kind = v.init.kind;
     if (is_floating(v.type.dtype) && kind != "randn" && kind != "uniform") v.init = {};
   }
-  return make_inputs(copy, seed);
+  return copy;
 }
 
 // Median cost of one steady_clock::now() pair, in ns.
@@ -107,14 +101,15 @@ struct Backend {
 
 class TimingJob {
  public:
-  TimingJob(Session& s, PerfCounters& counters) : s_(s), counters_(counters) {}
+  TimingJob(Session& s, PerfCounters& counters)
+      : s_(s), counters_(counters), varied_(with_varied_inputs(s.graph)) {}
 
   void run() {
     reports::Contention frame;
     frame.canary_before_ms = noise_canary_ms();
     const double overhead = timer_overhead_ns();
     sets_[0] = s_.inputs;
-    sets_[1] = varied_inputs(s_.graph, derive_seed(s_.job.seed, kSecondSetStream));
+    sets_[1] = varied_set(kSecondSetStream);
     for (const std::string& b : s_.job.backends) prepare(b);
     if (!audit_off()) {
       s_.report.phase("check", "");
@@ -156,6 +151,10 @@ class TimingJob {
 
  private:
   bool audit_off() const { return s_.job.no_audit; }
+
+  std::vector<Tensor> varied_set(uint64_t stream) const {
+    return make_inputs(varied_, derive_seed(s_.job.seed, stream));
+  }
 
   // Each backend has input buffers of its own: between its samples they hold the scribble, never
   // another backend's copy of the next set.
@@ -247,12 +246,7 @@ class TimingJob {
   // The fp64 reference outputs on `inputs` (one of sets_ or fresh_), computed on first need.
   const std::vector<Tensor>& fp64_outputs(const std::vector<Tensor>& inputs) {
     auto& out = fp64_[&inputs];
-    if (out.empty()) {
-      auto eager = s_.load("eager");
-      out = eager->backend()
-                .compile(widen_to_f64(s_.graph), s_.options("eager", false))
-                ->run(widen_inputs_to_f64(inputs));
-    }
+    if (out.empty()) out = s_.fp64_reference(*s_.load("eager"), inputs);
     return out;
   }
 
@@ -396,62 +390,69 @@ class TimingJob {
     return ms_between(t0, Clock::now());
   }
 
+  struct ProbeTimes {
+    double fresh, seen;  // medians, ms
+    bool looks_cached() const {
+      return fresh > kCachingRatio * seen && fresh - seen > kCachingGapMs;
+    }
+  };
+
+  // Pairs of single calls, one on fresh[j] and one on set A, alternating which goes first to
+  // cancel what the order costs; `check(j, out)` sees each fresh call's outputs and returns
+  // false to stop.
+  template <typename Check>
+  ProbeTimes time_pairs(Backend& b, const std::vector<std::vector<Tensor>>& fresh, Check&& check) {
+    std::vector<double> on_fresh, on_seen;
+    for (size_t j = 0; j < fresh.size(); ++j) {
+      std::vector<Tensor> out, seen;
+      if (j % 2 == 0) on_fresh.push_back(timed_call(b, fresh[j], &out));
+      on_seen.push_back(timed_call(b, sets_[0], &seen));
+      if (j % 2 == 1) on_fresh.push_back(timed_call(b, fresh[j], &out));
+      if (!check(j, out)) break;
+    }
+    return {median(on_fresh), median(on_seen)};
+  }
+
   void probe() {
-    std::vector<std::vector<Tensor>>& fresh = fresh_;
-    for (int j = 0; j < kProbePairs; ++j)
-      fresh.push_back(varied_inputs(s_.graph, derive_seed(s_.job.seed, kProbeStream + j)));
-    std::vector<std::vector<Tensor>> eager_fresh(fresh.size());
+    for (int j = 0; j < kProbePairs; ++j) fresh_.push_back(varied_set(kProbeStream + j));
+    std::vector<std::vector<Tensor>> eager_fresh(fresh_.size());
     for (Backend& b : backends_) {
       if (!b.ok) continue;
       s_.report.phase("caching_probe", b.name);
-      std::vector<double> on_fresh, on_seen;
+      ProbeTimes t{};
       std::string why;
       b.ok = attempt(b.r, Status::kFailToRun, [&] {
-        for (size_t j = 0; j < fresh.size() && why.empty(); ++j) {
-          std::vector<Tensor> out, seen;
-          // Alternating which call of the pair goes first cancels what the order costs.
-          if (j % 2 == 0) on_fresh.push_back(timed_call(b, fresh[j], &out));
-          on_seen.push_back(timed_call(b, sets_[0], &seen));
-          if (j % 2 == 1) on_fresh.push_back(timed_call(b, fresh[j], &out));
+        t = time_pairs(b, fresh_, [&](size_t j, std::vector<Tensor>& out) {
           if (b.name == "eager") {
-            eager_fresh[j] = out;
+            eager_fresh[j] = std::move(out);
           } else if (!eager_fresh[j].empty()) {
-            why = rule_failure(out, eager_fresh[j], fresh[j]);
+            why = rule_failure(out, eager_fresh[j], fresh_[j]);
             if (!why.empty()) why = fmt::format("on fresh probe input {}: {}", j, why);
           }
-        }
+          return why.empty();
+        });
       });
       if (!b.ok) continue;
       if (!why.empty()) {
         b.fail("caching probe: " + why);
         continue;
       }
-      const double f = median(on_fresh), seen = median(on_seen);
-      b.probe_ratio = seen > 0 ? f / seen : 1.0;
-      if (f > kCachingRatio * seen && f - seen > kCachingGapMs && probe_again(b, fresh.size())) {
+      b.probe_ratio = t.seen > 0 ? t.fresh / t.seen : 1.0;
+      if (t.looks_cached() && probe_again(b)) {
         b.fail(fmt::format(
             "caching probe: a call took {:.4g} ms (median) on inputs it had not seen and "
             "{:.4g} ms on inputs seen before, {:.1f}x: results are being remembered, not computed "
             "(MLPerf TEST04)",
-            f, seen, f / seen));
+            t.fresh, t.seen, t.fresh / t.seen));
       }
     }
   }
 
   // A second probe on new inputs, so one burst of noise cannot fail an honest backend.
-  bool probe_again(Backend& b, size_t pairs) {
-    std::vector<double> on_fresh, on_seen;
+  bool probe_again(Backend& b) {
     std::vector<std::vector<Tensor>> sets;
-    for (size_t j = 0; j < pairs; ++j)
-      sets.push_back(varied_inputs(s_.graph, derive_seed(s_.job.seed, kProbeStream + 1000 + j)));
-    for (size_t j = 0; j < pairs; ++j) {
-      std::vector<Tensor> out;
-      if (j % 2 == 0) on_fresh.push_back(timed_call(b, sets[j], &out));
-      on_seen.push_back(timed_call(b, sets_[0], &out));
-      if (j % 2 == 1) on_fresh.push_back(timed_call(b, sets[j], &out));
-    }
-    const double f = median(on_fresh), seen = median(on_seen);
-    return f > kCachingRatio * seen && f - seen > kCachingGapMs;
+    for (int j = 0; j < kProbePairs; ++j) sets.push_back(varied_set(kProbeStream + 1000 + j));
+    return time_pairs(b, sets, [](size_t, std::vector<Tensor>&) { return true; }).looks_cached();
   }
 
   std::string describe_audit(const Backend& b) const {
@@ -468,6 +469,7 @@ class TimingJob {
 
   Session& s_;
   PerfCounters& counters_;
+  const Graph varied_;  // the model with constant float inputs drawn at random (with_varied_inputs)
   std::vector<Tensor> sets_[2];
   std::vector<std::vector<Tensor>> fresh_;  // the caching probe's inputs, never seen before
   std::map<const std::vector<Tensor>*, std::vector<Tensor>> fp64_;

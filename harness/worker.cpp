@@ -63,12 +63,7 @@ void accuracy_job(Session& s) {
     }
   }
   s.report.phase("eager_fp64", "eager");
-  if (!attempt(r, Status::kEagerFailToRun, [&] {
-        Graph g64 = widen_to_f64(s.graph);
-        fp64 = eager->backend()
-                   .compile(g64, s.options("eager", false))
-                   ->run(widen_inputs_to_f64(s.inputs));
-      })) {
+  if (!attempt(r, Status::kEagerFailToRun, [&] { fp64 = s.fp64_reference(*eager, s.inputs); })) {
     r.error = "fp64 reference: " + r.error;
     return s.report.result(r);
   }

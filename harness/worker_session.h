@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "crucible/ir/transforms.h"
 #include "crucible/plugin_loader.h"
 #include "worker.h"
 #include "worker_report.h"
@@ -27,6 +28,14 @@ struct Session {
 
   std::unique_ptr<LoadedBackend> load(const std::string& name) const {
     return load_plugin(find_plugin(name, plugin_search_path(job.plugin_paths)));
+  }
+
+  // The fp64 reference: the graph and `inputs` widened to f64, run on `eager`.
+  std::vector<Tensor> fp64_reference(LoadedBackend& eager,
+                                     const std::vector<Tensor>& inputs) const {
+    return eager.backend()
+        .compile(widen_to_f64(graph), options("eager", false))
+        ->run(widen_inputs_to_f64(inputs));
   }
 
   plugin::Options options(const std::string& backend, bool profile) const {
