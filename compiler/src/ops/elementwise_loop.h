@@ -135,12 +135,12 @@ struct Elementwise {
                       int64_t n, int64_t reps, int64_t blocks,
                       std::array<Tensor, sizeof...(In)>& grouped,
                       std::array<Tensor, sizeof...(In)>& rest, std::index_sequence<I...>) {
-    (regroup_one<I, In>(ins[I], layout.strides[I + 1][0], layout.strides[I + 1][1], layout.shape[0],
-                        n, reps, blocks, grouped[I], rest[I]),
+    (regroup_one<In>(ins[I], layout.strides[I + 1][0], layout.strides[I + 1][1], layout.shape[0], n,
+                     reps, blocks, grouped[I], rest[I]),
      ...);
   }
 
-  template <size_t K, typename T>
+  template <typename T>
   static void regroup_one(const Tensor& in, int64_t so, int64_t si, int64_t rows, int64_t n,
                           int64_t reps, int64_t blocks, Tensor& grouped, Tensor& rest) {
     const int64_t m = reps * n, rows_left_at = blocks * reps;
