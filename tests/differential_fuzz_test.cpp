@@ -73,6 +73,49 @@ TEST_F(DifferentialFuzz, PlantedBugsAreFoundAndLocalized) {
   }
 }
 
+// A sum's rounding bound (n*eps*sum|x|) excuses order-dependent cancellation and nothing else: the
+// terms +1e30 and -1e30 may swallow the small ones in any order, while a wrong sum of well-scaled
+// terms, a dot product or a mean over the wrong count stay differences.
+TEST_F(DifferentialFuzz, RoundingBoundOfAccumulationsExcusesOnlyCancellation) {
+  const auto t = [](std::vector<int64_t> shape, std::vector<double> v) {
+    return Tensor::from_doubles(DType::kF32, std::move(shape), v);
+  };
+  const Graph g = parse_graph(
+      "graph b(%x: f32[4], %w: f32[2,4], %i: f32[1,4]) {\n  %s = sum(%x, dims=[0])\n"
+      "  %m = mean(%x, dims=[0])\n  %l = linear(%i, %w)\n  %e = exp(%x)\n"
+      "  return %s, %m, %l, %e\n}\n");
+  const Node& sum = g.nodes()[0];
+  const Node& mean = g.nodes()[1];
+  const Node& linear = g.nodes()[2];
+  const Node& exp = g.nodes()[3];
+  const Tensor cancel = t({4}, {1e30, 1, -1e30, 1});
+  EXPECT_EQ(fuzz::beyond_rounding_bound(sum, {cancel}, t({}, {0}), t({}, {2}), 1e-4), 0);
+  EXPECT_EQ(fuzz::beyond_rounding_bound(mean, {cancel}, t({}, {0}), t({}, {0.5}), 1e-4), 0);
+  const Tensor plain = t({4}, {1, 2, 3, 4});
+  EXPECT_EQ(fuzz::beyond_rounding_bound(sum, {plain}, t({}, {10}), t({}, {10}), 1e-4), 0);
+  EXPECT_EQ(fuzz::beyond_rounding_bound(sum, {plain}, t({}, {10.1}), t({}, {10}), 1e-4), 1);
+  EXPECT_EQ(fuzz::beyond_rounding_bound(mean, {plain}, t({}, {10.0 / 3}), t({}, {2.5}), 1e-4), 1);
+  const Tensor w = t({2, 4}, {1e30, 1, -1e30, 1, 1, 1, 1, 1});
+  const Tensor in = t({1, 4}, {1, 1, 1, 1});
+  EXPECT_EQ(
+      fuzz::beyond_rounding_bound(linear, {in, w}, t({1, 2}, {0, 4}), t({1, 2}, {2, 4}), 1e-4), 0);
+  EXPECT_EQ(
+      fuzz::beyond_rounding_bound(linear, {in, w}, t({1, 2}, {2, 4.5}), t({1, 2}, {2, 4}), 1e-4),
+      1);
+  EXPECT_EQ(fuzz::beyond_rounding_bound(exp, {plain}, plain, plain, 1e-4), -1);  // not a sum
+}
+
+// Regression (difffuzz seed 905): a mean over rows holding +-1e30 * weight agreed with fp64 on
+// eager only because both sum in the same order; codegen's order is as right. Not a mismatch.
+TEST_F(DifferentialFuzz, CancellingMeanIsNoMismatch) {
+  fuzz::Differential diff;
+  const Graph g = fuzz::random_graph(905);
+  const fuzz::Verdict v = diff.check(g, 905, true);
+  std::string all;
+  for (const std::string& m : v.mismatches) all += m + "\n";
+  EXPECT_TRUE(v.mismatches.empty()) << all;
+}
+
 // A fixed-seed slice, under two minutes on CI's two cores. Every graph eager runs must compile on
 // codegen and agree with eager.
 TEST_F(DifferentialFuzz, FixedSeedSliceMatchesEager) {

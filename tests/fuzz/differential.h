@@ -28,6 +28,16 @@ struct Verdict {
   int64_t amplified = 0;
 };
 
+// Elements of `have` (one node's result on codegen) that differ from `want` (eager's kernel on the
+// same operands) by more than tol x (|want| + the op run on the operands' magnitudes), for ops
+// whose every element is an accumulation (sum, mean, matmul, linear, addmm, conv2d, the average
+// pools). Such a sum's rounding depends on the order of its terms and is bounded by about
+// n*eps*sum|x_i| (Higham), which can dwarf the sum: +1e30 and -1e30 among small terms cancel to a
+// different result in every order, and fp64 absorbs the small terms just as f32 does. -1 for other
+// ops.
+int64_t beyond_rounding_bound(const Node& n, const std::vector<Tensor>& operands,
+                              const Tensor& have, const Tensor& want, double tol);
+
 class Differential {
  public:
   Differential();  // loads eager and codegen through the real plugin loader
