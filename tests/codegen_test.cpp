@@ -361,6 +361,31 @@ TEST_F(Codegen, SoftmaxMaxLeavesNanToTheSumOnlyWhenEveryResultReadsIt) {
   EXPECT_TRUE(std::isnan(got[0].data<float>()[1 * 37 + 30]));  // the max's NaN, not the sum's
 }
 
+// A kernel forks where eager's kernels would (parallel_grain.h): by the element operations of its
+// nodes, not its element count. The tutorial's [8390,8] maximum + cat (67 Ki elements, one add-like
+// op) stays serial; the same shape through sin and exp forks, as does an add over 128 Ki elements;
+// a neg over the broadcast [1,8] row adds nothing to the work.
+TEST_F(Codegen, KernelsForkAtEagersGrain) {
+  const auto forks = [&](const std::string& text) {
+    const std::string code = debug_artifact(parse_graph(text), "output_code.cpp");
+    // Every parallel region's condition is decided when the kernel is generated.
+    EXPECT_EQ(count(code, "omp parallel"), count(code, "if (true)") + count(code, "if (false)"))
+        << code;
+    return count(code, "if (true)") > 0;
+  };
+  EXPECT_FALSE(
+      forks("graph t(%a: f32[1,8], %b: f32[8390,8]) {\n  %n = neg(%a)\n  %m = maximum(%b, %n)\n"
+            "  %y = cat(%m, dim=0)\n  return %y\n}\n"));
+  EXPECT_TRUE(
+      forks("graph t(%b: f32[8390,8]) {\n  %s = sin(%b)\n  %e = exp(%s)\n  return %e\n}\n"));
+  EXPECT_TRUE(
+      forks("graph t(%a: f32[512,256], %b: f32[512,256]) {\n  %y = add(%a, %b)\n"
+            "  return %y\n}\n"));
+  EXPECT_FALSE(
+      forks("graph t(%a: f32[256,256], %b: f32[256,256]) {\n  %y = add(%a, %b)\n"
+            "  return %y\n}\n"));
+}
+
 // A view no step reads (here each reshape ahead of a permute: the permute is laid over the matmul's
 // buffer directly) must not hold that buffer to the end of the run: six layers of such views kept
 // six dead 2 MiB buffers alive (MobileBERT: 96 of 8 MiB). Codegen's peak of tensor storage stays

@@ -11,6 +11,7 @@
 
 #include "crucible/core/error.h"
 #include "crucible/core/fast_math.h"
+#include "crucible/core/parallel_grain.h"
 #include "crucible/ir/type_rules.h"
 #include "test_util.h"
 
@@ -25,6 +26,18 @@ Tensor Scalar(DType dtype, double v) { return T(dtype, {}, {v}); }
 
 // ---------------------------------------------------------------------------------------------------
 // Unary ops keeping the dtype
+
+// The fork threshold eager and codegen share: 64 Ki adds stay on one thread (slower on two here),
+// 96 Ki fork; a libm-class element counts 8, a data move nothing.
+TEST(ParallelGrain, WorkDecidesAndCostsWeighIt) {
+  EXPECT_FALSE(worth_parallel(65536));
+  EXPECT_TRUE(worth_parallel(98304));
+  EXPECT_EQ(element_cost("add"), 1);
+  EXPECT_EQ(element_cost("softmax"), kTranscendentalCost);
+  EXPECT_EQ(element_cost("cat"), 0);
+  EXPECT_TRUE(worth_parallel(16384, element_cost("sin")));
+  EXPECT_FALSE(worth_parallel(1 << 30, element_cost("reshape")));
+}
 
 TEST(Unary, NegWrapsUnsignedAndSignedMinimum) {
   ExpectTensor(RunOp("neg", {T(DType::kF32, {3}, {1.5, -2, 0})}), DType::kF32, {3}, {-1.5, 2, 0});

@@ -10,6 +10,7 @@
 
 #include "cpp_prelude.h"
 #include "crucible/core/error.h"
+#include "crucible/core/parallel_grain.h"
 #include "crucible/ir/type_rules.h"
 #include "crucible/ops/clamp_bounds.h"
 #include "passes.h"
@@ -647,12 +648,12 @@ class KernelEmitter {
         fmt::format("  for (int64_t j = 0; j < {}; ++j) {{\n{}{}  }}\n", n_, stmts, st);
     if (uses_limits_) {
       return fmt::format(
-          "  #pragma omp parallel if ({} >= {})\n  {{\n{}  #pragma omp for simd "
+          "  #pragma omp parallel if ({})\n  {{\n{}  #pragma omp for simd "
           "schedule(static)\n{}  }}\n",
-          n_, kParallelMin, kLoadLimits, loop);
+          worth_threads(), kLoadLimits, loop);
     }
-    return fmt::format("#pragma omp parallel for simd schedule(static) if ({} >= {})\n{}", n_,
-                       kParallelMin, loop);
+    return fmt::format("#pragma omp parallel for simd schedule(static) if ({})\n{}",
+                       worth_threads(), loop);
   }
 
   std::string emit_rows() {
@@ -695,12 +696,12 @@ class KernelEmitter {
                                          rows(), offsets, passes, final_pass, row, row_stores);
     if (uses_limits_) {
       return fmt::format(
-          "  #pragma omp parallel if ({} >= {})\n  {{\n{}  #pragma omp for "
+          "  #pragma omp parallel if ({})\n  {{\n{}  #pragma omp for "
           "schedule(static)\n{}  }}\n",
-          rows() * row_length(), kParallelMin, kLoadLimits, loop);
+          worth_threads(), kLoadLimits, loop);
     }
-    return fmt::format("  #pragma omp parallel for schedule(static) if ({} >= {})\n{}",
-                       rows() * row_length(), kParallelMin, loop);
+    return fmt::format("  #pragma omp parallel for schedule(static) if ({})\n{}", worth_threads(),
+                       loop);
   }
 
   // One SIMD pass computing reduction node `ni` for the current row. Per-row statements it needs
@@ -801,7 +802,19 @@ class KernelEmitter {
   int stash_reduction_ = -1;
   ValueId stash_value_ = -1, stash_store_ = -1;
 
-  static constexpr int64_t kParallelMin = 32768;  // elements below which a kernel stays serial
+  // Whether this kernel forks: the element operations of its nodes (each node's cost times the
+  // elements it touches, its largest operand or output, as eager's kernel would count them)
+  // against the grain eager uses (parallel_grain.h), so a kernel forks where the same work would.
+  bool worth_threads() const {
+    int64_t work = 0;
+    for (int ni : grp_.nodes) {
+      const Node& n = g_.nodes()[ni];
+      int64_t touched = g_.value(n.output).type.numel();
+      for (ValueId o : n.operands) touched = std::max(touched, g_.value(o).type.numel());
+      work += element_cost(n.op) * touched;
+    }
+    return worth_parallel(work);
+  }
   // Each thread's copy of the clamp bounds, read before its loops (see fast_math.h's limits()).
   static constexpr const char* kLoadLimits =
       "  const crucible_fast::Limits cr_lim = crucible_fast::limits();\n";

@@ -347,7 +347,7 @@ void Tensor::copy_from(const Tensor& src) {
       To* dst = data<To>();
       const From* s = src.data<From>();
       for_each_row(
-          layout, true,
+          layout, 1,
           [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
             To* d = dst + off[0];
             const From* p = s + off[1];

@@ -148,7 +148,8 @@ OpDef binary_def(std::string name, BoolRule bools, bool true_division = false) {
                  b = as_operand(in[1], ty.dtype, ty.shape);
     dispatch_all(ty.dtype, name.c_str(), [&]<typename T>() {
       using C = compute_t<T>;
-      Elementwise<T, T>::template run<T>(out, {a, b}, [](C x, C y) { return Op{}(x, y); });
+      Elementwise<T, T>::template run<T>(
+          out, {a, b}, [](C x, C y) { return Op{}(x, y); }, element_cost(name));
     });
     return out;
   };

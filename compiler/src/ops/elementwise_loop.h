@@ -73,19 +73,21 @@ struct Elementwise {
   // out: a tensor of storage type Out, usually fresh from Tensor::empty (it may alias an input only
   // element for element). ins: views of storage types In... already broadcast to out's shape
   // (stride 0 where broadcast). f maps compute types to something convertible to Out and must be
-  // pure: it runs in parallel, in any order.
+  // pure: it runs in parallel, in any order. cost: f's element operations per element (see
+  // parallel_grain.h), which decides whether the loop is worth the threads.
   template <typename Out, typename F>
-  static void run(const Tensor& out, const std::array<Tensor, sizeof...(In)>& ins, const F& f) {
+  static void run(const Tensor& out, const std::array<Tensor, sizeof...(In)>& ins, const F& f,
+                  int64_t cost = 1) {
     if (out.numel() == 0) return;
     std::array<std::span<const int64_t>, N> strides;
     strides[0] = out.strides();
     for (size_t k = 0; k < sizeof...(In); ++k) strides[k + 1] = ins[k].strides();
     const StridedLayout<N> layout = coalesce<N>(out.shape(), strides);
-    if (run_short_rows<Out>(out, ins, layout, f)) return;
+    if (run_short_rows<Out>(out, ins, layout, f, cost)) return;
     Out* const o = out.data<Out>();
     const Ptrs base = data_ptrs(ins, std::index_sequence_for<In...>{});
     for_each_row(
-        layout, true,
+        layout, cost,
         [&](const std::array<int64_t, N>& off, int64_t n, const std::array<int64_t, N>& st) {
           const Ptrs row = offset_ptrs(base, off, std::index_sequence_for<In...>{});
           bool fast = st[0] == 1 || n == 1;
@@ -110,7 +112,7 @@ struct Elementwise {
   // R % reps rows take the ordinary path. Returns false when the layout does not qualify.
   template <typename Out, typename F>
   static bool run_short_rows(const Tensor& out, const std::array<Tensor, sizeof...(In)>& ins,
-                             const StridedLayout<N>& layout, const F& f) {
+                             const StridedLayout<N>& layout, const F& f, int64_t cost) {
     if (layout.shape.size() != 2) return false;
     const int64_t rows = layout.shape[0], n = layout.shape[1];
     if (n >= kShortRow || layout.strides[0][0] != n || layout.strides[0][1] != 1) return false;
@@ -123,10 +125,10 @@ struct Elementwise {
     const int64_t m = reps * n;
     std::array<Tensor, sizeof...(In)> grouped, rest;
     regroup(ins, layout, n, reps, blocks, grouped, rest, std::index_sequence_for<In...>{});
-    run<Out>(out.as_strided({blocks, m}, {m, 1}, out.offset()), grouped, f);
+    run<Out>(out.as_strided({blocks, m}, {m, 1}, out.offset()), grouped, f, cost);
     const int64_t done = blocks * reps;
     if (done < rows)
-      run<Out>(out.as_strided({rows - done, n}, {n, 1}, out.offset() + done * n), rest, f);
+      run<Out>(out.as_strided({rows - done, n}, {n, 1}, out.offset() + done * n), rest, f, cost);
     return true;
   }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "crucible/core/error.h"
+#include "crucible/core/parallel_grain.h"
 #include "crucible/core/strided_loop.h"
 #include "crucible/ops/gemm.h"
 #include "register_ops.h"
@@ -339,7 +340,7 @@ Tensor embedding_kernel(std::span<const Tensor> in, const Attrs&) {
     if (row_bytes == 0) return;
     const char* src = static_cast<const char*>(w.raw_data());
     char* dst = static_cast<char*>(out.raw_data());
-#pragma omp parallel for schedule(static) if (n * dim >= 32768)
+#pragma omp parallel for schedule(static) if (worth_parallel(n * dim))
     for (int64_t i = 0; i < n; ++i) {
       std::memcpy(dst + i * row_bytes, src + static_cast<int64_t>(ip[i]) * row_stride_bytes,
                   row_bytes);

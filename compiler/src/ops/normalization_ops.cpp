@@ -21,7 +21,7 @@ template <typename T, bool kLog>
 void softmax_rows(const T* x, T* o, int64_t a, int64_t r) {
   using Acc = compute_t<T>;
   constexpr Acc kNegInf = -std::numeric_limits<Acc>::infinity();
-#pragma omp parallel for schedule(static) if (a * r >= kParallelGrain && a > 1)
+#pragma omp parallel for schedule(static) if (worth_parallel(a * r, kTranscendentalCost) && a > 1)
   for (int64_t ai = 0; ai < a; ++ai) {
     const T* xr = x + ai * r;
     T* orow = o + ai * r;
@@ -72,7 +72,8 @@ void softmax_columns(const T* x, T* o, int64_t a, int64_t r, int64_t b) {
     width = (width + 15) / 16 * 16;  // keep tile starts aligned for the vector loops
   }
   const int64_t ntiles = (b + width - 1) / width;
-#pragma omp parallel for schedule(static) if (a * r * b >= kParallelGrain && a * ntiles > 1)
+#pragma omp parallel for schedule(static) if (worth_parallel(a * r * b, kTranscendentalCost) && \
+                                              a * ntiles > 1)
   for (int64_t task = 0; task < a * ntiles; ++task) {
     const int64_t ai = task / ntiles, j0 = task % ntiles * width, jn = std::min(width, b - j0);
     const T* xt = x + ai * r * b + j0;

@@ -11,12 +11,12 @@
 
 #include "crucible/core/dtype.h"
 #include "crucible/core/fast_math.h"
+#include "crucible/core/parallel_grain.h"
 #include "crucible/ir/op_registry.h"
 
 namespace crucible::reduction {
 
-// Below this many elements of work a parallel region costs more than it saves.
-inline constexpr int64_t kParallelGrain = 32768;
+using crucible::kParallelGrain;  // parallel_grain.h: below it a parallel region costs more
 // Lanes are folded into a wider total every kBlock elements (row folds) or kRowBlock rows (column
 // folds): a long f32 sum then carries the rounding error of a short float sum per block plus a
 // double sum across blocks, for one extra add per block.

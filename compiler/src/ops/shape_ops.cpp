@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "crucible/core/error.h"
+#include "crucible/core/parallel_grain.h"
 #include "crucible/ir/type_rules.h"
 #include "elementwise_loop.h"
 #include "register_ops.h"
@@ -408,7 +409,7 @@ OpDef arange_def() {
       T* p = out.data<T>();
       const int64_t n = a.length;
       const double start = a.start, step = a.step;
-#pragma omp parallel for simd schedule(static) if (n > 65536)
+#pragma omp parallel for simd schedule(static) if (worth_parallel(n))
       for (int64_t i = 0; i < n; ++i) {
         p[i] = static_cast<T>(static_cast<compute_t<T>>(start + static_cast<double>(i) * step));
       }

@@ -210,7 +210,8 @@ OpDef same_dtype_def(std::string name) {
     const TensorType ty = infer(types_of(in), attrs);
     Tensor out = Tensor::empty(ty.dtype, ty.shape);
     dispatch_all(ty.dtype, name.c_str(), [&]<typename T>() {
-      Elementwise<T>::template run<T>(out, {in[0]}, [](compute_t<T> x) { return Op{}(x); });
+      Elementwise<T>::template run<T>(
+          out, {in[0]}, [](compute_t<T> x) { return Op{}(x); }, element_cost(name));
     });
     return out;
   };
@@ -225,8 +226,8 @@ Tensor run_float_unary(const Tensor& x, const TensorType& ty, const char* name) 
   dispatch_all(x.dtype(), name, [&]<typename T>() {
     using Out = std::conditional_t<kIsFloatStorage<T>, T, float>;
     using C = compute_t<Out>;
-    Elementwise<T>::template run<Out>(out, {x},
-                                      [](compute_t<T> v) { return Op{}(static_cast<C>(v)); });
+    Elementwise<T>::template run<Out>(
+        out, {x}, [](compute_t<T> v) { return Op{}(static_cast<C>(v)); }, element_cost(name));
   });
   return out;
 }

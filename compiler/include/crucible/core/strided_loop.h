@@ -10,6 +10,8 @@
 #include <span>
 #include <vector>
 
+#include "crucible/core/parallel_grain.h"
+
 namespace crucible {
 
 // Element strides of N operands over one iteration shape (0 where an operand is broadcast).
@@ -49,10 +51,10 @@ StridedLayout<N> coalesce(std::span<const int64_t> shape,
 
 // Calls body(offsets, n, inner_strides) for every row, where offsets[k] is operand k's element
 // offset of the row's first element, n the row length, inner_strides[k] operand k's stride along
-// it. Rows are split across OpenMP threads when `parallel` and the work is large enough to pay for
-// it.
+// it. Rows are split across OpenMP threads when the work, `cost` element operations per element
+// (0: never parallel), passes kParallelGrain.
 template <size_t N, typename Body>
-void for_each_row(const StridedLayout<N>& layout, bool parallel, Body&& body) {
+void for_each_row(const StridedLayout<N>& layout, int64_t cost, Body&& body) {
   const int64_t rank = static_cast<int64_t>(layout.shape.size());
   const int64_t inner = layout.shape.back();
   if (inner == 0) return;
@@ -62,13 +64,14 @@ void for_each_row(const StridedLayout<N>& layout, bool parallel, Body&& body) {
   std::array<int64_t, N> inner_strides;
   for (size_t k = 0; k < N; ++k) inner_strides[k] = layout.strides[k].back();
 
-  // Splits a long single row into chunks so one contiguous tensor still uses every thread.
-  constexpr int64_t kMinChunk = 32768;
   const int64_t total = rows * inner;
-  const bool go_parallel = parallel && total >= 2 * kMinChunk && omp_get_max_threads() > 1;
+  const bool go_parallel = cost > 0 && worth_parallel(total, cost) && omp_get_max_threads() > 1;
   if (rows == 1) {
+    // A long single row is split into chunks so one contiguous tensor still uses every thread.
+    const int64_t min_chunk =
+        std::max<int64_t>(kParallelGrain / (2 * std::max<int64_t>(cost, 1)), 1);
     const int64_t chunks =
-        go_parallel ? std::min<int64_t>(inner / kMinChunk, 4 * omp_get_max_threads()) : 1;
+        go_parallel ? std::clamp<int64_t>(inner / min_chunk, 1, 4 * omp_get_max_threads()) : 1;
 #pragma omp parallel for schedule(static) if (chunks > 1)
     for (int64_t c = 0; c < chunks; ++c) {
       int64_t begin = inner * c / chunks, end = inner * (c + 1) / chunks;
