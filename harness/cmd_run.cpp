@@ -145,6 +145,9 @@ bool parse_run_options(const std::string& command, const std::string& usage,
       "(YYYYMMDD in UTC), as the nightly runs")(
       "min-sample-ms", po::value(&cfg.min_sample_ms)->default_value(1.0),
       "performance: each timed sample calls the graph back to back until it lasts this long")(
+      "min-time-ms", po::value(&cfg.min_time_ms)->default_value(200),
+      "performance: after --repeat samples, keep sampling (interleaved, at most 100 x --repeat "
+      "samples) until every backend has spent this long in timed calls; 0: exactly --repeat")(
       "retry-noisy", po::value(&cfg.retry_noisy)->default_value(0),
       "performance: rerun a model's timing up to N times while a result is noisy")(
       "no-audit", po::bool_switch(&cfg.no_audit),
@@ -215,6 +218,8 @@ bool parse_run_options(const std::string& command, const std::string& usage,
   cfg.seed = parse_seed(seed);
   if (!(cfg.min_sample_ms > 0) || cfg.min_sample_ms > 60'000)
     throw po::error("--min-sample-ms must be above 0 and at most 60000");
+  if (!(cfg.min_time_ms >= 0) || cfg.min_time_ms > 3'600'000)
+    throw po::error("--min-time-ms must be between 0 and 3600000");
   if (cfg.retry_noisy < 0) throw po::error("--retry-noisy must be >= 0");
   if (cfg.variant != "full" && cfg.variant != "small")
     throw po::error(fmt::format("--variant must be full or small, got '{}'", cfg.variant));

@@ -13,6 +13,7 @@
 #include "crucible/ir/text_format.h"
 #include "crucible/plugin_file.h"
 #include "crucible/plugin_loader.h"
+#include "environment.h"
 #include "job_outcome.h"
 #include "subprocess.h"
 #include "worker.h"
@@ -127,6 +128,7 @@ int run_graph_command(const std::vector<std::string>& args) {
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
+  bind_worker_threads();
   const ChildOutcome outcome = run_child(argv, {}, log, limits);
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);

@@ -23,6 +23,7 @@ int worker_command(const std::vector<std::string>& args) {
       "repeat", po::value(&job.repeat), "timed repeats")("warmup", po::value(&job.warmup),
                                                          "warm-up runs")(
       "min-sample-ms", po::value(&job.min_sample_ms), "timing: shortest sample")(
+      "min-time-ms", po::value(&job.min_time_ms), "timing: shortest timed total per backend")(
       "no-audit", po::bool_switch(&job.no_audit), "timing: skip the output audit")(
       "report", po::value(&job.report)->required(), "report file")(
       "plugin-path", po::value(&job.plugin_paths)->composing(), "plugin directories")(

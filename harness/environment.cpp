@@ -102,11 +102,19 @@ reports::RunEnvironment capture_environment(int threads) {
   e.threads = threads;
   e.launcher["affinity"] = affinity();
   for (const char* var : {"OMP_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME", "OMP_PROC_BIND",
-                          "OMP_PLACES", "LD_PRELOAD", "MALLOC_CONF", "CRUCIBLE_ALLOC_CACHE_MB",
-                          "CRUCIBLE_LAUNCHER", "CRUCIBLE_INSTANCE"}) {
+                          "OMP_PLACES", "GOMP_CPU_AFFINITY", "LD_PRELOAD", "MALLOC_CONF",
+                          "CRUCIBLE_ALLOC_CACHE_MB", "CRUCIBLE_LAUNCHER", "CRUCIBLE_INSTANCE"}) {
     if (const char* v = std::getenv(var)) e.launcher[var] = v;
   }
   return e;
+}
+
+void bind_worker_threads() {
+  for (const char* var : {"OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINITY"}) {
+    if (std::getenv(var) != nullptr) return;
+  }
+  ::setenv("OMP_PROC_BIND", "close", 0);
+  ::setenv("OMP_PLACES", "cores", 0);
 }
 
 }  // namespace crucible

@@ -20,6 +20,7 @@ struct RunConfig {
   int repeat = 10;
   int warmup = 3;
   double min_sample_ms = 1.0;  // a timed sample calls the graph until it lasts this long
+  double min_time_ms = 200;    // samples past `repeat` until each backend was timed this long
   int retry_noisy = 0;         // reruns of a model's timing while a result is noisy
   bool no_audit = false;       // time without the output audit (to measure its cost)
   double timeout_s = 600;

@@ -202,6 +202,7 @@ class Runner {
     job.repeat = cfg_.repeat;
     job.warmup = cfg_.warmup;
     job.min_sample_ms = cfg_.min_sample_ms;
+    job.min_time_ms = cfg_.min_time_ms;
     job.no_audit = cfg_.no_audit;
     job.plugin_paths = cfg_.plugin_paths;
     job.config = cfg_.config;
@@ -380,6 +381,7 @@ int execute_run(const RunConfig& cfg, int64_t* run_id_out) {
   for (const auto& s : suites) info.suites += (info.suites.empty() ? "" : ",") + s.name;
   for (const auto& b : cfg.backends) info.backends += (info.backends.empty() ? "" : ",") + b;
   info.mode = cfg.mode;
+  bind_worker_threads();
   info.env = capture_environment(cfg.threads);
   info.env.canary_ms = noise_canary_ms();
   info.env.seed = cfg.seed;

@@ -45,6 +45,8 @@ constexpr int kProbePairs = 5;
 constexpr double kCachingRatio = 1.5;
 constexpr double kCachingGapMs = 0.005;
 constexpr int64_t kMaxCallsPerSample = 1'000'000;
+// --min-time-ms takes at most this many times --repeat samples.
+constexpr int kMaxSampleFactor = 100;
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
@@ -119,7 +121,12 @@ class TimingJob {
     for (Backend& b : backends_) warm_up(b);
     s_.report.phase("timing", "");
     const ContentionSnapshot begin = take_contention_snapshot();
-    for (int rep = 0; rep < s_.job.repeat; ++rep) {
+    // At least --repeat samples, and then more (at most kMaxSampleFactor x) until every backend
+    // was timed --min-time-ms in all: a graph of microseconds gets hundreds of samples for the
+    // cost of ten of a large model, and its median stops moving between runs.
+    for (int rep = 0; rep < s_.job.repeat || (rep < kMaxSampleFactor * s_.job.repeat &&
+                                              least_timed_ms() < s_.job.min_time_ms);
+         ++rep) {
       for (Backend& b : backends_) {
         if (b.ok) sample(b, rep);
       }
@@ -151,6 +158,18 @@ class TimingJob {
 
  private:
   bool audit_off() const { return s_.job.no_audit; }
+
+  // The smallest total timed time of the backends still timed (infinite when none is).
+  double least_timed_ms() const {
+    double least = std::numeric_limits<double>::infinity();
+    for (const Backend& b : backends_) {
+      if (!b.ok) continue;
+      double total = 0;
+      for (double ms : b.r.samples_ms) total += ms * static_cast<double>(b.calls);
+      least = std::min(least, total);
+    }
+    return least;
+  }
 
   std::vector<Tensor> varied_set(uint64_t stream) const {
     return make_inputs(varied_, derive_seed(s_.job.seed, stream));
@@ -186,7 +205,9 @@ class TimingJob {
   }
 
   void prepare(const std::string& name) {
-    Backend b{name, nullptr, nullptr, s_.record(name, "performance")};
+    Backend b;
+    b.name = name;
+    b.r = s_.record(name, "performance");
     s_.report.phase("load", name);
     b.ok = attempt(b.r, Status::kFailToLoad, [&] { b.plugin = s_.load(name); });
     if (b.ok) {

@@ -182,6 +182,7 @@ std::vector<std::string> WorkerJob::to_args() const {
   add(flag("repeat", std::to_string(repeat)));
   add(flag("warmup", std::to_string(warmup)));
   add(flag("min-sample-ms", fmt::format("{}", min_sample_ms)));
+  add(flag("min-time-ms", fmt::format("{}", min_time_ms)));
   if (no_audit) a.push_back("--no-audit");
   if (profile) a.push_back("--profile");
   add(flag("report", report));

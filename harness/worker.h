@@ -25,6 +25,8 @@ struct WorkerJob {
   int repeat = 10;
   int warmup = 3;
   double min_sample_ms = 1.0;  // timing: a sample runs the graph enough times to last this long
+  double min_time_ms = 0;      // timing: more samples than `repeat` until each backend was timed
+                               // this long in total
   bool no_audit = false;       // timing: skip the audit (to measure what it costs)
   bool profile = false;        // run-graph: per-kernel timings
   std::string report;

@@ -42,6 +42,19 @@ inline CliResult run_crucible(const std::string& args, const std::string& env = 
   return r;
 }
 
+// What the sqlite3 shell prints for `sql` on the database `db` ("a|b" rows, one per line).
+inline std::string query_text(const std::filesystem::path& db, const std::string& sql) {
+  static int counter = 0;
+  const auto out =
+      std::filesystem::temp_directory_path() /
+      ("crucible_query_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  const std::string cmd = "sqlite3 " + db.string() + " \"" + sql + "\" > " + out.string();
+  if (std::system(cmd.c_str()) != 0) return "(sqlite3 failed: " + cmd + ")";
+  std::string text = read_all(out);
+  std::filesystem::remove(out);
+  return text;
+}
+
 inline int count_lines(const std::string& s) {
   int n = 0;
   for (char c : s) n += c == '\n';

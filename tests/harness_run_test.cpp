@@ -116,8 +116,9 @@ TEST_F(HarnessRun, BothModesRecordSamplesSpeedupAndKernels) {
   add_model("m_a");
   add_model("m_skip", "skip=\"needs conv2d\"");
   add_model("m_x", "xfail=\"known wrong\"");
-  auto r = run_crucible(
-      run_args("--backends eager,faulty --mode both --repeat 4 --warmup 1 -c fault.m_x=wrong"));
+  auto r =
+      run_crucible(run_args("--backends eager,faulty --mode both --repeat 4 --min-time-ms 0 "
+                            "--warmup 1 -c fault.m_x=wrong"));
   EXPECT_EQ(r.status, 0) << r.err << r.out;  // skipped and expected failures do not fail the run
   auto store = reports::Store::open(dir_ / "r.db");
   auto run = store->runs().at(0);
@@ -162,6 +163,46 @@ bool wait_for_file(const fs::path& p) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return true;
+}
+
+// --min-time-ms: a graph of microseconds is sampled past --repeat until every backend was timed
+// that long (capped at 100 x --repeat samples); 0 keeps exactly --repeat. The workers' OpenMP
+// threads are bound one per core unless the environment says otherwise, and the run records it.
+TEST_F(HarnessRun, MinTimeSamplesFastGraphsLongerAndThreadsAreBound) {
+  add_model("m_a");
+  auto r =
+      run_crucible(run_args("--backends eager,faulty --mode performance --repeat 3 "
+                            "--min-time-ms 40 --min-sample-ms 0.2 --warmup 1"));
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  auto store = reports::Store::open(dir_ / "r.db");
+  const int64_t run_id = store->runs().at(0).id;
+  auto res = results_by_model(*store, run_id);
+  for (const std::string b : {"eager", "faulty"}) {
+    const auto& perf = res["m_a/" + b + "/performance"];
+    EXPECT_EQ(perf.status, "pass") << perf.error;
+    EXPECT_GT(perf.samples_ms.size(), 3u) << b;
+    EXPECT_LE(perf.samples_ms.size(), 300u) << b;
+    double timed = 0;
+    for (double ms : perf.samples_ms) timed += ms * static_cast<double>(perf.calls_per_sample);
+    // Sampling stops once the slower-to-fill backend passes 40 ms, or at the cap.
+    EXPECT_TRUE(timed >= 40 || perf.samples_ms.size() == 300u) << b << ": " << timed << " ms";
+  }
+  EXPECT_EQ(res["m_a/eager/performance"].samples_ms.size(),
+            res["m_a/faulty/performance"].samples_ms.size());  // interleaved: one each per round
+  const std::string launcher = testing::query_text(
+      dir_ / "r.db", "SELECT launcher_json FROM runs WHERE id = " + std::to_string(run_id));
+  if (std::getenv("OMP_PROC_BIND") == nullptr && std::getenv("OMP_PLACES") == nullptr &&
+      std::getenv("GOMP_CPU_AFFINITY") == nullptr && std::getenv("KMP_AFFINITY") == nullptr) {
+    EXPECT_NE(launcher.find("\"OMP_PROC_BIND\": \"close\""), std::string::npos) << launcher;
+    EXPECT_NE(launcher.find("\"OMP_PLACES\": \"cores\""), std::string::npos) << launcher;
+  }
+
+  fs::remove(dir_ / "r.db");
+  r = run_crucible(run_args("--backends eager --mode performance --repeat 3 --min-time-ms 0"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  store = reports::Store::open(dir_ / "r.db");
+  res = results_by_model(*store, store->runs().at(0).id);
+  EXPECT_EQ(res["m_a/eager/performance"].samples_ms.size(), 3u);
 }
 
 TEST_F(HarnessRun, KilledRunLeavesCompleteRowsOnlyAndIsMarkedIncomplete) {
@@ -211,7 +252,9 @@ TEST_F(HarnessRun, KilledRunLeavesCompleteRowsOnlyAndIsMarkedIncomplete) {
       // Models before the gate have both results, each with its accuracy rows (one transaction
       // per result); the gated model at most its eager one; later models nothing.
       EXPECT_EQ(rows.contains(m + "/faulty/accuracy"), i < k) << "run " << run.id << " " << m;
-      if (i > k) EXPECT_FALSE(rows.contains(m + "/eager/accuracy")) << m;
+      if (i > k) {
+        EXPECT_FALSE(rows.contains(m + "/eager/accuracy")) << m;
+      }
       for (const char* b : {"eager", "faulty"}) {
         auto it = rows.find(m + "/" + b + "/accuracy");
         if (it == rows.end()) continue;
@@ -261,6 +304,7 @@ TEST_F(HarnessRun, BadRequestsFailBeforeAnyRunIsRecorded) {
       {"--filter '('", "--filter '(' is not a valid regular expression"},
       {"--shard 2/2", "--shard expects I/N with 0 <= I < N, got '2/2'"},
       {"--repeat 0", "--repeat must be at least 1"},
+      {"--min-time-ms -5", "--min-time-ms must be between 0 and 3600000"},
       {"--exclude m_a", "no models selected"},
   };
   for (const auto& c : cases) {
@@ -288,8 +332,9 @@ TEST_F(HarnessRun, UnloadablePluginIsFailToLoadPerModelAndTheOthersRun) {
                            "/../lib/crucible/crucible_backend_eager.so")
              .substr(0, 200);
   const std::string backends = "eager," + wrong_abi + "," + truncated.string() + ",exit0";
-  auto r = run_crucible(
-      run_args("--backends " + backends + " --mode both --repeat 2 --warmup 0 --timeout 60"));
+  auto r =
+      run_crucible(run_args("--backends " + backends +
+                            " --mode both --repeat 2 --min-time-ms 0 --warmup 0 --timeout 60"));
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("backend '" + truncated.string() +
                        "' cannot be loaded, recorded as fail_to_load: " + truncated.string() +

@@ -92,15 +92,18 @@ TEST_F(TimingAudit, EveryPlantedCheatIsCaughtAndGetsNoSpeedup) {
 }
 
 TEST_F(TimingAudit, HonestBackendsPassWithABitwiseAuditOfEveryCall) {
-  auto r = run_crucible(
-      run_args("--backends eager,codegen,faulty --mode performance --repeat 6 --warmup 2"));
+  auto r =
+      run_crucible(run_args("--backends eager,codegen,faulty --mode performance --repeat 6 "
+                            "--min-time-ms 0 --warmup 2"));
   EXPECT_EQ(r.status, 0) << r.err << r.out;
   for (const auto& [key, row] : performance()) {
     SCOPED_TRACE(key);
     EXPECT_EQ(row.status, "pass") << row.error;
     EXPECT_NE(row.audit.find("bitwise: every call of 6 samples"), std::string::npos) << row.audit;
     // A graph of a few microseconds is called many times per sample (--min-sample-ms 1).
-    if (key.rfind("tiny_const/", 0) == 0) EXPECT_GT(row.calls_per_sample, 10);
+    if (key.rfind("tiny_const/", 0) == 0) {
+      EXPECT_GT(row.calls_per_sample, 10);
+    }
     EXPECT_GE(row.calls_per_sample, 1);
     EXPECT_TRUE(row.speedup.has_value());
   }
@@ -154,12 +157,8 @@ TEST_F(TimingAudit, CpuHogBesideTheRunMarksResultsNoisyAndRetriesThem) {
   EXPECT_TRUE(row.noisy) << "a CPU hog on every core went unnoticed";
   EXPECT_NE(r.out.find("noisy"), std::string::npos) << r.out;  // shown in the console table
   EXPECT_NE(r.err.find("timing was noisy"), std::string::npos) << r.err;
-  const std::string cmd = "sqlite3 " + (dir_ / "r.db").string() +
-                          " \"SELECT attempts, noise_reason FROM results WHERE mode = "
-                          "'performance'\" > " +
-                          (dir_ / "q.txt").string();
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
-  const std::string text = testing::read_all(dir_ / "q.txt");
+  const std::string text = testing::query_text(
+      dir_ / "r.db", "SELECT attempts, noise_reason FROM results WHERE mode = 'performance'");
   EXPECT_EQ(text.substr(0, 2), "2|") << text;  // --retry-noisy 1: two attempts
   EXPECT_NE(text.find("run delay"), std::string::npos) << text;
 }
@@ -171,10 +170,7 @@ TEST_F(TimingAudit, SeedChangesInputsAndParametersAndIsRecorded) {
       run_crucible(run_args("--backends eager --mode performance --repeat 2 --seed daily "
                             "--only dense"));
   ASSERT_EQ(r.status, 0) << r.err;
-  const std::string cmd = "sqlite3 " + (dir_ / "r.db").string() + " \"SELECT seed FROM runs\" > " +
-                          (dir_ / "q.txt").string();
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
-  const long seed = std::stol(testing::read_all(dir_ / "q.txt"));
+  const long seed = std::stol(testing::query_text(dir_ / "r.db", "SELECT seed FROM runs"));
   EXPECT_GT(seed, 20260000);
   EXPECT_LT(seed, 21000000);
   auto bad = run_crucible(run_args("--seed 12x"));
@@ -215,7 +211,9 @@ TEST_F(TimingAudit, CalibrateStoresEachSeriesRunToRunNoise) {
     EXPECT_TRUE(std::isfinite(c.time_cv) && c.time_cv >= 0);
     EXPECT_GT(c.median_ms, 0);
     EXPECT_EQ(c.backend == "codegen", c.speedup_median.has_value());
-    if (c.speedup_min) EXPECT_LE(*c.speedup_min, *c.speedup_max);
+    if (c.speedup_min) {
+      EXPECT_LE(*c.speedup_min, *c.speedup_max);
+    }
   }
   EXPECT_NE(r.out.find("calibration of runs"), std::string::npos);
   auto bad = run_crucible("calibrate --suite tutorial --runs 1");
