@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
+#include <vector>
 
 namespace crucible {
 
@@ -86,6 +88,12 @@ std::string noise_reason(const reports::Contention& c, double window_s, const No
   if (window_s >= t.min_window_s && c.other_cpu > t.other_cpu)
     why.push_back(fmt::format("other processes' CPU {} > {}", pct(c.other_cpu), pct(t.other_cpu)));
   if (c.steal > t.steal) why.push_back(fmt::format("steal {} > {}", pct(c.steal), pct(t.steal)));
+  const double tlo = std::min(c.triad_before_gbs, c.triad_after_gbs);
+  const double thi = std::max(c.triad_before_gbs, c.triad_after_gbs);
+  if (tlo > 0 && thi > t.triad_change * tlo) {
+    why.push_back(fmt::format("memory bandwidth {:.1f} GB/s before, {:.1f} GB/s after",
+                              c.triad_before_gbs, c.triad_after_gbs));
+  }
   const double lo = std::min(c.canary_before_ms, c.canary_after_ms);
   const double hi = std::max(c.canary_before_ms, c.canary_after_ms);
   if (lo > 0 && hi > t.canary_change * lo) {
@@ -108,6 +116,22 @@ double noise_canary_ms() {
   volatile uint64_t sink = x;
   (void)sink;
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double memory_canary_gbs() {
+  constexpr int64_t kN = int64_t{32} << 20 >> 3;  // doubles per 32 MiB array
+  std::vector<double> a(kN), b(kN, 1.0), c(kN, 2.0);
+  double best_s = std::numeric_limits<double>::infinity();
+  for (int pass = 0; pass < 4; ++pass) {
+    const auto t0 = std::chrono::steady_clock::now();
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < kN; ++i) a[i] = b[i] + 3.0 * c[i];
+    best_s = std::min(best_s,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  volatile double sink = a[kN / 2];
+  (void)sink;
+  return 3.0 * static_cast<double>(kN) * sizeof(double) / best_s / 1e9;
 }
 
 }  // namespace crucible

@@ -44,6 +44,9 @@ struct NoiseThresholds {
   double min_window_s = 0.5;    // ...measured over at least this long (ticks are 10 ms)
   double steal = 0.05;          // 5% of the cores stolen by the hypervisor
   double canary_change = 1.25;  // the canary after / before timing, or before / after
+  // Memory bandwidth after / before timing, or before / after. Quiet, this VM's triad moves up to
+  // 9% between the two, at times 50% (48 -> 72 GB/s); a memory-bound graph's time follows it.
+  double triad_change = 1.15;
 };
 // "" when quiet; otherwise which figures passed their threshold, e.g. "run delay 31% > 5%".
 std::string noise_reason(const reports::Contention& c, double window_s,
@@ -52,5 +55,10 @@ std::string noise_reason(const reports::Contention& c, double window_s,
 // Milliseconds of a fixed single-threaded reference loop (a dependent integer chain that neither
 // memory nor frequency boosts change much): timed before each run and around each timing job.
 double noise_canary_ms();
+
+// The memory side of the canary: STREAM-triad bandwidth (a[i] = b[i] + s * c[i] over three 32 MiB
+// arrays, on the worker's OpenMP threads, best of 4 passes), in GB/s. A memory-bound graph's time
+// follows it, and on a shared host it drifts from minute to minute while the CPU canary does not.
+double memory_canary_gbs();
 
 }  // namespace crucible

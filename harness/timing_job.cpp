@@ -109,6 +109,7 @@ class TimingJob {
   void run() {
     reports::Contention frame;
     frame.canary_before_ms = noise_canary_ms();
+    frame.triad_before_gbs = memory_canary_gbs();
     const double overhead = timer_overhead_ns();
     sets_[0] = s_.inputs;
     sets_[1] = varied_set(kSecondSetStream);
@@ -137,11 +138,14 @@ class TimingJob {
       probe();
     }
     frame.canary_after_ms = noise_canary_ms();
+    frame.triad_after_gbs = memory_canary_gbs();
     for (Backend& b : backends_) {
       b.meter.set_window(begin, end);
       reports::Contention c = b.meter.figures(static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
       c.canary_before_ms = frame.canary_before_ms;
       c.canary_after_ms = frame.canary_after_ms;
+      c.triad_before_gbs = frame.triad_before_gbs;
+      c.triad_after_gbs = frame.triad_after_gbs;
       b.r.contention = c;
       b.r.noise_reason = noise_reason(c, b.meter.window_s());
       b.r.noisy = !b.r.noise_reason.empty();

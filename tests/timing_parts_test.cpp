@@ -65,6 +65,22 @@ TEST(NoiseReason, EachFigureHasItsThresholdAndShortWindowsIgnoreProcStat) {
   c = quiet;
   c.canary_after_ms = 60;
   EXPECT_NE(noise_reason(c, 1.0).find("canary"), std::string::npos);
+  // Memory bandwidth that moved 20% between before and after: a memory-bound time moved with it.
+  c = quiet;
+  c.triad_before_gbs = 20;
+  c.triad_after_gbs = 16;
+  EXPECT_NE(noise_reason(c, 1.0).find("memory bandwidth 20.0 GB/s before, 16.0 GB/s after"),
+            std::string::npos)
+      << noise_reason(c, 1.0);
+  c.triad_after_gbs = 19;  // 5%: quiet
+  EXPECT_EQ(noise_reason(c, 1.0), "");
+}
+
+// The memory canary measures a bandwidth: positive, finite, and far below anything absurd.
+TEST(MemoryCanary, MeasuresATriadBandwidth) {
+  const double gbs = memory_canary_gbs();
+  EXPECT_GT(gbs, 0.1);
+  EXPECT_LT(gbs, 10000);
 }
 
 TEST(PerfCounters, CountPageFaultsOrSayWhyNot) {

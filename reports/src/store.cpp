@@ -227,7 +227,9 @@ int64_t Store::add_result(int64_t run_id, const ResultRecord& r) {
                              {"steal", c.steal},
                              {"involuntary_switches", static_cast<double>(c.involuntary_switches)},
                              {"canary_before_ms", c.canary_before_ms},
-                             {"canary_after_ms", c.canary_after_ms}}));
+                             {"canary_after_ms", c.canary_after_ms},
+                             {"triad_before_gbs", c.triad_before_gbs},
+                             {"triad_after_gbs", c.triad_after_gbs}}));
   } else {
     s.bind_null(36);
   }

@@ -65,6 +65,8 @@ struct Contention {
   int64_t involuntary_switches = 0;  // of the worker's threads, during the samples
   double canary_before_ms = 0;       // the noise canary in the worker, before and after timing
   double canary_after_ms = 0;
+  double triad_before_gbs = 0;  // STREAM-triad bandwidth in the worker, before and after timing
+  double triad_after_gbs = 0;
 };
 
 struct ResultRecord {
