@@ -1,6 +1,7 @@
 // Runs the real crucible binary from a test and captures its exit status, stdout and stderr.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,6 +41,16 @@ inline CliResult run_crucible(const std::string& args, const std::string& env = 
   r.err = read_all(dir / "err");
   std::filesystem::remove_all(dir);
   return r;
+}
+
+// An empty directory of its own for the running test: <tmp>/<prefix>_<pid>_<test name>.
+inline std::filesystem::path fresh_test_dir(const std::string& prefix) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   (prefix + "_" + std::to_string(::getpid()) + "_" +
+                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
 }
 
 // What the sqlite3 shell prints for `sql` on the database `db` ("a|b" rows, one per line).

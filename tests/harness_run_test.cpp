@@ -22,10 +22,7 @@ using testing::run_crucible;
 class HarnessRun : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("crucible_run_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    dir_ = testing::fresh_test_dir("crucible_run");
     fs::create_directories(dir_ / "suite");
   }
   void TearDown() override { fs::remove_all(dir_); }

@@ -120,11 +120,7 @@ INSTANTIATE_TEST_SUITE_P(
 class HostilePluginFile : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("crucible_hostile_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = testing::fresh_test_dir("crucible_hostile");
     real_ = testing::read_all(find_plugin("eager", plugin_search_path({})));
     ASSERT_GT(real_.size(), sizeof(Elf64_Ehdr));
     std::memcpy(&eh_, real_.data(), sizeof eh_);

@@ -26,10 +26,7 @@ const std::vector<std::string> kCheats = {"memo_pointer", "memo_contents", "earl
 class TimingAudit : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("crucible_audit_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    dir_ = testing::fresh_test_dir("crucible_audit");
     fs::create_directories(dir_ / "suite");
     // Compute-bound: two 32x256x256 matmuls, where a remembered result saves almost all the work.
     write_model("dense",
