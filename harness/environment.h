@@ -13,8 +13,8 @@ reports::RunEnvironment capture_environment(int threads);
 // Pins the OpenMP threads of the workers this process starts, one per core in order
 // (OMP_PROC_BIND=close, OMP_PLACES=cores, inherited by every worker), unless the environment
 // already says how to bind (any of those, GOMP_CPU_AFFINITY or KMP_AFFINITY; OMP_PROC_BIND=false
-// leaves them unbound). Unbound threads that the scheduler moves between cores made a 25 us graph
-// take 25 or 60 us depending on the process (measured: see docs/design_decisions.md).
+// leaves them unbound). PyTorch's run_cpu launcher binds the same way: a bound thread keeps its
+// cache and is not moved mid-sample (see docs/design_decisions.md, "Threads bound one per core").
 void bind_worker_threads();
 
 }  // namespace crucible

@@ -93,6 +93,7 @@ struct Backend {
   ContentionMeter meter;
   int rule_audits = 0;
   double probe_ratio = NAN;  // median call time on fresh inputs / on inputs seen before
+  double timed_ms = 0;       // all its timed samples together (for --min-time-ms)
 
   void fail(std::string why) {
     ok = false;
@@ -167,10 +168,7 @@ class TimingJob {
   double least_timed_ms() const {
     double least = std::numeric_limits<double>::infinity();
     for (const Backend& b : backends_) {
-      if (!b.ok) continue;
-      double total = 0;
-      for (double ms : b.r.samples_ms) total += ms * static_cast<double>(b.calls);
-      least = std::min(least, total);
+      if (b.ok) least = std::min(least, b.timed_ms);
     }
     return least;
   }
@@ -361,7 +359,9 @@ class TimingJob {
       const PerfCounters::Reading c1 = counters_.read();
       b.meter.add_sample(before, take_contention_snapshot());
       const auto k = static_cast<double>(b.calls);
-      b.r.samples_ms.push_back(ms_between(t0, t1) / k);
+      const double ms = ms_between(t0, t1);
+      b.timed_ms += ms;
+      b.r.samples_ms.push_back(ms / k);
       if (std::isfinite(c0.instructions))
         b.r.instructions.push_back((c1.instructions - c0.instructions) / k);
       if (std::isfinite(c0.cycles)) b.r.cycles.push_back((c1.cycles - c0.cycles) / k);
