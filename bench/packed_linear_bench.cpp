@@ -2,6 +2,8 @@
 // with the fused epilogue, side by side; and eager's 64x128x128 batched matmul, for reference.
 #include <benchmark/benchmark.h>
 
+#include <array>
+
 #include "bounds.h"
 #include "crucible/core/rng.h"
 #include "crucible/ir/op_registry.h"
@@ -77,6 +79,58 @@ BENCHMARK(BM_BatchedMatmul_64x128x128_Eager)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5);
+
+// Small linears (the tutorial's 10x10, a few transformer-tail sizes), eager's linear op against
+// PackedLinear, so the crossover where oneDNN's threads start to pay shows in one run. Args: M, K,
+// N.
+void BM_SmallLinear_Eager(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  std::vector<Tensor> args{randn({m, k}, 21), randn({n, k}, 22, 0.1), randn({n}, 23)};
+  KernelTimer timer(state);
+  for (auto _ : state) {
+    timer.time([&] { benchmark::DoNotOptimize(run_op("linear", args).raw_data()); });
+  }
+  timer.report(0, 2.0 * m * k * n);
+}
+
+void BM_SmallLinear_Packed(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const Tensor x = randn({m, k}, 21);
+  const PackedLinear linear(randn({n, k}, 22, 0.1), true, randn({n}, 23), Epilogue::kNone, 1.0f,
+                            1.0f, m);
+  state.SetLabel(linear.describe());
+  KernelTimer timer(state);
+  for (auto _ : state) {
+    timer.time([&] {
+      Tensor y = Tensor::empty(DType::kF32, {m, n});
+      linear.run(x.data<float>(), m, k, y.data<float>(), n);
+      benchmark::DoNotOptimize(y.raw_data());
+    });
+  }
+  timer.report(0, 2.0 * m * k * n);
+}
+
+void small_linear_shapes(benchmark::internal::Benchmark* b) {
+  for (auto [m, k, n] : {std::array<int64_t, 3>{10, 10, 10},
+                         {1, 256, 256},
+                         {16, 64, 64},
+                         {32, 128, 128},
+                         {64, 128, 128},
+                         {128, 256, 256},
+                         {256, 256, 256}}) {
+    b->Args({m, k, n});
+  }
+}
+BENCHMARK(BM_SmallLinear_Eager)
+    ->Apply(small_linear_shapes)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(0.2);
+BENCHMARK(BM_SmallLinear_Packed)
+    ->Apply(small_linear_shapes)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(0.2);
 
 }  // namespace
 }  // namespace crucible::bench

@@ -383,6 +383,22 @@ TEST(PackedLinear, RunsInsideOpenMPParallelRegion) {
   for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], want[i], tol[i]) << "element " << i;
 }
 
+// Products below the parallel grain run on primitives made (and run) on one thread, larger ones on
+// all threads: both from the same packed weights, on every path, with the caller's OpenMP thread
+// count restored afterwards.
+TEST(PackedLinear, SmallAndLargeProductsShareWeightsAndLeaveThreadsAlone) {
+  const int threads_before = omp_get_max_threads();
+  Problem p = MakeProblem(1, 96, 64, true, true, Epilogue::kRelu, 2400);
+  const PackedLinear pl = Pack(p);
+  for (int64_t m : {1, 2, 15, 16, 17, 300}) {  // 16 x 96 x 64 = 98304 multiply-adds, the grain
+    SCOPED_TRACE(::testing::Message() << "M=" << m);
+    p.m = m;
+    RunAndCompare(pl, p, 96, 64, 2400 + m);   // dense rows
+    RunAndCompare(pl, p, 100, 70, 2500 + m);  // padded rows: the plain matmul
+    EXPECT_EQ(omp_get_max_threads(), threads_before);
+  }
+}
+
 // More distinct batch sizes than the per-M primitive cache holds: eviction keeps results right.
 TEST(PackedLinear, ManyDistinctBatchSizes) {
   Problem p = MakeProblem(1, 13, 10, true, true, Epilogue::kNone, 2500);

@@ -3,6 +3,7 @@
 #include "dnnl_runtime.h"
 
 #include <fmt/format.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -53,6 +54,17 @@ void execute(const dnnl::primitive& primitive, std::unordered_map<int, dnnl::mem
   dnnl::stream& stream = thread_stream();
   primitive.execute(stream, args);
   stream.wait();
+}
+
+SerialThreads::SerialThreads(bool serial) {
+  if (serial && omp_get_max_threads() > 1) {
+    saved_threads_ = omp_get_max_threads();
+    omp_set_num_threads(1);
+  }
+}
+
+SerialThreads::~SerialThreads() {
+  if (saved_threads_ > 0) omp_set_num_threads(saved_threads_);
 }
 
 bool is_reference(const char* impl) { return std::string_view(impl).starts_with("ref"); }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "crucible/core/error.h"
+#include "crucible/core/parallel_grain.h"
 #include "dnnl_runtime.h"
 #include "reduction_internal.h"
 
@@ -39,7 +40,12 @@
 // JIT compile each, kept in a small bounded cache, and in oneDNN's own primitive cache), used for
 // dense rows with M >= 2 when N >= 8; everything else (M = 1, padded rows, tiny N) runs one matmul
 // primitive with runtime M and row strides on a plain copy of the weights, made on first use from
-// the blocked copy. alpha is folded into the weights during the packing reorder (its output scale)
+// the blocked copy. A product of fewer than kParallelGrain multiply-adds runs on one thread: its
+// primitive is created serial (oneDNN fixes a primitive's threads at creation), and the matmul's
+// runs in a serial scope too (its GEMM sizes its threads per call). Measured with
+// `crucible_bench --benchmark_filter=SmallLinear`, 1 vs 2 threads: 10x10x10 1.4 vs 3.1 us,
+// 1x256x256 3.8 vs 6.5, 16x64x64 2.4 vs 3.4; from 32x128x128 two threads win (7.9 vs 6.6 us).
+// alpha is folded into the weights during the packing reorder (its output scale)
 // rather than applied as an output scale at run time, because the convolution cannot take one.
 
 namespace crucible {
@@ -53,6 +59,7 @@ using dnnl_rt::execute;
 using dnnl_rt::is_blocked;
 using dnnl_rt::is_reference;
 using dnnl_rt::layout_name;
+using dnnl_rt::SerialThreads;
 using dnnl_rt::thread_stream;
 
 constexpr int64_t kBlockedMinRows = 2;     // M = 1 is a gemv: the plain matmul is faster
@@ -113,15 +120,18 @@ float apply_epilogue(Epilogue e, float v) {
 // A 1x1 convolution primitive for one M, over the blocked weights.
 struct ConvPlan {
   bool usable = false;  // false: oneDNN offers only its reference kernel for this M
+  bool serial = false;  // created (and run) on one thread
   dnnl::convolution_forward primitive;
   memory::desc src_md, dst_md, scratch_md;
 };
 
-// The matmul primitive with runtime M and row strides, and the weights in its layout.
+// The matmul primitive with runtime M and row strides, and the weights in its layout; a second,
+// serial primitive over the same weights serves the calls too small for threads.
 struct PlainPath {
-  dnnl::matmul primitive;
+  dnnl::matmul primitive, serial;
+  bool has_serial = false;
   memory weights;
-  memory::desc scratch_md;
+  memory::desc scratch_md, serial_scratch_md;
   std::string impl;
 };
 
@@ -178,8 +188,13 @@ struct PackedLinear::Impl {
 
   memory::desc conv_bias_md() const { return has_bias ? conv_bias.get_desc() : memory::desc(); }
 
+  // Whether m rows are too little work for oneDNN's threads.
+  bool serial_rows(int64_t m) const { return !worth_parallel(m * k * n); }
+
   std::shared_ptr<const ConvPlan> make_conv_plan(int64_t m) const {
     auto plan = std::make_shared<ConvPlan>();
+    plan->serial = serial_rows(m);
+    const SerialThreads serial(plan->serial);
     // x as "nwc" with one image: channels K innermost, the M rows along w.
     plan->src_md = memory::desc({1, k, m}, DataType::f32, memory::dims{m * k, 1, k});
     plan->dst_md = memory::desc({1, n, m}, DataType::f32, memory::dims{m * n, 1, n});
@@ -237,6 +252,13 @@ struct PackedLinear::Impl {
       path->primitive = dnnl::matmul(pd);
       path->weights = memory(pd.weights_desc(), cpu_engine());
       reorder_into(source_kn, path->weights, scale);
+      const SerialThreads serial(true);
+      dnnl::matmul::primitive_desc serial_pd(desc, attr, cpu_engine());
+      if (serial_pd.weights_desc() == pd.weights_desc()) {
+        path->serial_scratch_md = serial_pd.scratchpad_desc();
+        path->serial = dnnl::matmul(serial_pd);
+        path->has_serial = true;
+      }
     } catch (const dnnl::error& e) {
       throw Error(fmt::format("PackedLinear {}x{}: oneDNN matmul unavailable: {}", k, n, e.what()));
     }
@@ -409,6 +431,7 @@ void PackedLinear::run(const float* x, int64_t m, int64_t ldx, float* y, int64_t
         {DNNL_ARG_WEIGHTS, im.blocked_weights},
         {DNNL_ARG_DST, memory(plan->dst_md, engine, y)}};
     if (im.has_bias) args.emplace(DNNL_ARG_BIAS, im.conv_bias);
+    const SerialThreads serial(plan->serial);
     execute(plan->primitive, args, plan->scratch_md);
     if (im.epilogue == Epilogue::kRelu) relu_rows(y, m, n, ldy);
     return;
@@ -421,7 +444,12 @@ void PackedLinear::run(const float* x, int64_t m, int64_t ldx, float* y, int64_t
       {DNNL_ARG_WEIGHTS, path.weights},
       {DNNL_ARG_DST, memory({{m, n}, DataType::f32, memory::dims{ldy, 1}}, engine, y)}};
   if (im.has_bias) args.emplace(DNNL_ARG_BIAS, im.matmul_bias);
-  execute(path.primitive, args, path.scratch_md);
+  if (path.has_serial && im.serial_rows(m)) {
+    const SerialThreads serial(true);
+    execute(path.serial, args, path.serial_scratch_md);
+  } else {
+    execute(path.primitive, args, path.scratch_md);
+  }
   if (im.epilogue == Epilogue::kRelu) relu_rows(y, m, n, ldy);
 }
 
