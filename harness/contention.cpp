@@ -80,6 +80,12 @@ reports::Contention ContentionMeter::figures(int cores) const {
   return c;
 }
 
+double private_cache_mb() {
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return (l2 > 0 ? static_cast<double>(l2) / 1e6 : 1.0) * static_cast<double>(std::max(1L, cores));
+}
+
 std::string noise_reason(const reports::Contention& c, double window_s, const NoiseThresholds& t) {
   std::vector<std::string> why;
   auto pct = [](double v) { return fmt::format("{:.0f}%", 100 * v); };
@@ -90,7 +96,7 @@ std::string noise_reason(const reports::Contention& c, double window_s, const No
   if (c.steal > t.steal) why.push_back(fmt::format("steal {} > {}", pct(c.steal), pct(t.steal)));
   const double tlo = std::min(c.triad_before_gbs, c.triad_after_gbs);
   const double thi = std::max(c.triad_before_gbs, c.triad_after_gbs);
-  if (tlo > 0 && thi > t.triad_change * tlo) {
+  if (c.working_set_mb > t.memory_bound_mb && tlo > 0 && thi > t.triad_change * tlo) {
     why.push_back(fmt::format("memory bandwidth {:.1f} GB/s before, {:.1f} GB/s after",
                               c.triad_before_gbs, c.triad_after_gbs));
   }

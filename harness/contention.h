@@ -36,6 +36,10 @@ class ContentionMeter {
   double window_s_ = 0, window_other_s_ = 0, window_steal_s_ = 0;
 };
 
+// The caches private to the cores, all cores together, in MB (L2 per core x online cores; 1 MB per
+// core when the system does not say). The shared L3 is left out: a VM reports the host's whole L3.
+double private_cache_mb();
+
 // Thresholds past which a result is marked noisy.
 struct NoiseThresholds {
   // Quiet, this VM's workers wait up to 10% (OpenMP wake-ups); beside a CPU hog, 25-150%.
@@ -47,6 +51,9 @@ struct NoiseThresholds {
   // Memory bandwidth after / before timing, or before / after. Quiet, this VM's triad moves up to
   // 9% between the two, at times 50% (48 -> 72 GB/s); a memory-bound graph's time follows it.
   double triad_change = 1.15;
+  // ...judged only for graphs whose working set exceeds this: one that fits in the cores' private
+  // caches does not see DRAM's bandwidth (a 10x10 linear was flagged for a 15% drift it never saw).
+  double memory_bound_mb = private_cache_mb();
 };
 // "" when quiet; otherwise which figures passed their threshold, e.g. "run delay 31% > 5%".
 std::string noise_reason(const reports::Contention& c, double window_s,

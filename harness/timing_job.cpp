@@ -33,6 +33,16 @@ namespace crucible {
 
 namespace {
 
+// MB held by every value of the graph: what eager materializes per call, an upper bound of what a
+// fusing backend touches.
+double working_set_mb(const Graph& g) {
+  double bytes = 0;
+  for (const Value& v : g.values()) {
+    bytes += static_cast<double>(v.type.numel()) * static_cast<double>(dtype_size(v.type.dtype));
+  }
+  return bytes / 1e6;
+}
+
 using Clock = std::chrono::steady_clock;
 using reports::Status;
 
@@ -147,6 +157,7 @@ class TimingJob {
       c.canary_after_ms = frame.canary_after_ms;
       c.triad_before_gbs = frame.triad_before_gbs;
       c.triad_after_gbs = frame.triad_after_gbs;
+      c.working_set_mb = working_set_mb(s_.graph);
       b.r.contention = c;
       b.r.noise_reason = noise_reason(c, b.meter.window_s());
       b.r.noisy = !b.r.noise_reason.empty();

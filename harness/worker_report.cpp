@@ -108,7 +108,7 @@ void ReportWriter::result(const reports::ResultRecord& r) {
     const auto& c = *r.contention;
     line({"contention", num(c.run_delay), num(c.other_cpu), num(c.steal),
           std::to_string(c.involuntary_switches), num(c.canary_before_ms), num(c.canary_after_ms),
-          num(c.triad_before_gbs), num(c.triad_after_gbs)});
+          num(c.triad_before_gbs), num(c.triad_after_gbs), num(c.working_set_mb)});
   }
   if (r.noisy) line({"noisy", r.noise_reason});
   line({"end"});
@@ -209,9 +209,9 @@ WorkerReport read_report(const std::filesystem::path& path) {
         for (size_t i = 2; i < f.size(); ++i) series->push_back(d(f[i]));
       } else if (k == "counters_unavailable") {
         cur.counters_unavailable = f.at(1);
-      } else if (k == "contention" && f.size() >= 9) {
-        cur.contention = reports::Contention{d(f[1]), d(f[2]), d(f[3]), i64(f[4]),
-                                             d(f[5]), d(f[6]), d(f[7]), d(f[8])};
+      } else if (k == "contention" && f.size() >= 10) {
+        cur.contention = reports::Contention{d(f[1]), d(f[2]), d(f[3]), i64(f[4]), d(f[5]),
+                                             d(f[6]), d(f[7]), d(f[8]), d(f[9])};
       } else if (k == "noisy") {
         cur.noisy = true;
         cur.noise_reason = f.at(1);

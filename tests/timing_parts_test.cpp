@@ -65,15 +65,23 @@ TEST(NoiseReason, EachFigureHasItsThresholdAndShortWindowsIgnoreProcStat) {
   c = quiet;
   c.canary_after_ms = 60;
   EXPECT_NE(noise_reason(c, 1.0).find("canary"), std::string::npos);
-  // Memory bandwidth that moved 20% between before and after: a memory-bound time moved with it.
+  // Memory bandwidth that moved 20% between before and after: a memory-bound time moved with it,
+  // one whose values fit in the cores' private caches did not.
+  NoiseThresholds t;
+  t.memory_bound_mb = 4;
   c = quiet;
   c.triad_before_gbs = 20;
   c.triad_after_gbs = 16;
-  EXPECT_NE(noise_reason(c, 1.0).find("memory bandwidth 20.0 GB/s before, 16.0 GB/s after"),
+  c.working_set_mb = 5;
+  EXPECT_NE(noise_reason(c, 1.0, t).find("memory bandwidth 20.0 GB/s before, 16.0 GB/s after"),
             std::string::npos)
-      << noise_reason(c, 1.0);
+      << noise_reason(c, 1.0, t);
+  c.working_set_mb = 3;
+  EXPECT_EQ(noise_reason(c, 1.0, t), "");
+  c.working_set_mb = 5;
   c.triad_after_gbs = 19;  // 5%: quiet
-  EXPECT_EQ(noise_reason(c, 1.0), "");
+  EXPECT_EQ(noise_reason(c, 1.0, t), "");
+  EXPECT_GT(private_cache_mb(), 0);
 }
 
 // The memory canary measures a bandwidth: positive, finite, and far below anything absurd.

@@ -229,7 +229,8 @@ int64_t Store::add_result(int64_t run_id, const ResultRecord& r) {
                              {"canary_before_ms", c.canary_before_ms},
                              {"canary_after_ms", c.canary_after_ms},
                              {"triad_before_gbs", c.triad_before_gbs},
-                             {"triad_after_gbs", c.triad_after_gbs}}));
+                             {"triad_after_gbs", c.triad_after_gbs},
+                             {"working_set_mb", c.working_set_mb}}));
   } else {
     s.bind_null(36);
   }

@@ -67,6 +67,9 @@ struct Contention {
   double canary_after_ms = 0;
   double triad_before_gbs = 0;  // STREAM-triad bandwidth in the worker, before and after timing
   double triad_after_gbs = 0;
+  // What the graph's values (inputs, parameters, every node's result) hold, in MB: the bandwidth
+  // figures matter only for a graph that streams from beyond the cores' private caches.
+  double working_set_mb = 0;
 };
 
 struct ResultRecord {
