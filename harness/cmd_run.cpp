@@ -150,6 +150,10 @@ bool parse_run_options(const std::string& command, const std::string& usage,
       "samples) until every backend has spent this long in timed calls; 0: exactly --repeat")(
       "retry-noisy", po::value(&cfg.retry_noisy)->default_value(0),
       "performance: rerun a model's timing up to N times while a result is noisy")(
+      "processes", po::value(&cfg.processes)->default_value(1),
+      "performance: time each model in N worker processes, one after another, each for "
+      "--repeat samples and --min-time-ms / N, and pool their samples (pyperf's remedy for "
+      "what one process's memory layout does to a graph of microseconds)")(
       "no-audit", po::bool_switch(&cfg.no_audit),
       "performance: skip auditing the timed outputs (only to measure what the audit costs)")(
       "variant", po::value(&cfg.variant)->default_value("full"),
@@ -221,6 +225,8 @@ bool parse_run_options(const std::string& command, const std::string& usage,
   if (!(cfg.min_time_ms >= 0) || cfg.min_time_ms > 3'600'000)
     throw po::error("--min-time-ms must be between 0 and 3600000");
   if (cfg.retry_noisy < 0) throw po::error("--retry-noisy must be >= 0");
+  if (cfg.processes < 1 || cfg.processes > 1000)
+    throw po::error("--processes must be between 1 and 1000");
   if (cfg.variant != "full" && cfg.variant != "small")
     throw po::error(fmt::format("--variant must be full or small, got '{}'", cfg.variant));
   if (cfg.batch_size < 0) throw po::error("--batch-size must be >= 0");

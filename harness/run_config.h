@@ -22,6 +22,7 @@ struct RunConfig {
   double min_sample_ms = 1.0;  // a timed sample calls the graph until it lasts this long
   double min_time_ms = 200;    // samples past `repeat` until each backend was timed this long
   int retry_noisy = 0;         // reruns of a model's timing while a result is noisy
+  int processes = 1;           // timing workers per model (one after another), samples pooled
   bool no_audit = false;       // time without the output audit (to measure its cost)
   double timeout_s = 600;
   int64_t memory_limit_mb = 0;  // 0: none (the CLI defaults to 80% of RAM)

@@ -24,6 +24,7 @@
 #include "job_outcome.h"
 #include "result_table.h"
 #include "run_config.h"
+#include "timing_pool.h"
 
 namespace crucible {
 
@@ -266,14 +267,25 @@ class Runner {
     std::map<std::string, ResultRecord> by_backend;
     // A noisy timing is rerun (--retry-noisy) as a whole: the backends are timed side by side, so
     // the speed-ups stay ratios of one attempt's medians.
+    // Under --processes N each attempt is N timing workers in turn, each sampling --min-time-ms /
+    // N, whose samples are pooled per backend.
     for (int attempt = 1; !loadable.empty() && !g_interrupted; ++attempt) {
       WorkerJob timing = make_job(m, batch, "timing", loadable);
+      timing.min_time_ms /= cfg_.processes;
       by_backend.clear();
+      for (int p = 0; p < cfg_.processes && !g_interrupted; ++p) {
+        const std::string log = cfg_.processes == 1
+                                    ? fmt::format("{}.timing", file_component(m.name))
+                                    : fmt::format("{}.timing.p{}", file_component(m.name), p + 1);
+        for (auto& r : run_job(timing, log)) {
+          auto [it, first] = by_backend.try_emplace(r.backend, r);
+          if (!first) pool_timing(it->second, r);
+        }
+      }
       bool noisy = false;
-      for (auto& r : run_job(timing, fmt::format("{}.timing", file_component(m.name)))) {
+      for (auto& [name, r] : by_backend) {
         r.attempts = attempt;
         noisy = noisy || r.noisy;
-        by_backend[r.backend] = r;
       }
       if (!noisy || attempt > cfg_.retry_noisy) break;
       std::cerr << fmt::format("{}/{}: timing was noisy ({}), retrying ({} of {})\n",

@@ -200,6 +200,28 @@ TEST_F(HarnessRun, MinTimeSamplesFastGraphsLongerAndThreadsAreBound) {
   store = reports::Store::open(dir_ / "r.db");
   res = results_by_model(*store, store->runs().at(0).id);
   EXPECT_EQ(res["m_a/eager/performance"].samples_ms.size(), 3u);
+
+  // --processes 3: three timing workers, each with its own log, their samples pooled.
+  fs::remove(dir_ / "r.db");
+  r =
+      run_crucible(run_args("--backends eager,faulty --mode performance --repeat 2 --min-time-ms 0 "
+                            "--processes 3"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  store = reports::Store::open(dir_ / "r.db");
+  res = results_by_model(*store, store->runs().at(0).id);
+  for (const std::string b : {"eager", "faulty"}) {
+    const auto& perf = res["m_a/" + b + "/performance"];
+    EXPECT_EQ(perf.status, "pass") << perf.error;
+    EXPECT_EQ(perf.samples_ms.size(), 6u) << b;
+  }
+  EXPECT_TRUE(res["m_a/faulty/performance"].speedup.has_value());
+  for (int p = 1; p <= 3; ++p) {
+    EXPECT_TRUE(fs::exists(dir_ / "out" / "logs" / ("m_a.timing.p" + std::to_string(p) + ".log")))
+        << p;
+  }
+  r = run_crucible(run_args("--backends eager --mode performance --processes 0"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--processes must be between 1 and 1000"), std::string::npos) << r.err;
 }
 
 TEST_F(HarnessRun, KilledRunLeavesCompleteRowsOnlyAndIsMarkedIncomplete) {

@@ -12,6 +12,7 @@
 #include "crucible/reports/records.h"
 #include "output_digest.h"
 #include "perf_counters.h"
+#include "timing_pool.h"
 
 namespace crucible {
 namespace {
@@ -82,6 +83,38 @@ TEST(NoiseReason, EachFigureHasItsThresholdAndShortWindowsIgnoreProcStat) {
   c.triad_after_gbs = 19;  // 5%: quiet
   EXPECT_EQ(noise_reason(c, 1.0, t), "");
   EXPECT_GT(private_cache_mb(), 0);
+}
+
+// Timings from several processes pool their samples; a failed audit or noise in any process wins.
+TEST(TimingPool, AppendsSamplesAndKeepsFailuresAndNoise) {
+  auto timing = [](std::vector<double> samples, bool noisy, double run_delay) {
+    reports::ResultRecord r = reports::make_result("s", "m", "b", "performance", 1);
+    r.status = reports::Status::kPass;
+    r.samples_ms = samples;
+    r.instructions = samples;
+    r.noisy = noisy;
+    r.noise_reason = noisy ? "run delay" : "";
+    r.contention = reports::Contention{};
+    r.contention->run_delay = run_delay;
+    return r;
+  };
+  reports::ResultRecord pool = timing({1, 2}, false, 0.01);
+  pool_timing(pool, timing({3}, true, 0.5));
+  pool_timing(pool, timing({4, 5}, false, 0.02));
+  EXPECT_EQ(pool.samples_ms, (std::vector<double>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(pool.instructions.size(), 5u);
+  EXPECT_EQ(pool.status, reports::Status::kPass);
+  EXPECT_TRUE(pool.noisy);
+  EXPECT_EQ(pool.noise_reason, "run delay");
+  EXPECT_DOUBLE_EQ(pool.contention->run_delay, 0.5);  // the noisy process's figures
+
+  reports::ResultRecord cheat = timing({6}, false, 0);
+  cheat.status = reports::Status::kFailAccuracyInPerf;
+  cheat.error = "call 3's outputs differ";
+  pool_timing(pool, cheat);
+  pool_timing(pool, timing({7}, false, 0));
+  EXPECT_EQ(pool.status, reports::Status::kFailAccuracyInPerf);
+  EXPECT_EQ(pool.error, "call 3's outputs differ");
 }
 
 // The memory canary measures a bandwidth: positive, finite, and far below anything absurd.

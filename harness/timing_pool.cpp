@@ -1,0 +1,35 @@
+// Pooling one backend's timings from several worker processes (see timing_pool.h).
+#include "timing_pool.h"
+
+#include <algorithm>
+
+namespace crucible {
+
+namespace {
+
+void append(std::vector<double>& into, const std::vector<double>& more) {
+  into.insert(into.end(), more.begin(), more.end());
+}
+
+}  // namespace
+
+void pool_timing(reports::ResultRecord& into, const reports::ResultRecord& more) {
+  if (into.status == reports::Status::kPass && more.status != reports::Status::kPass) {
+    into.status = more.status;
+    into.error = more.error;
+    into.audit = more.audit;
+  }
+  append(into.samples_ms, more.samples_ms);
+  append(into.instructions, more.instructions);
+  append(into.cycles, more.cycles);
+  append(into.page_faults, more.page_faults);
+  into.calls_per_sample = std::max(into.calls_per_sample, more.calls_per_sample);
+  if (into.counters_unavailable.empty()) into.counters_unavailable = more.counters_unavailable;
+  if (!into.noisy) {
+    into.noisy = more.noisy;
+    into.noise_reason = more.noise_reason;
+    into.contention = more.contention;
+  }
+}
+
+}  // namespace crucible
