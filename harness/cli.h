@@ -57,5 +57,7 @@ int worker_command(const std::vector<std::string>& args);
 int models_command(const std::vector<std::string>& args);
 int export_command(const std::vector<std::string>& args);
 int calibrate_command(const std::vector<std::string>& args);
+int minify_command(const std::vector<std::string>& args);
+int repro_command(const std::vector<std::string>& args);
 
 }  // namespace crucible::cli

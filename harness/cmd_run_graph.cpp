@@ -16,6 +16,7 @@
 #include "environment.h"
 #include "job_outcome.h"
 #include "subprocess.h"
+#include "temp_dir.h"
 #include "worker.h"
 #include "worker_report.h"
 
@@ -31,29 +32,6 @@ void on_signal(int) {
   g_interrupted = true;
   kill_running_children();
 }
-
-// A private directory for the child's report and log, removed when the command ends.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "crucible_run_graph_XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) {
-      throw Error(fmt::format("cannot create a temporary directory in {}: {}",
-                              fs::temp_directory_path().string(), strerror(errno)));
-    }
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // Where the child was, from the last phase its report names.
 std::string when(const WorkerReport& report, const std::string& graph_file) {
@@ -115,7 +93,7 @@ int run_graph_command(const std::vector<std::string>& args) {
   job.seed = seed;
   job.threads = threads;
 
-  TempDir tmp;
+  TempDir tmp("crucible_run_graph_");
   job.report = (tmp.path() / "report").string();
   const fs::path log = tmp.path() / "log";
   std::vector<std::string> argv{self_executable().string()};

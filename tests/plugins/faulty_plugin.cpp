@@ -3,10 +3,11 @@
 
 // -c fault.<graph
 // name>=segv|abort|hang|oom|compile_error|run_error|wrong|nudge|sleep_ms:N|reserve_mb:N|
-//                       gate:DIR
+//                       gate:DIR|flaky:DIR
 // (reserve_mb: N MB of address space allocated and never touched, as stacks and arenas are;
 // gate: run() creates DIR/<graph>.started, then waits for DIR/<graph>.go, so a test can act while
-// a worker is known to be inside run(), without guessing at timings)
+// a worker is known to be inside run(), without guessing at timings; flaky: every third run()
+// across processes, counted in DIR/<graph>.runs, gives wrong outputs)
 #include <signal.h>
 #include <unistd.h>
 
@@ -79,7 +80,16 @@ class FaultyExecutable final : public plugin::Executable {
       }
       out[0] = t;
     }
-    if (fault_ == "wrong" && !out.empty() && out[0].numel() > 0) {
+    bool wrong = fault_ == "wrong";
+    if (fault_.rfind("flaky:", 0) == 0) {
+      const std::filesystem::path counter =
+          std::filesystem::path(fault_.substr(6)) / (interpreter_.graph().name() + ".runs");
+      int runs = 0;
+      std::ifstream(counter) >> runs;
+      std::ofstream(counter, std::ios::trunc) << ++runs;
+      wrong = runs % 3 == 0;
+    }
+    if (wrong && !out.empty() && out[0].numel() > 0) {
       Tensor shifted =
           run_op("add", std::vector<Tensor>{out[0], Tensor::full(out[0].dtype(), {}, 1.0)});
       out[0] = shifted;

@@ -1,0 +1,203 @@
+// `crucible minify (FILE | --suite S --only M) --backend B`: reduces a graph on which a backend
+// fails to a small repro that fails the same way, and `crucible repro DIR`, which reruns one.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <iostream>
+
+#include "builtin_models.h"
+#include "cli.h"
+#include "crucible/ir/text_format.h"
+#include "crucible/plugin_file.h"
+#include "crucible/plugin_loader.h"
+#include "minify/minify.h"
+#include "temp_dir.h"
+
+namespace crucible::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The one model --suite/--only names, as a graph file (built-in models written into `dir`).
+ModelEntry suite_model(const std::string& suite, const std::string& only,
+                       const std::string& variant, int64_t batch_size,
+                       const std::vector<std::string>& suite_paths, const fs::path& dir) {
+  ModelFilter filter;
+  filter.only = {only};
+  std::vector<ModelEntry> models =
+      select_models({find_suite(suite, suite_search_path(suite_paths))}, filter);
+  if (models.size() != 1)
+    throw Error(fmt::format("--only {} names {} models", only, models.size()));
+  if (!models[0].builtin.empty()) {
+    const auto built = build_builtin_models(
+        models, variant == "small" ? models::Variant::kSmall : models::Variant::kFull, batch_size);
+    fs::create_directories(dir);
+    write_builtin_models(built, models, dir);
+  }
+  return models[0];
+}
+
+void print_progress(const std::string& line) {
+  if (isatty(STDERR_FILENO)) {
+    std::cerr << "\r\033[K"
+              << "minify: " << line << std::flush;
+  } else {
+    std::cerr << "minify: " << line << "\n";
+  }
+}
+
+}  // namespace
+
+int minify_command(const std::vector<std::string>& args) {
+  po::options_description opts("minify options");
+  std::string file, suite, only, variant, want, out, backend;
+  std::vector<std::string> config, plugin_paths, suite_paths;
+  uint64_t seed = 0;
+  int64_t batch_size = 0;
+  double timeout_s = 120, tolerance = 0;
+  minify::MinifyOptions mo;
+  opts.add_options()("graph", po::value(&file), "the failing .graph file")(
+      "suite,s", po::value(&suite), "or a suite name or manifest path...")(
+      "only", po::value(&only), "...and the one model of it to minify")(
+      "variant", po::value(&variant)->default_value("full"), "built-in models: full | small")(
+      "batch-size", po::value(&batch_size)->default_value(0), "built-in models' batch size")(
+      "backend,b", po::value(&backend)->required(), "the backend that fails")(
+      "config,c", po::value(&config)->composing(), "backend option key=value (repeatable)")(
+      "signature", po::value(&want)->default_value("auto"),
+      "which failure to keep: auto (the one observed) | accuracy | compile | crash | timeout")(
+      "output-dir,o", po::value(&out), "the repro directory (default minify_out/<graph name>)")(
+      "seed", po::value(&seed)->default_value(0), "seed of the inputs and parameter recipes")(
+      "threads,t", po::value(&mo.oracle.threads)->default_value(0), "OpenMP threads per worker")(
+      "timeout", po::value(&timeout_s)->default_value(120),
+      "seconds before a candidate's worker is killed (a hang is a timeout verdict)")(
+      "memory-limit", po::value(&mo.oracle.limits.memory_limit_mb)->default_value(0),
+      "MB of address space per candidate's worker (0: none)")(
+      "tolerance", po::value(&tolerance)->default_value(0),
+      "accuracy tolerance (0: the model's, else 1e-4)")(
+      "determinism", po::value(&mo.determinism)->default_value(3),
+      "runs of the original that must all fail the same way before reducing")(
+      "replays", po::value(&mo.replays)->default_value(5),
+      "fresh-worker reruns of the result before it is written")(
+      "plugin-path", po::value(&plugin_paths)->composing(), "extra plugin directories")(
+      "suite-path", po::value(&suite_paths)->composing(), "extra suite directories");
+  po::positional_options_description pos;
+  pos.add("graph", 1);
+  po::variables_map vm;
+  if (!parse("minify",
+             "(FILE.graph | --suite S --only M) --backend B [-c key=value] "
+             "[--signature auto|accuracy|compile|crash|timeout] [-o DIR]",
+             opts, pos, args, vm)) {
+    return kExitOk;
+  }
+  if (file.empty() == suite.empty()) throw po::error("give a .graph file or --suite, not both");
+  if (!suite.empty() && only.empty()) throw po::error("--suite needs --only MODEL");
+  if (want != "auto" && want != "accuracy" && want != "compile" && want != "crash" &&
+      want != "timeout") {
+    throw po::error(fmt::format(
+        "--signature must be auto, accuracy, compile, crash or timeout, got '{}'", want));
+  }
+  if (!(timeout_s > 0)) throw po::error("--timeout must be positive");
+  if (mo.oracle.threads < 0) throw po::error("--threads must be >= 0");
+  if (mo.oracle.limits.memory_limit_mb < 0) throw po::error("--memory-limit must be >= 0");
+  if (mo.determinism < 1 || mo.replays < 1)
+    throw po::error("--determinism and --replays must be at least 1");
+  if (tolerance < 0) throw po::error("--tolerance must be >= 0");
+  if (variant != "full" && variant != "small")
+    throw po::error(fmt::format("--variant must be full or small, got '{}'", variant));
+
+  TempDir work("crucible_minify_");
+  Graph g;
+  double model_tolerance = 1e-4;
+  if (!file.empty()) {
+    g = load_graph_file(file);
+    mo.original = fs::absolute(file).string();
+  } else {
+    const ModelEntry m =
+        suite_model(suite, only, variant, batch_size, suite_paths, work.path() / "models");
+    g = load_graph_file(m.graph);
+    model_tolerance = m.tolerance;
+    mo.oracle.cosine = m.cosine;
+    mo.original = fmt::format("--suite {} --only {}", suite, only);
+  }
+  check_side_files(g);
+  const fs::path plugin = find_plugin(backend, plugin_search_path(plugin_paths));
+  validate_plugin_file(plugin);
+  reseed_params(g, seed);
+  const std::vector<Tensor> inputs = make_inputs(g, seed);
+
+  mo.oracle.backend = backend;
+  mo.oracle.config = parse_config(config);
+  mo.oracle.plugin_paths = plugin_paths;
+  mo.oracle.tolerance = tolerance > 0 ? tolerance : model_tolerance;
+  mo.oracle.limits.timeout_s = timeout_s;
+  mo.oracle.work_dir = work.path() / "candidates";
+  mo.want = want;
+  mo.out = out.empty() ? fs::path("minify_out") / g.name() : fs::path(out);
+  mo.progress = print_progress;
+
+  minify::Oracle oracle(mo.oracle);
+  const minify::MinifyResult r = minify::minify(g, inputs, oracle, mo);
+  if (isatty(STDERR_FILENO)) std::cerr << "\n";
+  std::cout << fmt::format("minify: {}\n", r.message);
+  std::cout << fmt::format("oracle calls {}, cache hits {}, flipped verdicts {}, {:.1f} s\n",
+                           r.oracle_calls, r.cache_hits, r.flipped, r.wall_s);
+  if (r.outcome == minify::MinifyResult::Outcome::kMinimized ||
+      r.outcome == minify::MinifyResult::Outcome::kNotReproduced) {
+    std::cout << fmt::format("repro: {}\nrerun: crucible repro {}\n", mo.out.string(),
+                             mo.out.string());
+  }
+  return r.outcome == minify::MinifyResult::Outcome::kMinimized ? kExitOk : kExitFailed;
+}
+
+int repro_command(const std::vector<std::string>& args) {
+  po::options_description opts("repro options");
+  std::string dir;
+  int times = 5;
+  double timeout_s = 120;
+  std::vector<std::string> plugin_paths;
+  opts.add_options()("dir", po::value(&dir)->required(), "the repro directory")(
+      "times", po::value(&times)->default_value(5), "fresh-worker reruns")(
+      "timeout", po::value(&timeout_s)->default_value(120), "seconds per rerun")(
+      "plugin-path", po::value(&plugin_paths)->composing(), "extra plugin directories");
+  po::positional_options_description pos;
+  pos.add("dir", 1);
+  po::variables_map vm;
+  if (!parse("repro", "DIR [--times N]", opts, pos, args, vm)) return kExitOk;
+  if (times < 1) throw po::error("--times must be at least 1");
+  if (!(timeout_s > 0)) throw po::error("--timeout must be positive");
+
+  const minify::LoadedRepro repro = minify::load_repro(dir);
+  validate_plugin_file(find_plugin(repro.info.backend, plugin_search_path(plugin_paths)));
+  TempDir work("crucible_repro_");
+  minify::OracleConfig oc;
+  oc.backend = repro.info.backend;
+  oc.config = repro.info.config;
+  oc.plugin_paths = plugin_paths;
+  oc.tolerance = repro.info.tolerance;
+  oc.cosine = repro.info.cosine;
+  oc.threads = repro.info.threads;
+  oc.limits.timeout_s = timeout_s;
+  oc.work_dir = work.path();
+  minify::Oracle oracle(oc);
+  int same = 0;
+  std::string last;
+  for (int i = 0; i < times; ++i) {
+    const minify::Verdict v = oracle.run(repro.candidate);
+    if (minify::same_failure(repro.info.signature, v.signature)) {
+      ++same;
+    } else {
+      last = v.signature.str();
+    }
+  }
+  if (same == times) {
+    std::cout << fmt::format("reproduced {}/{}: {} on {}\n", same, times,
+                             repro.info.signature.str(), repro.info.backend);
+    return kExitOk;
+  }
+  std::cout << fmt::format("not reproduced: {}/{} failed as {}; otherwise {}\n", same, times,
+                           repro.info.signature.str(), last);
+  return kExitFailed;
+}
+
+}  // namespace crucible::cli

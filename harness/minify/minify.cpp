@@ -1,0 +1,105 @@
+// The minifier's driver (see minify.h).
+#include "minify.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <optional>
+
+#include "reducer.h"
+
+namespace crucible::minify {
+
+using reports::Status;
+
+namespace {
+
+bool wanted(const std::string& want, Status s) {
+  if (want.empty() || want == "auto") return true;
+  if (want == "accuracy") return s == Status::kFailAccuracy;
+  if (want == "compile") return s == Status::kFailToCompile;
+  if (want == "crash") return s == Status::kCrash;
+  if (want == "timeout") return s == Status::kTimeout;
+  return false;
+}
+
+}  // namespace
+
+MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& oracle,
+                    const MinifyOptions& opts) {
+  const auto t0 = std::chrono::steady_clock::now();
+  MinifyResult res;
+  auto finish = [&](MinifyResult::Outcome o, std::string message) {
+    res.outcome = o;
+    res.message = std::move(message);
+    res.oracle_calls = oracle.calls();
+    res.cache_hits = oracle.cache_hits();
+    res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return res;
+  };
+
+  // Determinism first: the original must fail the same way in every one of `determinism` runs
+  // before anything is cut. The first failure seen locks the signature.
+  const Candidate original = whole(g, inputs);
+  std::vector<Verdict> runs;
+  std::optional<Verdict> first;
+  for (int i = 0; i < opts.determinism; ++i) {
+    runs.push_back(oracle.run(original));
+    if (!first && runs.back().signature.failing()) first = runs.back();
+  }
+  if (!first) {
+    const Verdict& v = runs.front();
+    return finish(
+        MinifyResult::Outcome::kNoFailure,
+        fmt::format("{} does not fail on this graph ({} in {} runs){}", opts.oracle.backend,
+                    v.signature.str(), runs.size(), v.error.empty() ? "" : ": " + v.error));
+  }
+  res.signature = first->signature;
+  if (!wanted(opts.want, first->signature.status)) {
+    return finish(MinifyResult::Outcome::kOtherFailure,
+                  fmt::format("the failure is {}, not the {} asked for with --signature",
+                              first->signature.str(), opts.want));
+  }
+  for (const Verdict& v : runs) {
+    res.original_failures += same_failure(first->signature, v.signature) ? 1 : 0;
+  }
+  if (res.original_failures < opts.determinism) {
+    return finish(MinifyResult::Outcome::kFlaky,
+                  fmt::format("flaky: {} in {} of {} runs of the original; not minified",
+                              first->signature.str(), res.original_failures, opts.determinism));
+  }
+
+  const Recording rec = record_values(g, inputs);
+  std::vector<int> all(g.nodes().size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+  res.nodes_before = static_cast<int>(all.size());
+  ReduceState state(g, rec, oracle, first->signature, all);
+  state.on_progress = opts.progress;
+  // Dead code goes first, checked like any other cut.
+  const std::vector<int> live = live_nodes(g, all);
+  if (live.size() < all.size()) state.try_keep(live);
+  reduce_to_fixpoint(state);
+
+  const Candidate result = state.candidate();
+  res.nodes_after = static_cast<int>(state.keep().size());
+  res.compute_nodes_after = result.compute_nodes();
+  res.flipped = state.flipped();
+  for (int i = 0; i < opts.replays; ++i) {
+    res.replays_ok += same_failure(first->signature, oracle.run(result).signature) ? 1 : 0;
+  }
+  ReproInfo info{opts.oracle.backend, opts.oracle.config, opts.oracle.tolerance, opts.oracle.cosine,
+                 opts.oracle.threads, first->signature,   opts.original,         res.nodes_before,
+                 res.nodes_after,     opts.replays,       res.replays_ok};
+  write_repro(opts.out, result, info);
+  if (res.replays_ok < opts.replays) {
+    return finish(MinifyResult::Outcome::kNotReproduced,
+                  fmt::format("the minimized graph failed the same way in only {} of {} replays",
+                              res.replays_ok, opts.replays));
+  }
+  return finish(MinifyResult::Outcome::kMinimized,
+                fmt::format("{}: {} nodes -> {} ({} compute), replayed {}/{}",
+                            first->signature.str(), res.nodes_before, res.nodes_after,
+                            res.compute_nodes_after, res.replays_ok, opts.replays));
+}
+
+}  // namespace crucible::minify

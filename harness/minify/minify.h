@@ -1,0 +1,40 @@
+// The minifier's driver: lock the failure's signature, make sure it reproduces, reduce the graph
+// to a fixpoint of the delta passes, replay the result in fresh workers and write the repro.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "oracle.h"
+#include "repro.h"
+
+namespace crucible::minify {
+
+struct MinifyOptions {
+  OracleConfig oracle;        // what the repro records: backend, options, tolerance
+  std::string want;           // --signature: auto | accuracy | compile | crash | timeout
+  int determinism = 3;        // reproductions of the original before any reduction
+  int replays = 5;            // reruns of the result, in fresh workers, before it is written
+  std::filesystem::path out;  // the repro directory
+  std::string original;       // where the graph came from, for the manifest
+  std::function<void(const std::string&)> progress;  // one line of progress at a time
+};
+
+struct MinifyResult {
+  enum class Outcome { kMinimized, kNoFailure, kFlaky, kOtherFailure, kNotReproduced };
+  Outcome outcome = Outcome::kNoFailure;
+  Signature signature;
+  std::string message;        // what to tell the user, one line
+  int original_failures = 0;  // of `determinism` runs, how many failed with the locked signature
+  int nodes_before = 0, nodes_after = 0, compute_nodes_after = 0;
+  int oracle_calls = 0, cache_hits = 0, flipped = 0;
+  int replays_ok = 0;
+  double wall_s = 0;
+};
+
+// `g` with `inputs` (the run's seeded inputs, parameters already reseeded), judged by `oracle`.
+MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& oracle,
+                    const MinifyOptions& opts);
+
+}  // namespace crucible::minify

@@ -1,0 +1,63 @@
+// The worker-backed oracle (see oracle.h).
+#include "oracle.h"
+
+#include <fmt/format.h>
+
+#include "job_outcome.h"
+#include "worker.h"
+#include "worker_report.h"
+
+namespace crucible::minify {
+
+namespace fs = std::filesystem;
+
+Verdict Oracle::test(const Candidate& c) {
+  const std::string key = c.key();
+  if (auto it = cache_.find(key); it != cache_.end()) {
+    ++cache_hits_;
+    Verdict v = it->second;
+    v.cached = true;
+    return v;
+  }
+  Verdict v = run(c);
+  cache_[key] = v;
+  return v;
+}
+
+Verdict Oracle::run(const Candidate& c) { return evaluate(c, ++calls_); }
+
+Verdict Oracle::evaluate(const Candidate& c, int n) {
+  const fs::path dir = cfg_.work_dir / fmt::format("call{:04d}", n);
+  fs::remove_all(dir);
+  c.write(dir);
+  WorkerJob job;
+  job.job = "accuracy";
+  job.graph = (dir / "graph.graph").string();
+  job.suite = "minify";
+  job.model = c.graph.name();
+  job.backends = {cfg_.backend};
+  job.threads = cfg_.threads;
+  job.tolerance = cfg_.tolerance;
+  job.cosine = cfg_.cosine;
+  job.plugin_paths = cfg_.plugin_paths;
+  job.config = cfg_.config;
+  job.report = (dir / "worker.report").string();
+  std::vector<std::string> argv{self_executable().string()};
+  for (auto& a : job.to_args()) argv.push_back(a);
+  // Kernels are cached across candidates (the same fused kernel recurs), apart from the user's.
+  const std::map<std::string, std::string> env{
+      {"CRUCIBLE_CACHE_DIR", (cfg_.work_dir / "kernel_cache").string()}};
+  const fs::path log = dir / "worker.log";
+  const ChildOutcome outcome = run_child(argv, env, log, cfg_.limits);
+  const auto results = finalize_job(job, outcome, read_report(job.report), log, cfg_.limits);
+  Verdict v;
+  if (!results.empty()) {
+    v.signature = signature_of(results.front());
+    v.error = results.front().error;
+  }
+  // Only the directories of the latest calls are kept, for a look after the fact.
+  if (n > 8) fs::remove_all(cfg_.work_dir / fmt::format("call{:04d}", n - 8));
+  return v;
+}
+
+}  // namespace crucible::minify

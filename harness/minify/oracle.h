@@ -1,0 +1,59 @@
+// The minifier's oracle: runs a candidate through crucible's accuracy job in an isolated worker
+// (timeout, memory limit, the run's own machinery) and says whether it fails like the original.
+// Verdicts are cached by the candidate's key, so a candidate seen before costs nothing.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "candidate.h"
+#include "signature.h"
+#include "subprocess.h"
+
+namespace crucible::minify {
+
+struct OracleConfig {
+  std::string backend;
+  std::map<std::string, std::string> config;  // -c, for the backend
+  std::vector<std::string> plugin_paths;
+  double tolerance = 1e-4;
+  bool cosine = false;
+  int threads = 0;
+  ChildLimits limits;
+  std::filesystem::path work_dir;  // candidates and worker logs go below it
+};
+
+struct Verdict {
+  Signature signature;
+  std::string error;  // the result's message, for the report
+  bool cached = false;
+};
+
+class Oracle {
+ public:
+  explicit Oracle(OracleConfig config) : cfg_(std::move(config)) {}
+  virtual ~Oracle() = default;
+
+  // The candidate's verdict, from the cache when its key was tested before.
+  Verdict test(const Candidate& c);
+  // The same, never from the cache (determinism checks, replays).
+  Verdict run(const Candidate& c);
+
+  int calls() const { return calls_; }
+  int cache_hits() const { return cache_hits_; }
+  const OracleConfig& config() const { return cfg_; }
+
+ protected:
+  // One verdict, computed: here the accuracy job in a fresh worker. Tests of the reduction
+  // algorithms override it with a predicate over the candidate graph.
+  virtual Verdict evaluate(const Candidate& c, int call);
+
+ private:
+  OracleConfig cfg_;
+  std::map<std::string, Verdict> cache_;
+  int calls_ = 0, cache_hits_ = 0;
+};
+
+}  // namespace crucible::minify

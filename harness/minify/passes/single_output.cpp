@@ -1,0 +1,47 @@
+// Keeps one output's cone: for each output of the candidate, the nodes it depends on alone.
+#include <set>
+
+#include "pass.h"
+
+namespace crucible::minify {
+
+namespace {
+
+// The kept nodes `sink` depends on (itself included), ascending.
+std::vector<int> cone(const Graph& g, const std::vector<int>& keep, int sink) {
+  const std::set<int> kept(keep.begin(), keep.end());
+  std::set<int> in{sink};
+  for (auto it = keep.rbegin(); it != keep.rend(); ++it) {
+    if (!in.contains(*it)) continue;
+    for (ValueId op : g.nodes()[*it].operands) {
+      const Value& v = g.value(op);
+      if (v.kind == ValueKind::kNode && kept.contains(v.node)) in.insert(v.node);
+    }
+  }
+  return {in.begin(), in.end()};
+}
+
+class SingleOutput : public ReductionPass {
+ public:
+  std::string name() const override { return "single_output"; }
+  bool run(ReduceState& state) const override {
+    bool any = false;
+    for (bool changed = true; changed;) {
+      changed = false;
+      const std::vector<int> keep = state.keep();
+      for (auto it = keep.rbegin(); it != keep.rend() && !changed; ++it) {
+        changed = state.try_keep(cone(state.graph(), keep, *it));
+      }
+      any = any || changed;
+    }
+    return any;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ReductionPass> make_single_output_pass() {
+  return std::make_unique<SingleOutput>();
+}
+
+}  // namespace crucible::minify

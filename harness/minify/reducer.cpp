@@ -1,0 +1,52 @@
+// The reduction loop and its state (see reducer.h).
+#include "reducer.h"
+
+#include <fmt/format.h>
+
+#include "crucible/core/error.h"
+#include "passes/pass.h"
+
+namespace crucible::minify {
+
+ReduceState::ReduceState(const Graph& g, const Recording& rec, Oracle& oracle, Signature locked,
+                         std::vector<int> keep)
+    : g_(g),
+      rec_(rec),
+      oracle_(oracle),
+      locked_(std::move(locked)),
+      keep_(std::move(keep)),
+      start_nodes_(static_cast<int>(keep_.size())) {}
+
+bool ReduceState::try_keep(std::vector<int> keep) {
+  if (keep.empty() || keep.size() >= keep_.size()) return false;
+  Candidate c;
+  try {
+    c = cut(g_, rec_, keep);
+  } catch (const Error&) {
+    return false;  // a cut the IR rejects is no candidate
+  }
+  if (!same_failure(locked_, oracle_.test(c).signature)) return false;
+  if (!same_failure(locked_, oracle_.run(c).signature)) {
+    ++flipped_;
+    return false;
+  }
+  keep_ = std::move(keep);
+  if (on_progress) on_progress(progress());
+  return true;
+}
+
+std::string ReduceState::progress() const {
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  return fmt::format("nodes {}/{}, oracle calls {}, cache hits {}, flipped {}, {:.1f} s",
+                     keep_.size(), start_nodes_, oracle_.calls(), oracle_.cache_hits(), flipped_,
+                     s);
+}
+
+void reduce_to_fixpoint(ReduceState& state) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& pass : reduction_passes()) changed = pass->run(state) || changed;
+  }
+}
+
+}  // namespace crucible::minify

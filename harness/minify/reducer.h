@@ -1,0 +1,52 @@
+// The reduction loop: a linear pipeline of delta passes (passes/), each shrinking the set of the
+// original graph's nodes that the candidate keeps while it still fails with the locked
+// signature, repeated until a whole round removes nothing.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "candidate.h"
+#include "oracle.h"
+#include "signature.h"
+
+namespace crucible::minify {
+
+class ReduceState {
+ public:
+  ReduceState(const Graph& g, const Recording& rec, Oracle& oracle, Signature locked,
+              std::vector<int> keep);
+
+  const Graph& graph() const { return g_; }
+  const std::vector<int>& keep() const { return keep_; }
+  Candidate candidate() const { return cut(g_, rec_, keep_); }
+
+  // Whether the candidate keeping `keep` fails like the original. When it does (twice: an
+  // accepted candidate is rerun, uncached, and a verdict that flips is counted, not accepted),
+  // it becomes the state. An empty or malformed cut is simply not a failure.
+  bool try_keep(std::vector<int> keep);
+
+  int flipped() const { return flipped_; }
+  int start_nodes() const { return start_nodes_; }
+  const Oracle& oracle() const { return oracle_; }
+  // One line of progress: nodes now / at start, oracle calls, cache hits, elapsed.
+  std::string progress() const;
+  std::function<void(const std::string&)> on_progress;
+
+ private:
+  const Graph& g_;
+  const Recording& rec_;
+  Oracle& oracle_;
+  Signature locked_;
+  std::vector<int> keep_;
+  int start_nodes_ = 0;
+  int flipped_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+// Runs every registered pass in order, round after round, until a round removes no node.
+void reduce_to_fixpoint(ReduceState& state);
+
+}  // namespace crucible::minify

@@ -1,0 +1,167 @@
+// Writing and verifying repro directories (see repro.h).
+#include "repro.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include "crucible/ir/text_format.h"
+#include "crucible/plugin_api.h"
+
+namespace crucible::minify {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kManifest = "manifest.txt";
+constexpr const char* kFormat = "crucible-repro 1";
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("{}: cannot read", path.string()));
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string file_hash(const fs::path& path) {
+  const std::string bytes = read_file(path);
+  return fmt::format("{:016x}", fnv1a(kHashStart, bytes.data(), bytes.size()));
+}
+
+void check_line_safe(const std::string& what, const std::string& text) {
+  if (text.find('\n') != std::string::npos || text.find('\r') != std::string::npos) {
+    throw Error(fmt::format("repro: {} holds a line break: {}", what, text));
+  }
+}
+
+}  // namespace
+
+void write_repro(const fs::path& dir, const Candidate& c, const ReproInfo& info) {
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.is_regular_file()) fs::remove(e.path());
+  }
+  Candidate own = c;
+  for (ValueId id : own.graph.params()) {  // copy file-backed parameters in
+    Value& v = own.graph.mutable_value(id);
+    if (v.init.kind != "file") continue;
+    v.data = materialize_param(own.graph, id);
+    v.init = {};
+  }
+  own.write(dir);
+  std::string m = fmt::format("{}\nabi {}\n", kFormat, plugin::kAbiVersion);
+  check_line_safe("the backend", info.backend);
+  m += fmt::format("backend {}\n", info.backend);
+  for (const auto& [k, v] : info.config) {
+    check_line_safe("option " + k, v);
+    m += fmt::format("config {}={}\n", k, v);
+  }
+  m += fmt::format("tolerance {}\ncosine {}\nthreads {}\n", info.tolerance, info.cosine ? 1 : 0,
+                   info.threads);
+  m += fmt::format("signature {}\n", info.signature.str());
+  check_line_safe("the original", info.original);
+  m += fmt::format("original {}\nnodes {} {}\nreplays {} {}\n", info.original, info.nodes_before,
+                   info.nodes_after, info.replays_ok, info.replays);
+  m += fmt::format("command crucible repro {}\n", fs::absolute(dir).string());
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.is_regular_file() && e.path().filename() != kManifest) files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const fs::path& f : files) {
+    m += fmt::format("file {} {} {}\n", f.filename().string(), fs::file_size(f), file_hash(f));
+  }
+  std::ofstream(dir / kManifest, std::ios::trunc) << m;
+}
+
+LoadedRepro load_repro(const fs::path& dir) {
+  const fs::path manifest = dir / kManifest;
+  if (!fs::is_regular_file(manifest)) {
+    throw Error(fmt::format("{}: not a repro directory (no {})", dir.string(), kManifest));
+  }
+  std::istringstream in(read_file(manifest));
+  std::string line;
+  if (!std::getline(in, line) || line != kFormat) {
+    throw Error(fmt::format("{}: not a repro manifest of this version (first line '{}', want '{}')",
+                            manifest.string(), line, kFormat));
+  }
+  LoadedRepro r;
+  bool have_abi = false, have_signature = false;
+  int listed = 0;
+  for (int n = 2; std::getline(in, line); ++n) {
+    const std::string where = fmt::format("{}:{}", manifest.string(), n);
+    const size_t sp = line.find(' ');
+    const std::string key = line.substr(0, sp),
+                      rest = sp == std::string::npos ? "" : line.substr(sp + 1);
+    std::istringstream words(rest);
+    if (key == "abi") {
+      uint32_t abi = 0;
+      if (!(words >> abi)) throw Error(fmt::format("{}: abi '{}' is not a number", where, rest));
+      if (abi != plugin::kAbiVersion) {
+        throw Error(fmt::format("{}: written for plugin ABI {}, this crucible has ABI {}", where,
+                                abi, plugin::kAbiVersion));
+      }
+      have_abi = true;
+    } else if (key == "backend") {
+      r.info.backend = rest;
+    } else if (key == "config") {
+      const size_t eq = rest.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw Error(fmt::format("{}: bad config '{}'", where, rest));
+      r.info.config[rest.substr(0, eq)] = rest.substr(eq + 1);
+    } else if (key == "tolerance") {
+      if (!(words >> r.info.tolerance)) throw Error(fmt::format("{}: bad tolerance", where));
+    } else if (key == "cosine") {
+      int v = 0;
+      if (!(words >> v)) throw Error(fmt::format("{}: bad cosine", where));
+      r.info.cosine = v != 0;
+    } else if (key == "threads") {
+      if (!(words >> r.info.threads)) throw Error(fmt::format("{}: bad threads", where));
+    } else if (key == "signature") {
+      auto s = Signature::parse(rest);
+      if (!s || !s->failing()) throw Error(fmt::format("{}: bad signature '{}'", where, rest));
+      r.info.signature = *s;
+      have_signature = true;
+    } else if (key == "original") {
+      r.info.original = rest;
+    } else if (key == "nodes") {
+      words >> r.info.nodes_before >> r.info.nodes_after;
+    } else if (key == "replays") {
+      words >> r.info.replays_ok >> r.info.replays;
+    } else if (key == "file") {
+      std::string name, hash;
+      uintmax_t size = 0;
+      if (!(words >> name >> size >> hash) || name.find('/') != std::string::npos) {
+        throw Error(fmt::format("{}: bad file line '{}'", where, rest));
+      }
+      const fs::path f = dir / name;
+      if (!fs::is_regular_file(f)) throw Error(fmt::format("{}: {} is missing", where, f.string()));
+      if (fs::file_size(f) != size) {
+        throw Error(
+            fmt::format("{}: {} holds {} bytes, the manifest says {} (truncated or replaced)",
+                        where, f.string(), fs::file_size(f), size));
+      }
+      if (file_hash(f) != hash) {
+        throw Error(fmt::format("{}: {} was edited (hash {}, the manifest says {})", where,
+                                f.string(), file_hash(f), hash));
+      }
+      ++listed;
+    } else if (key != "command" && !key.empty()) {
+      throw Error(fmt::format("{}: unknown manifest key '{}'", where, key));
+    }
+  }
+  if (!have_abi || !have_signature || r.info.backend.empty() || listed == 0) {
+    throw Error(fmt::format("{}: incomplete (needs abi, backend, signature and file lines)",
+                            manifest.string()));
+  }
+  Graph g = load_graph_file(dir / "graph.graph");
+  check_side_files(g);
+  r.candidate.inputs = make_inputs(g, 0);
+  r.candidate.graph = std::move(g);
+  return r;
+}
+
+}  // namespace crucible::minify

@@ -1,0 +1,40 @@
+// Repro directories: the minimized graph with its exact input data, bound parameters, the backend
+// and options, the locked signature and a manifest of every file's size and hash, so `crucible
+// repro DIR` reruns it anywhere and a truncated or edited repro is refused rather than rerun.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "candidate.h"
+#include "signature.h"
+
+namespace crucible::minify {
+
+struct ReproInfo {
+  std::string backend;
+  std::map<std::string, std::string> config;
+  double tolerance = 1e-4;
+  bool cosine = false;
+  int threads = 0;
+  Signature signature;
+  std::string original;  // where the failing graph came from
+  int nodes_before = 0, nodes_after = 0;
+  int replays = 0, replays_ok = 0;
+};
+
+// Writes `c` and `info` into `dir` (created; files already there are replaced). Parameters read
+// from files are copied in, so the directory stands alone.
+void write_repro(const std::filesystem::path& dir, const Candidate& c, const ReproInfo& info);
+
+struct LoadedRepro {
+  Candidate candidate;
+  ReproInfo info;
+};
+// Reads a repro back, checking the manifest's format and ABI versions and every file's size and
+// hash; throws Error naming the first thing that does not match.
+LoadedRepro load_repro(const std::filesystem::path& dir);
+
+}  // namespace crucible::minify

@@ -1,0 +1,134 @@
+// Failure signatures (see signature.h).
+#include "signature.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cmath>
+#include <sstream>
+
+namespace crucible::minify {
+
+using reports::Status;
+
+namespace {
+
+bool is_path_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '.' || c == '_' ||
+         c == '-';
+}
+
+}  // namespace
+
+bool Signature::failing() const {
+  return status != Status::kPass && status != Status::kEagerFailToRun &&
+         status != Status::kEagerTwoRunsDiffer && status != Status::kSkipped &&
+         status != Status::kXfail;
+}
+
+std::string Signature::str() const {
+  const std::string_view name = reports::status_name(status);
+  if (status == Status::kFailAccuracy) {
+    return detail.ends_with("nonfinite") ? fmt::format("{} {}", name, detail)
+                                         : fmt::format("{} {} band {}", name, detail, band);
+  }
+  return detail.empty() ? std::string(name) : fmt::format("{}: {}", name, detail);
+}
+
+std::optional<Signature> Signature::parse(const std::string& text) {
+  const size_t end = text.find_first_of(" :");
+  const auto status = reports::status_from_name(text.substr(0, end));
+  if (!status) return std::nullopt;
+  Signature s;
+  s.status = *status;
+  if (end == std::string::npos) return s;
+  if (s.status == Status::kFailAccuracy) {
+    std::istringstream in(text.substr(end));
+    std::string word;
+    in >> s.detail >> word;
+    if (word == "nonfinite") {
+      s.detail += " nonfinite";
+    } else if (word != "band" || !(in >> s.band)) {
+      return std::nullopt;
+    }
+    return s;
+  }
+  if (text.compare(end, 2, ": ") != 0) return std::nullopt;
+  s.detail = text.substr(end + 2);
+  return s;
+}
+
+std::string normalize_message(const std::string& message) {
+  std::istringstream in(message);
+  std::string line, chosen;
+  while (std::getline(in, line)) {
+    if (chosen.empty() && line.find_first_not_of(" \t") != std::string::npos) chosen = line;
+    if (const size_t at = line.find("error:"); at != std::string::npos) {
+      chosen = line.substr(at);
+      break;
+    }
+  }
+  std::string out;
+  for (size_t i = 0; i < chosen.size();) {
+    const char c = chosen[i];
+    if (c == '/' || (c == '.' && i + 1 < chosen.size() && chosen[i + 1] == '/')) {
+      while (i < chosen.size() && is_path_char(chosen[i])) ++i;
+      out += "<path>";
+    } else if (std::isdigit(static_cast<unsigned char>(c))) {
+      while (i < chosen.size() && std::isdigit(static_cast<unsigned char>(chosen[i]))) ++i;
+      out += '#';
+    } else if (c == '%') {
+      ++i;
+      while (i < chosen.size() && (std::isalnum(static_cast<unsigned char>(chosen[i])) ||
+                                   chosen[i] == '_' || chosen[i] == '.')) {
+        ++i;
+      }
+      out += "%_";
+    } else {
+      out += c;
+      ++i;
+    }
+  }
+  while (!out.empty() && std::isspace(static_cast<unsigned char>(out.back()))) out.pop_back();
+  return out;
+}
+
+Signature signature_of(const reports::ResultRecord& r) {
+  Signature s;
+  s.status = r.status;
+  switch (r.status) {
+    case Status::kFailAccuracy:
+      for (const auto& a : r.accuracy) {
+        if (a.passed) continue;
+        s.detail = a.dtype;
+        if (!std::isfinite(a.max_abs_err)) {
+          s.detail += " nonfinite";
+        } else {
+          s.band =
+              a.max_abs_err > 0 ? static_cast<int>(std::floor(std::log10(a.max_abs_err))) : -99;
+        }
+        break;
+      }
+      if (s.detail.empty()) s.detail = "shape";  // failed before any element was compared
+      break;
+    case Status::kCrash:  // "SIGSEGV in phase run of codegen: <log tail>": the tail varies
+      s.detail = normalize_message(r.error.substr(0, r.error.find(": ")));
+      break;
+    case Status::kFailToCompile:
+    case Status::kFailToRun:
+    case Status::kFailToLoad:
+      s.detail = normalize_message(r.error);
+      break;
+    default:
+      break;
+  }
+  return s;
+}
+
+bool same_failure(const Signature& locked, const Signature& got) {
+  if (locked.status != got.status || locked.detail != got.detail) return false;
+  if (locked.status != Status::kFailAccuracy || locked.detail.ends_with("nonfinite")) return true;
+  return std::abs(locked.band - got.band) <= 1;
+}
+
+}  // namespace crucible::minify

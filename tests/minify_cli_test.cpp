@@ -1,0 +1,155 @@
+// `crucible minify` and `crucible repro` end to end, on real workers and the real codegen
+// toolchain: the tutorial's two stories, a flaky backend, a backend that passes, and repros that
+// were truncated, edited or written for another ABI.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "cli_util.h"
+#include "crucible/ir/text_format.h"
+
+namespace crucible {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_crucible;
+
+class MinifyCli : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = testing::fresh_test_dir("crucible_minify"); }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::set<std::string> ops(const fs::path& repro) {
+    const Graph g = load_graph_file(repro / "graph.graph");
+    std::set<std::string> out;
+    for (const Node& n : g.nodes()) out.insert(n.op);
+    return out;
+  }
+  std::string line_of(const fs::path& manifest, const std::string& key) {
+    std::ifstream in(manifest);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind(key + " ", 0) == 0) return line.substr(key.size() + 1);
+    }
+    return "";
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(MinifyCli, TutorialNegTimes2MinifiesToNegAndReproduces) {
+  const fs::path out = dir_ / "f32";
+  auto r = run_crucible(
+      "minify --suite tutorial --only neg_maximum_cat_f32 --backend codegen "
+      "-c inject=neg:times2 -o " +
+      out.string());
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(ops(out), (std::set<std::string>{"neg"})) << r.out;
+  EXPECT_EQ(line_of(out / "manifest.txt", "signature"), "fail_accuracy f32 band 0");
+  EXPECT_EQ(line_of(out / "manifest.txt", "replays"), "5 5");
+  EXPECT_NE(r.out.find("3 nodes -> 1 (1 compute)"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("oracle calls"), std::string::npos) << r.err;  // progress lines
+  r = run_crucible("repro " + out.string());
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("reproduced 5/5"), std::string::npos) << r.out;
+
+  // Without the injection the repro no longer fails: exit 1, said so.
+  std::string manifest = testing::read_all(out / "manifest.txt");
+  manifest.replace(manifest.find("config inject=neg:times2\n"), 25, "");
+  std::ofstream(out / "manifest.txt", std::ios::trunc) << manifest;
+  r = run_crucible("repro " + out.string() + " --times 2");
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("not reproduced: 0/2"), std::string::npos) << r.out;
+}
+
+TEST_F(MinifyCli, TutorialU8NoCastKeepsTheCompileErrorAndItsTwoNodes) {
+  const fs::path out = dir_ / "u8";
+  auto r = run_crucible(
+      "minify --suite tutorial --only neg_maximum_cat_u8 --backend codegen "
+      "-c inject=neg:no_cast --signature compile -o " +
+      out.string());
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  // The bug exists only when neg is fused into maximum: both stay, cat goes.
+  EXPECT_EQ(ops(out), (std::set<std::string>{"neg", "maximum"})) << r.out;
+  EXPECT_EQ(line_of(out / "manifest.txt", "signature"),
+            "fail_to_compile: error: no matching function for call to 'cr_maximum(unsigned "
+            "char&, int&)'");
+  r = run_crucible("repro " + out.string());
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("reproduced 5/5"), std::string::npos) << r.out;
+}
+
+TEST_F(MinifyCli, FlakyPassingAndBadRequestsAreSaidAndExitNonZero) {
+  const std::string plugins = std::string(" --plugin-path ") + CRUCIBLE_TEST_PLUGIN_DIR;
+  fs::create_directories(dir_ / "count");
+  auto r = run_crucible(
+      "minify --suite tutorial --only sin_cos --backend faulty -c fault.sin_cos=flaky:" +
+      (dir_ / "count").string() + plugins + " -o " + (dir_ / "flaky").string());
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("flaky: fail_accuracy"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 of 3 runs"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir_ / "flaky" / "manifest.txt"));
+
+  r = run_crucible("minify --suite tutorial --only sin_cos --backend codegen -o " +
+                   (dir_ / "pass").string());
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("does not fail"), std::string::npos) << r.out;
+
+  r = run_crucible("minify " + (dir_ / "missing.graph").string() + " --backend codegen");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("missing.graph"), std::string::npos) << r.err;
+  r = run_crucible("minify --suite tutorial --only sin_cos --backend no_such_backend");
+  EXPECT_EQ(r.status, 2);
+  r = run_crucible("minify --suite tutorial --only sin_cos --backend codegen --signature odd");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--signature must be"), std::string::npos) << r.err;
+}
+
+TEST_F(MinifyCli, TamperedReprosAreRefusedInOneLine) {
+  const fs::path good = dir_ / "good";
+  auto r = run_crucible(
+      "minify --suite tutorial --only neg_maximum_cat_f32 --backend codegen "
+      "-c inject=neg:times2 --replays 1 -o " +
+      good.string());
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  auto tampered = [&](const std::string& name, auto&& edit) {
+    const fs::path d = dir_ / name;
+    fs::copy(good, d);
+    edit(d);
+    return run_crucible("repro " + d.string());
+  };
+  // A truncated input.
+  r = tampered("truncated", [](const fs::path& d) { fs::resize_file(d / "input.x1.bin", 16); });
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("truncated or replaced"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  // An edited graph, same size.
+  r = tampered("edited", [](const fs::path& d) {
+    std::string g = testing::read_all(d / "graph.graph");
+    g.replace(g.find("neg("), 4, "exp(");
+    std::ofstream(d / "graph.graph", std::ios::trunc) << g;
+  });
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("was edited"), std::string::npos) << r.err;
+  // Another ABI, and another format.
+  r = tampered("abi", [](const fs::path& d) {
+    std::string m = testing::read_all(d / "manifest.txt");
+    m.replace(m.find("abi "), 5, "abi 9");
+    std::ofstream(d / "manifest.txt", std::ios::trunc) << m;
+  });
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("plugin ABI 9"), std::string::npos) << r.err;
+  r = tampered("format", [](const fs::path& d) {
+    std::string m = testing::read_all(d / "manifest.txt");
+    std::ofstream(d / "manifest.txt", std::ios::trunc) << "crucible-repro 0" << m.substr(16);
+  });
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("not a repro manifest of this version"), std::string::npos) << r.err;
+  r = run_crucible("repro " + (dir_ / "nowhere").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("not a repro directory"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace crucible

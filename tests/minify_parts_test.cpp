@@ -1,0 +1,203 @@
+// The minifier's parts on their own: signatures and their normalization, cutting node subsets out
+// of a graph with recorded values, and the reduction passes driven by an in-process predicate
+// oracle (what llvm-reduce's tests do with an interestingness script), including a bug that needs
+// two nodes together and a flaky one.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "crucible/ir/text_format.h"
+#include "crucible/ops/interpreter.h"
+#include "minify/minify.h"
+#include "minify/reducer.h"
+#include "minify/signature.h"
+
+namespace crucible::minify {
+namespace {
+
+using reports::Status;
+
+TEST(MinifySignature, CompileErrorsFromOtherPathsAndLinesAreTheSame) {
+  const std::string a =
+      "c++ failed on /root/.cache/k/ab12/tu0.cpp:\n/root/.cache/k/ab12/tu0.cpp: In function "
+      "'void cpp_fused_0(void**)':\n/root/.cache/k/ab12/tu0.cpp:296:48: error: no matching "
+      "function for call to 'cr_maximum(unsigned char&, int&)'\n  296 | auto t3 = ...";
+  const std::string b =
+      "c++ failed on /tmp/w/kernel_cache/ff00/tu3.cpp:\n/tmp/w/kernel_cache/ff00/tu3.cpp:17:9: "
+      "error: no matching function for call to 'cr_maximum(unsigned char&, int&)'";
+  EXPECT_EQ(normalize_message(a), normalize_message(b));
+  EXPECT_EQ(normalize_message(a),
+            "error: no matching function for call to 'cr_maximum(unsigned char&, int&)'");
+  EXPECT_NE(normalize_message(a), normalize_message("error: 'cr_neg' was not declared"));
+  EXPECT_EQ(normalize_message("node %h_12 at line 40: bad"), "node %_ at line #: bad");
+}
+
+TEST(MinifySignature, AccuracyBandsDtypesAndRoundTrips) {
+  reports::ResultRecord r = reports::make_result("s", "m", "b", "accuracy", 1);
+  r.status = Status::kFailAccuracy;
+  reports::OutputAccuracy ok, bad;
+  ok.passed = true;
+  bad.dtype = "f32";
+  bad.max_abs_err = 5.5;
+  r.accuracy = {ok, bad};
+  const Signature s = signature_of(r);
+  EXPECT_EQ(s.str(), "fail_accuracy f32 band 0");
+  auto parsed = Signature::parse(s.str());
+  ASSERT_TRUE(parsed);
+  EXPECT_TRUE(same_failure(s, *parsed));
+
+  r.accuracy[1].max_abs_err = 0.5;  // one decade down: the same bug at a smaller size
+  EXPECT_TRUE(same_failure(s, signature_of(r)));
+  r.accuracy[1].max_abs_err = 0.005;  // three decades: another bug
+  EXPECT_FALSE(same_failure(s, signature_of(r)));
+  r.accuracy[1].max_abs_err = 5.5;
+  r.accuracy[1].dtype = "f64";
+  EXPECT_FALSE(same_failure(s, signature_of(r)));
+  r.accuracy[1].max_abs_err = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(signature_of(r).str(), "fail_accuracy f64 nonfinite");
+  EXPECT_TRUE(Signature::parse("fail_accuracy f64 nonfinite"));
+
+  reports::ResultRecord c = reports::make_result("s", "m", "b", "accuracy", 1);
+  c.status = Status::kFailToCompile;
+  c.error = "x.cpp:3:4: error: boom 7";
+  const Signature cs = signature_of(c);
+  EXPECT_EQ(cs.str(), "fail_to_compile: error: boom #");
+  EXPECT_TRUE(same_failure(cs, *Signature::parse(cs.str())));
+  EXPECT_FALSE(same_failure(cs, s));
+  reports::ResultRecord crash = reports::make_result("s", "m", "b", "accuracy", 1);
+  crash.status = Status::kCrash;
+  crash.error = "SIGSEGV in phase run of codegen: log line 1 | log line 2";
+  EXPECT_EQ(signature_of(crash).str(), "crash: SIGSEGV in phase run of codegen");
+  reports::ResultRecord pass = reports::make_result("s", "m", "b", "accuracy", 1);
+  pass.status = Status::kPass;
+  EXPECT_FALSE(signature_of(pass).failing());
+  EXPECT_FALSE(Signature::parse("no_such_status"));
+  EXPECT_FALSE(Signature::parse("fail_accuracy f32 banana 3"));
+}
+
+const char* kChain =
+    "graph chain(%x: f32[4,8], %y: f32[4,8]) {\n"
+    "  param %w: f32[8] = randn(seed=5)\n"
+    "  %a = add(%x, %y)\n"
+    "  %b = mul(%a, %w)\n"
+    "  %c = exp(%b)\n"
+    "  %d = neg(%c)\n"
+    "  %e = sub(%d, %a)\n"
+    "  %f = tanh(%e)\n"
+    "  return %f\n}\n";
+
+TEST(MinifyCut, KeptNodesReadRecordedValuesAndComputeTheSame) {
+  const Graph g = parse_graph(kChain);
+  const std::vector<Tensor> inputs = make_inputs(g, 3);
+  const Recording rec = record_values(g, inputs);
+  // Keep %c and %e: %b and %d become inputs; %a too (read by %e); %c and %e are sinks.
+  const Candidate c = cut(g, rec, {2, 4});
+  EXPECT_EQ(c.graph.nodes().size(), 2u);
+  EXPECT_EQ(c.graph.inputs().size(), 3u);
+  ASSERT_EQ(c.graph.outputs().size(), 2u);
+  EXPECT_EQ(c.compute_nodes(), 2);
+  Interpreter interp(c.graph);
+  const std::vector<Tensor> out = interp.run(c.inputs);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const std::string& name = c.graph.value(c.graph.outputs()[i]).name;
+    const Tensor& want = rec.at(static_cast<size_t>(*g.find_value(name)));
+    for (int64_t k = 0; k < want.numel(); ++k) ASSERT_EQ(out[i].get(k), want.get(k)) << name;
+  }
+  // The parameter stays a parameter with its recipe; keys follow content.
+  const Candidate m = cut(g, rec, {1});
+  ASSERT_EQ(m.graph.params().size(), 1u);
+  EXPECT_EQ(m.graph.value(m.graph.params()[0]).init.kind, "randn");
+  EXPECT_EQ(m.key(), cut(g, rec, {1}).key());
+  EXPECT_NE(m.key(), cut(g, rec, {2}).key());
+  EXPECT_THROW(cut(g, rec, {}), Error);  // no outputs: no graph
+}
+
+// Fails (accuracy, band 0) when every op of `bug` is in the candidate, and nothing else matters.
+class PredicateOracle : public Oracle {
+ public:
+  PredicateOracle(std::set<std::string> bug, int flaky_every = 0)
+      : Oracle(OracleConfig{}), bug_(std::move(bug)), flaky_every_(flaky_every) {}
+  std::vector<std::set<std::string>> seen;
+
+ protected:
+  Verdict evaluate(const Candidate& c, int call) override {
+    std::set<std::string> ops;
+    for (const Node& n : c.graph.nodes()) ops.insert(n.op);
+    seen.push_back(ops);
+    Verdict v;
+    const bool has = std::includes(ops.begin(), ops.end(), bug_.begin(), bug_.end());
+    if (has && (flaky_every_ == 0 || call % flaky_every_ == 0)) {
+      v.signature.status = Status::kFailAccuracy;
+      v.signature.detail = "f32";
+    }
+    return v;
+  }
+
+ private:
+  std::set<std::string> bug_;
+  int flaky_every_;
+};
+
+MinifyOptions options(const std::string& dir) {
+  MinifyOptions o;
+  o.out = ::testing::TempDir() + dir;
+  o.replays = 2;
+  return o;
+}
+
+std::set<std::string> ops_of(const std::filesystem::path& repro) {
+  std::set<std::string> ops;
+  const Graph g = load_graph_file(repro / "graph.graph");
+  for (const Node& n : g.nodes()) ops.insert(n.op);
+  return ops;
+}
+
+TEST(MinifyReduce, OneNodeBugEndsAtThatNode) {
+  const Graph g = parse_graph(kChain);
+  PredicateOracle oracle({"exp"});
+  const MinifyOptions o = options("minify_one");
+  const MinifyResult r = minify(g, make_inputs(g, 1), oracle, o);
+  EXPECT_EQ(r.outcome, MinifyResult::Outcome::kMinimized) << r.message;
+  EXPECT_EQ(r.nodes_before, 6);
+  EXPECT_EQ(r.nodes_after, 1);
+  EXPECT_EQ(ops_of(o.out), (std::set<std::string>{"exp"}));
+  EXPECT_EQ(r.replays_ok, 2);
+  EXPECT_GT(r.cache_hits + r.oracle_calls, 0);
+}
+
+TEST(MinifyReduce, TwoNodeBugKeepsBothAndIsOneMinimal) {
+  const Graph g = parse_graph(kChain);
+  PredicateOracle oracle({"add", "neg"});  // far apart in the chain
+  const MinifyOptions o = options("minify_two");
+  const MinifyResult r = minify(g, make_inputs(g, 1), oracle, o);
+  EXPECT_EQ(r.outcome, MinifyResult::Outcome::kMinimized) << r.message;
+  EXPECT_EQ(ops_of(o.out), (std::set<std::string>{"add", "neg"}));
+  EXPECT_EQ(r.nodes_after, 2);
+}
+
+TEST(MinifyReduce, FlakyFailureIsReportedWithItsRateAndNotReduced) {
+  const Graph g = parse_graph(kChain);
+  PredicateOracle oracle({"exp"}, 3);  // fails on every third call only
+  const MinifyResult r = minify(g, make_inputs(g, 1), oracle, options("minify_flaky"));
+  EXPECT_EQ(r.outcome, MinifyResult::Outcome::kFlaky);
+  EXPECT_EQ(r.original_failures, 1);
+  EXPECT_NE(r.message.find("1 of 3 runs"), std::string::npos) << r.message;
+  EXPECT_EQ(oracle.seen.size(), 3u);  // nothing was cut
+}
+
+TEST(MinifyReduce, NoFailureAndUnwantedSignatureStop) {
+  const Graph g = parse_graph(kChain);
+  PredicateOracle none({"conv2d"});
+  EXPECT_EQ(minify(g, make_inputs(g, 1), none, options("minify_none")).outcome,
+            MinifyResult::Outcome::kNoFailure);
+  PredicateOracle exp({"exp"});
+  MinifyOptions o = options("minify_want");
+  o.want = "compile";
+  const MinifyResult r = minify(g, make_inputs(g, 1), exp, o);
+  EXPECT_EQ(r.outcome, MinifyResult::Outcome::kOtherFailure);
+  EXPECT_NE(r.message.find("not the compile"), std::string::npos) << r.message;
+}
+
+}  // namespace
+}  // namespace crucible::minify
