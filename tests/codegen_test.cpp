@@ -666,6 +666,17 @@ TEST_F(Codegen, InjectedBugsMisbehaveAsPlanted) {
   } catch (const plugin::CompileError& e) {
     EXPECT_NE(std::string(e.what()).find("cr_maximum"), std::string::npos) << e.what();
   }
+  // Node-targeted: planted in %a only, or in a value that no neg produces (then nothing is).
+  plugin::Options at_a;
+  at_a.config["inject"] = "neg:times2@a";
+  EXPECT_GT(compare_output(codegen_->backend().compile(g, at_a)->run(in)[0], ref[0], Tensor(), {})
+                .mismatches,
+            0);
+  plugin::Options at_b;
+  at_b.config["inject"] = "neg:times2@b";
+  EXPECT_EQ(compare_output(codegen_->backend().compile(g, at_b)->run(in)[0], ref[0], Tensor(), {})
+                .mismatches,
+            0);
   plugin::Options bad;
   bad.config["inject"] = "neg:sideways";
   EXPECT_THROW(codegen_->backend().compile(g, bad), plugin::CompileError);
@@ -679,7 +690,9 @@ TEST_F(Codegen, InjectedBugsMisbehaveAsPlanted) {
            {"fusion", "yes"},
            {"fast_math", "yes"},  // was silently off: every option is parsed in one place now
            {"fast_math", "1"},
-           {"inject", ":crash"}}) {
+           {"inject", ":crash"},
+           {"inject", "mul:crash@"},
+           {"inject", "mul@x:crash"}}) {
     plugin::Options malformed;
     malformed.config[key] = value;
     try {
@@ -713,6 +726,14 @@ TEST(CodegenConfig, ParsesEveryOptionOnceIntoTypes) {
   EXPECT_EQ(c.debug_dir, "d");
   EXPECT_EQ(c.inject.op, "mul");
   EXPECT_EQ(c.inject.kind, "crash");
+  EXPECT_TRUE(c.inject.node.empty());
+  const codegen::Injection at =
+      codegen::CodegenConfig::parse({{"inject", "add:offbyone@layer.3.add_1"}}).inject;
+  EXPECT_EQ(at.kind, "offbyone");
+  EXPECT_EQ(at.node, "layer.3.add_1");
+  EXPECT_TRUE(at.hits("add", "layer.3.add_1"));
+  EXPECT_FALSE(at.hits("add", "layer.3.add_2"));
+  EXPECT_FALSE(at.hits("mul", "layer.3.add_1"));
   EXPECT_TRUE(codegen::CodegenConfig::parse({{"fusion", "off"}, {"fast_math", "on"}}).fast_math);
   EXPECT_THROW(codegen::CodegenConfig::parse({{"Fusion", "on"}}), Error);
 }

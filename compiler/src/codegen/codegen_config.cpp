@@ -29,13 +29,19 @@ Injection parse_injection(const std::string& spec) {
   static const std::set<std::string> kKinds = {"times2", "no_cast", "offbyone", "bad_init",
                                                "crash"};
   const size_t colon = spec.find(':');
-  if (colon == std::string::npos || colon == 0 || !kKinds.contains(spec.substr(colon + 1))) {
+  const size_t at = spec.find('@');
+  const std::string kind =
+      colon == std::string::npos
+          ? ""
+          : spec.substr(colon + 1, at == std::string::npos ? at : at - colon - 1);
+  if (colon == std::string::npos || colon == 0 || !kKinds.contains(kind) ||
+      (at != std::string::npos && (at < colon || at + 1 == spec.size()))) {
     throw Error(fmt::format(
-        "codegen: -c inject={} is not OP:KIND with KIND one of times2, no_cast, offbyone, "
+        "codegen: -c inject={} is not OP:KIND[@NAME] with KIND one of times2, no_cast, offbyone, "
         "bad_init, crash",
         spec));
   }
-  Injection inj{spec.substr(0, colon), spec.substr(colon + 1)};
+  Injection inj{spec.substr(0, colon), kind, at == std::string::npos ? "" : spec.substr(at + 1)};
   if ((inj.kind == "times2" || inj.kind == "no_cast") && inj.op != "neg") {
     throw Error(fmt::format("codegen: -c inject={}: {} applies to neg only", spec, inj.kind));
   }

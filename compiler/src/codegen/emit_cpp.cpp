@@ -152,7 +152,7 @@ class KernelEmitter {
   bool crashes() const {
     if (inj_.kind != "crash") return false;
     for (int ni : grp_.nodes) {
-      if (g_.nodes()[ni].op == inj_.op) return true;
+      if (inj_.hits(g_.nodes()[ni].op, g_.value(g_.nodes()[ni].output).name)) return true;
     }
     return false;
   }
@@ -488,7 +488,7 @@ class KernelEmitter {
                                             "before the reduction's pass",
                                             grp_.name));
     }
-    const bool shift = inj_.kind == "offbyone" && n.op == inj_.op;
+    const bool shift = inj_.kind == "offbyone" && inj_.hits(n.op, g_.value(n.output).name);
     std::vector<std::string> ops;
     for (ValueId o : n.operands) ops.push_back(value(o, sc, val.type.shape, shift && sc.element));
     current_ = val.node;
@@ -541,10 +541,10 @@ class KernelEmitter {
     DType ct = out;
     auto c = [&](size_t i, DType to) { return convert(a[i], in(i), to); };
     if (op == "neg") {
-      if (inj_.op == "neg" && inj_.kind == "no_cast")
-        return "-" + a[0];  // the tutorial's compile error
-      e = inj_.op == "neg" && inj_.kind == "times2" ? fmt::format("2 * {}", a[0])
-                                                    : fmt::format("cr_neg({})", a[0]);
+      const bool planted = inj_.hits("neg", g_.value(n.output).name);
+      if (planted && inj_.kind == "no_cast") return "-" + a[0];  // the tutorial's compile error
+      e = planted && inj_.kind == "times2" ? fmt::format("2 * {}", a[0])
+                                           : fmt::format("cr_neg({})", a[0]);
     } else if (op == "abs" || op == "relu") {
       e = fmt::format("cr_{}({})", op, a[0]);
     } else if (op == "exp" && compute_type(out) == "float" && is_max_shifted(g_, n.operands[0])) {
@@ -715,7 +715,8 @@ class KernelEmitter {
     std::map<ValueId, std::string> elem_vars;
     elem_loads_.clear();
     Scope sc{&elem, &elem_vars, true};
-    const bool shift = inj_.kind == "offbyone" && n.op == inj_.op;
+    const bool planted = inj_.hits(n.op, g_.value(n.output).name);
+    const bool shift = inj_.kind == "offbyone" && planted;
     const std::string x = value(n.operands[0], sc, full_, shift);
     if (ni == stash_reduction_) {
       const int a = access_key(stash_store_, g_.value(stash_store_).type.shape, true);
@@ -723,7 +724,7 @@ class KernelEmitter {
                           accesses_[a].arg, index(a, true, false), x, g_.value(stash_value_).name);
     }
     const std::string acc = fresh(), nan = acc + "_nan";
-    const bool bad_init = inj_.kind == "bad_init" && inj_.op == n.op;
+    const bool bad_init = inj_.kind == "bad_init" && planted;
     std::string init, update, pragma, finish;
     if (n.op == "sum" || n.op == "mean") {
       init = fmt::format("{} {} = {};", acc_t, acc, bad_init ? "1" : "0");

@@ -1,4 +1,4 @@
-// Keeps one output's cone: for each output of the candidate, the nodes it depends on alone.
+// Keeps one output's cone: for each output of the candidate, the nodes it alone depends on.
 #include <set>
 
 #include "pass.h"
@@ -21,6 +21,21 @@ std::vector<int> cone(const Graph& g, const std::vector<int>& keep, int sink) {
   return {in.begin(), in.end()};
 }
 
+// The kept nodes whose values the candidate returns: returned by the original, or read by no kept
+// node.
+std::vector<int> sinks(const Graph& g, const std::vector<int>& keep) {
+  const std::set<int> kept(keep.begin(), keep.end());
+  std::set<ValueId> read;
+  for (int ni : keep) read.insert(g.nodes()[ni].operands.begin(), g.nodes()[ni].operands.end());
+  const std::set<ValueId> returned(g.outputs().begin(), g.outputs().end());
+  std::vector<int> out;
+  for (int ni : keep) {
+    const ValueId v = g.nodes()[ni].output;
+    if (returned.contains(v) || !read.contains(v)) out.push_back(ni);
+  }
+  return out;
+}
+
 class SingleOutput : public ReductionPass {
  public:
   std::string name() const override { return "single_output"; }
@@ -29,7 +44,9 @@ class SingleOutput : public ReductionPass {
     for (bool changed = true; changed;) {
       changed = false;
       const std::vector<int> keep = state.keep();
-      for (auto it = keep.rbegin(); it != keep.rend() && !changed; ++it) {
+      const std::vector<int> outs = sinks(state.graph(), keep);
+      if (outs.size() < 2) break;
+      for (auto it = outs.rbegin(); it != outs.rend() && !changed; ++it) {
         changed = state.try_keep(cone(state.graph(), keep, *it));
       }
       any = any || changed;

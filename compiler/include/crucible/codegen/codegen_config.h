@@ -8,11 +8,17 @@
 
 namespace crucible::codegen {
 
-// A planted bug (-c inject=OP:KIND) for testing the harness and the minifier end to end.
+// A planted bug (-c inject=OP:KIND, or OP:KIND@NAME for the one node whose value is %NAME) for
+// testing the harness and the minifier end to end.
 struct Injection {
   std::string op;
   std::string kind;  // times2, no_cast, offbyone, bad_init, crash; empty: none
+  std::string node;  // a value name: only that node; empty: every node of `op`
   bool active() const { return !kind.empty(); }
+  // Whether the bug is planted in a node of op `node_op` whose value is named `value`.
+  bool hits(const std::string& node_op, const std::string& value) const {
+    return active() && op == node_op && (node.empty() || node == value);
+  }
 };
 
 struct CodegenConfig {
@@ -21,7 +27,7 @@ struct CodegenConfig {
   size_t kernels_per_unit = 16;  // kernels_per_unit=N (N >= 1): kernels per translation unit
   bool fast_math = false;        // fast_math=on|off: -ffast-math for the generated code
   std::string debug_dir;         // debug_dir=D: where the pass dumps go
-  Injection inject;              // inject=OP:KIND
+  Injection inject;              // inject=OP:KIND[@NAME]
 
   // Parses `-c key=value` pairs. Booleans take on|off|true|false; counts are positive decimal
   // integers. Throws Error naming the key, the value and what is accepted.
