@@ -3,6 +3,7 @@
 // GEMMs and convolutions, and views.
 #include <fmt/format.h>
 #include <omp.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <set>
 
+#include "crucible/codegen/codegen_config.h"
 #include "crucible/codegen/program.h"
 #include "crucible/codegen/toolchain.h"
 #include "crucible/core/block_cache.h"
@@ -64,7 +66,16 @@ class CodegenExecutable final : public plugin::Executable {
         opts_(opts),
         artifacts_(std::move(artifacts)) {
     const Graph& g = prog_.graph;
+    // A planted crash (-c inject=OP:crash) in a node that runs outside generated code (an extern
+    // call, a packed GEMM or convolution with what it absorbed) fires when its step runs.
+    const codegen::Injection inj = codegen::CodegenConfig::parse(opts_.config).inject;
     for (const Step& s : prog_.steps) {
+      bool crash = false;
+      for (int ni : s.nodes) {
+        crash |= s.kind != Step::Kind::kKernel && inj.kind == "crash" &&
+                 inj.hits(g.nodes()[ni].op, g.value(g.nodes()[ni].output).name);
+      }
+      planted_crash_.push_back(crash);
       fns_.push_back(s.kind == Step::Kind::kKernel ? lib_.function<KernelFn>(s.name) : nullptr);
       kernels_.push_back(s.kind == Step::Kind::kExtern
                              ? &OpRegistry::global().get(g.nodes()[s.node].op).kernel
@@ -262,6 +273,7 @@ class CodegenExecutable final : public plugin::Executable {
       const Step& s = prog_.steps[i];
       const auto t0 = opts_.profile ? plugin::ProfileRecorder::Clock::now()
                                     : plugin::ProfileRecorder::Clock::time_point{};
+      if (planted_crash_[i]) ::raise(SIGSEGV);
       if (s.kind == Step::Kind::kKernel) {
         args.clear();
         for (ValueId v : s.inputs) args.push_back(env[v].raw_data());
@@ -338,6 +350,7 @@ class CodegenExecutable final : public plugin::Executable {
   Program prog_;
   codegen::LoadedLibrary lib_;
   plugin::Options opts_;
+  std::vector<bool> planted_crash_;  // per step
   std::vector<fs::path> artifacts_;
   std::vector<KernelFn*> fns_;
   std::vector<const Kernel*> kernels_;

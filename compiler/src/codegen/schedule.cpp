@@ -99,6 +99,7 @@ std::vector<Step> schedule(const Graph& g, const LoopProgram& lp, const MemoryPl
              : grp.kind == Group::Kind::kPackedConv   ? packed_conv_step(g, grp)
                                                       : single_node_step(g, lp, grp);
     s.name = grp.name;
+    s.nodes = grp.nodes;
     steps.push_back(std::move(s));
   }
   return steps;

@@ -25,7 +25,8 @@ struct CodegenOptions {
 struct Step {
   enum class Kind { kKernel, kExtern, kView, kPackedLinear, kPackedConv };
   Kind kind = Kind::kKernel;
-  std::string name;  // cpp_fused_<ops>_<n>, extern::<op>, extern::packed_... or view::<op>
+  std::string name;        // cpp_fused_<ops>_<n>, extern::<op>, extern::packed_... or view::<op>
+  std::vector<int> nodes;  // every graph node the step computes (a packed step: what it absorbed)
   // kKernel: the generated function's arguments, inputs then outputs (base buffers, by value id).
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
