@@ -10,6 +10,7 @@
 #include "crucible/ir/text_format.h"
 #include "crucible/plugin_file.h"
 #include "crucible/plugin_loader.h"
+#include "crucible/reports/store.h"
 #include "minify/minify.h"
 #include "temp_dir.h"
 
@@ -51,7 +52,7 @@ void print_progress(const std::string& line) {
 
 int minify_command(const std::vector<std::string>& args) {
   po::options_description opts("minify options");
-  std::string file, suite, only, variant, want, out, backend;
+  std::string file, suite, only, variant, want, out, backend, db;
   std::vector<std::string> config, plugin_paths, suite_paths;
   uint64_t seed = 0;
   int64_t batch_size = 0;
@@ -80,7 +81,9 @@ int minify_command(const std::vector<std::string>& args) {
       "replays", po::value(&mo.replays)->default_value(5),
       "fresh-worker reruns of the result before it is written")(
       "plugin-path", po::value(&plugin_paths)->composing(), "extra plugin directories")(
-      "suite-path", po::value(&suite_paths)->composing(), "extra suite directories");
+      "suite-path", po::value(&suite_paths)->composing(), "extra suite directories")(
+      "db", po::value(&db)->default_value("crucible.db"),
+      "SQLite database the minification is recorded in (table repros)");
   po::positional_options_description pos;
   pos.add("graph", 1);
   po::variables_map vm;
@@ -137,7 +140,10 @@ int minify_command(const std::vector<std::string>& args) {
   mo.progress = print_progress;
 
   minify::Oracle oracle(mo.oracle);
+  auto store = reports::Store::open(db);  // before any work: a bad --db is exit 2 at once
   const minify::MinifyResult r = minify::minify(g, inputs, oracle, mo);
+  store->add_repro(minify::repro_record(r, mo, suite.empty() ? "graph" : suite,
+                                        suite.empty() ? g.name() : only));
   if (isatty(STDERR_FILENO)) std::cerr << "\n";
   std::cout << fmt::format("minify: {}\n", r.message);
   std::cout << fmt::format("oracle calls {}, cache hits {}, flipped verdicts {}, {:.1f} s\n",

@@ -154,6 +154,10 @@ bool parse_run_options(const std::string& command, const std::string& usage,
       "performance: time each model in N worker processes, one after another, each for "
       "--repeat samples and --min-time-ms / N, and pool their samples (pyperf's remedy for "
       "what one process's memory layout does to a graph of microseconds)")(
+      "bisect", po::bool_switch(&cfg.bisect),
+      "accuracy: after the run, minify every new failure (one the previous run of that model and "
+      "backend did not have) with `crucible minify`'s machinery; repros go to <output>/repros "
+      "and the store's repros table")(
       "no-audit", po::bool_switch(&cfg.no_audit),
       "performance: skip auditing the timed outputs (only to measure what the audit costs)")(
       "variant", po::value(&cfg.variant)->default_value("full"),
@@ -225,6 +229,7 @@ bool parse_run_options(const std::string& command, const std::string& usage,
   if (!(cfg.min_time_ms >= 0) || cfg.min_time_ms > 3'600'000)
     throw po::error("--min-time-ms must be between 0 and 3600000");
   if (cfg.retry_noisy < 0) throw po::error("--retry-noisy must be >= 0");
+  if (cfg.bisect && !cfg.accuracy()) throw po::error("--bisect needs --mode accuracy or both");
   if (cfg.processes < 1 || cfg.processes > 1000)
     throw po::error("--processes must be between 1 and 1000");
   if (cfg.variant != "full" && cfg.variant != "small")

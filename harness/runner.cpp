@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 
+#include "bisect_run.h"
 #include "builtin_models.h"
 #include "contention.h"
 #include "crucible/core/quote.h"
@@ -428,6 +429,9 @@ int execute_run(const RunConfig& cfg, int64_t* run_id_out) {
   store->finish_run(run_id, g_interrupted ? "incomplete" : "complete");
 
   const auto& results = runner.results();
+  if (cfg.bisect && !g_interrupted) {
+    bisect_new_failures(cfg, *store, run_id, models, results, out_dir);
+  }
   std::cout << format_result_table(results) << format_speedup_summary(results);
   for (const auto& f : reports::write_dynamo_csvs(out_dir, results))
     std::cout << "wrote " << f.string() << "\n";

@@ -9,6 +9,7 @@
 
 #include "cli_util.h"
 #include "crucible/ir/text_format.h"
+#include "crucible/reports/store.h"
 
 namespace crucible {
 namespace {
@@ -104,6 +105,50 @@ TEST_F(MinifyCli, FlakyPassingAndBadRequestsAreSaidAndExitNonZero) {
   r = run_crucible("minify --suite tutorial --only sin_cos --backend codegen --signature odd");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--signature must be"), std::string::npos) << r.err;
+}
+
+TEST_F(MinifyCli, RunBisectMinifiesNewFailuresOnceAndStoresThem) {
+  const std::string args =
+      "run --suite tutorial --only neg_maximum_cat_f32,sin_cos --backends "
+      "codegen -c inject=neg:times2 --mode accuracy --bisect --db " +
+      (dir_ / "r.db").string() + " -o " + (dir_ / "out").string();
+  auto r = run_crucible(args);
+  EXPECT_EQ(r.status, 1) << r.out << r.err;  // the planted failure fails the run
+  EXPECT_NE(r.err.find("bisect: tutorial/neg_maximum_cat_f32 on codegen: fail_accuracy f32 band 0: "
+                       "3 nodes -> 1"),
+            std::string::npos)
+      << r.err;
+  auto store = reports::Store::open(dir_ / "r.db");
+  auto repros = store->repros();
+  ASSERT_EQ(repros.size(), 1u);  // sin_cos passed: nothing to minify
+  EXPECT_EQ(repros[0].outcome, "minimized");
+  EXPECT_EQ(repros[0].model, "neg_maximum_cat_f32");
+  EXPECT_EQ(repros[0].config, "inject=neg:times2");
+  EXPECT_EQ(repros[0].run_id, store->runs().at(0).id);
+  EXPECT_EQ(repros[0].nodes_after, 1);
+  EXPECT_EQ(repros[0].replays_ok, 5);
+  EXPECT_GT(repros[0].oracle_calls, 0);
+  EXPECT_EQ(ops(repros[0].path), (std::set<std::string>{"neg"}));
+  // The same failure in the next run is not new: not minified again.
+  store.reset();
+  r = run_crucible(args);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("already in an earlier run"), std::string::npos) << r.err;
+  EXPECT_EQ(reports::Store::open(dir_ / "r.db")->repros().size(), 1u);
+  // A standalone minify records its row too.
+  r = run_crucible(
+      "minify --suite tutorial --only neg_maximum_cat_u8 --backend codegen "
+      "-c inject=neg:no_cast --replays 1 --db " +
+      (dir_ / "r.db").string() + " -o " + (dir_ / "u8").string());
+  EXPECT_EQ(r.status, 0) << r.err;
+  repros = reports::Store::open(dir_ / "r.db")->repros();
+  ASSERT_EQ(repros.size(), 2u);
+  EXPECT_EQ(repros[0].model, "neg_maximum_cat_u8");
+  EXPECT_FALSE(repros[0].run_id.has_value());
+  r = run_crucible("run --suite tutorial --mode performance --bisect --db " +
+                   (dir_ / "r.db").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--bisect needs --mode accuracy or both"), std::string::npos) << r.err;
 }
 
 TEST_F(MinifyCli, TamperedReprosAreRefusedInOneLine) {

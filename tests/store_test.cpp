@@ -86,6 +86,68 @@ TEST_F(StoreTest, ResultsRoundTripWithSamplesAccuracyAndKernels) {
   EXPECT_EQ(store->accuracy(id).at(0).shape, "[10,10]");
 }
 
+TEST_F(StoreTest, ReprosRoundTripAndPreviousStatusLooksBackOnly) {
+  auto store = Store::open(path_);
+  RunInfo info;
+  info.suites = "tutorial";
+  const int64_t first = store->begin_run(info);
+  ResultRecord r = make_result("tutorial", "sin_cos", "codegen", "accuracy", 10);
+  r.status = Status::kFailAccuracy;
+  store->add_result(first, r);
+  const int64_t second = store->begin_run(info);
+  EXPECT_EQ(store->previous_status("tutorial", "sin_cos", "codegen", "accuracy", second),
+            "fail_accuracy");
+  EXPECT_FALSE(store->previous_status("tutorial", "sin_cos", "codegen", "accuracy", first));
+  EXPECT_FALSE(store->previous_status("tutorial", "sin_cos", "eager", "accuracy", second));
+
+  ReproRecord rep;
+  rep.run_id = second;
+  rep.suite = "tutorial";
+  rep.model = "sin_cos";
+  rep.backend = "codegen";
+  rep.config = "inject=sin:crash";
+  rep.outcome = "minimized";
+  rep.signature = "crash: SIGSEGV during run of codegen";
+  rep.message = "2 nodes -> 1";
+  rep.nodes_before = 2;
+  rep.nodes_after = 1;
+  rep.compute_nodes = 1;
+  rep.oracle_calls = 12;
+  rep.cache_hits = 3;
+  rep.flipped = 1;
+  rep.original_failures = 3;
+  rep.replays_ok = 5;
+  rep.replays = 5;
+  rep.wall_s = 0.5;
+  rep.path = "/tmp/repro";
+  store->add_repro(rep);
+  ReproRecord flaky = rep;
+  flaky.run_id.reset();
+  flaky.model = "other";
+  flaky.outcome = "flaky";
+  flaky.path = "";
+  store->add_repro(flaky);
+  const auto all = store->repros();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].outcome, "flaky");
+  EXPECT_FALSE(all[0].run_id);
+  const auto mine = store->repros("sin_cos");
+  ASSERT_EQ(mine.size(), 1u);
+  const ReproRecord& got = mine[0];
+  EXPECT_EQ(got.run_id, second);
+  EXPECT_EQ(got.config, rep.config);
+  EXPECT_EQ(got.signature, rep.signature);
+  EXPECT_EQ(got.oracle_calls, 12);
+  EXPECT_EQ(got.cache_hits, 3);
+  EXPECT_EQ(got.flipped, 1);
+  EXPECT_EQ(got.replays_ok, 5);
+  EXPECT_DOUBLE_EQ(got.wall_s, 0.5);
+  EXPECT_EQ(got.path, "/tmp/repro");
+  rep.outcome = "done";  // not an outcome: the table refuses it, nothing half-written
+  EXPECT_THROW(store->add_repro(rep), Error);
+  EXPECT_EQ(store->repros().size(), 2u);
+}
+
 TEST_F(StoreTest, RunOfADeadProcessIsMarkedIncompleteOnOpen) {
   int64_t run;
   {

@@ -23,7 +23,51 @@ bool wanted(const std::string& want, Status s) {
   return false;
 }
 
+const char* outcome_name(MinifyResult::Outcome o) {
+  switch (o) {
+    case MinifyResult::Outcome::kMinimized:
+      return "minimized";
+    case MinifyResult::Outcome::kNoFailure:
+      return "no_failure";
+    case MinifyResult::Outcome::kFlaky:
+      return "flaky";
+    case MinifyResult::Outcome::kOtherFailure:
+      return "other_failure";
+    case MinifyResult::Outcome::kNotReproduced:
+      return "not_reproduced";
+  }
+  return "unknown";
+}
+
 }  // namespace
+
+reports::ReproRecord repro_record(const MinifyResult& r, const MinifyOptions& opts,
+                                  const std::string& suite, const std::string& model) {
+  reports::ReproRecord rec;
+  rec.suite = suite;
+  rec.model = model;
+  rec.backend = opts.oracle.backend;
+  for (const auto& [k, v] : opts.oracle.config) {
+    rec.config += fmt::format("{}{}={}", rec.config.empty() ? "" : " ", k, v);
+  }
+  rec.outcome = outcome_name(r.outcome);
+  rec.signature = r.signature.str();
+  rec.message = r.message;
+  rec.nodes_before = r.nodes_before;
+  rec.nodes_after = r.nodes_after;
+  rec.compute_nodes = r.compute_nodes_after;
+  rec.oracle_calls = r.oracle_calls;
+  rec.cache_hits = r.cache_hits;
+  rec.flipped = r.flipped;
+  rec.original_failures = r.original_failures;
+  rec.replays_ok = r.replays_ok;
+  rec.replays = opts.replays;
+  rec.wall_s = r.wall_s;
+  const bool written = r.outcome == MinifyResult::Outcome::kMinimized ||
+                       r.outcome == MinifyResult::Outcome::kNotReproduced;
+  if (written) rec.path = std::filesystem::absolute(opts.out).string();
+  return rec;
+}
 
 MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& oracle,
                     const MinifyOptions& opts) {

@@ -33,6 +33,10 @@ struct MinifyResult {
   double wall_s = 0;
 };
 
+// The store's row for a minification of (suite, model); `path` is the repro directory, if written.
+reports::ReproRecord repro_record(const MinifyResult& r, const MinifyOptions& opts,
+                                  const std::string& suite, const std::string& model);
+
 // `g` with `inputs` (the run's seeded inputs, parameters already reseeded), judged by `oracle`.
 MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& oracle,
                     const MinifyOptions& opts);

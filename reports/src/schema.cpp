@@ -122,6 +122,33 @@ CREATE TABLE calibrations (
 );
 CREATE INDEX calibrations_by_series ON calibrations(suite, model, backend);
 )sql",
+      R"sql(
+CREATE TABLE repros (
+  id              INTEGER PRIMARY KEY,
+  created_at      TEXT NOT NULL,
+  run_id          INTEGER REFERENCES runs(id),
+  suite           TEXT NOT NULL,
+  model           TEXT NOT NULL,
+  backend         TEXT NOT NULL,
+  config          TEXT NOT NULL,
+  outcome         TEXT NOT NULL CHECK (outcome IN
+                    ('minimized', 'no_failure', 'flaky', 'other_failure', 'not_reproduced')),
+  signature       TEXT NOT NULL,
+  message         TEXT NOT NULL,
+  nodes_before    INTEGER NOT NULL,
+  nodes_after     INTEGER NOT NULL,
+  compute_nodes   INTEGER NOT NULL,
+  oracle_calls    INTEGER NOT NULL,
+  cache_hits      INTEGER NOT NULL,
+  flipped         INTEGER NOT NULL,
+  original_failures INTEGER NOT NULL,
+  replays_ok      INTEGER NOT NULL,
+  replays         INTEGER NOT NULL,
+  wall_s          REAL NOT NULL,
+  path            TEXT NOT NULL
+);
+CREATE INDEX repros_by_model ON repros(suite, model, backend);
+)sql",
   };
   return kMigrations;
 }

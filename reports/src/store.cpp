@@ -397,6 +397,89 @@ std::vector<Calibration> Store::calibrations(const std::string& model) {
   return out;
 }
 
+int64_t Store::add_repro(const ReproRecord& r) {
+  Transaction tx(db_);
+  Statement s(db_,
+              "INSERT INTO repros (created_at, run_id, suite, model, backend, config, outcome,"
+              " signature, message, nodes_before, nodes_after, compute_nodes, oracle_calls,"
+              " cache_hits, flipped, original_failures, replays_ok, replays, wall_s, path)"
+              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  s.bind(1, now_utc());
+  if (r.run_id) {
+    s.bind(2, *r.run_id);
+  } else {
+    s.bind_null(2);
+  }
+  s.bind(3, r.suite)
+      .bind(4, r.model)
+      .bind(5, r.backend)
+      .bind(6, r.config)
+      .bind(7, r.outcome)
+      .bind(8, r.signature)
+      .bind(9, r.message)
+      .bind(10, static_cast<int64_t>(r.nodes_before))
+      .bind(11, static_cast<int64_t>(r.nodes_after))
+      .bind(12, static_cast<int64_t>(r.compute_nodes))
+      .bind(13, static_cast<int64_t>(r.oracle_calls))
+      .bind(14, static_cast<int64_t>(r.cache_hits))
+      .bind(15, static_cast<int64_t>(r.flipped))
+      .bind(16, static_cast<int64_t>(r.original_failures))
+      .bind(17, static_cast<int64_t>(r.replays_ok))
+      .bind(18, static_cast<int64_t>(r.replays))
+      .bind(19, finite(r.wall_s).value_or(0.0))
+      .bind(20, r.path);
+  s.run();
+  const int64_t id = sqlite3_last_insert_rowid(db_);
+  tx.commit();
+  return id;
+}
+
+std::vector<ReproRecord> Store::repros(const std::string& model) {
+  Statement q(db_,
+              "SELECT run_id, suite, model, backend, config, outcome, signature, message,"
+              " nodes_before, nodes_after, compute_nodes, oracle_calls, cache_hits, flipped,"
+              " original_failures, replays_ok, replays, wall_s, path FROM repros"
+              " WHERE ? = '' OR model = ? ORDER BY id DESC");
+  q.bind(1, model).bind(2, model);
+  std::vector<ReproRecord> out;
+  while (q.step()) {
+    ReproRecord r;
+    if (auto run = q.optional_real(0)) r.run_id = static_cast<int64_t>(*run);
+    r.suite = q.text(1);
+    r.model = q.text(2);
+    r.backend = q.text(3);
+    r.config = q.text(4);
+    r.outcome = q.text(5);
+    r.signature = q.text(6);
+    r.message = q.text(7);
+    r.nodes_before = static_cast<int>(q.int64(8));
+    r.nodes_after = static_cast<int>(q.int64(9));
+    r.compute_nodes = static_cast<int>(q.int64(10));
+    r.oracle_calls = static_cast<int>(q.int64(11));
+    r.cache_hits = static_cast<int>(q.int64(12));
+    r.flipped = static_cast<int>(q.int64(13));
+    r.original_failures = static_cast<int>(q.int64(14));
+    r.replays_ok = static_cast<int>(q.int64(15));
+    r.replays = static_cast<int>(q.int64(16));
+    r.wall_s = q.optional_real(17).value_or(0.0);
+    r.path = q.text(18);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::optional<std::string> Store::previous_status(const std::string& suite,
+                                                  const std::string& model,
+                                                  const std::string& backend,
+                                                  const std::string& mode, int64_t run_id) {
+  Statement q(db_,
+              "SELECT status FROM results WHERE suite = ? AND model = ? AND backend = ? AND"
+              " mode = ? AND run_id < ? ORDER BY run_id DESC, id DESC LIMIT 1");
+  q.bind(1, suite).bind(2, model).bind(3, backend).bind(4, mode).bind(5, run_id);
+  if (!q.step()) return std::nullopt;
+  return q.text(0);
+}
+
 std::vector<OutputAccuracy> Store::accuracy(int64_t result_id) {
   Statement q(db_,
               "SELECT output_index, dtype, shape, max_abs_err, max_rel_err, mismatches, "

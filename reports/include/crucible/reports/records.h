@@ -130,6 +130,20 @@ struct Calibration {
   int noisy_runs = 0;
 };
 
+// One minification (crucible minify, or run --bisect): what it found and what it cost.
+struct ReproRecord {
+  std::optional<int64_t> run_id;  // the run whose failure it minified (run --bisect)
+  std::string suite, model, backend;
+  std::string config;   // the backend's -c options, "k=v k=v"
+  std::string outcome;  // minimized | no_failure | flaky | other_failure | not_reproduced
+  std::string signature, message;
+  int nodes_before = 0, nodes_after = 0, compute_nodes = 0;
+  int oracle_calls = 0, cache_hits = 0, flipped = 0;
+  int original_failures = 0, replays_ok = 0, replays = 0;
+  double wall_s = 0;
+  std::string path;  // the repro directory ("" when none was written)
+};
+
 // Summary statistics of a sample vector (NaN fields when empty).
 struct SampleStats {
   int64_t n = 0;

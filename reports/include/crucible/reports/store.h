@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,7 +49,7 @@ std::string sqlite_version();
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   // Opens (creating if needed) and migrates the database; marks runs left 'running' by a process
   // that no longer exists on this host as 'incomplete'. Throws StoreError naming the file.
@@ -71,6 +72,14 @@ class Store {
   void add_calibration(const Calibration& c);
   // Every calibration of (suite, model, backend), newest first; all series when model is "".
   std::vector<Calibration> calibrations(const std::string& model = "");
+  int64_t add_repro(const ReproRecord& r);
+  // Every repro of `model` (all when ""), newest first.
+  std::vector<ReproRecord> repros(const std::string& model = "");
+  // The status (suite, model, backend, mode) had in the latest run before `run_id` that has a
+  // result for it; nullopt when none has.
+  std::optional<std::string> previous_status(const std::string& suite, const std::string& model,
+                                             const std::string& backend, const std::string& mode,
+                                             int64_t run_id);
   // SQLite's PRAGMA integrity_check: "ok" for a sound database.
   std::string integrity_check();
 
