@@ -80,6 +80,9 @@ int minify_command(const std::vector<std::string>& args) {
       "runs of the original that must all fail the same way before reducing")(
       "replays", po::value(&mo.replays)->default_value(5),
       "fresh-worker reruns of the result before it is written")(
+      "no-cosim", po::bool_switch(),
+      "skip per-node localization (one worker comparing every node's value) for accuracy "
+      "failures; reduce by prefix bisection and ddmin alone")(
       "plugin-path", po::value(&plugin_paths)->composing(), "extra plugin directories")(
       "suite-path", po::value(&suite_paths)->composing(), "extra suite directories")(
       "db", po::value(&db)->default_value("crucible.db"),
@@ -136,6 +139,7 @@ int minify_command(const std::vector<std::string>& args) {
   mo.oracle.limits.timeout_s = timeout_s;
   mo.oracle.work_dir = work.path() / "candidates";
   mo.want = want;
+  mo.cosim = !vm["no-cosim"].as<bool>();
   mo.out = out.empty() ? fs::path("minify_out") / g.name() : fs::path(out);
   mo.progress = print_progress;
 
@@ -146,6 +150,10 @@ int minify_command(const std::vector<std::string>& args) {
                                         suite.empty() ? g.name() : only));
   if (isatty(STDERR_FILENO)) std::cerr << "\n";
   std::cout << fmt::format("minify: {}\n", r.message);
+  if (!r.cosim_node.empty()) {
+    std::cout << fmt::format("cosim: first diverging node %{}{}\n", r.cosim_node,
+                             r.cosim_cut ? "" : " (cutting to it lost the failure)");
+  }
   std::cout << fmt::format("oracle calls {}, cache hits {}, flipped verdicts {}, {:.1f} s\n",
                            r.oracle_calls, r.cache_hits, r.flipped, r.wall_s);
   if (r.outcome == minify::MinifyResult::Outcome::kMinimized ||

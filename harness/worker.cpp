@@ -209,6 +209,8 @@ int run_worker_job(const WorkerJob& job) {
       profile_job(s);
     } else if (job.job == "timing") {
       timing_job(s, *counters);
+    } else if (job.job == "cosim") {
+      cosim_job(s);
     } else {
       throw Error(fmt::format("unknown worker job '{}'", job.job));
     }

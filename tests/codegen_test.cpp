@@ -672,6 +672,11 @@ TEST_F(Codegen, InjectedBugsMisbehaveAsPlanted) {
   EXPECT_GT(compare_output(codegen_->backend().compile(g, at_a)->run(in)[0], ref[0], Tensor(), {})
                 .mismatches,
             0);
+  plugin::Options max_b;  // times2 on any op's result, here maximum's
+  max_b.config["inject"] = "maximum:times2@b";
+  EXPECT_GT(compare_output(codegen_->backend().compile(g, max_b)->run(in)[0], ref[0], Tensor(), {})
+                .mismatches,
+            0);
   plugin::Options at_b;
   at_b.config["inject"] = "neg:times2@b";
   EXPECT_EQ(compare_output(codegen_->backend().compile(g, at_b)->run(in)[0], ref[0], Tensor(), {})

@@ -50,6 +50,7 @@ TEST_F(MinifyCli, TutorialNegTimes2MinifiesToNegAndReproduces) {
   EXPECT_EQ(line_of(out / "manifest.txt", "signature"), "fail_accuracy f32 band 0");
   EXPECT_EQ(line_of(out / "manifest.txt", "replays"), "5 5");
   EXPECT_NE(r.out.find("3 nodes -> 1 (1 compute)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cosim: first diverging node %a\n"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("oracle calls"), std::string::npos) << r.err;  // progress lines
   r = run_crucible("repro " + out.string());
   EXPECT_EQ(r.status, 0) << r.out << r.err;
@@ -91,6 +92,14 @@ TEST_F(MinifyCli, FlakyPassingAndBadRequestsAreSaidAndExitNonZero) {
   EXPECT_NE(r.out.find("flaky: fail_accuracy"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1 of 3 runs"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir_ / "flaky" / "manifest.txt"));
+
+  // A backend without intermediates: no localization, the passes alone still get there.
+  r = run_crucible(
+      "minify --suite tutorial --only sin_cos --backend faulty -c fault.sin_cos=wrong" + plugins +
+      " -o " + (dir_ / "wrong").string());
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("cosim:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nodes -> 1 (1 compute)"), std::string::npos) << r.out;
 
   r = run_crucible("minify --suite tutorial --only sin_cos --backend codegen -o " +
                    (dir_ / "pass").string());

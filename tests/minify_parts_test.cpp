@@ -119,6 +119,7 @@ class PredicateOracle : public Oracle {
   PredicateOracle(std::set<std::string> bug, int flaky_every = 0)
       : Oracle(OracleConfig{}), bug_(std::move(bug)), flaky_every_(flaky_every) {}
   std::vector<std::set<std::string>> seen;
+  std::string localize(const Candidate&) override { return ""; }
 
  protected:
   Verdict evaluate(const Candidate& c, int call) override {

@@ -122,6 +122,20 @@ MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& o
   // Dead code goes first, checked like any other cut.
   const std::vector<int> live = live_nodes(g, all);
   if (live.size() < all.size()) state.try_keep(live);
+  // Per-node localization: one worker compares every node's value; the first one off is tried
+  // alone, then with everything before it. Fusion can hide or move a bug (a value kept for the
+  // comparison may leave its group), so the blamed cut must still fail the same way to count.
+  if (opts.cosim && first->signature.status == Status::kFailAccuracy) {
+    res.cosim_node = oracle.localize(state.candidate());
+    if (const auto id = g.find_value(res.cosim_node); id && g.value(*id).kind == ValueKind::kNode) {
+      const int blamed = g.value(*id).node;
+      std::vector<int> upto;
+      for (int ni : state.keep()) {
+        if (ni <= blamed) upto.push_back(ni);
+      }
+      res.cosim_cut = state.try_keep({blamed}) || state.try_keep(upto);
+    }
+  }
   reduce_to_fixpoint(state);
 
   const Candidate result = state.candidate();

@@ -16,6 +16,7 @@ struct MinifyOptions {
   std::string want;           // --signature: auto | accuracy | compile | crash | timeout
   int determinism = 3;        // reproductions of the original before any reduction
   int replays = 5;            // reruns of the result, in fresh workers, before it is written
+  bool cosim = true;          // accuracy failures: localize the first diverging node first
   std::filesystem::path out;  // the repro directory
   std::string original;       // where the graph came from, for the manifest
   std::function<void(const std::string&)> progress;  // one line of progress at a time
@@ -30,6 +31,8 @@ struct MinifyResult {
   int nodes_before = 0, nodes_after = 0, compute_nodes_after = 0;
   int oracle_calls = 0, cache_hits = 0, flipped = 0;
   int replays_ok = 0;
+  std::string cosim_node;  // the node per-node localization blamed ("" when none or not asked)
+  bool cosim_cut = false;  // and cutting to it kept the failure
   double wall_s = 0;
 };
 

@@ -27,11 +27,28 @@ Verdict Oracle::test(const Candidate& c) {
 Verdict Oracle::run(const Candidate& c) { return evaluate(c, ++calls_); }
 
 Verdict Oracle::evaluate(const Candidate& c, int n) {
+  const Launched l = launch("accuracy", c, n);
+  Verdict v;
+  if (!l.results.empty()) {
+    v.signature = signature_of(l.results.front());
+    v.error = l.results.front().error;
+  }
+  return v;
+}
+
+std::string Oracle::localize(const Candidate& c) {
+  const Launched l = launch("cosim", c, next_call());
+  if (!l.report.reply || l.report.reply->exit_code != 0) return "";
+  const std::string& out = l.report.reply->out;
+  return out.rfind("node ", 0) == 0 ? out.substr(5) : "";
+}
+
+Oracle::Launched Oracle::launch(const std::string& kind, const Candidate& c, int n) {
   const fs::path dir = cfg_.work_dir / fmt::format("call{:04d}", n);
   fs::remove_all(dir);
   c.write(dir);
   WorkerJob job;
-  job.job = "accuracy";
+  job.job = kind;
   job.graph = (dir / "graph.graph").string();
   job.suite = "minify";
   job.model = c.graph.name();
@@ -49,15 +66,12 @@ Verdict Oracle::evaluate(const Candidate& c, int n) {
       {"CRUCIBLE_CACHE_DIR", (cfg_.work_dir / "kernel_cache").string()}};
   const fs::path log = dir / "worker.log";
   const ChildOutcome outcome = run_child(argv, env, log, cfg_.limits);
-  const auto results = finalize_job(job, outcome, read_report(job.report), log, cfg_.limits);
-  Verdict v;
-  if (!results.empty()) {
-    v.signature = signature_of(results.front());
-    v.error = results.front().error;
-  }
+  Launched l;
+  l.report = read_report(job.report);
+  if (kind != "cosim") l.results = finalize_job(job, outcome, l.report, log, cfg_.limits);
   // Only the directories of the latest calls are kept, for a look after the fact.
   if (n > 8) fs::remove_all(cfg_.work_dir / fmt::format("call{:04d}", n - 8));
-  return v;
+  return l;
 }
 
 }  // namespace crucible::minify

@@ -11,6 +11,7 @@
 #include "candidate.h"
 #include "signature.h"
 #include "subprocess.h"
+#include "worker_report.h"
 
 namespace crucible::minify {
 
@@ -40,6 +41,9 @@ class Oracle {
   Verdict test(const Candidate& c);
   // The same, never from the cache (determinism checks, replays).
   Verdict run(const Candidate& c);
+  // Per-node localization in one worker: the name of the first node whose backend value fails the
+  // accuracy rule; "" when none does, the backend gives no intermediates, or the worker failed.
+  virtual std::string localize(const Candidate& c);
 
   int calls() const { return calls_; }
   int cache_hits() const { return cache_hits_; }
@@ -49,8 +53,16 @@ class Oracle {
   // One verdict, computed: here the accuracy job in a fresh worker. Tests of the reduction
   // algorithms override it with a predicate over the candidate graph.
   virtual Verdict evaluate(const Candidate& c, int call);
+  int next_call() { return ++calls_; }
 
  private:
+  struct Launched {
+    std::vector<reports::ResultRecord> results;
+    WorkerReport report;
+  };
+  // Writes `c` for call `n` and runs worker job `kind` on it.
+  Launched launch(const std::string& kind, const Candidate& c, int n);
+
   OracleConfig cfg_;
   std::map<std::string, Verdict> cache_;
   int calls_ = 0, cache_hits_ = 0;

@@ -42,8 +42,8 @@ Injection parse_injection(const std::string& spec) {
         spec));
   }
   Injection inj{spec.substr(0, colon), kind, at == std::string::npos ? "" : spec.substr(at + 1)};
-  if ((inj.kind == "times2" || inj.kind == "no_cast") && inj.op != "neg") {
-    throw Error(fmt::format("codegen: -c inject={}: {} applies to neg only", spec, inj.kind));
+  if (inj.kind == "no_cast" && inj.op != "neg") {
+    throw Error(fmt::format("codegen: -c inject={}: no_cast applies to neg only", spec));
   }
   return inj;
 }

@@ -512,6 +512,9 @@ class KernelEmitter {
       }
       e = fmt::format("static_cast<{}>({} * {})", compute_type(val.type.dtype), ops[0], it->second);
     }
+    if (inj_.kind == "times2" && n.op != "neg" && inj_.hits(n.op, val.name)) {
+      e = fmt::format("static_cast<{}>(2 * ({}))", compute_type(val.type.dtype), e);
+    }
     *sc.stmts += fmt::format("{}auto {} = {};\n", indent(sc), var, e);
     (*sc.vars)[v] = var;
     return var;
