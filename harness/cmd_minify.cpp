@@ -80,6 +80,9 @@ int minify_command(const std::vector<std::string>& args) {
       "runs of the original that must all fail the same way before reducing")(
       "replays", po::value(&mo.replays)->default_value(5),
       "fresh-worker reruns of the result before it is written")(
+      "no-kernel-bisect", po::bool_switch(),
+      "codegen: skip bisecting the minimized graph to a culprit kernel (eager fallback per node) "
+      "and pass (fusion, packed_linear, packed_conv, fast_math turned off)")(
       "no-cosim", po::bool_switch(),
       "skip per-node localization (one worker comparing every node's value) for accuracy "
       "failures; reduce by prefix bisection and ddmin alone")(
@@ -140,6 +143,7 @@ int minify_command(const std::vector<std::string>& args) {
   mo.oracle.work_dir = work.path() / "candidates";
   mo.want = want;
   mo.cosim = !vm["no-cosim"].as<bool>();
+  mo.bisect_codegen = !vm["no-kernel-bisect"].as<bool>();
   mo.out = out.empty() ? fs::path("minify_out") / g.name() : fs::path(out);
   mo.progress = print_progress;
 
@@ -150,6 +154,7 @@ int minify_command(const std::vector<std::string>& args) {
                                         suite.empty() ? g.name() : only));
   if (isatty(STDERR_FILENO)) std::cerr << "\n";
   std::cout << fmt::format("minify: {}\n", r.message);
+  if (r.culprit.oracle_calls > 0) std::cout << "culprit: " << r.culprit.str() << "\n";
   if (!r.cosim_node.empty()) {
     std::cout << fmt::format("cosim: first diverging node %{}{}\n", r.cosim_node,
                              r.cosim_cut ? "" : " (cutting to it lost the failure)");

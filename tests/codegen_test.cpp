@@ -732,6 +732,14 @@ TEST(CodegenConfig, ParsesEveryOptionOnceIntoTypes) {
   EXPECT_EQ(c.inject.op, "mul");
   EXPECT_EQ(c.inject.kind, "crash");
   EXPECT_TRUE(c.inject.node.empty());
+  EXPECT_TRUE(c.packed_linear && c.packed_conv && c.eager_nodes.empty());
+  const codegen::CodegenConfig b = codegen::CodegenConfig::parse(
+      {{"packed_linear", "off"}, {"packed_conv", "false"}, {"eager_nodes", "%a,b.c"}});
+  EXPECT_FALSE(b.packed_linear);
+  EXPECT_FALSE(b.packed_conv);
+  EXPECT_EQ(b.eager_nodes, (std::set<std::string>{"a", "b.c"}));
+  EXPECT_THROW(codegen::CodegenConfig::parse({{"eager_nodes", "a,,b"}}), Error);
+  EXPECT_THROW(codegen::CodegenConfig::parse({{"packed_conv", "maybe"}}), Error);
   const codegen::Injection at =
       codegen::CodegenConfig::parse({{"inject", "add:offbyone@layer.3.add_1"}}).inject;
   EXPECT_EQ(at.kind, "offbyone");
@@ -741,6 +749,26 @@ TEST(CodegenConfig, ParsesEveryOptionOnceIntoTypes) {
   EXPECT_FALSE(at.hits("mul", "layer.3.add_1"));
   EXPECT_TRUE(codegen::CodegenConfig::parse({{"fusion", "off"}, {"fast_math", "on"}}).fast_math);
   EXPECT_THROW(codegen::CodegenConfig::parse({{"Fusion", "on"}}), Error);
+}
+
+// The bisection switches: packing off, and nodes sent to eager's kernels, change what runs (the
+// post-fusion IR says) but never the results.
+TEST_F(Codegen, BisectionSwitchesChangeTheProgramNotTheResults) {
+  const Graph g = parse_graph(
+      "graph lin(%x: f32[16,64]) {\n"
+      "  param %w: f32[32,64] = randn(seed=4, std=0.1)\n  param %b: f32[32] = randn(seed=5)\n"
+      "  %h = linear(%x, %w, %b)\n  %r = relu(%h)\n  %e = exp(%r)\n  %y = neg(%e)\n"
+      "  return %y\n}\n");
+  EXPECT_NE(code_of(g).find("extern::packed_linear_relu"), std::string::npos) << code_of(g);
+  plugin::Options unpacked;
+  unpacked.config["packed_linear"] = "off";
+  EXPECT_EQ(code_of(g, unpacked).find("packed_linear"), std::string::npos) << code_of(g, unpacked);
+  ExpectSameAsEager(g, {}, unpacked);
+  plugin::Options eager_exp;
+  eager_exp.config["eager_nodes"] = "e";
+  const std::string ir = code_of(g, eager_exp);
+  EXPECT_NE(ir.find("extern::exp"), std::string::npos) << ir;
+  ExpectSameAsEager(g, {}, eager_exp);
 }
 
 TEST_F(Codegen, SecondCompileIsACacheHit) {

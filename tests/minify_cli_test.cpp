@@ -36,6 +36,8 @@ class MinifyCli : public ::testing::Test {
     return "";
   }
 
+  // Every minify records a row: in this test's own database, not the working directory's.
+  std::string minify_db() const { return " --db " + (dir_ / "m.db").string(); }
   fs::path dir_;
 };
 
@@ -44,13 +46,20 @@ TEST_F(MinifyCli, TutorialNegTimes2MinifiesToNegAndReproduces) {
   auto r = run_crucible(
       "minify --suite tutorial --only neg_maximum_cat_f32 --backend codegen "
       "-c inject=neg:times2 -o " +
-      out.string());
+      out.string() + minify_db());
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_EQ(ops(out), (std::set<std::string>{"neg"})) << r.out;
   EXPECT_EQ(line_of(out / "manifest.txt", "signature"), "fail_accuracy f32 band 0");
   EXPECT_EQ(line_of(out / "manifest.txt", "replays"), "5 5");
   EXPECT_NE(r.out.find("3 nodes -> 1 (1 compute)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("cosim: first diverging node %a\n"), std::string::npos) << r.out;
+  // Kernel bisection: neg's kernel, with its generated code, beside the repro.
+  EXPECT_EQ(line_of(out / "manifest.txt", "culprit"), "kernel cpp_fused_neg_0 (node %a)");
+  EXPECT_NE(testing::read_all(out / "culprit_kernel.cpp").find("2 * t"), std::string::npos);
+  const auto repros = reports::Store::open(dir_ / "m.db")->repros();
+  ASSERT_EQ(repros.size(), 1u);
+  EXPECT_EQ(repros[0].culprit_kernel, "cpp_fused_neg_0");
+  EXPECT_EQ(repros[0].culprit_pass, "");
   EXPECT_NE(r.err.find("oracle calls"), std::string::npos) << r.err;  // progress lines
   r = run_crucible("repro " + out.string());
   EXPECT_EQ(r.status, 0) << r.out << r.err;
@@ -70,13 +79,16 @@ TEST_F(MinifyCli, TutorialU8NoCastKeepsTheCompileErrorAndItsTwoNodes) {
   auto r = run_crucible(
       "minify --suite tutorial --only neg_maximum_cat_u8 --backend codegen "
       "-c inject=neg:no_cast --signature compile -o " +
-      out.string());
+      out.string() + minify_db());
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   // The bug exists only when neg is fused into maximum: both stay, cat goes.
   EXPECT_EQ(ops(out), (std::set<std::string>{"neg", "maximum"})) << r.out;
   EXPECT_EQ(line_of(out / "manifest.txt", "signature"),
             "fail_to_compile: error: no matching function for call to 'cr_maximum(unsigned "
             "char&, int&)'");
+  // Either node through eager, or fusion off, and the error is gone: the fused kernel is to blame.
+  EXPECT_EQ(line_of(out / "manifest.txt", "culprit"),
+            "kernel cpp_fused_maximum_neg_0 (nodes %a, %b); passes: fusion");
   r = run_crucible("repro " + out.string());
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("reproduced 5/5"), std::string::npos) << r.out;
@@ -87,7 +99,7 @@ TEST_F(MinifyCli, FlakyPassingAndBadRequestsAreSaidAndExitNonZero) {
   fs::create_directories(dir_ / "count");
   auto r = run_crucible(
       "minify --suite tutorial --only sin_cos --backend faulty -c fault.sin_cos=flaky:" +
-      (dir_ / "count").string() + plugins + " -o " + (dir_ / "flaky").string());
+      (dir_ / "count").string() + plugins + " -o " + (dir_ / "flaky").string() + minify_db());
   EXPECT_EQ(r.status, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("flaky: fail_accuracy"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1 of 3 runs"), std::string::npos) << r.out;
@@ -96,22 +108,25 @@ TEST_F(MinifyCli, FlakyPassingAndBadRequestsAreSaidAndExitNonZero) {
   // A backend without intermediates: no localization, the passes alone still get there.
   r = run_crucible(
       "minify --suite tutorial --only sin_cos --backend faulty -c fault.sin_cos=wrong" + plugins +
-      " -o " + (dir_ / "wrong").string());
+      " -o " + (dir_ / "wrong").string() + minify_db());
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_EQ(r.out.find("cosim:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("nodes -> 1 (1 compute)"), std::string::npos) << r.out;
 
   r = run_crucible("minify --suite tutorial --only sin_cos --backend codegen -o " +
-                   (dir_ / "pass").string());
+                   (dir_ / "pass").string() + minify_db());
   EXPECT_EQ(r.status, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("does not fail"), std::string::npos) << r.out;
 
-  r = run_crucible("minify " + (dir_ / "missing.graph").string() + " --backend codegen");
+  r = run_crucible("minify " + (dir_ / "missing.graph").string() + " --backend codegen" +
+                   minify_db());
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("missing.graph"), std::string::npos) << r.err;
-  r = run_crucible("minify --suite tutorial --only sin_cos --backend no_such_backend");
+  r = run_crucible("minify --suite tutorial --only sin_cos --backend no_such_backend" +
+                   minify_db());
   EXPECT_EQ(r.status, 2);
-  r = run_crucible("minify --suite tutorial --only sin_cos --backend codegen --signature odd");
+  r = run_crucible("minify --suite tutorial --only sin_cos --backend codegen --signature odd" +
+                   minify_db());
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--signature must be"), std::string::npos) << r.err;
 }
@@ -165,7 +180,7 @@ TEST_F(MinifyCli, TamperedReprosAreRefusedInOneLine) {
   auto r = run_crucible(
       "minify --suite tutorial --only neg_maximum_cat_f32 --backend codegen "
       "-c inject=neg:times2 --replays 1 -o " +
-      good.string());
+      good.string() + minify_db());
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   auto tampered = [&](const std::string& name, auto&& edit) {
     const fs::path d = dir_ / name;

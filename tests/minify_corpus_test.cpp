@@ -77,7 +77,7 @@ TEST_P(PlantedBug, MinifiesToThePlantedNodeWithoutDrift) {
   const fs::path out = dir / "repro";
   auto r = run_crucible("minify --suite " + p.suite + " --only " + p.model +
                         " --variant small --backend codegen -c inject=" + inject + " -o " +
-                        out.string());
+                        out.string() + " --db " + (dir / "m.db").string());
   ASSERT_EQ(r.status, 0) << inject << "\n" << r.out << r.err;
   const Graph repro = load_graph_file(out / "graph.graph");
   int compute = 0;

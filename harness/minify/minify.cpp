@@ -63,6 +63,10 @@ reports::ReproRecord repro_record(const MinifyResult& r, const MinifyOptions& op
   rec.replays_ok = r.replays_ok;
   rec.replays = opts.replays;
   rec.wall_s = r.wall_s;
+  rec.culprit_kernel = r.culprit.kernel;
+  for (const auto& p : r.culprit.passes) {
+    rec.culprit_pass += (rec.culprit_pass.empty() ? "" : ",") + p;
+  }
   const bool written = r.outcome == MinifyResult::Outcome::kMinimized ||
                        r.outcome == MinifyResult::Outcome::kNotReproduced;
   if (written) rec.path = std::filesystem::absolute(opts.out).string();
@@ -76,7 +80,7 @@ MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& o
   auto finish = [&](MinifyResult::Outcome o, std::string message) {
     res.outcome = o;
     res.message = std::move(message);
-    res.oracle_calls = oracle.calls();
+    res.oracle_calls = oracle.calls() + res.culprit.oracle_calls;
     res.cache_hits = oracle.cache_hits();
     res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return res;
@@ -142,12 +146,18 @@ MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& o
   res.nodes_after = static_cast<int>(state.keep().size());
   res.compute_nodes_after = result.compute_nodes();
   res.flipped = state.flipped();
+  if (opts.bisect_codegen && opts.oracle.backend == "codegen") {
+    res.culprit = bisect_codegen(result, first->signature, opts.oracle);
+    if (opts.progress) opts.progress("culprit: " + res.culprit.str());
+  }
   for (int i = 0; i < opts.replays; ++i) {
     res.replays_ok += same_failure(first->signature, oracle.run(result).signature) ? 1 : 0;
   }
   ReproInfo info{opts.oracle.backend, opts.oracle.config, opts.oracle.tolerance, opts.oracle.cosine,
                  opts.oracle.threads, first->signature,   opts.original,         res.nodes_before,
                  res.nodes_after,     opts.replays,       res.replays_ok};
+  info.culprit = res.culprit.str();
+  info.kernel_code = res.culprit.kernel_code;
   write_repro(opts.out, result, info);
   if (res.replays_ok < opts.replays) {
     return finish(MinifyResult::Outcome::kNotReproduced,

@@ -52,6 +52,7 @@ void write_repro(const fs::path& dir, const Candidate& c, const ReproInfo& info)
     v.init = {};
   }
   own.write(dir);
+  if (!info.kernel_code.empty()) std::ofstream(dir / "culprit_kernel.cpp") << info.kernel_code;
   std::string m = fmt::format("{}\nabi {}\n", kFormat, plugin::kAbiVersion);
   check_line_safe("the backend", info.backend);
   m += fmt::format("backend {}\n", info.backend);
@@ -65,6 +66,10 @@ void write_repro(const fs::path& dir, const Candidate& c, const ReproInfo& info)
   check_line_safe("the original", info.original);
   m += fmt::format("original {}\nnodes {} {}\nreplays {} {}\n", info.original, info.nodes_before,
                    info.nodes_after, info.replays_ok, info.replays);
+  if (!info.culprit.empty()) {
+    check_line_safe("the culprit", info.culprit);
+    m += fmt::format("culprit {}\n", info.culprit);
+  }
   m += fmt::format("command crucible repro {}\n", fs::absolute(dir).string());
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir)) {
@@ -127,6 +132,8 @@ LoadedRepro load_repro(const fs::path& dir) {
       have_signature = true;
     } else if (key == "original") {
       r.info.original = rest;
+    } else if (key == "culprit") {
+      r.info.culprit = rest;
     } else if (key == "nodes") {
       words >> r.info.nodes_before >> r.info.nodes_after;
     } else if (key == "replays") {

@@ -23,6 +23,8 @@ struct ReproInfo {
   std::string original;  // where the failing graph came from
   int nodes_before = 0, nodes_after = 0;
   int replays = 0, replays_ok = 0;
+  std::string culprit;      // codegen's kernel and pass bisection, one line ("" when not run)
+  std::string kernel_code;  // the culprit kernel's generated code, written as culprit_kernel.cpp
 };
 
 // Writes `c` and `info` into `dir` (created; files already there are replaced). Parameters read

@@ -145,7 +145,9 @@ CREATE TABLE repros (
   replays_ok      INTEGER NOT NULL,
   replays         INTEGER NOT NULL,
   wall_s          REAL NOT NULL,
-  path            TEXT NOT NULL
+  path            TEXT NOT NULL,
+  culprit_kernel  TEXT NOT NULL DEFAULT '',
+  culprit_pass    TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX repros_by_model ON repros(suite, model, backend);
 )sql",

@@ -402,8 +402,9 @@ int64_t Store::add_repro(const ReproRecord& r) {
   Statement s(db_,
               "INSERT INTO repros (created_at, run_id, suite, model, backend, config, outcome,"
               " signature, message, nodes_before, nodes_after, compute_nodes, oracle_calls,"
-              " cache_hits, flipped, original_failures, replays_ok, replays, wall_s, path)"
-              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+              " cache_hits, flipped, original_failures, replays_ok, replays, wall_s, path,"
+              " culprit_kernel, culprit_pass)"
+              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   s.bind(1, now_utc());
   if (r.run_id) {
     s.bind(2, *r.run_id);
@@ -427,7 +428,9 @@ int64_t Store::add_repro(const ReproRecord& r) {
       .bind(17, static_cast<int64_t>(r.replays_ok))
       .bind(18, static_cast<int64_t>(r.replays))
       .bind(19, finite(r.wall_s).value_or(0.0))
-      .bind(20, r.path);
+      .bind(20, r.path)
+      .bind(21, r.culprit_kernel)
+      .bind(22, r.culprit_pass);
   s.run();
   const int64_t id = sqlite3_last_insert_rowid(db_);
   tx.commit();
@@ -438,7 +441,8 @@ std::vector<ReproRecord> Store::repros(const std::string& model) {
   Statement q(db_,
               "SELECT run_id, suite, model, backend, config, outcome, signature, message,"
               " nodes_before, nodes_after, compute_nodes, oracle_calls, cache_hits, flipped,"
-              " original_failures, replays_ok, replays, wall_s, path FROM repros"
+              " original_failures, replays_ok, replays, wall_s, path, culprit_kernel,"
+              " culprit_pass FROM repros"
               " WHERE ? = '' OR model = ? ORDER BY id DESC");
   q.bind(1, model).bind(2, model);
   std::vector<ReproRecord> out;
@@ -463,6 +467,8 @@ std::vector<ReproRecord> Store::repros(const std::string& model) {
     r.replays = static_cast<int>(q.int64(16));
     r.wall_s = q.optional_real(17).value_or(0.0);
     r.path = q.text(18);
+    r.culprit_kernel = q.text(19);
+    r.culprit_pass = q.text(20);
     out.push_back(std::move(r));
   }
   return out;

@@ -59,9 +59,16 @@ bool claims_reduction(const Graph& g, const Node& n) {
 LoopProgram lower(const Graph& g, const CodegenConfig& config, const std::set<ValueId>& keep) {
   LoopProgram lp;
   std::set<ValueId> outputs(g.outputs().begin(), g.outputs().end());
+  // Nodes the user sends to eager's kernels (-c eager_nodes=...) stay extern calls: no fusion, no
+  // packing, no absorption into a neighbour.
+  auto eager = [&](int i) {
+    return config.eager_nodes.contains(g.value(g.nodes()[i].output).name);
+  };
   for (const Node& n : g.nodes()) {
     NodeClass c = NodeClass::kExtern;
-    if (n.op == "full" && !outputs.contains(n.output)) {
+    if (eager(static_cast<int>(lp.classes.size()))) {
+      // stays kExtern
+    } else if (n.op == "full" && !outputs.contains(n.output)) {
       c = NodeClass::kConstant;
     } else if (kViews.contains(n.op)) {
       c = NodeClass::kView;
@@ -79,6 +86,7 @@ LoopProgram lower(const Graph& g, const CodegenConfig& config, const std::set<Va
   const std::set<std::string> kEpilogues = {"relu", "gelu", "sigmoid", "tanh"};
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Node& n = g.nodes()[i];
+    if (!config.packed_linear || eager(static_cast<int>(i))) continue;
     if (n.op != "linear" && n.op != "matmul") continue;
     const Value& x = g.value(n.operands[0]);
     const Value& w = g.value(n.operands[1]);
@@ -89,7 +97,8 @@ LoopProgram lower(const Graph& g, const CodegenConfig& config, const std::set<Va
     }
     lp.classes[i] = NodeClass::kPackedLinear;
     const auto& cs = consumers[n.output];
-    if (cs.size() == 1 && !outputs.contains(n.output) && kEpilogues.contains(g.nodes()[cs[0]].op) &&
+    if (cs.size() == 1 && !outputs.contains(n.output) && !eager(cs[0]) &&
+        kEpilogues.contains(g.nodes()[cs[0]].op) &&
         g.value(g.nodes()[cs[0]].output).type.dtype == DType::kF32) {
       lp.classes[cs[0]] = NodeClass::kAbsorbed;
       lp.absorbed_by[cs[0]] = static_cast<int>(i);
@@ -99,10 +108,13 @@ LoopProgram lower(const Graph& g, const CodegenConfig& config, const std::set<Va
   // activation after it (the rules are in conv_chain.cpp).
   const Consumers conv_consumers = consumers_of(g, keep);
   for (size_t i = 0; i < g.nodes().size(); ++i) {
-    if (!packs_conv2d(g, g.nodes()[i])) continue;
+    if (!config.packed_conv || eager(static_cast<int>(i)) || !packs_conv2d(g, g.nodes()[i])) {
+      continue;
+    }
     lp.classes[i] = NodeClass::kPackedConv;
     const ConvChain chain = match_conv_chain(g, static_cast<int>(i), conv_consumers);
     for (int a : {chain.bn, chain.add, chain.act}) {
+      if (a >= 0 && eager(a)) break;  // what follows an eager node reads its result: not absorbed
       if (a < 0) continue;
       lp.classes[a] = NodeClass::kAbsorbed;
       lp.absorbed_by[a] = static_cast<int>(i);

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <map>
+#include <set>
 #include <string>
 
 namespace crucible::codegen {
@@ -28,6 +29,11 @@ struct CodegenConfig {
   bool fast_math = false;        // fast_math=on|off: -ffast-math for the generated code
   std::string debug_dir;         // debug_dir=D: where the pass dumps go
   Injection inject;              // inject=OP:KIND[@NAME]
+  // For bisecting a bug to a pass or a kernel (the minifier's kernel bisection):
+  bool packed_linear = true;          // packed_linear=on|off: linear/matmul via oneDNN, packed
+  bool packed_conv = true;            // packed_conv=on|off: conv2d packed, absorbing bn/add/act
+  std::set<std::string> eager_nodes;  // eager_nodes=NAME,NAME: these nodes run as extern calls
+                                      // of the registry's (eager's) kernel, outside any fusion
 
   // Parses `-c key=value` pairs. Booleans take on|off|true|false; counts are positive decimal
   // integers. Throws Error naming the key, the value and what is accepted.

@@ -141,7 +141,9 @@ struct ReproRecord {
   int oracle_calls = 0, cache_hits = 0, flipped = 0;
   int original_failures = 0, replays_ok = 0, replays = 0;
   double wall_s = 0;
-  std::string path;  // the repro directory ("" when none was written)
+  std::string path;            // the repro directory ("" when none was written)
+  std::string culprit_kernel;  // codegen: the generated kernel the failure was bisected to
+  std::string culprit_pass;    // codegen: the passes whose "off" loses it, comma-separated
 };
 
 // Summary statistics of a sample vector (NaN fields when empty).

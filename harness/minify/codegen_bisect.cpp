@@ -1,0 +1,91 @@
+// Codegen kernel and pass bisection (see codegen_bisect.h).
+#include "codegen_bisect.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "crucible/core/parallel_grain.h"
+
+namespace crucible::minify {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The function of `code` whose body computes %node (generated code comments each node it
+// computes "// %name = op(...)"), as {name, text}.
+std::pair<std::string, std::string> kernel_of(const std::string& code, const std::string& node) {
+  std::istringstream in(code);
+  std::string line, name, text;
+  bool found = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("extern \"C\" void ", 0) == 0) {
+      if (found) break;
+      const size_t b = std::string("extern \"C\" void ").size();
+      name = line.substr(b, line.find('(') - b);
+      text.clear();
+    }
+    if (!name.empty()) text += line + "\n";
+    if (line.find("// %" + node + " = ") != std::string::npos) found = true;
+    if (found && line == "}") break;
+  }
+  return found ? std::pair{name, text} : std::pair{std::string(), std::string()};
+}
+
+}  // namespace
+
+std::string Culprit::str() const {
+  std::string s;
+  if (!kernel.empty()) s = fmt::format("kernel {}", kernel);
+  if (!nodes.empty()) {
+    std::string list;
+    for (const auto& n : nodes) list += (list.empty() ? "%" : ", %") + n;
+    s += fmt::format("{}node{} {}{}", s.empty() ? "" : " (", nodes.size() > 1 ? "s" : "", list,
+                     s.empty() ? "" : ")");
+  }
+  if (!passes.empty()) {
+    std::string list;
+    for (const auto& p : passes) list += (list.empty() ? "" : ", ") + p;
+    s += fmt::format("{}passes: {}", s.empty() ? "" : "; ", list);
+  }
+  return s.empty() ? "none found" : s;
+}
+
+Culprit bisect_codegen(const Candidate& c, const Signature& locked, const OracleConfig& base) {
+  Culprit out;
+  auto fails_with = [&](const std::string& key, const std::string& value) {
+    OracleConfig cfg = base;
+    cfg.config[key] = value;
+    cfg.work_dir = base.work_dir / "bisect";
+    Oracle o(cfg);
+    ++out.oracle_calls;
+    return same_failure(locked, o.run(c).signature);
+  };
+  std::vector<std::pair<std::string, std::string>> toggles = {
+      {"fusion", "off"}, {"packed_linear", "off"}, {"packed_conv", "off"}};
+  if (auto it = base.config.find("fast_math"); it != base.config.end() && it->second != "off") {
+    toggles.emplace_back("fast_math", "off");
+  }
+  for (const auto& [key, value] : toggles) {
+    if (!fails_with(key, value)) out.passes.push_back(key);
+  }
+  for (const Node& n : c.graph.nodes()) {
+    if (element_cost(n.op) == 0) continue;  // views and data moves run no kernel of their own
+    const std::string name = c.graph.value(n.output).name;
+    if (!fails_with("eager_nodes", name)) out.nodes.push_back(name);
+  }
+  if (!out.nodes.empty()) {
+    const fs::path dump = fs::absolute(base.work_dir / "bisect" / "dump");
+    fs::remove_all(dump);
+    fails_with("debug_dir", dump.string());
+    std::ifstream in(dump / "output_code.cpp");
+    std::stringstream code;
+    code << in.rdbuf();
+    std::tie(out.kernel, out.kernel_code) = kernel_of(code.str(), out.nodes.front());
+  }
+  return out;
+}
+
+}  // namespace crucible::minify

@@ -1,0 +1,28 @@
+// Kernel and pass bisection for the codegen backend, on a minimized candidate: which of its
+// passes, when turned off, makes the failure go away, and which node, when run through eager's
+// kernel instead of generated code, does; the generated kernel computing that node is the culprit.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "candidate.h"
+#include "oracle.h"
+#include "signature.h"
+
+namespace crucible::minify {
+
+struct Culprit {
+  std::vector<std::string> passes;  // option keys whose "off" loses the failure: fusion, ...
+  std::vector<std::string> nodes;   // nodes whose eager fallback loses it
+  std::string kernel;               // the generated kernel computing the first of them
+  std::string kernel_code;          // its source, from codegen's dump
+  int oracle_calls = 0;
+  std::string str() const;  // "kernel cpp_fused_neg_0 (node %a); passes: fusion"
+};
+
+// `base` is the oracle configuration the failure was found with (backend "codegen").
+Culprit bisect_codegen(const Candidate& c, const Signature& locked, const OracleConfig& base);
+
+}  // namespace crucible::minify
