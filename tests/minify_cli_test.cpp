@@ -105,6 +105,15 @@ TEST_F(MinifyCli, FlakyPassingAndBadRequestsAreSaidAndExitNonZero) {
   EXPECT_NE(r.out.find("1 of 3 runs"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir_ / "flaky" / "manifest.txt"));
 
+  // Candidates without cos hang (the first prefix tried, {sin}, does): each is timed out
+  // (--timeout 1), a verdict like any other, and the minimization ends at cos.
+  r = run_crucible(
+      "minify --suite tutorial --only sin_cos --backend faulty -c fault.sin_cos=hang_without:cos "
+      "--timeout 1 --replays 1" +
+      plugins + " -o " + (dir_ / "hang").string() + minify_db());
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(ops(dir_ / "hang"), (std::set<std::string>{"cos"})) << r.out;
+
   // A backend without intermediates: no localization, the passes alone still get there.
   r = run_crucible(
       "minify --suite tutorial --only sin_cos --backend faulty -c fault.sin_cos=wrong" + plugins +

@@ -3,11 +3,12 @@
 
 // -c fault.<graph
 // name>=segv|abort|hang|oom|compile_error|run_error|wrong|nudge|sleep_ms:N|reserve_mb:N|
-//                       gate:DIR|flaky:DIR
+//                       gate:DIR|flaky:DIR|hang_without:OP
 // (reserve_mb: N MB of address space allocated and never touched, as stacks and arenas are;
 // gate: run() creates DIR/<graph>.started, then waits for DIR/<graph>.go, so a test can act while
 // a worker is known to be inside run(), without guessing at timings; flaky: every third run()
-// across processes, counted in DIR/<graph>.runs, gives wrong outputs)
+// across processes, counted in DIR/<graph>.runs, gives wrong outputs; hang_without: wrong outputs
+// from a graph with a node of OP, a hang from one without, as a minifier's candidate may)
 #include <signal.h>
 #include <unistd.h>
 
@@ -63,6 +64,10 @@ class FaultyExecutable final : public plugin::Executable {
       reserved_.reset(new char[static_cast<size_t>(std::stoi(fault_.substr(11))) << 20]);
     } else if (fault_.rfind("sleep_ms:", 0) == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(fault_.substr(9))));
+    } else if (fault_.rfind("hang_without:", 0) == 0) {
+      bool has = false;
+      for (const Node& n : interpreter_.graph().nodes()) has |= n.op == fault_.substr(13);
+      while (!has) std::this_thread::sleep_for(std::chrono::seconds(1));
     } else if (fault_.rfind("gate:", 0) == 0) {
       pass_gate(fault_.substr(5), interpreter_.graph().name());
     }
@@ -80,7 +85,7 @@ class FaultyExecutable final : public plugin::Executable {
       }
       out[0] = t;
     }
-    bool wrong = fault_ == "wrong";
+    bool wrong = fault_ == "wrong" || fault_.rfind("hang_without:", 0) == 0;
     if (fault_.rfind("flaky:", 0) == 0) {
       const std::filesystem::path counter =
           std::filesystem::path(fault_.substr(6)) / (interpreter_.graph().name() + ".runs");
