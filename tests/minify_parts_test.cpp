@@ -167,6 +167,17 @@ TEST(MinifyReduce, OneNodeBugEndsAtThatNode) {
   EXPECT_GT(r.cache_hits + r.oracle_calls, 0);
 }
 
+TEST(MinifyReduce, ParametersTheFailureDoesNotNeedBecomeZeros) {
+  const Graph g = parse_graph(kChain);
+  PredicateOracle oracle({"mul"});  // %b = mul(%a, %w): fails whatever %w holds
+  const MinifyOptions o = options("minify_zero");
+  const MinifyResult r = minify(g, make_inputs(g, 1), oracle, o);
+  EXPECT_EQ(r.outcome, MinifyResult::Outcome::kMinimized) << r.message;
+  const Graph repro = load_graph_file(o.out / "graph.graph");
+  ASSERT_EQ(repro.params().size(), 1u);
+  EXPECT_EQ(repro.value(repro.params()[0]).init.kind, "zeros");
+}
+
 TEST(MinifyReduce, TwoNodeBugKeepsBothAndIsOneMinimal) {
   const Graph g = parse_graph(kChain);
   PredicateOracle oracle({"add", "neg"});  // far apart in the chain

@@ -75,7 +75,8 @@ Recording record_values(const Graph& g, const std::vector<Tensor>& inputs) {
 
 Candidate whole(const Graph& g, const std::vector<Tensor>& inputs) { return {g, inputs}; }
 
-Candidate cut(const Graph& g, const Recording& rec, const std::vector<int>& keep) {
+Candidate cut(const Graph& g, const Recording& rec, const std::vector<int>& keep,
+              const ParamOverrides& overrides) {
   const std::set<int> kept(keep.begin(), keep.end());
   // Which values the kept nodes read, and which of those must become inputs.
   std::set<ValueId> read;
@@ -97,8 +98,12 @@ Candidate cut(const Graph& g, const Recording& rec, const std::vector<int>& keep
   for (ValueId id : g.params()) {
     if (!read.contains(id)) continue;
     const Value& v = g.value(id);
-    to_new[id] = v.data.defined() ? c.graph.add_param_data(v.name, v.data)
-                                  : c.graph.add_param(v.name, v.type, v.init);
+    if (auto o = overrides.find(id); o != overrides.end()) {
+      to_new[id] = c.graph.add_param(v.name, v.type, o->second);
+    } else {
+      to_new[id] = v.data.defined() ? c.graph.add_param_data(v.name, v.data)
+                                    : c.graph.add_param(v.name, v.type, v.init);
+    }
   }
   for (int ni : keep) {
     const Node& n = g.nodes()[ni];

@@ -38,10 +38,15 @@ Recording record_values(const Graph& g, const std::vector<Tensor>& inputs);
 // The original graph with its inputs, as a candidate.
 Candidate whole(const Graph& g, const std::vector<Tensor>& inputs);
 
+// Parameter recipes replaced while reducing (zeros() for a weight the failure does not need).
+using ParamOverrides = std::map<ValueId, Initializer>;
+
 // The candidate keeping nodes `keep` (by node index, ascending) of `g`; its outputs are the kept
 // nodes' values that `g` returns or that no kept node reads. Parameters a kept node reads stay
-// parameters, with their recipe or their data. Throws GraphError for a cut the IR rejects.
-Candidate cut(const Graph& g, const Recording& rec, const std::vector<int>& keep);
+// parameters, with their recipe (or its override) or their data. Throws GraphError for a cut the
+// IR rejects.
+Candidate cut(const Graph& g, const Recording& rec, const std::vector<int>& keep,
+              const ParamOverrides& overrides = {});
 
 // The nodes of `g` that some output of `g` depends on, ascending.
 std::vector<int> live_nodes(const Graph& g, const std::vector<int>& keep);

@@ -141,6 +141,7 @@ MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& o
     }
   }
   reduce_to_fixpoint(state);
+  simplify_data(state);
 
   const Candidate result = state.candidate();
   res.nodes_after = static_cast<int>(state.keep().size());

@@ -17,21 +17,40 @@ ReduceState::ReduceState(const Graph& g, const Recording& rec, Oracle& oracle, S
       keep_(std::move(keep)),
       start_nodes_(static_cast<int>(keep_.size())) {}
 
-bool ReduceState::try_keep(std::vector<int> keep) {
-  if (keep.empty() || keep.size() >= keep_.size()) return false;
-  Candidate c;
-  try {
-    c = cut(g_, rec_, keep);
-  } catch (const Error&) {
-    return false;  // a cut the IR rejects is no candidate
-  }
+bool ReduceState::fails_like_original(const Candidate& c) {
   if (!same_failure(locked_, oracle_.test(c).signature)) return false;
   if (!same_failure(locked_, oracle_.run(c).signature)) {
     ++flipped_;
     return false;
   }
+  return true;
+}
+
+bool ReduceState::try_keep(std::vector<int> keep) {
+  if (keep.empty() || keep.size() >= keep_.size()) return false;
+  Candidate c;
+  try {
+    c = cut(g_, rec_, keep, params_);
+  } catch (const Error&) {
+    return false;  // a cut the IR rejects is no candidate
+  }
+  if (!fails_like_original(c)) return false;
   keep_ = std::move(keep);
   if (on_progress) on_progress(progress());
+  return true;
+}
+
+bool ReduceState::try_params(ParamOverrides params) {
+  Candidate c;
+  try {
+    c = cut(g_, rec_, keep_, params);
+  } catch (const Error&) {
+    return false;
+  }
+  if (!fails_like_original(c)) return false;
+  params_ = std::move(params);
+  if (on_progress)
+    on_progress(progress() + fmt::format(", {} parameters simplified", params_.size()));
   return true;
 }
 
@@ -40,6 +59,10 @@ std::string ReduceState::progress() const {
   return fmt::format("nodes {}/{}, oracle calls {}, cache hits {}, flipped {}, {:.1f} s",
                      keep_.size(), start_nodes_, oracle_.calls(), oracle_.cache_hits(), flipped_,
                      s);
+}
+
+void simplify_data(ReduceState& state) {
+  for (const auto& pass : data_passes()) pass->run(state);
 }
 
 void reduce_to_fixpoint(ReduceState& state) {

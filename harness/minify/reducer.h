@@ -21,12 +21,15 @@ class ReduceState {
 
   const Graph& graph() const { return g_; }
   const std::vector<int>& keep() const { return keep_; }
-  Candidate candidate() const { return cut(g_, rec_, keep_); }
+  Candidate candidate() const { return cut(g_, rec_, keep_, params_); }
+  const ParamOverrides& param_overrides() const { return params_; }
 
   // Whether the candidate keeping `keep` fails like the original. When it does (twice: an
   // accepted candidate is rerun, uncached, and a verdict that flips is counted, not accepted),
   // it becomes the state. An empty or malformed cut is simply not a failure.
   bool try_keep(std::vector<int> keep);
+  // The same for the kept nodes with parameter recipes replaced by `params`.
+  bool try_params(ParamOverrides params);
 
   int flipped() const { return flipped_; }
   int start_nodes() const { return start_nodes_; }
@@ -36,11 +39,16 @@ class ReduceState {
   std::function<void(const std::string&)> on_progress;
 
  private:
+  // Whether candidate `c` fails like the original, twice (the second run uncached; a flip is
+  // counted).
+  bool fails_like_original(const Candidate& c);
+
   const Graph& g_;
   const Recording& rec_;
   Oracle& oracle_;
   Signature locked_;
   std::vector<int> keep_;
+  ParamOverrides params_;
   int start_nodes_ = 0;
   int flipped_ = 0;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
@@ -48,5 +56,7 @@ class ReduceState {
 
 // Runs every registered pass in order, round after round, until a round removes no node.
 void reduce_to_fixpoint(ReduceState& state);
+// Once the nodes are minimal: the data passes (constant zeroing), which remove no node.
+void simplify_data(ReduceState& state);
 
 }  // namespace crucible::minify

@@ -20,10 +20,13 @@ class ReductionPass {
 
 // The passes in the order the reducer runs them: cheap logarithmic cuts first, ddmin last.
 const std::vector<std::unique_ptr<ReductionPass>>& reduction_passes();
+// The passes that simplify data, not structure, run once the nodes are minimal.
+const std::vector<std::unique_ptr<ReductionPass>>& data_passes();
 
 std::unique_ptr<ReductionPass> make_single_output_pass();
 std::unique_ptr<ReductionPass> make_truncate_suffix_pass();
 std::unique_ptr<ReductionPass> make_truncate_prefix_pass();
 std::unique_ptr<ReductionPass> make_ddmin_pass();
+std::unique_ptr<ReductionPass> make_simplify_params_pass();
 
 }  // namespace crucible::minify

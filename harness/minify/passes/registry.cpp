@@ -16,4 +16,13 @@ const std::vector<std::unique_ptr<ReductionPass>>& reduction_passes() {
   return *passes;
 }
 
+const std::vector<std::unique_ptr<ReductionPass>>& data_passes() {
+  static const auto* passes = [] {
+    auto* v = new std::vector<std::unique_ptr<ReductionPass>>;
+    v->push_back(make_simplify_params_pass());
+    return v;
+  }();
+  return *passes;
+}
+
 }  // namespace crucible::minify
