@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "builtin_models.h"
@@ -80,6 +81,10 @@ int minify_command(const std::vector<std::string>& args) {
       "runs of the original that must all fail the same way before reducing")(
       "replays", po::value(&mo.replays)->default_value(5),
       "fresh-worker reruns of the result before it is written")(
+      "jobs,j", po::value(&mo.jobs)->default_value(1),
+      "candidates tested at once, each in its own worker; the first (in the pass's order) that "
+      "fails counts, so the result does not depend on N. With --threads 0, each worker gets "
+      "cores / N threads")(
       "no-kernel-bisect", po::bool_switch(),
       "codegen: skip bisecting the minimized graph to a culprit kernel (eager fallback per node) "
       "and pass (fusion, packed_linear, packed_conv, fast_math turned off)")(
@@ -112,6 +117,10 @@ int minify_command(const std::vector<std::string>& args) {
   if (mo.determinism < 1 || mo.replays < 1)
     throw po::error("--determinism and --replays must be at least 1");
   if (tolerance < 0) throw po::error("--tolerance must be >= 0");
+  if (mo.jobs < 1 || mo.jobs > 32) throw po::error("--jobs must be between 1 and 32");
+  if (mo.jobs > 1 && mo.oracle.threads == 0) {
+    mo.oracle.threads = std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)) / mo.jobs);
+  }
   if (variant != "full" && variant != "small")
     throw po::error(fmt::format("--variant must be full or small, got '{}'", variant));
 

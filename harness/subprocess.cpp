@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <memory>
@@ -23,12 +24,26 @@ namespace crucible {
 namespace fs = std::filesystem;
 
 namespace {
-std::atomic<pid_t> g_running_child{0};
+// The process groups of the children running now, one slot each: several threads may run a
+// child at once (minify --jobs), and a signal handler must be able to kill them all, so the
+// registry is a fixed array of atomics (no lock, no allocation).
+constexpr int kChildSlots = 64;
+std::array<std::atomic<pid_t>, kChildSlots> g_running_children{};
+
+int register_child(pid_t pid) {
+  for (int i = 0; i < kChildSlots; ++i) {
+    pid_t none = 0;
+    if (g_running_children[i].compare_exchange_strong(none, pid)) return i;
+  }
+  return -1;  // more children than slots: still waited on and timed out, only not signal-killed
+}
 }  // namespace
 
 void kill_running_children() {
-  const pid_t pid = g_running_child.load();
-  if (pid > 0) ::kill(-pid, SIGKILL);
+  for (auto& slot : g_running_children) {
+    const pid_t pid = slot.load();
+    if (pid > 0) ::kill(-pid, SIGKILL);
+  }
 }
 
 std::vector<std::string> merged_environment(const std::map<std::string, std::string>& overrides) {
@@ -150,7 +165,7 @@ ChildOutcome run_child(const std::vector<std::string>& argv,
   }
   ::close(log_fd);
   ::setpgid(pid, pid);  // also from the parent, so the group exists before any kill below
-  g_running_child = pid;
+  const int slot = register_child(pid);
 
   ChildOutcome out;
   int status = 0;
@@ -169,7 +184,7 @@ ChildOutcome run_child(const std::vector<std::string>& argv,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(elapsed < 1.0 ? 2 : 20));
   }
-  g_running_child = 0;
+  if (slot >= 0) g_running_children[slot] = 0;
   if (out.timed_out) ::kill(-pid, SIGKILL);  // grandchildren left in the group
   if (group) {
     out.memory_cgroup = true;

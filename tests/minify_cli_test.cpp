@@ -78,7 +78,7 @@ TEST_F(MinifyCli, TutorialU8NoCastKeepsTheCompileErrorAndItsTwoNodes) {
   const fs::path out = dir_ / "u8";
   auto r = run_crucible(
       "minify --suite tutorial --only neg_maximum_cat_u8 --backend codegen "
-      "-c inject=neg:no_cast --signature compile -o " +
+      "-c inject=neg:no_cast --signature compile --jobs 2 -o " +
       out.string() + minify_db());
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   // The bug exists only when neg is fused into maximum: both stay, cat goes.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <mutex>
 #include <set>
 
 #include "crucible/ir/text_format.h"
@@ -125,7 +126,10 @@ class PredicateOracle : public Oracle {
   Verdict evaluate(const Candidate& c, int call) override {
     std::set<std::string> ops;
     for (const Node& n : c.graph.nodes()) ops.insert(n.op);
-    seen.push_back(ops);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);  // --jobs calls this from several threads
+      seen.push_back(ops);
+    }
     Verdict v;
     const bool has = std::includes(ops.begin(), ops.end(), bug_.begin(), bug_.end());
     if (has && (flaky_every_ == 0 || call % flaky_every_ == 0)) {
@@ -138,6 +142,7 @@ class PredicateOracle : public Oracle {
  private:
   std::set<std::string> bug_;
   int flaky_every_;
+  std::mutex mutex_;
 };
 
 MinifyOptions options(const std::string& dir) {
@@ -186,6 +191,20 @@ TEST(MinifyReduce, TwoNodeBugKeepsBothAndIsOneMinimal) {
   EXPECT_EQ(r.outcome, MinifyResult::Outcome::kMinimized) << r.message;
   EXPECT_EQ(ops_of(o.out), (std::set<std::string>{"add", "neg"}));
   EXPECT_EQ(r.nodes_after, 2);
+}
+
+TEST(MinifyReduce, ParallelJobsReachTheSameResult) {
+  const Graph g = parse_graph(kChain);
+  for (int jobs : {1, 2, 4}) {
+    SCOPED_TRACE(jobs);
+    PredicateOracle oracle({"add", "neg"});
+    MinifyOptions o = options("minify_jobs" + std::to_string(jobs));
+    o.jobs = jobs;
+    const MinifyResult r = minify(g, make_inputs(g, 1), oracle, o);
+    EXPECT_EQ(r.outcome, MinifyResult::Outcome::kMinimized) << r.message;
+    EXPECT_EQ(ops_of(o.out), (std::set<std::string>{"add", "neg"}));
+    EXPECT_EQ(r.nodes_after, 2);
+  }
 }
 
 TEST(MinifyReduce, FlakyFailureIsReportedWithItsRateAndNotReduced) {

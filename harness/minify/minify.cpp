@@ -121,7 +121,7 @@ MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& o
   std::vector<int> all(g.nodes().size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
   res.nodes_before = static_cast<int>(all.size());
-  ReduceState state(g, rec, oracle, first->signature, all);
+  ReduceState state(g, rec, oracle, first->signature, all, opts.jobs);
   state.on_progress = opts.progress;
   // Dead code goes first, checked like any other cut.
   const std::vector<int> live = live_nodes(g, all);

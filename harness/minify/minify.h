@@ -19,6 +19,7 @@ struct MinifyOptions {
   int replays = 5;             // reruns of the result, in fresh workers, before it is written
   bool cosim = true;           // accuracy failures: localize the first diverging node first
   bool bisect_codegen = true;  // codegen: bisect the minimized graph to a kernel and a pass
+  int jobs = 1;                // candidates tested at once (each in its own worker)
   std::filesystem::path out;   // the repro directory
   std::string original;        // where the graph came from, for the manifest
   std::function<void(const std::string&)> progress;  // one line of progress at a time

@@ -13,13 +13,17 @@ namespace fs = std::filesystem;
 
 Verdict Oracle::test(const Candidate& c) {
   const std::string key = c.key();
-  if (auto it = cache_.find(key); it != cache_.end()) {
-    ++cache_hits_;
-    Verdict v = it->second;
-    v.cached = true;
-    return v;
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    if (auto it = cache_.find(key); it != cache_.end()) {
+      ++cache_hits_;
+      Verdict v = it->second;
+      v.cached = true;
+      return v;
+    }
   }
   Verdict v = run(c);
+  std::lock_guard<std::mutex> lock(cache_mutex_);
   cache_[key] = v;
   return v;
 }
@@ -70,7 +74,8 @@ Oracle::Launched Oracle::launch(const std::string& kind, const Candidate& c, int
   l.report = read_report(job.report);
   if (kind != "cosim") l.results = finalize_job(job, outcome, l.report, log, cfg_.limits);
   // Only the directories of the latest calls are kept, for a look after the fact.
-  if (n > 8) fs::remove_all(cfg_.work_dir / fmt::format("call{:04d}", n - 8));
+  // (64 back: with --jobs up to 32, calls that old have finished.)
+  if (n > 64) fs::remove_all(cfg_.work_dir / fmt::format("call{:04d}", n - 64));
   return l;
 }
 

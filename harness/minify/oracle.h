@@ -3,8 +3,10 @@
 // Verdicts are cached by the candidate's key, so a candidate seen before costs nothing.
 #pragma once
 
+#include <atomic>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -37,7 +39,7 @@ class Oracle {
   explicit Oracle(OracleConfig config) : cfg_(std::move(config)) {}
   virtual ~Oracle() = default;
 
-  // The candidate's verdict, from the cache when its key was tested before.
+  // The candidate's verdict, from the cache when its key was tested before. Thread-safe.
   Verdict test(const Candidate& c);
   // The same, never from the cache (determinism checks, replays).
   Verdict run(const Candidate& c);
@@ -64,8 +66,9 @@ class Oracle {
   Launched launch(const std::string& kind, const Candidate& c, int n);
 
   OracleConfig cfg_;
+  std::mutex cache_mutex_;  // test() may run on several threads (--jobs)
   std::map<std::string, Verdict> cache_;
-  int calls_ = 0, cache_hits_ = 0;
+  std::atomic<int> calls_{0}, cache_hits_{0};
 };
 
 }  // namespace crucible::minify

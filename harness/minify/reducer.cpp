@@ -3,19 +3,58 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <future>
+#include <optional>
+
 #include "crucible/core/error.h"
 #include "passes/pass.h"
 
 namespace crucible::minify {
 
 ReduceState::ReduceState(const Graph& g, const Recording& rec, Oracle& oracle, Signature locked,
-                         std::vector<int> keep)
+                         std::vector<int> keep, int jobs)
     : g_(g),
       rec_(rec),
       oracle_(oracle),
       locked_(std::move(locked)),
       keep_(std::move(keep)),
-      start_nodes_(static_cast<int>(keep_.size())) {}
+      start_nodes_(static_cast<int>(keep_.size())),
+      jobs_(std::max(1, jobs)) {}
+
+int ReduceState::try_first(const std::vector<std::vector<int>>& options) {
+  if (jobs_ == 1) {
+    for (size_t i = 0; i < options.size(); ++i) {
+      if (try_keep(options[i])) return static_cast<int>(i);
+    }
+    return -1;
+  }
+  for (size_t b = 0; b < options.size(); b += static_cast<size_t>(jobs_)) {
+    const size_t e = std::min(options.size(), b + static_cast<size_t>(jobs_));
+    std::vector<std::optional<Candidate>> cands(e - b);
+    for (size_t i = b; i < e; ++i) {
+      if (options[i].empty() || options[i].size() >= keep_.size()) continue;
+      try {
+        cands[i - b] = cut(g_, rec_, options[i], params_);
+      } catch (const Error&) {
+      }
+    }
+    std::vector<std::future<bool>> verdicts;
+    for (auto& c : cands) {
+      verdicts.push_back(
+          std::async(std::launch::async, [&] { return c.has_value() && fails_like_original(*c); }));
+    }
+    std::vector<bool> ok;
+    for (auto& v : verdicts) ok.push_back(v.get());
+    for (size_t i = b; i < e; ++i) {
+      if (!ok[i - b]) continue;
+      keep_ = options[i];
+      if (on_progress) on_progress(progress());
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
 
 bool ReduceState::fails_like_original(const Candidate& c) {
   if (!same_failure(locked_, oracle_.test(c).signature)) return false;
@@ -57,8 +96,8 @@ bool ReduceState::try_params(ParamOverrides params) {
 std::string ReduceState::progress() const {
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   return fmt::format("nodes {}/{}, oracle calls {}, cache hits {}, flipped {}, {:.1f} s",
-                     keep_.size(), start_nodes_, oracle_.calls(), oracle_.cache_hits(), flipped_,
-                     s);
+                     keep_.size(), start_nodes_, oracle_.calls(), oracle_.cache_hits(),
+                     flipped_.load(), s);
 }
 
 void simplify_data(ReduceState& state) {

@@ -3,6 +3,7 @@
 // signature, repeated until a whole round removes nothing.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <string>
@@ -16,8 +17,9 @@ namespace crucible::minify {
 
 class ReduceState {
  public:
+  // `jobs`: candidates try_first() tests at once.
   ReduceState(const Graph& g, const Recording& rec, Oracle& oracle, Signature locked,
-              std::vector<int> keep);
+              std::vector<int> keep, int jobs = 1);
 
   const Graph& graph() const { return g_; }
   const std::vector<int>& keep() const { return keep_; }
@@ -28,6 +30,10 @@ class ReduceState {
   // accepted candidate is rerun, uncached, and a verdict that flips is counted, not accepted),
   // it becomes the state. An empty or malformed cut is simply not a failure.
   bool try_keep(std::vector<int> keep);
+  // The first of `options` (in order) that try_keep would accept becomes the state; up to `jobs`
+  // options are tested at once, so later ones may cost oracle calls that are not used. Returns
+  // its index, or -1.
+  int try_first(const std::vector<std::vector<int>>& options);
   // The same for the kept nodes with parameter recipes replaced by `params`.
   bool try_params(ParamOverrides params);
 
@@ -50,7 +56,8 @@ class ReduceState {
   std::vector<int> keep_;
   ParamOverrides params_;
   int start_nodes_ = 0;
-  int flipped_ = 0;
+  int jobs_ = 1;
+  std::atomic<int> flipped_{0};
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 

@@ -35,16 +35,14 @@ class Ddmin : public ReductionPass {
     while (state.keep().size() >= 2) {
       const std::vector<int> keep = state.keep();
       const auto chunks = split(keep, std::min(n, keep.size()));
-      bool reduced = false;
-      for (const auto& c : chunks) {
-        if ((reduced = state.try_keep(c))) {
-          n = 2;
-          break;
-        }
-      }
+      bool reduced = state.try_first(chunks) >= 0;
+      if (reduced) n = 2;
       // With two chunks each complement is the other chunk, already tried.
-      for (size_t i = 0; !reduced && chunks.size() > 2 && i < chunks.size(); ++i) {
-        if ((reduced = state.try_keep(without(keep, chunks[i])))) n = std::max<size_t>(n - 1, 2);
+      if (!reduced && chunks.size() > 2) {
+        std::vector<std::vector<int>> complements;
+        for (const auto& c : chunks) complements.push_back(without(keep, c));
+        reduced = state.try_first(complements) >= 0;
+        if (reduced) n = std::max<size_t>(n - 1, 2);
       }
       if (!reduced) {
         if (n >= keep.size()) break;

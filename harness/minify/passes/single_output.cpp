@@ -46,9 +46,11 @@ class SingleOutput : public ReductionPass {
       const std::vector<int> keep = state.keep();
       const std::vector<int> outs = sinks(state.graph(), keep);
       if (outs.size() < 2) break;
-      for (auto it = outs.rbegin(); it != outs.rend() && !changed; ++it) {
-        changed = state.try_keep(cone(state.graph(), keep, *it));
+      std::vector<std::vector<int>> cones;
+      for (auto it = outs.rbegin(); it != outs.rend(); ++it) {
+        cones.push_back(cone(state.graph(), keep, *it));
       }
+      changed = state.try_first(cones) >= 0;
       any = any || changed;
     }
     return any;
