@@ -61,6 +61,7 @@ TEST_F(MinifyCli, TutorialNegTimes2MinifiesToNegAndReproduces) {
   EXPECT_EQ(repros[0].culprit_kernel, "cpp_fused_neg_0");
   EXPECT_EQ(repros[0].culprit_pass, "");
   EXPECT_NE(r.err.find("oracle calls"), std::string::npos) << r.err;  // progress lines
+  EXPECT_NE(r.err.find("ETA ~"), std::string::npos) << r.err;
   r = run_crucible("repro " + out.string());
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("reproduced 5/5"), std::string::npos) << r.out;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <future>
 #include <optional>
 
@@ -95,9 +96,16 @@ bool ReduceState::try_params(ParamOverrides params) {
 
 std::string ReduceState::progress() const {
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  return fmt::format("nodes {}/{}, oracle calls {}, cache hits {}, flipped {}, {:.1f} s",
-                     keep_.size(), start_nodes_, oracle_.calls(), oracle_.cache_hits(),
-                     flipped_.load(), s);
+  // A rough ETA: the calls a bisection of what is left takes (two per halving), the culprit
+  // and data passes (about one per node) and the 5 replays, at the mean cost of a call so far.
+  // Later calls are on smaller graphs and cheaper, so it errs long.
+  const int calls = oracle_.calls();
+  const double n = static_cast<double>(keep_.size());
+  const double left = 2 * std::ceil(std::log2(n + 1)) + n + 5;
+  const std::string eta = calls > 0 ? fmt::format(", ETA ~{:.0f} s", s / calls * left) : "";
+  return fmt::format("nodes {}/{}, oracle calls {}, cache hits {}, flipped {}, {:.1f} s{}",
+                     keep_.size(), start_nodes_, calls, oracle_.cache_hits(), flipped_.load(), s,
+                     eta);
 }
 
 void simplify_data(ReduceState& state) {

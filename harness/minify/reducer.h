@@ -40,7 +40,8 @@ class ReduceState {
   int flipped() const { return flipped_; }
   int start_nodes() const { return start_nodes_; }
   const Oracle& oracle() const { return oracle_; }
-  // One line of progress: nodes now / at start, oracle calls, cache hits, elapsed.
+  // One line of progress: nodes now / at start, oracle calls, cache hits, flipped verdicts,
+  // elapsed, and a rough ETA.
   std::string progress() const;
   std::function<void(const std::string&)> on_progress;
 
