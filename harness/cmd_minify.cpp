@@ -1,6 +1,7 @@
 // `crucible minify (FILE | --suite S --only M) --backend B`: reduces a graph on which a backend
 // fails to a small repro that fails the same way, and `crucible repro DIR`, which reruns one.
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "crucible/plugin_loader.h"
 #include "crucible/reports/store.h"
 #include "minify/minify.h"
+#include "subprocess.h"
 #include "temp_dir.h"
 
 namespace crucible::cli {
@@ -38,6 +40,20 @@ ModelEntry suite_model(const std::string& suite, const std::string& only,
     write_builtin_models(built, models, dir);
   }
   return models[0];
+}
+
+// Ctrl-C or a kill: no worker may outlive the command (each runs in its own process group), and a
+// half-minimized graph is not a result; async-signal-safe to the end.
+void on_signal(int) {
+  kill_running_children();
+  _exit(130);
+}
+
+void stop_cleanly_on_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
 }
 
 void print_progress(const std::string& line) {
@@ -158,6 +174,7 @@ int minify_command(const std::vector<std::string>& args) {
 
   minify::Oracle oracle(mo.oracle);
   auto store = reports::Store::open(db);  // before any work: a bad --db is exit 2 at once
+  stop_cleanly_on_signals();
   const minify::MinifyResult r = minify::minify(g, inputs, oracle, mo);
   store->add_repro(minify::repro_record(r, mo, suite.empty() ? "graph" : suite,
                                         suite.empty() ? g.name() : only));
@@ -208,6 +225,7 @@ int repro_command(const std::vector<std::string>& args) {
   oc.limits.timeout_s = timeout_s;
   oc.work_dir = work.path();
   minify::Oracle oracle(oc);
+  stop_cleanly_on_signals();
   int same = 0;
   std::string last;
   for (int i = 0; i < times; ++i) {

@@ -185,6 +185,28 @@ TEST_F(MinifyCli, RunBisectMinifiesNewFailuresOnceAndStoresThem) {
   EXPECT_NE(r.err.find("--bisect needs --mode accuracy or both"), std::string::npos) << r.err;
 }
 
+// Killed while a candidate's worker runs (held inside run() by the faulty plugin's gate): the
+// command exits 130 and takes the worker with it.
+TEST_F(MinifyCli, KilledMinifyLeavesNoWorkerBehind) {
+  const fs::path gate = dir_ / "gate";
+  fs::create_directories(gate);
+  const std::string script =
+      std::string(CRUCIBLE_BIN_DIR) + "/crucible minify --suite tutorial --only sin_cos " +
+      "--backend faulty --plugin-path " + CRUCIBLE_TEST_PLUGIN_DIR +
+      " -c fault.sin_cos=gate:" + gate.string() + " -o " + (dir_ / "out").string() + minify_db() +
+      " >/dev/null 2>&1 & pid=$!; " + "for i in $(seq 1 1200); do [ -f " +
+      (gate / "sin_cos.started").string() +
+      " ] && break; sleep 0.05; done; kill -TERM $pid; wait $pid; echo rc=$?; " + "w=$(cat " +
+      (gate / "sin_cos.started").string() + "); " +
+      "for i in $(seq 1 100); do kill -0 $w 2>/dev/null || break; sleep 0.05; done; " +
+      "kill -0 $w 2>/dev/null && echo worker=alive || echo worker=gone";
+  const fs::path out = dir_ / "script.out";
+  ASSERT_EQ(std::system(("bash -c '" + script + "' > " + out.string()).c_str()), 0);
+  const std::string said = testing::read_all(out);
+  EXPECT_NE(said.find("rc=130"), std::string::npos) << said;
+  EXPECT_NE(said.find("worker=gone"), std::string::npos) << said;
+}
+
 TEST_F(MinifyCli, TamperedReprosAreRefusedInOneLine) {
   const fs::path good = dir_ / "good";
   auto r = run_crucible(
