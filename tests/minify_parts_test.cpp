@@ -183,6 +183,25 @@ TEST(MinifyReduce, ParametersTheFailureDoesNotNeedBecomeZeros) {
   EXPECT_EQ(repro.value(repro.params()[0]).init.kind, "zeros");
 }
 
+TEST(MinifyReduce, InputShapesAreHalvedWhileTheFailureHolds) {
+  const Graph g = parse_graph(kChain);
+  PredicateOracle oracle({"exp"});
+  const MinifyOptions o = options("minify_shrink");
+  const MinifyResult r = minify(g, make_inputs(g, 1), oracle, o);
+  EXPECT_EQ(r.outcome, MinifyResult::Outcome::kMinimized) << r.message;
+  const Graph repro = load_graph_file(o.out / "graph.graph");
+  ASSERT_EQ(repro.inputs().size(), 1u);
+  // [4,8] halved within the pass's budget of 4 oracle calls (2 per accepted halving).
+  EXPECT_LT(repro.value(repro.inputs()[0]).type.numel(), 32) << print_graph(repro);
+  // %w ([8]) is read by mul, not by exp: a graph that keeps mul cannot halve that dimension.
+  PredicateOracle mul({"mul"});
+  const MinifyOptions om = options("minify_shrink_mul");
+  minify(g, make_inputs(g, 1), mul, om);
+  const Graph with_param = load_graph_file(om.out / "graph.graph");
+  EXPECT_EQ(with_param.value(with_param.inputs()[0]).type.shape.back(), 8)
+      << print_graph(with_param);
+}
+
 TEST(MinifyReduce, TwoNodeBugKeepsBothAndIsOneMinimal) {
   const Graph g = parse_graph(kChain);
   PredicateOracle oracle({"add", "neg"});  // far apart in the chain

@@ -80,6 +80,13 @@ bool ReduceState::try_keep(std::vector<int> keep) {
   return true;
 }
 
+bool ReduceState::try_candidate(Candidate c) {
+  if (!fails_like_original(c)) return false;
+  final_ = std::move(c);
+  if (on_progress) on_progress(progress() + ", shapes shrunk");
+  return true;
+}
+
 bool ReduceState::try_params(ParamOverrides params) {
   Candidate c;
   try {

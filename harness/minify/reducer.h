@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,7 @@ class ReduceState {
 
   const Graph& graph() const { return g_; }
   const std::vector<int>& keep() const { return keep_; }
-  Candidate candidate() const { return cut(g_, rec_, keep_, params_); }
+  Candidate candidate() const { return final_ ? *final_ : cut(g_, rec_, keep_, params_); }
   const ParamOverrides& param_overrides() const { return params_; }
 
   // Whether the candidate keeping `keep` fails like the original. When it does (twice: an
@@ -36,6 +37,9 @@ class ReduceState {
   int try_first(const std::vector<std::vector<int>>& options);
   // The same for the kept nodes with parameter recipes replaced by `params`.
   bool try_params(ParamOverrides params);
+  // Data passes after the structure is minimal: `c` (the candidate reshaped) replaces the cut
+  // when it fails like the original. From then on the state is that candidate.
+  bool try_candidate(Candidate c);
 
   int flipped() const { return flipped_; }
   int start_nodes() const { return start_nodes_; }
@@ -56,6 +60,7 @@ class ReduceState {
   Signature locked_;
   std::vector<int> keep_;
   ParamOverrides params_;
+  std::optional<Candidate> final_;
   int start_nodes_ = 0;
   int jobs_ = 1;
   std::atomic<int> flipped_{0};

@@ -28,5 +28,6 @@ std::unique_ptr<ReductionPass> make_truncate_suffix_pass();
 std::unique_ptr<ReductionPass> make_truncate_prefix_pass();
 std::unique_ptr<ReductionPass> make_ddmin_pass();
 std::unique_ptr<ReductionPass> make_simplify_params_pass();
+std::unique_ptr<ReductionPass> make_shrink_shapes_pass();
 
 }  // namespace crucible::minify
