@@ -202,6 +202,21 @@ TEST(MinifyReduce, InputShapesAreHalvedWhileTheFailureHolds) {
       << print_graph(with_param);
 }
 
+TEST(MinifyReduce, WideInputsAreLoweredWhileTheFailureHolds) {
+  const Graph g = parse_graph(
+      "graph wide(%x: f64[4,4], %i: i64[4,4]) {\n  %e = exp(%x)\n  %n = neg(%i)\n"
+      "  return %e, %n\n}\n");
+  PredicateOracle oracle({"exp", "neg"});
+  const MinifyOptions o = options("minify_lower");
+  const MinifyResult r = minify(g, make_inputs(g, 1), oracle, o);
+  EXPECT_EQ(r.outcome, MinifyResult::Outcome::kMinimized) << r.message;
+  const Graph repro = load_graph_file(o.out / "graph.graph");
+  for (ValueId in : repro.inputs()) {
+    const DType d = repro.value(in).type.dtype;
+    EXPECT_TRUE(d == DType::kF32 || d == DType::kI32) << print_graph(repro);
+  }
+}
+
 TEST(MinifyReduce, TwoNodeBugKeepsBothAndIsOneMinimal) {
   const Graph g = parse_graph(kChain);
   PredicateOracle oracle({"add", "neg"});  // far apart in the chain

@@ -122,6 +122,37 @@ Candidate cut(const Graph& g, const Recording& rec, const std::vector<int>& keep
   return c;
 }
 
+std::optional<Candidate> with_inputs(const Candidate& c, std::vector<Tensor> inputs) {
+  const Graph& g = c.graph;
+  Candidate out{Graph(g.name()), std::move(inputs)};
+  out.graph.set_base_dir(g.base_dir());
+  std::map<ValueId, ValueId> to_new;
+  try {
+    for (size_t k = 0; k < g.inputs().size(); ++k) {
+      const Tensor& t = out.inputs.at(k);
+      to_new[g.inputs()[k]] =
+          out.graph.add_input(g.value(g.inputs()[k]).name, {t.dtype(), t.shape()});
+    }
+    for (ValueId p : g.params()) {
+      const Value& v = g.value(p);
+      to_new[p] = v.data.defined() ? out.graph.add_param_data(v.name, v.data)
+                                   : out.graph.add_param(v.name, v.type, v.init);
+    }
+    for (const Node& n : g.nodes()) {
+      std::vector<ValueId> ops;
+      for (ValueId o : n.operands) ops.push_back(to_new.at(o));
+      to_new[n.output] = out.graph.add_node(n.op, ops, n.attrs, g.value(n.output).name);
+    }
+    std::vector<ValueId> outs;
+    for (ValueId o : g.outputs()) outs.push_back(to_new.at(o));
+    out.graph.set_outputs(outs);
+    verify(out.graph);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  return out;
+}
+
 std::vector<int> live_nodes(const Graph& g, const std::vector<int>& keep) {
   const std::set<int> kept(keep.begin(), keep.end());
   std::vector<bool> live(g.values().size(), false);

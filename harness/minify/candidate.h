@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,11 @@ using ParamOverrides = std::map<ValueId, Initializer>;
 // IR rejects.
 Candidate cut(const Graph& g, const Recording& rec, const std::vector<int>& keep,
               const ParamOverrides& overrides = {});
+
+// `c` with its inputs replaced by `inputs` (other shapes or dtypes) and every node's type inferred
+// again; nullopt when the graph's ops do not accept them (a parameter operand's shape, a reshape
+// target, a dtype an op refuses).
+std::optional<Candidate> with_inputs(const Candidate& c, std::vector<Tensor> inputs);
 
 // The nodes of `g` that some output of `g` depends on, ascending.
 std::vector<int> live_nodes(const Graph& g, const std::vector<int>& keep);

@@ -29,5 +29,6 @@ std::unique_ptr<ReductionPass> make_truncate_prefix_pass();
 std::unique_ptr<ReductionPass> make_ddmin_pass();
 std::unique_ptr<ReductionPass> make_simplify_params_pass();
 std::unique_ptr<ReductionPass> make_shrink_shapes_pass();
+std::unique_ptr<ReductionPass> make_lower_dtypes_pass();
 
 }  // namespace crucible::minify

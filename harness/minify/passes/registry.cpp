@@ -20,6 +20,7 @@ const std::vector<std::unique_ptr<ReductionPass>>& data_passes() {
   static const auto* passes = [] {
     auto* v = new std::vector<std::unique_ptr<ReductionPass>>;
     v->push_back(make_simplify_params_pass());
+    v->push_back(make_lower_dtypes_pass());
     v->push_back(make_shrink_shapes_pass());
     return v;
   }();

@@ -6,7 +6,6 @@
 // reads as well as one of four.
 #include <map>
 
-#include "crucible/core/error.h"
 #include "pass.h"
 
 namespace crucible::minify {
@@ -18,41 +17,12 @@ constexpr int kCallBudget = 4;
 // `c` with input k's dimension halve[k] halved (its first half kept); nullopt when the graph's
 // ops do not accept the new shapes.
 std::optional<Candidate> halved(const Candidate& c, const std::map<size_t, size_t>& halve) {
-  const Graph& g = c.graph;
-  Candidate out{Graph(g.name()), {}};
-  out.graph.set_base_dir(g.base_dir());
-  std::map<ValueId, ValueId> to_new;
-  try {
-    for (size_t k = 0; k < g.inputs().size(); ++k) {
-      const Value& v = g.value(g.inputs()[k]);
-      TensorType t = v.type;
-      Tensor data = c.inputs[k];
-      if (auto h = halve.find(k); h != halve.end()) {
-        const int64_t d = static_cast<int64_t>(h->second);
-        t.shape[h->second] /= 2;
-        data = data.slice(d, 0, t.shape[h->second]).contiguous();
-      }
-      to_new[g.inputs()[k]] = out.graph.add_input(v.name, t);
-      out.inputs.push_back(data);
-    }
-    for (ValueId p : g.params()) {
-      const Value& v = g.value(p);
-      to_new[p] = v.data.defined() ? out.graph.add_param_data(v.name, v.data)
-                                   : out.graph.add_param(v.name, v.type, v.init);
-    }
-    for (const Node& n : g.nodes()) {
-      std::vector<ValueId> ops;
-      for (ValueId o : n.operands) ops.push_back(to_new.at(o));
-      to_new[n.output] = out.graph.add_node(n.op, ops, n.attrs, g.value(n.output).name);
-    }
-    std::vector<ValueId> outs;
-    for (ValueId o : g.outputs()) outs.push_back(to_new.at(o));
-    out.graph.set_outputs(outs);
-    verify(out.graph);
-  } catch (const Error&) {
-    return std::nullopt;
+  std::vector<Tensor> inputs = c.inputs;
+  for (const auto& [k, d] : halve) {
+    const int64_t dim = static_cast<int64_t>(d);
+    inputs[k] = inputs[k].slice(dim, 0, inputs[k].shape()[d] / 2).contiguous();
   }
-  return out;
+  return with_inputs(c, std::move(inputs));
 }
 
 class ShrinkShapes : public ReductionPass {
