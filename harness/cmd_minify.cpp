@@ -170,6 +170,7 @@ int minify_command(const std::vector<std::string>& args) {
   mo.cosim = !vm["no-cosim"].as<bool>();
   mo.bisect_codegen = !vm["no-kernel-bisect"].as<bool>();
   mo.out = out.empty() ? fs::path("minify_out") / g.name() : fs::path(out);
+  minify::check_repro_dir(mo.out);  // before any work: a user's directory is never overwritten
   mo.progress = print_progress;
 
   minify::Oracle oracle(mo.oracle);

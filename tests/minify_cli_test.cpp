@@ -247,6 +247,14 @@ TEST_F(MinifyCli, TamperedReprosAreRefusedInOneLine) {
   });
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("not a repro manifest of this version"), std::string::npos) << r.err;
+  // -o pointing at a directory that holds something else: refused before any work, untouched.
+  fs::create_directories(dir_ / "mine");
+  std::ofstream(dir_ / "mine" / "notes.txt") << "keep me\n";
+  r = run_crucible("minify --suite tutorial --only neg_maximum_cat_f32 --backend codegen -o " +
+                   (dir_ / "mine").string() + minify_db());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("is not a repro directory"), std::string::npos) << r.err;
+  EXPECT_EQ(testing::read_all(dir_ / "mine" / "notes.txt"), "keep me\n");
   r = run_crucible("repro " + (dir_ / "nowhere").string());
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("not a repro directory"), std::string::npos) << r.err;

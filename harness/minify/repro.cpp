@@ -39,7 +39,18 @@ void check_line_safe(const std::string& what, const std::string& text) {
 
 }  // namespace
 
+void check_repro_dir(const fs::path& dir) {
+  if (!fs::exists(dir)) return;
+  if (!fs::is_directory(dir))
+    throw Error(fmt::format("{}: exists and is not a directory", dir.string()));
+  if (fs::is_empty(dir) || fs::is_regular_file(dir / kManifest)) return;
+  throw Error(fmt::format(
+      "{}: exists and is not a repro directory (no {}); give a new or empty directory with -o",
+      dir.string(), kManifest));
+}
+
 void write_repro(const fs::path& dir, const Candidate& c, const ReproInfo& info) {
+  check_repro_dir(dir);
   fs::create_directories(dir);
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.is_regular_file()) fs::remove(e.path());

@@ -27,8 +27,12 @@ struct ReproInfo {
   std::string kernel_code;  // the culprit kernel's generated code, written as culprit_kernel.cpp
 };
 
-// Writes `c` and `info` into `dir` (created; files already there are replaced). Parameters read
-// from files are copied in, so the directory stands alone.
+// Throws Error unless `dir` may receive a repro: absent, empty, or an earlier repro (it has a
+// manifest). Anything else is the user's, and write_repro replaces the files it finds.
+void check_repro_dir(const std::filesystem::path& dir);
+
+// Writes `c` and `info` into `dir` (created; an earlier repro's files are replaced). Parameters
+// read from files are copied in, so the directory stands alone.
 void write_repro(const std::filesystem::path& dir, const Candidate& c, const ReproInfo& info);
 
 struct LoadedRepro {
