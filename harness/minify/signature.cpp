@@ -128,7 +128,10 @@ Signature signature_of(const reports::ResultRecord& r) {
 bool same_failure(const Signature& locked, const Signature& got) {
   if (locked.status != got.status || locked.detail != got.detail) return false;
   if (locked.status != Status::kFailAccuracy || locked.detail.ends_with("nonfinite")) return true;
-  return std::abs(locked.band - got.band) <= 1;
+  // Cutting away the nodes after a bug removes what attenuated its error (a linear with small
+  // weights, a normalization), so the same bug shows a larger error in a smaller graph; a smaller
+  // one, more than a decade below, is rounding or another bug.
+  return got.band >= locked.band - 1;
 }
 
 }  // namespace crucible::minify

@@ -27,7 +27,8 @@ struct Signature {
 Signature signature_of(const reports::ResultRecord& r);
 
 // Whether `got` is the same failure as `locked`: the same status, and the same detail (for
-// accuracy: the same dtype, the error's decade within one of the locked one, or both nonfinite).
+// accuracy: the same dtype, and an error no more than one decade below the locked one, or both
+// nonfinite).
 bool same_failure(const Signature& locked, const Signature& got);
 
 // An error message reduced to what identifies the failure: the first line that says "error:"

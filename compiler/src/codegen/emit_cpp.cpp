@@ -440,7 +440,9 @@ class KernelEmitter {
       if (ns != 0) base += ns == 1 ? fmt::format(" + j{}", k) : fmt::format(" + j{} * {}", k, ns);
     }
     if (st == 0) return base;
-    const std::string j = off_by_one ? "(j + 1)" : "j";
+    // The planted off-by-one reads the next element of the innermost loop, wrapping at its end:
+    // wrong, and the same on every run (reading past the buffer made the bug nondeterministic).
+    const std::string j = off_by_one ? fmt::format("((j + 1) % {})", n_) : "j";
     return st == 1 ? fmt::format("{} + {}", base, j) : fmt::format("{} + {} * {}", base, j, st);
   }
 
