@@ -56,6 +56,7 @@ void bisect_new_failures(const RunConfig& cfg, reports::Store& store, int64_t ru
     mo.oracle.work_dir = out_dir / "bisect" / fmt::format("{}.{}.work", r.model, r.backend);
     mo.out = out_dir / "repros" / fmt::format("{}.{}", r.model, r.backend);
     mo.original = fmt::format("run {} --suite {} --only {}", run_id, r.suite, r.model);
+    mo.seed = cfg.seed;
     mo.progress = [&](const std::string& line) {
       std::cerr << fmt::format("bisect: {}: {}\n", label, line);
     };

@@ -167,6 +167,7 @@ int minify_command(const std::vector<std::string>& args) {
   mo.oracle.limits.timeout_s = timeout_s;
   mo.oracle.work_dir = work.path() / "candidates";
   mo.want = want;
+  mo.seed = seed;
   mo.cosim = !vm["no-cosim"].as<bool>();
   mo.bisect_codegen = !vm["no-kernel-bisect"].as<bool>();
   mo.out = out.empty() ? fs::path("minify_out") / g.name() : fs::path(out);

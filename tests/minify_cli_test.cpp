@@ -55,6 +55,8 @@ TEST_F(MinifyCli, TutorialNegTimes2MinifiesToNegAndReproduces) {
   EXPECT_NE(r.out.find("cosim: first diverging node %a\n"), std::string::npos) << r.out;
   // Kernel bisection: neg's kernel, with its generated code, beside the repro.
   EXPECT_EQ(line_of(out / "manifest.txt", "culprit"), "kernel cpp_fused_neg_0 (node %a)");
+  EXPECT_EQ(line_of(out / "manifest.txt", "code_hash").size(), 16u);
+  EXPECT_EQ(line_of(out / "manifest.txt", "seed"), "0");
   EXPECT_NE(testing::read_all(out / "culprit_kernel.cpp").find("2 * t"), std::string::npos);
   const auto repros = reports::Store::open(dir_ / "m.db")->repros();
   ASSERT_EQ(repros.size(), 1u);

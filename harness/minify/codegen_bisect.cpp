@@ -76,14 +76,18 @@ Culprit bisect_codegen(const Candidate& c, const Signature& locked, const Oracle
     const std::string name = c.graph.value(n.output).name;
     if (!fails_with("eager_nodes", name)) out.nodes.push_back(name);
   }
+  const fs::path dump = fs::absolute(base.work_dir / "bisect" / "dump");
+  fs::remove_all(dump);
+  fails_with("debug_dir", dump.string());
+  std::ifstream in(dump / "output_code.cpp");
+  std::stringstream code;
+  code << in.rdbuf();
+  const std::string text = code.str();
+  if (!text.empty()) {
+    out.code_hash = fmt::format("{:016x}", fnv1a(kHashStart, text.data(), text.size()));
+  }
   if (!out.nodes.empty()) {
-    const fs::path dump = fs::absolute(base.work_dir / "bisect" / "dump");
-    fs::remove_all(dump);
-    fails_with("debug_dir", dump.string());
-    std::ifstream in(dump / "output_code.cpp");
-    std::stringstream code;
-    code << in.rdbuf();
-    std::tie(out.kernel, out.kernel_code) = kernel_of(code.str(), out.nodes.front());
+    std::tie(out.kernel, out.kernel_code) = kernel_of(text, out.nodes.front());
   }
   return out;
 }

@@ -159,6 +159,8 @@ MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& o
                  res.nodes_after,     opts.replays,       res.replays_ok};
   info.culprit = res.culprit.str();
   info.kernel_code = res.culprit.kernel_code;
+  info.code_hash = res.culprit.code_hash;
+  info.seed = opts.seed;
   write_repro(opts.out, result, info);
   if (res.replays_ok < opts.replays) {
     return finish(MinifyResult::Outcome::kNotReproduced,

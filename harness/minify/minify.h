@@ -22,6 +22,7 @@ struct MinifyOptions {
   int jobs = 1;                // candidates tested at once (each in its own worker)
   std::filesystem::path out;   // the repro directory
   std::string original;        // where the graph came from, for the manifest
+  uint64_t seed = 0;           // the seed its inputs and parameters were drawn with
   std::function<void(const std::string&)> progress;  // one line of progress at a time
 };
 

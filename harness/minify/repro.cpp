@@ -81,6 +81,8 @@ void write_repro(const fs::path& dir, const Candidate& c, const ReproInfo& info)
     check_line_safe("the culprit", info.culprit);
     m += fmt::format("culprit {}\n", info.culprit);
   }
+  if (!info.code_hash.empty()) m += fmt::format("code_hash {}\n", info.code_hash);
+  m += fmt::format("seed {}\n", info.seed);
   m += fmt::format("command crucible repro {}\n", fs::absolute(dir).string());
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir)) {
@@ -145,6 +147,10 @@ LoadedRepro load_repro(const fs::path& dir) {
       r.info.original = rest;
     } else if (key == "culprit") {
       r.info.culprit = rest;
+    } else if (key == "code_hash") {
+      r.info.code_hash = rest;
+    } else if (key == "seed") {
+      words >> r.info.seed;
     } else if (key == "nodes") {
       words >> r.info.nodes_before >> r.info.nodes_after;
     } else if (key == "replays") {

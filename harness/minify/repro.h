@@ -3,6 +3,7 @@
 // repro DIR` reruns it anywhere and a truncated or edited repro is refused rather than rerun.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -25,6 +26,8 @@ struct ReproInfo {
   int replays = 0, replays_ok = 0;
   std::string culprit;      // codegen's kernel and pass bisection, one line ("" when not run)
   std::string kernel_code;  // the culprit kernel's generated code, written as culprit_kernel.cpp
+  std::string code_hash;    // codegen: hash of the minimized graph's generated code
+  uint64_t seed = 0;        // the run seed the original inputs and parameters were drawn with
 };
 
 // Throws Error unless `dir` may receive a repro: absent, empty, or an earlier repro (it has a
