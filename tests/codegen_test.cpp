@@ -733,11 +733,15 @@ TEST(CodegenConfig, ParsesEveryOptionOnceIntoTypes) {
   EXPECT_EQ(c.inject.kind, "crash");
   EXPECT_TRUE(c.inject.node.empty());
   EXPECT_TRUE(c.packed_linear && c.packed_conv && c.eager_nodes.empty());
-  const codegen::CodegenConfig b = codegen::CodegenConfig::parse(
-      {{"packed_linear", "off"}, {"packed_conv", "false"}, {"eager_nodes", "%a,b.c"}});
+  const codegen::CodegenConfig b =
+      codegen::CodegenConfig::parse({{"packed_linear", "off"},
+                                     {"packed_conv", "false"},
+                                     {"eager_nodes", "%a,b.c"},
+                                     {"no_decompose", "softmax,layer_norm"}});
   EXPECT_FALSE(b.packed_linear);
   EXPECT_FALSE(b.packed_conv);
   EXPECT_EQ(b.eager_nodes, (std::set<std::string>{"a", "b.c"}));
+  EXPECT_EQ(b.no_decompose, (std::set<std::string>{"softmax", "layer_norm"}));
   EXPECT_THROW(codegen::CodegenConfig::parse({{"eager_nodes", "a,,b"}}), Error);
   EXPECT_THROW(codegen::CodegenConfig::parse({{"packed_conv", "maybe"}}), Error);
   const codegen::Injection at =
@@ -769,6 +773,17 @@ TEST_F(Codegen, BisectionSwitchesChangeTheProgramNotTheResults) {
   const std::string ir = code_of(g, eager_exp);
   EXPECT_NE(ir.find("extern::exp"), std::string::npos) << ir;
   ExpectSameAsEager(g, {}, eager_exp);
+  // A decomposed op kept whole, by op or by its node's name: one eager kernel.
+  const Graph sm = parse_graph(
+      "graph sm(%x: f32[4,16]) {\n  %h = mul(%x, %x)\n  %s = softmax(%h, dim=-1)\n"
+      "  return %s\n}\n");
+  EXPECT_EQ(code_of(sm).find("extern::softmax"), std::string::npos) << code_of(sm);
+  for (const auto& [key, value] : {std::pair{"no_decompose", "softmax"}, {"eager_nodes", "s"}}) {
+    plugin::Options whole;
+    whole.config[key] = value;
+    EXPECT_NE(code_of(sm, whole).find("extern::softmax"), std::string::npos) << code_of(sm, whole);
+    ExpectSameAsEager(sm, {}, whole);
+  }
 }
 
 TEST_F(Codegen, SecondCompileIsACacheHit) {

@@ -143,6 +143,22 @@ TEST_F(MinifyCli, FlakyPassingAndBadRequestsAreSaidAndExitNonZero) {
   EXPECT_NE(r.err.find("--signature must be"), std::string::npos) << r.err;
 }
 
+// A bug planted in a decomposition (the sum inside softmax's decomposed form): the culprit is the
+// softmax's kernel and the pass is that decomposition.
+TEST_F(MinifyCli, DecompositionBugIsBisectedToItsPass) {
+  std::ofstream(dir_ / "sm.graph") << "graph sm(%x: f32[4,16]) {\n  %h = mul(%x, %x)\n"
+                                      "  %s = softmax(%h, dim=-1)\n  %y = neg(%s)\n"
+                                      "  return %y\n}\n";
+  const fs::path out = dir_ / "sm";
+  auto r = run_crucible("minify " + (dir_ / "sm.graph").string() +
+                        " --backend codegen -c inject=sum:bad_init@s.sum --replays 1 -o " +
+                        out.string() + minify_db());
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(ops(out), (std::set<std::string>{"softmax"}));
+  EXPECT_EQ(line_of(out / "manifest.txt", "culprit"),
+            "kernel cpp_fused_amax_div_exp_sub_sum_0 (node %s); passes: decompose(softmax)");
+}
+
 TEST_F(MinifyCli, RunBisectMinifiesNewFailuresOnceAndStoresThem) {
   const std::string args =
       "run --suite tutorial --only neg_maximum_cat_f32,sin_cos --backends "

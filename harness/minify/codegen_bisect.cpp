@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "crucible/core/parallel_grain.h"
@@ -70,6 +71,17 @@ Culprit bisect_codegen(const Candidate& c, const Signature& locked, const Oracle
   }
   for (const auto& [key, value] : toggles) {
     if (!fails_with(key, value)) out.passes.push_back(key);
+  }
+  // Each decomposition the graph uses, kept whole alone.
+  std::set<std::string> decomposable;
+  for (const Node& n : c.graph.nodes()) {
+    for (const char* op : {"softmax", "log_softmax", "layer_norm", "silu", "hardswish",
+                           "hardsigmoid", "batch_norm"}) {
+      if (n.op == op) decomposable.insert(op);
+    }
+  }
+  for (const std::string& op : decomposable) {
+    if (!fails_with("no_decompose", op)) out.passes.push_back("decompose(" + op + ")");
   }
   for (const Node& n : c.graph.nodes()) {
     if (element_cost(n.op) == 0) continue;  // views and data moves run no kernel of their own

@@ -14,11 +14,13 @@
 namespace crucible::minify {
 
 struct Culprit {
-  std::vector<std::string> passes;  // option keys whose "off" loses the failure: fusion, ...
-  std::vector<std::string> nodes;   // nodes whose eager fallback loses it
-  std::string kernel;               // the generated kernel computing the first of them
-  std::string kernel_code;          // its source, from codegen's dump
-  std::string code_hash;            // FNV-1a of all the code codegen generated for the graph
+  // What, turned off alone, loses the failure: fusion, packed_linear, packed_conv, fast_math,
+  // decompose(OP) for each decomposition the graph uses.
+  std::vector<std::string> passes;
+  std::vector<std::string> nodes;  // nodes whose eager fallback loses it
+  std::string kernel;              // the generated kernel computing the first of them
+  std::string kernel_code;         // its source, from codegen's dump
+  std::string code_hash;           // FNV-1a of all the code codegen generated for the graph
   int oracle_calls = 0;
   std::string str() const;  // "kernel cpp_fused_neg_0 (node %a); passes: fusion"
 };

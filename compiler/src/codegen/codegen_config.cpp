@@ -69,19 +69,19 @@ CodegenConfig CodegenConfig::parse(const std::map<std::string, std::string>& pai
       c.packed_linear = parse_bool(k, v);
     } else if (k == "packed_conv") {
       c.packed_conv = parse_bool(k, v);
-    } else if (k == "eager_nodes") {
+    } else if (k == "eager_nodes" || k == "no_decompose") {
       for (size_t b = 0; b <= v.size();) {
         const size_t e = std::min(v.find(',', b), v.size());
         std::string name = v.substr(b, e - b);
-        if (!name.empty() && name[0] == '%') name.erase(0, 1);
-        if (name.empty()) throw Error(fmt::format("codegen: -c eager_nodes={}: an empty name", v));
-        c.eager_nodes.insert(name);
+        if (!name.empty() && name[0] == '%' && k == "eager_nodes") name.erase(0, 1);
+        if (name.empty()) throw Error(fmt::format("codegen: -c {}={}: an empty name", k, v));
+        (k == "eager_nodes" ? c.eager_nodes : c.no_decompose).insert(name);
         b = e + 1;
       }
     } else {
       throw Error(fmt::format(
           "codegen: unknown option -c {}={} (known: debug_dir, inject, fusion, max_fusion_size, "
-          "kernels_per_unit, fast_math, packed_linear, packed_conv, eager_nodes)",
+          "kernels_per_unit, fast_math, packed_linear, packed_conv, eager_nodes, no_decompose)",
           k, v));
     }
   }

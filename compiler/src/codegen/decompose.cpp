@@ -207,11 +207,18 @@ class Rewriter {
 }  // namespace
 
 Graph decompose(const Graph& g, std::vector<ValueId>* value_map, const std::set<ValueId>& keep,
-                std::vector<int>* origin) {
+                std::vector<int>* origin, const std::set<std::string>& whole_ops,
+                const std::set<std::string>& whole_names) {
   // A decomposition whose primitives do not type-check on this node's shapes (the node itself is
   // valid, as the source graph was built) is not an error: the node stays whole and runs as its
   // eager kernel, and the rewrite starts over without the half-built form.
   std::set<int> whole;
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = g.nodes()[i];
+    if (whole_ops.contains(n.op) || whole_names.contains(g.value(n.output).name)) {
+      whole.insert(static_cast<int>(i));
+    }
+  }
   for (;;) {
     try {
       Rewriter r(g, keep, whole);

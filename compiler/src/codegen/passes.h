@@ -21,8 +21,12 @@ namespace crucible::codegen {
 // identity) stays whole and runs as its eager kernel.
 // `value_map`, when given, receives per value of `g` the value standing for it in the result (a
 // decomposed node's final value); `origin`, per node of the result, the node of `g` it comes from.
+// Nodes whose op is in `whole_ops` (-c no_decompose=OP,...) or whose value is named in
+// `whole_names` (-c eager_nodes=..., which then run as one eager kernel) stay whole.
 Graph decompose(const Graph& g, std::vector<ValueId>* value_map = nullptr,
-                const std::set<ValueId>& keep = {}, std::vector<int>* origin = nullptr);
+                const std::set<ValueId>& keep = {}, std::vector<int>* origin = nullptr,
+                const std::set<std::string>& whole_ops = {},
+                const std::set<std::string>& whole_names = {});
 
 // A failure the passes after decompose() pin on one node of the decomposed graph (by index).
 // build_program() reports it at the source graph's node that node comes from, so the user reads

@@ -93,8 +93,10 @@ Program build_program(const Graph& graph, const CodegenOptions& options) {
   p.source = graph;
   const std::set<ValueId> keep_source(options.keep.begin(), options.keep.end());
   std::vector<int> origin;
-  p.graph =
-      timer.run("decompose", [&] { return decompose(graph, &p.value_of, keep_source, &origin); });
+  p.graph = timer.run("decompose", [&] {
+    return decompose(graph, &p.value_of, keep_source, &origin, options.config.no_decompose,
+                     options.config.eager_nodes);
+  });
   try {
     compile_decomposed(p, options);
   } catch (const NodeError& e) {

@@ -30,10 +30,11 @@ struct CodegenConfig {
   std::string debug_dir;         // debug_dir=D: where the pass dumps go
   Injection inject;              // inject=OP:KIND[@NAME]
   // For bisecting a bug to a pass or a kernel (the minifier's kernel bisection):
-  bool packed_linear = true;          // packed_linear=on|off: linear/matmul via oneDNN, packed
-  bool packed_conv = true;            // packed_conv=on|off: conv2d packed, absorbing bn/add/act
-  std::set<std::string> eager_nodes;  // eager_nodes=NAME,NAME: these nodes run as extern calls
-                                      // of the registry's (eager's) kernel, outside any fusion
+  bool packed_linear = true;           // packed_linear=on|off: linear/matmul via oneDNN, packed
+  bool packed_conv = true;             // packed_conv=on|off: conv2d packed, absorbing bn/add/act
+  std::set<std::string> no_decompose;  // no_decompose=OP,OP: these ops are not decomposed
+  std::set<std::string> eager_nodes;   // eager_nodes=NAME,NAME: these nodes run as extern calls
+                                       // of the registry's (eager's) kernel, outside any fusion
 
   // Parses `-c key=value` pairs. Booleans take on|off|true|false; counts are positive decimal
   // integers. Throws Error naming the key, the value and what is accepted.
