@@ -52,6 +52,10 @@ uint64_t digest(const Tensor& t) {
   return hash_bytes(static_cast<const unsigned char*>(c.raw_data()), c.nbytes(), h);
 }
 
+uint64_t digest_bytes(const void* data, size_t n, uint64_t seed) {
+  return hash_bytes(static_cast<const unsigned char*>(data), n, seed);
+}
+
 std::vector<uint64_t> digest_all(std::span<const Tensor> tensors) {
   std::vector<uint64_t> out;
   out.reserve(tensors.size());

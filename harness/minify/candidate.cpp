@@ -10,16 +10,11 @@
 #include "crucible/core/parallel_grain.h"
 #include "crucible/ir/text_format.h"
 #include "crucible/ops/interpreter.h"
+#include "output_digest.h"
 
 namespace crucible::minify {
 
 namespace fs = std::filesystem;
-
-uint64_t fnv1a(uint64_t h, const void* data, size_t n) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
 
 namespace {
 
@@ -28,6 +23,21 @@ void write_bytes(const fs::path& path, const Tensor& t) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(static_cast<const char*>(c.raw_data()), static_cast<std::streamsize>(c.nbytes()));
   if (!out.flush()) throw Error(fmt::format("{}: cannot write", path.string()));
+}
+
+// Parameter `v` of the original, in `out`: with `init` when given, else its data or recipe.
+ValueId copy_param(Graph& out, const Value& v, const Initializer* init = nullptr) {
+  if (init != nullptr) return out.add_param(v.name, v.type, *init);
+  return v.data.defined() ? out.add_param_data(v.name, v.data)
+                          : out.add_param(v.name, v.type, v.init);
+}
+
+// Node `n` of `g`, in `out`, its operands mapped through `to_new` and its type inferred again.
+ValueId copy_node(Graph& out, const Graph& g, const Node& n,
+                  const std::map<ValueId, ValueId>& to_new) {
+  std::vector<ValueId> ops;
+  for (ValueId o : n.operands) ops.push_back(to_new.at(o));
+  return out.add_node(n.op, ops, n.attrs, g.value(n.output).name);
 }
 
 }  // namespace
@@ -58,12 +68,9 @@ void Candidate::write(const fs::path& dir) const {
 
 std::string Candidate::key() const {
   const std::string text = print_graph(graph);
-  uint64_t h = fnv1a(kHashStart, text.data(), text.size());
-  for (const Tensor& t : inputs) {
-    const Tensor c = t.contiguous();
-    h = fnv1a(h, c.raw_data(), c.nbytes());
-  }
-  return fmt::format("{:016x}", h);
+  const std::vector<uint64_t> data = digest_all(inputs);
+  return fmt::format("{:016x}", digest_bytes(data.data(), data.size() * sizeof(uint64_t),
+                                             digest_bytes(text.data(), text.size())));
 }
 
 Recording record_values(const Graph& g, const std::vector<Tensor>& inputs) {
@@ -97,19 +104,12 @@ Candidate cut(const Graph& g, const Recording& rec, const std::vector<int>& keep
   }
   for (ValueId id : g.params()) {
     if (!read.contains(id)) continue;
-    const Value& v = g.value(id);
-    if (auto o = overrides.find(id); o != overrides.end()) {
-      to_new[id] = c.graph.add_param(v.name, v.type, o->second);
-    } else {
-      to_new[id] = v.data.defined() ? c.graph.add_param_data(v.name, v.data)
-                                    : c.graph.add_param(v.name, v.type, v.init);
-    }
+    const auto o = overrides.find(id);
+    to_new[id] = copy_param(c.graph, g.value(id), o == overrides.end() ? nullptr : &o->second);
   }
   for (int ni : keep) {
     const Node& n = g.nodes()[ni];
-    std::vector<ValueId> ops;
-    for (ValueId op : n.operands) ops.push_back(to_new.at(op));
-    to_new[n.output] = c.graph.add_node(n.op, ops, n.attrs, g.value(n.output).name);
+    to_new[n.output] = copy_node(c.graph, g, n, to_new);
   }
   std::vector<ValueId> outs;
   const std::set<ValueId> returned(g.outputs().begin(), g.outputs().end());
@@ -133,16 +133,8 @@ std::optional<Candidate> with_inputs(const Candidate& c, std::vector<Tensor> inp
       to_new[g.inputs()[k]] =
           out.graph.add_input(g.value(g.inputs()[k]).name, {t.dtype(), t.shape()});
     }
-    for (ValueId p : g.params()) {
-      const Value& v = g.value(p);
-      to_new[p] = v.data.defined() ? out.graph.add_param_data(v.name, v.data)
-                                   : out.graph.add_param(v.name, v.type, v.init);
-    }
-    for (const Node& n : g.nodes()) {
-      std::vector<ValueId> ops;
-      for (ValueId o : n.operands) ops.push_back(to_new.at(o));
-      to_new[n.output] = out.graph.add_node(n.op, ops, n.attrs, g.value(n.output).name);
-    }
+    for (ValueId p : g.params()) to_new[p] = copy_param(out.graph, g.value(p));
+    for (const Node& n : g.nodes()) to_new[n.output] = copy_node(out.graph, g, n, to_new);
     std::vector<ValueId> outs;
     for (ValueId o : g.outputs()) outs.push_back(to_new.at(o));
     out.graph.set_outputs(outs);

@@ -27,10 +27,6 @@ struct Candidate {
   std::string key() const;
 };
 
-// FNV-1a over `n` bytes, continuing from `h` (start with kHashStart): keys and repro manifests.
-inline constexpr uint64_t kHashStart = 0xcbf29ce484222325ull;
-uint64_t fnv1a(uint64_t h, const void* data, size_t n);
-
 // What eager computed for every value of the original graph on its inputs (inputs, parameters and
 // node results, by ValueId).
 using Recording = std::vector<Tensor>;

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "crucible/core/parallel_grain.h"
+#include "output_digest.h"
 
 namespace crucible::minify {
 
@@ -96,7 +97,7 @@ Culprit bisect_codegen(const Candidate& c, const Signature& locked, const Oracle
   code << in.rdbuf();
   const std::string text = code.str();
   if (!text.empty()) {
-    out.code_hash = fmt::format("{:016x}", fnv1a(kHashStart, text.data(), text.size()));
+    out.code_hash = fmt::format("{:016x}", digest_bytes(text.data(), text.size()));
   }
   if (!out.nodes.empty()) {
     std::tie(out.kernel, out.kernel_code) = kernel_of(text, out.nodes.front());

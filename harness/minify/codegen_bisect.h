@@ -20,7 +20,7 @@ struct Culprit {
   std::vector<std::string> nodes;  // nodes whose eager fallback loses it
   std::string kernel;              // the generated kernel computing the first of them
   std::string kernel_code;         // its source, from codegen's dump
-  std::string code_hash;           // FNV-1a of all the code codegen generated for the graph
+  std::string code_hash;           // digest of all the code codegen generated for the graph
   int oracle_calls = 0;
   std::string str() const;  // "kernel cpp_fused_neg_0 (node %a); passes: fusion"
 };

@@ -10,6 +10,7 @@
 
 #include "crucible/ir/text_format.h"
 #include "crucible/plugin_api.h"
+#include "output_digest.h"
 
 namespace crucible::minify {
 
@@ -28,7 +29,7 @@ std::string read_file(const fs::path& path) {
 
 std::string file_hash(const fs::path& path) {
   const std::string bytes = read_file(path);
-  return fmt::format("{:016x}", fnv1a(kHashStart, bytes.data(), bytes.size()));
+  return fmt::format("{:016x}", digest_bytes(bytes.data(), bytes.size()));
 }
 
 void check_line_safe(const std::string& what, const std::string& text) {
