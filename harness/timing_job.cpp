@@ -155,6 +155,7 @@ class TimingJob {
     }
     frame.canary_after_ms = noise_canary_ms();
     frame.triad_after_gbs = memory_canary_gbs();
+    frame.working_set_mb = working_set_mb(s_.graph);
     for (Backend& b : backends_) {
       b.meter.set_window(begin, end);
       reports::Contention c = b.meter.figures(static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
@@ -162,7 +163,7 @@ class TimingJob {
       c.canary_after_ms = frame.canary_after_ms;
       c.triad_before_gbs = frame.triad_before_gbs;
       c.triad_after_gbs = frame.triad_after_gbs;
-      c.working_set_mb = working_set_mb(s_.graph);
+      c.working_set_mb = frame.working_set_mb;
       b.r.contention = c;
       b.r.noise_reason = noise_reason(c, b.meter.window_s());
       b.r.noisy = !b.r.noise_reason.empty();

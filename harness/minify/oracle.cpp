@@ -28,7 +28,7 @@ Verdict Oracle::test(const Candidate& c) {
   return v;
 }
 
-Verdict Oracle::run(const Candidate& c) { return evaluate(c, ++calls_); }
+Verdict Oracle::run(const Candidate& c) { return evaluate(c, next_call()); }
 
 Verdict Oracle::evaluate(const Candidate& c, int n) {
   const Launched l = launch("accuracy", c, n);

@@ -23,30 +23,36 @@ ReduceState::ReduceState(const Graph& g, const Recording& rec, Oracle& oracle, S
       start_nodes_(static_cast<int>(keep_.size())),
       jobs_(std::max(1, jobs)) {}
 
-int ReduceState::try_first(const std::vector<std::vector<int>>& options) {
-  if (jobs_ == 1) {
-    for (size_t i = 0; i < options.size(); ++i) {
-      if (try_keep(options[i])) return static_cast<int>(i);
-    }
-    return -1;
+std::optional<Candidate> ReduceState::cut_or_none(const std::vector<int>& keep,
+                                                  const ParamOverrides& params) const {
+  try {
+    return cut(g_, rec_, keep, params);
+  } catch (const Error&) {
+    return std::nullopt;  // a cut the IR rejects is no candidate
   }
+}
+
+int ReduceState::try_first(const std::vector<std::vector<int>>& options) {
   for (size_t b = 0; b < options.size(); b += static_cast<size_t>(jobs_)) {
     const size_t e = std::min(options.size(), b + static_cast<size_t>(jobs_));
     std::vector<std::optional<Candidate>> cands(e - b);
     for (size_t i = b; i < e; ++i) {
-      if (options[i].empty() || options[i].size() >= keep_.size()) continue;
-      try {
-        cands[i - b] = cut(g_, rec_, options[i], params_);
-      } catch (const Error&) {
-      }
+      const bool smaller = !options[i].empty() && options[i].size() < keep_.size();
+      if (smaller) cands[i - b] = cut_or_none(options[i], params_);
     }
-    std::vector<std::future<bool>> verdicts;
-    for (auto& c : cands) {
-      verdicts.push_back(
-          std::async(std::launch::async, [&] { return c.has_value() && fails_like_original(*c); }));
-    }
+    auto verdict = [this](const std::optional<Candidate>& c) {
+      return c.has_value() && fails_like_original(*c);
+    };
     std::vector<bool> ok;
-    for (auto& v : verdicts) ok.push_back(v.get());
+    if (cands.size() == 1) {
+      ok.push_back(verdict(cands[0]));
+    } else {  // up to --jobs workers at once; the first in order that fails wins
+      std::vector<std::future<bool>> verdicts;
+      for (const auto& c : cands) {
+        verdicts.push_back(std::async(std::launch::async, verdict, std::cref(c)));
+      }
+      for (auto& v : verdicts) ok.push_back(v.get());
+    }
     for (size_t i = b; i < e; ++i) {
       if (!ok[i - b]) continue;
       keep_ = options[i];
@@ -66,19 +72,7 @@ bool ReduceState::fails_like_original(const Candidate& c) {
   return true;
 }
 
-bool ReduceState::try_keep(std::vector<int> keep) {
-  if (keep.empty() || keep.size() >= keep_.size()) return false;
-  Candidate c;
-  try {
-    c = cut(g_, rec_, keep, params_);
-  } catch (const Error&) {
-    return false;  // a cut the IR rejects is no candidate
-  }
-  if (!fails_like_original(c)) return false;
-  keep_ = std::move(keep);
-  if (on_progress) on_progress(progress());
-  return true;
-}
+bool ReduceState::try_keep(std::vector<int> keep) { return try_first({std::move(keep)}) == 0; }
 
 bool ReduceState::try_candidate(Candidate c) {
   if (!fails_like_original(c)) return false;
@@ -88,13 +82,8 @@ bool ReduceState::try_candidate(Candidate c) {
 }
 
 bool ReduceState::try_params(ParamOverrides params) {
-  Candidate c;
-  try {
-    c = cut(g_, rec_, keep_, params);
-  } catch (const Error&) {
-    return false;
-  }
-  if (!fails_like_original(c)) return false;
+  const std::optional<Candidate> c = cut_or_none(keep_, params);
+  if (!c || !fails_like_original(*c)) return false;
   params_ = std::move(params);
   if (on_progress)
     on_progress(progress() + fmt::format(", {} parameters simplified", params_.size()));

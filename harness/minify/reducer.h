@@ -50,6 +50,8 @@ class ReduceState {
   std::function<void(const std::string&)> on_progress;
 
  private:
+  std::optional<Candidate> cut_or_none(const std::vector<int>& keep,
+                                       const ParamOverrides& params) const;
   // Whether candidate `c` fails like the original, twice (the second run uncached; a flip is
   // counted).
   bool fails_like_original(const Candidate& c);
