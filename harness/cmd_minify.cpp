@@ -232,6 +232,12 @@ int repro_command(const std::vector<std::string>& args) {
   std::string last;
   for (int i = 0; i < times; ++i) {
     const minify::Verdict v = oracle.run(repro.candidate);
+    // A newer backend is what a repro is rerun against; it is said, not refused.
+    if (i == 0 && !repro.info.backend_version.empty() && !v.backend_version.empty() &&
+        v.backend_version != repro.info.backend_version) {
+      std::cout << fmt::format("note: written with {} {}, rerun with {} {}\n", repro.info.backend,
+                               repro.info.backend_version, repro.info.backend, v.backend_version);
+    }
     if (minify::same_failure(repro.info.signature, v.signature)) {
       ++same;
     } else {

@@ -128,6 +128,10 @@ std::vector<reports::ResultRecord> finalize_job(const WorkerJob& job, const Chil
     }
     out.push_back(std::move(r));
   }
+  for (reports::ResultRecord& r : out) {
+    if (auto v = report.versions.find(r.backend); v != report.versions.end())
+      r.backend_version = v->second;
+  }
   return out;
 }
 

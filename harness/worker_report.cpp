@@ -74,6 +74,10 @@ void ReportWriter::phase(const std::string& name, const std::string& backend) {
   line({"phase", name, backend});
 }
 
+void ReportWriter::loaded(const std::string& backend, const std::string& version) {
+  line({"loaded", backend, version});
+}
+
 void ReportWriter::result(const reports::ResultRecord& r) {
   line({"result", r.suite, r.model, r.backend, r.mode, std::to_string(r.batch_size)});
   line({"status", std::string(reports::status_name(r.status))});
@@ -138,6 +142,8 @@ WorkerReport read_report(const std::filesystem::path& path) {
       if (k == "phase" && f.size() >= 3) {
         rep.phase = f[1];
         rep.phase_backend = f[2];
+      } else if (k == "loaded" && f.size() >= 3) {
+        rep.versions[f[1]] = f[2];
       } else if (k == "reply" && f.size() >= 2) {
         reply = {};
         reply.exit_code = static_cast<int>(i64(f[1]));

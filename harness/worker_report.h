@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ class ReportWriter {
   // A phase such as "eager_run", "eager_fp64", "compile", "run", "compare", with the backend it
   // concerns.
   void phase(const std::string& name, const std::string& backend);
+  // A backend's plugin loaded, with the version its info() gives; the parent puts it on the
+  // backend's result, including one it has to make up after a crash.
+  void loaded(const std::string& backend, const std::string& version);
   void result(const reports::ResultRecord& r);
   // A command run in a worker (run-graph): what it prints and its exit status, one record written
   // when the work is done. Its absence tells the parent the process ended before that.
@@ -43,6 +47,7 @@ struct CommandReply {
 struct WorkerReport {
   std::string phase;
   std::string phase_backend;
+  std::map<std::string, std::string> versions;  // backend -> version, from loaded()
   std::vector<reports::ResultRecord> results;
   std::optional<CommandReply> reply;
 };

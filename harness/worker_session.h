@@ -26,8 +26,10 @@ struct Session {
     return reports::make_result(job.suite, job.model, backend, mode, job.batch_size);
   }
 
-  std::unique_ptr<LoadedBackend> load(const std::string& name) const {
-    return load_plugin(find_plugin(name, plugin_search_path(job.plugin_paths)));
+  std::unique_ptr<LoadedBackend> load(const std::string& name) {
+    auto loaded = load_plugin(find_plugin(name, plugin_search_path(job.plugin_paths)));
+    report.loaded(name, loaded->backend().info().version);
+    return loaded;
   }
 
   // The fp64 reference: the graph and `inputs` widened to f64, run on `eager`.

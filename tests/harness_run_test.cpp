@@ -83,6 +83,8 @@ TEST_F(HarnessRun, EveryFaultBecomesItsStatusAndTheRunFinishes) {
     ASSERT_TRUE(res.contains(model + "/faulty/accuracy")) << model;
     const auto& row = res[model + "/faulty/accuracy"];
     EXPECT_EQ(row.status, status) << model << ": " << row.error;
+    // The plugin's own version, from the worker's report: kept even when the worker died.
+    EXPECT_EQ(row.backend_version, "test") << model;
   }
   EXPECT_NE(res["m_segv/faulty/accuracy"].error.find("SIGSEGV during run of faulty"),
             std::string::npos)

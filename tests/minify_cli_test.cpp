@@ -62,14 +62,31 @@ TEST_F(MinifyCli, TutorialNegTimes2MinifiesToNegAndReproduces) {
   ASSERT_EQ(repros.size(), 1u);
   EXPECT_EQ(repros[0].culprit_kernel, "cpp_fused_neg_0");
   EXPECT_EQ(repros[0].culprit_pass, "");
+  // The backend's own version, from the worker that loaded it, in the manifest and the store.
+  const std::string version = line_of(out / "manifest.txt", "backend_version");
+  EXPECT_FALSE(version.empty());
+  EXPECT_EQ(repros[0].backend_version, version);
   EXPECT_NE(r.err.find("oracle calls"), std::string::npos) << r.err;  // progress lines
   EXPECT_NE(r.err.find("ETA ~"), std::string::npos) << r.err;
   r = run_crucible("repro " + out.string());
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("reproduced 5/5"), std::string::npos) << r.out;
 
-  // Without the injection the repro no longer fails: exit 1, said so.
+  // Rerun against another version of the backend: said, and still rerun.
   std::string manifest = testing::read_all(out / "manifest.txt");
+  const std::string written = testing::read_all(out / "manifest.txt");
+  manifest.replace(manifest.find("backend_version " + version), 16 + version.size(),
+                   "backend_version 0.0.9");
+  std::ofstream(out / "manifest.txt", std::ios::trunc) << manifest;
+  r = run_crucible("repro " + out.string() + " --times 1");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("note: written with codegen 0.0.9, rerun with codegen " + version),
+            std::string::npos)
+      << r.out;
+  std::ofstream(out / "manifest.txt", std::ios::trunc) << written;
+
+  // Without the injection the repro no longer fails: exit 1, said so.
+  manifest = testing::read_all(out / "manifest.txt");
   manifest.replace(manifest.find("config inject=neg:times2\n"), 25, "");
   std::ofstream(out / "manifest.txt", std::ios::trunc) << manifest;
   r = run_crucible("repro " + out.string() + " --times 2");

@@ -12,6 +12,7 @@
 #include "crucible/ops/interpreter.h"
 #include "minify/minify.h"
 #include "minify/reducer.h"
+#include "minify/repro.h"
 #include "minify/signature.h"
 
 namespace crucible::minify {
@@ -116,6 +117,49 @@ TEST(MinifyCut, KeptNodesReadRecordedValuesAndComputeTheSame) {
   EXPECT_THROW(cut(g, rec, {}), Error);  // no outputs: no graph
 }
 
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  const Tensor x = a.contiguous(), y = b.contiguous();
+  return x.nbytes() == y.nbytes() && std::equal(static_cast<const char*>(x.raw_data()),
+                                                static_cast<const char*>(x.raw_data()) + x.nbytes(),
+                                                static_cast<const char*>(y.raw_data()));
+}
+
+TEST(MinifyRepro, ParametersAreWrittenAsDataWithTheirRecipesBeside) {
+  const Graph g = parse_graph(kChain);
+  const Recording rec = record_values(g, make_inputs(g, 3));
+  const Candidate c = cut(g, rec, {1, 2});  // mul reads %w = randn(seed=5)
+  ReproInfo info;
+  info.backend = "codegen";
+  info.backend_version = "0.1.0";
+  info.signature.status = Status::kFailAccuracy;
+  info.signature.detail = "f32";
+  const std::filesystem::path dir = ::testing::TempDir() + "repro_data";
+  std::filesystem::remove_all(dir);
+  write_repro(dir, c, info);
+
+  const LoadedRepro back = load_repro(dir);
+  EXPECT_EQ(back.info.backend_version, "0.1.0");
+  const Graph& bound = back.candidate.graph;
+  ASSERT_EQ(bound.params().size(), 1u);
+  const Value& w = bound.value(bound.params()[0]);
+  EXPECT_EQ(w.init.kind, "file");  // data, not a recipe
+  const Tensor want = materialize_param(c.graph, c.graph.params()[0]);
+  EXPECT_TRUE(same_bytes(materialize_param(bound, bound.params()[0]), want));
+  for (size_t k = 0; k < c.inputs.size(); ++k) {
+    EXPECT_TRUE(same_bytes(back.candidate.inputs[k], c.inputs[k])) << k;
+  }
+  // The recipe graph runs on its own and keeps randn(seed=5), which makes the same bytes.
+  const Graph recipes = load_graph_file(dir / "graph_recipes.graph");
+  const Value& rw = recipes.value(recipes.params()[0]);
+  EXPECT_EQ(rw.init.kind, "randn");
+  EXPECT_TRUE(same_bytes(materialize_param(recipes, recipes.params()[0]), want));
+  // bind_params is what minify replays: no recipe left, same data.
+  const Candidate b = bind_params(c);
+  EXPECT_TRUE(b.graph.value(b.graph.params()[0]).init.empty());
+  EXPECT_TRUE(same_bytes(b.graph.value(b.graph.params()[0]).data, want));
+  std::filesystem::remove_all(dir);
+}
+
 // Fails (accuracy, band 0) when every op of `bug` is in the candidate, and nothing else matters.
 class PredicateOracle : public Oracle {
  public:
@@ -180,9 +224,12 @@ TEST(MinifyReduce, ParametersTheFailureDoesNotNeedBecomeZeros) {
   const MinifyOptions o = options("minify_zero");
   const MinifyResult r = minify(g, make_inputs(g, 1), oracle, o);
   EXPECT_EQ(r.outcome, MinifyResult::Outcome::kMinimized) << r.message;
-  const Graph repro = load_graph_file(o.out / "graph.graph");
-  ASSERT_EQ(repro.params().size(), 1u);
-  EXPECT_EQ(repro.value(repro.params()[0]).init.kind, "zeros");
+  const Graph recipes = load_graph_file(o.out / "graph_recipes.graph");
+  ASSERT_EQ(recipes.params().size(), 1u);
+  EXPECT_EQ(recipes.value(recipes.params()[0]).init.kind, "zeros");
+  const Graph repro = load_graph_file(o.out / "graph.graph");  // and the data is zeros
+  const Tensor w = materialize_param(repro, repro.params()[0]);
+  for (int64_t k = 0; k < w.numel(); ++k) ASSERT_EQ(w.get(k), 0.0) << k;
 }
 
 TEST(MinifyReduce, InputShapesAreHalvedWhileTheFailureHolds) {

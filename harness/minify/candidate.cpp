@@ -48,6 +48,8 @@ int Candidate::compute_nodes() const {
   return n;
 }
 
+std::string input_file_name(const std::string& name) { return fmt::format("input.{}.bin", name); }
+
 void Candidate::write(const fs::path& dir) const {
   fs::create_directories(dir);
   Graph g = graph;
@@ -59,7 +61,7 @@ void Candidate::write(const fs::path& dir) const {
   }
   for (size_t k = 0; k < g.inputs().size(); ++k) {
     Value& v = g.mutable_value(g.inputs()[k]);
-    const std::string file = fmt::format("input.{}.bin", v.name);
+    const std::string file = input_file_name(v.name);
     write_bytes(dir / file, inputs.at(k));
     v.init = Initializer{"file", {{"path", file}}};
   }

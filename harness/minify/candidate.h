@@ -27,6 +27,9 @@ struct Candidate {
   std::string key() const;
 };
 
+// The file a candidate's input `name` is written to, beside graph.graph.
+std::string input_file_name(const std::string& name);
+
 // What eager computed for every value of the original graph on its inputs (inputs, parameters and
 // node results, by ValueId).
 using Recording = std::vector<Tensor>;

@@ -47,6 +47,7 @@ reports::ReproRecord repro_record(const MinifyResult& r, const MinifyOptions& op
   rec.suite = suite;
   rec.model = model;
   rec.backend = opts.oracle.backend;
+  rec.backend_version = r.backend_version;
   for (const auto& [k, v] : opts.oracle.config) {
     rec.config += fmt::format("{}{}={}", rec.config.empty() ? "" : " ", k, v);
   }
@@ -95,6 +96,7 @@ MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& o
     runs.push_back(oracle.run(original));
     if (!first && runs.back().signature.failing()) first = runs.back();
   }
+  res.backend_version = runs.front().backend_version;
   if (!first) {
     const Verdict& v = runs.front();
     return finish(
@@ -143,7 +145,10 @@ MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& o
   reduce_to_fixpoint(state);
   simplify_data(state);
 
-  const Candidate result = state.candidate();
+  // What is replayed and written: every parameter bound to its data (write_repro keeps the
+  // recipes beside it).
+  const Candidate found = state.candidate();
+  const Candidate result = bind_params(found);
   res.nodes_after = static_cast<int>(state.keep().size());
   res.compute_nodes_after = result.compute_nodes();
   res.flipped = state.flipped();
@@ -154,14 +159,24 @@ MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& o
   for (int i = 0; i < opts.replays; ++i) {
     res.replays_ok += same_failure(first->signature, oracle.run(result).signature) ? 1 : 0;
   }
-  ReproInfo info{opts.oracle.backend, opts.oracle.config, opts.oracle.tolerance, opts.oracle.cosine,
-                 opts.oracle.threads, first->signature,   opts.original,         res.nodes_before,
-                 res.nodes_after,     opts.replays,       res.replays_ok};
+  ReproInfo info;
+  info.backend = opts.oracle.backend;
+  info.config = opts.oracle.config;
+  info.tolerance = opts.oracle.tolerance;
+  info.cosine = opts.oracle.cosine;
+  info.threads = opts.oracle.threads;
+  info.signature = first->signature;
+  info.original = opts.original;
+  info.nodes_before = res.nodes_before;
+  info.nodes_after = res.nodes_after;
+  info.replays = opts.replays;
+  info.replays_ok = res.replays_ok;
   info.culprit = res.culprit.str();
   info.kernel_code = res.culprit.kernel_code;
   info.code_hash = res.culprit.code_hash;
   info.seed = opts.seed;
-  write_repro(opts.out, result, info);
+  info.backend_version = res.backend_version;
+  write_repro(opts.out, found, info);
   if (res.replays_ok < opts.replays) {
     return finish(MinifyResult::Outcome::kNotReproduced,
                   fmt::format("the minimized graph failed the same way in only {} of {} replays",

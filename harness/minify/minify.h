@@ -30,8 +30,9 @@ struct MinifyResult {
   enum class Outcome { kMinimized, kNoFailure, kFlaky, kOtherFailure, kNotReproduced };
   Outcome outcome = Outcome::kNoFailure;
   Signature signature;
-  std::string message;        // what to tell the user, one line
-  int original_failures = 0;  // of `determinism` runs, how many failed with the locked signature
+  std::string backend_version;  // what the backend's plugin said of itself
+  std::string message;          // what to tell the user, one line
+  int original_failures = 0;    // of `determinism` runs, how many failed with the locked signature
   int nodes_before = 0, nodes_after = 0, compute_nodes_after = 0;
   int oracle_calls = 0, cache_hits = 0, flipped = 0;
   int replays_ok = 0;

@@ -36,6 +36,7 @@ Verdict Oracle::evaluate(const Candidate& c, int n) {
   if (!l.results.empty()) {
     v.signature = signature_of(l.results.front());
     v.error = l.results.front().error;
+    v.backend_version = l.results.front().backend_version;
   }
   return v;
 }

@@ -31,6 +31,7 @@ struct OracleConfig {
 struct Verdict {
   Signature signature;
   std::string error;  // the result's message, for the report
+  std::string backend_version;
   bool cached = false;
 };
 

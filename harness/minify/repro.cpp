@@ -50,24 +50,46 @@ void check_repro_dir(const fs::path& dir) {
       dir.string(), kManifest));
 }
 
+Candidate bind_params(const Candidate& c) {
+  Candidate bound = c;
+  for (ValueId id : bound.graph.params()) {
+    Value& v = bound.graph.mutable_value(id);
+    if (v.init.empty()) continue;
+    v.data = materialize_param(bound.graph, id);
+    v.init = {};
+  }
+  return bound;
+}
+
 void write_repro(const fs::path& dir, const Candidate& c, const ReproInfo& info) {
   check_repro_dir(dir);
   fs::create_directories(dir);
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.is_regular_file()) fs::remove(e.path());
   }
-  Candidate own = c;
-  for (ValueId id : own.graph.params()) {  // copy file-backed parameters in
-    Value& v = own.graph.mutable_value(id);
-    if (v.init.kind != "file") continue;
-    v.data = materialize_param(own.graph, id);
-    v.init = {};
+  bind_params(c).write(dir);
+  // The recipes, beside the data they made: same inputs, parameters as written before binding
+  // (one from a file, or already bound, reads the copy graph.graph uses).
+  Graph recipes = c.graph;
+  for (ValueId id : recipes.params()) {
+    Value& v = recipes.mutable_value(id);
+    if (v.init.empty() || v.init.kind == "file") {
+      v.init = Initializer{"file", {{"path", fmt::format("graph.{}.bin", v.name)}}};
+    }
   }
-  own.write(dir);
+  for (ValueId id : recipes.inputs()) {
+    Value& v = recipes.mutable_value(id);
+    v.init = Initializer{"file", {{"path", input_file_name(v.name)}}};
+  }
+  std::ofstream(dir / "graph_recipes.graph") << print_graph(recipes);
   if (!info.kernel_code.empty()) std::ofstream(dir / "culprit_kernel.cpp") << info.kernel_code;
   std::string m = fmt::format("{}\nabi {}\n", kFormat, plugin::kAbiVersion);
   check_line_safe("the backend", info.backend);
   m += fmt::format("backend {}\n", info.backend);
+  if (!info.backend_version.empty()) {
+    check_line_safe("the backend version", info.backend_version);
+    m += fmt::format("backend_version {}\n", info.backend_version);
+  }
   for (const auto& [k, v] : info.config) {
     check_line_safe("option " + k, v);
     m += fmt::format("config {}={}\n", k, v);
@@ -126,6 +148,8 @@ LoadedRepro load_repro(const fs::path& dir) {
       have_abi = true;
     } else if (key == "backend") {
       r.info.backend = rest;
+    } else if (key == "backend_version") {
+      r.info.backend_version = rest;
     } else if (key == "config") {
       const size_t eq = rest.find('=');
       if (eq == std::string::npos || eq == 0)

@@ -1,6 +1,6 @@
-// Repro directories: the minimized graph with its exact input data, bound parameters, the backend
-// and options, the locked signature and a manifest of every file's size and hash, so `crucible
-// repro DIR` reruns it anywhere and a truncated or edited repro is refused rather than rerun.
+// Repro directories: the minimized graph with its exact input and parameter data (the recipes kept
+// beside it), the backend and options, the locked signature and a manifest of every file's size
+// and hash, so `crucible repro DIR` reruns it anywhere and a tampered repro is refused.
 #pragma once
 
 #include <cstdint>
@@ -28,14 +28,20 @@ struct ReproInfo {
   std::string kernel_code;  // the culprit kernel's generated code, written as culprit_kernel.cpp
   std::string code_hash;    // codegen: hash of the minimized graph's generated code
   uint64_t seed = 0;        // the run seed the original inputs and parameters were drawn with
+  std::string backend_version;  // what the backend's plugin said of itself in the failing run
 };
 
 // Throws Error unless `dir` may receive a repro: absent, empty, or an earlier repro (it has a
 // manifest). Anything else is the user's, and write_repro replaces the files it finds.
 void check_repro_dir(const std::filesystem::path& dir);
 
-// Writes `c` and `info` into `dir` (created; an earlier repro's files are replaced). Parameters
-// read from files are copied in, so the directory stands alone.
+// `c` with every parameter bound to the tensor its recipe (or file) gives: what a repro runs, so a
+// later change to a recipe's generator cannot change the repro.
+Candidate bind_params(const Candidate& c);
+
+// Writes `c` and `info` into `dir` (created; an earlier repro's files are replaced): graph.graph
+// with every input and parameter as data, and graph_recipes.graph, the same graph with the
+// parameters' recipes, for reading. The directory stands alone.
 void write_repro(const std::filesystem::path& dir, const Candidate& c, const ReproInfo& info);
 
 struct LoadedRepro {

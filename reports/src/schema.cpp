@@ -1,6 +1,7 @@
 // Migration 0 -> 1: runs, results, per-output accuracy and per-kernel timings.
 // Migration 1 -> 2: the audited, noise-aware timing (seed, percentiles, counters, contention).
 // Migration 2 -> 3: A/A calibrations (each series' measured run-to-run noise).
+// Migration 3 -> 4: minified repros. Migration 4 -> 5: the backend version behind each result.
 #include "schema.h"
 
 namespace crucible::reports {
@@ -150,6 +151,10 @@ CREATE TABLE repros (
   culprit_pass    TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX repros_by_model ON repros(suite, model, backend);
+)sql",
+      R"sql(
+ALTER TABLE results ADD COLUMN backend_version TEXT NOT NULL DEFAULT '';
+ALTER TABLE repros ADD COLUMN backend_version TEXT NOT NULL DEFAULT '';
 )sql",
   };
   return kMigrations;

@@ -174,8 +174,8 @@ int64_t Store::add_result(int64_t run_id, const ResultRecord& r) {
               " memory_ratio, created_at, p10_ms, p90_ms, cv, calls_per_sample, timer_overhead_ns,"
               " audit, instructions, cycles, page_faults, instructions_median, instructions_cv,"
               " counters_unavailable, noisy, noise_reason, contention_json, attempts,"
-              " pass_suspicious) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-              " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+              " pass_suspicious, backend_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+              " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   s.bind(1, run_id)
       .bind(2, r.suite)
       .bind(3, r.model)
@@ -234,7 +234,9 @@ int64_t Store::add_result(int64_t run_id, const ResultRecord& r) {
   } else {
     s.bind_null(36);
   }
-  s.bind(37, static_cast<int64_t>(r.attempts)).bind(38, static_cast<int64_t>(r.pass_suspicious));
+  s.bind(37, static_cast<int64_t>(r.attempts))
+      .bind(38, static_cast<int64_t>(r.pass_suspicious))
+      .bind(39, r.backend_version);
   s.run();
   const int64_t id = sqlite3_last_insert_rowid(db_);
   Statement acc(db_,
@@ -310,8 +312,8 @@ std::vector<ResultRow> Store::results(int64_t run_id) {
               "speedup, compile_s,"
               " compile_warm_s, peak_rss_mb, memory_ratio,"
               " (SELECT max(max_abs_err) FROM accuracy a WHERE a.result_id = results.id),"
-              " noisy, pass_suspicious, audit, coalesce(calls_per_sample, 0), instructions_median"
-              " FROM results WHERE run_id = ? ORDER BY id");
+              " noisy, pass_suspicious, audit, coalesce(calls_per_sample, 0), instructions_median,"
+              " backend_version FROM results WHERE run_id = ? ORDER BY id");
   q.bind(1, run_id);
   std::vector<ResultRow> out;
   while (q.step()) {
@@ -338,6 +340,7 @@ std::vector<ResultRow> Store::results(int64_t run_id) {
     r.audit = q.text(18);
     r.calls_per_sample = q.int64(19);
     r.instructions_median = q.optional_real(20);
+    r.backend_version = q.text(21);
     out.push_back(std::move(r));
   }
   return out;
@@ -403,8 +406,8 @@ int64_t Store::add_repro(const ReproRecord& r) {
               "INSERT INTO repros (created_at, run_id, suite, model, backend, config, outcome,"
               " signature, message, nodes_before, nodes_after, compute_nodes, oracle_calls,"
               " cache_hits, flipped, original_failures, replays_ok, replays, wall_s, path,"
-              " culprit_kernel, culprit_pass)"
-              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+              " culprit_kernel, culprit_pass, backend_version)"
+              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   s.bind(1, now_utc());
   if (r.run_id) {
     s.bind(2, *r.run_id);
@@ -430,7 +433,8 @@ int64_t Store::add_repro(const ReproRecord& r) {
       .bind(19, finite(r.wall_s).value_or(0.0))
       .bind(20, r.path)
       .bind(21, r.culprit_kernel)
-      .bind(22, r.culprit_pass);
+      .bind(22, r.culprit_pass)
+      .bind(23, r.backend_version);
   s.run();
   const int64_t id = sqlite3_last_insert_rowid(db_);
   tx.commit();
@@ -442,7 +446,7 @@ std::vector<ReproRecord> Store::repros(const std::string& model) {
               "SELECT run_id, suite, model, backend, config, outcome, signature, message,"
               " nodes_before, nodes_after, compute_nodes, oracle_calls, cache_hits, flipped,"
               " original_failures, replays_ok, replays, wall_s, path, culprit_kernel,"
-              " culprit_pass FROM repros"
+              " culprit_pass, backend_version FROM repros"
               " WHERE ? = '' OR model = ? ORDER BY id DESC");
   q.bind(1, model).bind(2, model);
   std::vector<ReproRecord> out;
@@ -469,6 +473,7 @@ std::vector<ReproRecord> Store::repros(const std::string& model) {
     r.path = q.text(18);
     r.culprit_kernel = q.text(19);
     r.culprit_pass = q.text(20);
+    r.backend_version = q.text(21);
     out.push_back(std::move(r));
   }
   return out;

@@ -76,7 +76,8 @@ struct ResultRecord {
   std::string suite;
   std::string model;
   std::string backend;
-  std::string mode;  // accuracy | performance
+  std::string backend_version;  // what the plugin's info() said ("" when it never loaded)
+  std::string mode;             // accuracy | performance
   int64_t batch_size = 0;
   Status status = Status::kFailToRun;  // until the job says otherwise
   std::string error;
@@ -133,7 +134,7 @@ struct Calibration {
 // One minification (crucible minify, or run --bisect): what it found and what it cost.
 struct ReproRecord {
   std::optional<int64_t> run_id;  // the run whose failure it minified (run --bisect)
-  std::string suite, model, backend;
+  std::string suite, model, backend, backend_version;
   std::string config;   // the backend's -c options, "k=v k=v"
   std::string outcome;  // minimized | no_failure | flaky | other_failure | not_reproduced
   std::string signature, message;

@@ -32,6 +32,7 @@ struct ResultRow {
   int64_t id = 0;
   int64_t run_id = 0;
   std::string suite, model, backend, mode, status, error;
+  std::string backend_version;
   int64_t batch_size = 0;
   SampleStats stats;
   std::vector<double> samples_ms;
@@ -49,7 +50,7 @@ std::string sqlite_version();
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
 
   // Opens (creating if needed) and migrates the database; marks runs left 'running' by a process
   // that no longer exists on this host as 'incomplete'. Throws StoreError naming the file.
