@@ -290,6 +290,46 @@ TEST(MinifyReduce, ParallelJobsReachTheSameResult) {
   }
 }
 
+// Fails deterministically on candidates holding mul, and once, spuriously, on the first
+// candidate it sees that is the lone add: a checker that is wrong now and then.
+class SpuriousOracle : public Oracle {
+ public:
+  SpuriousOracle() : Oracle(OracleConfig{}) {}
+  std::string localize(const Candidate&) override { return ""; }
+  int spurious = 0;
+
+ protected:
+  Verdict evaluate(const Candidate& c, int) override {
+    bool mul = false, lone_add = c.graph.nodes().size() == 1;
+    for (const Node& n : c.graph.nodes()) {
+      mul |= n.op == "mul";
+      lone_add &= n.op == "add";
+    }
+    Verdict v;
+    if (mul || (lone_add && spurious++ == 0)) {
+      v.signature.status = Status::kFailAccuracy;
+      v.signature.detail = "f32";
+    }
+    return v;
+  }
+};
+
+TEST(MinifyReduce, SpuriousVerdictIsCaughtByThePassConfirmationAndUndone) {
+  const Graph g = parse_graph(kChain);
+  SpuriousOracle oracle;
+  const MinifyOptions o = options("minify_spurious");
+  const MinifyResult r = minify(g, make_inputs(g, 1), oracle, o);
+  // Suffix truncation accepts the lone add on its spurious verdict; the pass's result does not
+  // hold when rerun, so the pass is redone with each step confirmed and ends at add, mul.
+  EXPECT_EQ(r.outcome, MinifyResult::Outcome::kMinimized) << r.message;
+  // The lone add ran three times: its spurious verdict (cached), the pass's confirmation, and the
+  // redone step's confirmation of the cached verdict; the last two flipped.
+  EXPECT_EQ(oracle.spurious, 3);
+  EXPECT_EQ(r.flipped, 2);
+  EXPECT_EQ(ops_of(o.out), (std::set<std::string>{"mul"}));
+  EXPECT_EQ(r.replays_ok, o.replays);
+}
+
 TEST(MinifyReduce, FlakyFailureIsReportedWithItsRateAndNotReduced) {
   const Graph g = parse_graph(kChain);
   PredicateOracle oracle({"exp"}, 3);  // fails on every third call only

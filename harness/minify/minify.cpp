@@ -127,7 +127,9 @@ MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& o
   state.on_progress = opts.progress;
   // Dead code goes first, checked like any other cut.
   const std::vector<int> live = live_nodes(g, all);
-  if (live.size() < all.size()) state.try_keep(live);
+  if (live.size() < all.size()) {
+    run_confirmed(state, [&](ReduceState& s) { return s.try_keep(live); });
+  }
   // Per-node localization: one worker compares every node's value; the first one off is tried
   // alone, then with everything before it. Fusion can hide or move a bug (a value kept for the
   // comparison may leave its group), so the blamed cut must still fail the same way to count.
@@ -139,7 +141,8 @@ MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& o
       for (int ni : state.keep()) {
         if (ni <= blamed) upto.push_back(ni);
       }
-      res.cosim_cut = state.try_keep({blamed}) || state.try_keep(upto);
+      res.cosim_cut = run_confirmed(
+          state, [&](ReduceState& s) { return s.try_keep({blamed}) || s.try_keep(upto); });
     }
   }
   reduce_to_fixpoint(state);

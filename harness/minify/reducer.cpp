@@ -65,11 +65,23 @@ int ReduceState::try_first(const std::vector<std::vector<int>>& options) {
 
 bool ReduceState::fails_like_original(const Candidate& c) {
   if (!same_failure(locked_, oracle_.test(c).signature)) return false;
-  if (!same_failure(locked_, oracle_.run(c).signature)) {
+  if (confirm_each_ && !same_failure(locked_, oracle_.run(c).signature)) {
     ++flipped_;
     return false;
   }
   return true;
+}
+
+bool ReduceState::confirm() {
+  if (same_failure(locked_, oracle_.run(candidate()).signature)) return true;
+  ++flipped_;
+  return false;
+}
+
+void ReduceState::restore(Snapshot s) {
+  keep_ = std::move(s.keep);
+  params_ = std::move(s.params);
+  final_ = std::move(s.final);
 }
 
 bool ReduceState::try_keep(std::vector<int> keep) { return try_first({std::move(keep)}) == 0; }
@@ -104,14 +116,27 @@ std::string ReduceState::progress() const {
                      eta);
 }
 
+bool run_confirmed(ReduceState& state, const std::function<bool(ReduceState&)>& step) {
+  ReduceState::Snapshot before = state.snapshot();
+  if (!step(state)) return false;
+  if (state.confirm_each() || state.confirm()) return true;
+  state.restore(std::move(before));
+  state.set_confirm_each();
+  return step(state);
+}
+
+bool run_pass(ReduceState& state, const ReductionPass& pass) {
+  return run_confirmed(state, [&](ReduceState& s) { return pass.run(s); });
+}
+
 void simplify_data(ReduceState& state) {
-  for (const auto& pass : data_passes()) pass->run(state);
+  for (const auto& pass : data_passes()) run_pass(state, *pass);
 }
 
 void reduce_to_fixpoint(ReduceState& state) {
   for (bool changed = true; changed;) {
     changed = false;
-    for (const auto& pass : reduction_passes()) changed = pass->run(state) || changed;
+    for (const auto& pass : reduction_passes()) changed = run_pass(state, *pass) || changed;
   }
 }
 
