@@ -23,6 +23,15 @@ echo "eager sum $eager_sum, doubling sum $doubled_sum"
 python3 -c "import sys; e, d = float('$eager_sum'), float('$doubled_sum'); sys.exit(0 if abs(d - 2 * e) <= 1e-4 * abs(e) + 1e-6 else 1)"
 echo "out-of-tree plugin built against the installed tree and loaded: ok"
 
+# The minifier works with it too: its doubled outputs fail accuracy, it gives no intermediates
+# (prefix bisection instead of cosim), and the repro names it with its version and reruns.
+"$work/prefix/bin/crucible" minify "$graph" --backend doubling --plugin-path "$work/build" \
+  --replays 2 -o "$work/repro" --db "$work/minify.db" | tee "$work/minify.out"
+grep -q "nodes -> 1 (1 compute), replayed 2/2" "$work/minify.out"
+grep -qx "backend_version 1.0" "$work/repro/manifest.txt"
+"$work/prefix/bin/crucible" repro "$work/repro" --plugin-path "$work/build" --times 2 | grep -q "reproduced 2/2"
+echo "out-of-tree plugin minified and its repro rerun: ok"
+
 # The host: no CMAKE_CXX_STANDARD of its own, so C++20 must come from the exported targets.
 cmake -S "$src_dir/host" -B "$work/host" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/host" >/dev/null
