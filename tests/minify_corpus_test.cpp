@@ -152,13 +152,13 @@ TEST_P(PlantedBug, MinifiesToThePlantedNodeWithoutDrift) {
 
 std::vector<Planted> corpus() {
   std::vector<Planted> c = {
-      {"tutorial", "neg_maximum_cat_f32", "neg:times2", "fail_accuracy f32"},
+      {"tutorial", "neg_maximum_cat_f32", "neg:times2", "fail_accuracy f32", ""},
       {"tutorial", "neg_maximum_cat_u8", "neg:no_cast",
-       "fail_to_compile: error: no matching function for call to 'cr_maximum"},
-      {"tutorial", "neg_maximum_cat_f32", "neg:crash", "crash: SIGSEGV"},
-      {"tutorial", "sin_cos", "sin:crash", "crash: SIGSEGV"},
-      {"tutorial", "add_add_mul_add", "mul:crash", "crash: SIGSEGV"},
-      {"tutorial", "linear_layernorm_relu", "relu:crash", "crash: SIGSEGV"},
+       "fail_to_compile: error: no matching function for call to 'cr_maximum", ""},
+      {"tutorial", "neg_maximum_cat_f32", "neg:crash", "crash: SIGSEGV", ""},
+      {"tutorial", "sin_cos", "sin:crash", "crash: SIGSEGV", ""},
+      {"tutorial", "add_add_mul_add", "mul:crash", "crash: SIGSEGV", ""},
+      {"tutorial", "linear_layernorm_relu", "relu:crash", "crash: SIGSEGV", ""},
       {"tutorial", "linear_layernorm_relu", "mean:bad_init@n.mean", "fail_accuracy f32",
        "layer_norm"},
   };
@@ -172,12 +172,12 @@ std::vector<Planted> corpus() {
                                                         {"vision", "resnet50"},
                                                         {"vision", "mobilenet_v2"},
                                                         {"vision", "densenet121"}}) {
-    c.push_back({suite, model, "any:crash@", "crash: SIGSEGV"});
-    c.push_back({suite, model, "any:times2@", "fail_accuracy"});
+    c.push_back({suite, model, "any:crash@", "crash: SIGSEGV", ""});
+    c.push_back({suite, model, "any:times2@", "fail_accuracy", ""});
     // offbyone shifts the loads a node makes from outside its fused kernel; densenet121's kernels
     // near the middle read their operands inside the kernel, so it has no place there.
-    if (model != "densenet121") c.push_back({suite, model, "any:offbyone@", "fail_accuracy"});
-    c.push_back({suite, model, "any:bad_init@", "fail_accuracy"});
+    if (model != "densenet121") c.push_back({suite, model, "any:offbyone@", "fail_accuracy", ""});
+    c.push_back({suite, model, "any:bad_init@", "fail_accuracy", ""});
   }
   return c;
 }

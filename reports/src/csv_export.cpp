@@ -7,17 +7,11 @@
 #include <map>
 
 #include "crucible/core/error.h"
+#include "crucible/reports/table.h"
 
 namespace crucible::reports {
 
 namespace {
-
-std::string field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
 
 std::string num(const std::optional<double>& v, int precision) {
   return v ? fmt::format("{:.{}f}", *v, precision) : "0";
@@ -54,7 +48,7 @@ std::vector<std::filesystem::path> write_dynamo_csvs(const std::filesystem::path
       std::optional<double> eager_gb, own_gb;
       if (it != eager_peak.end()) eager_gb = it->second / 1024.0;
       if (r->peak_rss_mb) own_gb = *r->peak_rss_mb / 1024.0;
-      out << fmt::format("cpu,{},{},{},{},{},{},{},{}\n", field(r->model), r->batch_size,
+      out << fmt::format("cpu,{},{},{},{},{},{},{},{}\n", csv_field(r->model), r->batch_size,
                          num(r->speedup, 6), st.n ? fmt::format("{:.6f}", st.median) : "0",
                          num(r->compile_s, 6), num(r->memory_ratio, 6), num(eager_gb, 6),
                          num(own_gb, 6));
@@ -64,8 +58,8 @@ std::vector<std::filesystem::path> write_dynamo_csvs(const std::filesystem::path
     auto out = open(backend + "_accuracy.csv");
     out << "dev,name,batch_size,accuracy\n";
     for (const ResultRecord* r : rows) {
-      out << fmt::format("cpu,{},{},{}\n", field(r->model), r->batch_size,
-                         field(std::string(status_name(r->status))));
+      out << fmt::format("cpu,{},{},{}\n", csv_field(r->model), r->batch_size,
+                         csv_field(std::string(status_name(r->status))));
     }
   }
   return written;

@@ -2,6 +2,7 @@
 // Migration 1 -> 2: the audited, noise-aware timing (seed, percentiles, counters, contention).
 // Migration 2 -> 3: A/A calibrations (each series' measured run-to-run noise).
 // Migration 3 -> 4: minified repros. Migration 4 -> 5: the backend version behind each result.
+// Migration 5 -> 6: a run's uuid (what `db merge` knows a run by) and an index per series.
 #include "schema.h"
 
 namespace crucible::reports {
@@ -155,6 +156,12 @@ CREATE INDEX repros_by_model ON repros(suite, model, backend);
       R"sql(
 ALTER TABLE results ADD COLUMN backend_version TEXT NOT NULL DEFAULT '';
 ALTER TABLE repros ADD COLUMN backend_version TEXT NOT NULL DEFAULT '';
+)sql",
+      R"sql(
+ALTER TABLE runs ADD COLUMN uuid TEXT;
+UPDATE runs SET uuid = lower(hex(randomblob(16))) WHERE uuid IS NULL;
+CREATE UNIQUE INDEX runs_by_uuid ON runs(uuid);
+CREATE INDEX results_by_series ON results(model, backend, mode, run_id);
 )sql",
   };
   return kMigrations;

@@ -78,6 +78,8 @@ void Statement::reset() {
   sqlite3_clear_bindings(stmt_);
 }
 
+int Statement::columns() const { return sqlite3_column_count(stmt_); }
+
 int64_t Statement::int64(int col) const { return sqlite3_column_int64(stmt_, col); }
 double Statement::real(int col) const { return sqlite3_column_double(stmt_, col); }
 std::optional<double> Statement::optional_real(int col) const {

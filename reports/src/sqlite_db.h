@@ -34,6 +34,7 @@ class Statement {
   void run();   // step to completion (for statements without rows)
   void reset();
 
+  int columns() const;  // in each row
   int64_t int64(int col) const;
   double real(int col) const;
   std::optional<double> optional_real(int col) const;

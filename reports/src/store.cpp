@@ -49,16 +49,20 @@ Store::Store(sqlite3* db, std::filesystem::path path) : db_(db), path_(std::move
 
 Store::~Store() { sqlite3_close_v2(db_); }
 
-std::unique_ptr<Store> Store::open(const std::filesystem::path& path) {
+sqlite3* Store::open_connection(const std::filesystem::path& path, int flags) {
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
-      SQLITE_OK) {
+  if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close_v2(db);
     throw StoreError(fmt::format("{}: cannot open database: {}", path.string(), msg));
   }
-  std::unique_ptr<Store> store(new Store(db, path));
   sqlite3_busy_timeout(db, 10000);
+  return db;
+}
+
+std::unique_ptr<Store> Store::open(const std::filesystem::path& path) {
+  sqlite3* db = open_connection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  std::unique_ptr<Store> store(new Store(db, path));
   try {
     // WAL keeps readers (dashboards) working while a run writes; synchronous=FULL makes each
     // committed result durable against power loss, not only against a killed process.
@@ -124,8 +128,9 @@ int64_t Store::begin_run(const RunInfo& run) {
               "INSERT INTO runs (started_at, status, tag, suites, backends, mode, hostname, pid, "
               "os, cpu_model, cores,"
               " isa_flags, compiler, libraries, git_commit, threads, canary_ms, command, "
-              "launcher_json, env_json, seed)"
-              " VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+              "launcher_json, env_json, seed, uuid)"
+              " VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+              " lower(hex(randomblob(16))))");
   std::map<std::string, std::string> env_map = {{"hostname", e.hostname},
                                                 {"os", e.os},
                                                 {"cpu_model", e.cpu_model},

@@ -11,6 +11,7 @@
 
 #include "crucible/core/error.h"
 #include "crucible/reports/records.h"
+#include "crucible/reports/table.h"
 
 struct sqlite3;
 
@@ -45,12 +46,30 @@ struct ResultRow {
   std::optional<double> instructions_median;
 };
 
+// `crucible history`: one series (model, backend) over runs, oldest first.
+struct HistoryQuery {
+  std::string model, backend;
+  std::string suite;   // "" for any
+  std::string metric;  // speedup | latency | compile | memory | accuracy
+  std::string since;   // runs started at or after this UTC time ("" for all), see since_utc()
+};
+
+// "30d", "12h", "2w" (before now) or an ISO date or date-time, as the UTC timestamp the store's
+// started_at compares with; throws Error naming a malformed one.
+std::string since_utc(const std::string& spec);
+
+// What merging one shard database added.
+struct MergeStats {
+  int64_t runs = 0, runs_present = 0;  // copied, and already here (same uuid)
+  int64_t results = 0, accuracy = 0, kernels = 0, repros = 0, calibrations = 0;
+};
+
 // The SQLite library version in use.
 std::string sqlite_version();
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 5;
+  static constexpr int kSchemaVersion = 6;
 
   // Opens (creating if needed) and migrates the database; marks runs left 'running' by a process
   // that no longer exists on this host as 'incomplete'. Throws StoreError naming the file.
@@ -58,6 +77,10 @@ class Store {
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
+
+  // Opens an existing database to read: never creates, migrates or writes it. Throws StoreError
+  // for a missing file, a file that is not a crucible database, or another schema version.
+  static std::unique_ptr<Store> open_readonly(const std::filesystem::path& path);
 
   int schema_version();
   int64_t begin_run(const RunInfo& run);
@@ -81,11 +104,30 @@ class Store {
   std::optional<std::string> previous_status(const std::string& suite, const std::string& model,
                                              const std::string& backend, const std::string& mode,
                                              int64_t run_id);
+  // Queries answered as tables (store_queries.cpp).
+  // One SQL statement that only reads; a statement that would write is refused before it runs.
+  Table query(const std::string& sql);
+  Table runs_table(int limit);
+  // Throws StoreError when the metric is unknown or no result of (model, backend) exists.
+  Table history(const HistoryQuery& q);
+  // The kernel timings of one result (by id), slowest first; throws StoreError for an unknown id.
+  Table kernels_table(int64_t result_id);
+  // The newest result of (model, backend) that has kernel timings; nullopt when none has.
+  std::optional<int64_t> latest_profiled_result(const std::string& model,
+                                                const std::string& backend);
+
+  // Copies every run of the database at `shard` that this one lacks (by uuid) with its results,
+  // accuracy rows, kernels and repros, and calibrations not yet here, in one transaction: merging
+  // the same shard twice adds nothing, and a failure adds nothing. The shard is only read; it
+  // must be a crucible database of this schema version (store_merge.cpp).
+  MergeStats merge(const std::filesystem::path& shard);
+
   // SQLite's PRAGMA integrity_check: "ok" for a sound database.
   std::string integrity_check();
 
  private:
   explicit Store(sqlite3* db, std::filesystem::path path);
+  static sqlite3* open_connection(const std::filesystem::path& path, int flags);
   void migrate();
   void mark_abandoned_runs();
 

@@ -1,0 +1,34 @@
+// A query's answer as a table of typed cells, and its three renderings: an aligned console table,
+// CSV (RFC 4180 quoting) and JSON (an array of objects, numbers as numbers, NULL as null).
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace crucible::reports {
+
+using Cell = std::variant<std::monostate, int64_t, double, std::string>;  // monostate: NULL
+
+struct Table {
+  std::vector<std::string> columns;
+  std::vector<std::vector<Cell>> rows;  // each as long as `columns`
+};
+
+enum class TableFormat { kTable, kCsv, kJson };
+
+// "table", "csv" or "json"; throws Error naming the bad one.
+TableFormat parse_table_format(const std::string& name);
+
+void write_table(std::ostream& out, const Table& t, TableFormat format);
+
+// One CSV field, quoted when it holds a comma, quote or line break.
+std::string csv_field(const std::string& s);
+
+// A cell as text: "" for NULL, doubles to 4 significant digits in the console table and
+// shortest round-trip elsewhere.
+std::string cell_text(const Cell& c, bool console);
+
+}  // namespace crucible::reports

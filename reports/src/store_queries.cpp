@@ -1,0 +1,216 @@
+// The store's read side for the history commands: a read-only connection, one-statement SQL
+// queries that are refused when they would write, and the runs, history and kernels tables.
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <ctime>
+#include <regex>
+
+#include "crucible/core/quote.h"
+#include "crucible/reports/store.h"
+#include "sqlite_db.h"
+
+namespace crucible::reports {
+
+namespace {
+
+std::string utc_text(std::chrono::system_clock::time_point t) {
+  const std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return buf;
+}
+
+Cell column_cell(sqlite3_stmt* s, int col) {
+  switch (sqlite3_column_type(s, col)) {
+    case SQLITE_INTEGER:
+      return static_cast<int64_t>(sqlite3_column_int64(s, col));
+    case SQLITE_FLOAT:
+      return sqlite3_column_double(s, col);
+    case SQLITE_TEXT:
+      return std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, col)),
+                         static_cast<size_t>(sqlite3_column_bytes(s, col)));
+    case SQLITE_BLOB:
+      return fmt::format("<blob {} bytes>", sqlite3_column_bytes(s, col));
+    default:
+      return std::monostate{};
+  }
+}
+
+// Runs `sql` (already checked) with `binds` as text or integer parameters, into a table.
+Table select(sqlite3* db, const std::string& sql, const std::vector<Cell>& binds = {}) {
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) {
+    throw_sqlite(db, "query");
+  }
+  struct Finalize {
+    sqlite3_stmt* s;
+    ~Finalize() { sqlite3_finalize(s); }
+  } fin{s};
+  for (size_t i = 0; i < binds.size(); ++i) {
+    const int at = static_cast<int>(i) + 1;
+    if (std::holds_alternative<int64_t>(binds[i])) {
+      sqlite3_bind_int64(s, at, std::get<int64_t>(binds[i]));
+    } else if (std::holds_alternative<std::string>(binds[i])) {
+      const std::string& v = std::get<std::string>(binds[i]);
+      sqlite3_bind_text(s, at, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    }
+  }
+  Table t;
+  for (int c = 0; c < sqlite3_column_count(s); ++c) t.columns.push_back(sqlite3_column_name(s, c));
+  for (int rc; (rc = sqlite3_step(s)) != SQLITE_DONE;) {
+    if (rc != SQLITE_ROW) throw_sqlite(db, "query");
+    std::vector<Cell> row;
+    for (int c = 0; c < sqlite3_column_count(s); ++c) row.push_back(column_cell(s, c));
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+// Denies what stmt_readonly lets through but a query has no business doing: ATTACH/DETACH
+// (they change the connection, and could open another file).
+int deny_attach(void*, int action, const char*, const char*, const char*, const char*) {
+  return action == SQLITE_ATTACH || action == SQLITE_DETACH ? SQLITE_DENY : SQLITE_OK;
+}
+
+}  // namespace
+
+std::string since_utc(const std::string& spec) {
+  static const std::regex relative(R"((\d{1,5})([hdw]))");
+  static const std::regex absolute(R"(\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?)?)");
+  std::smatch m;
+  if (std::regex_match(spec, m, relative)) {
+    const int n = std::stoi(m[1]);
+    const int hours = m[2] == "h" ? n : m[2] == "d" ? 24 * n : 24 * 7 * n;
+    return utc_text(std::chrono::system_clock::now() - std::chrono::hours(hours));
+  }
+  if (std::regex_match(spec, absolute)) return spec;
+  throw Error(fmt::format(
+      "--since '{}': want a span before now (30d, 12h, 2w) or a UTC date (2026-10-01[T06:00])",
+      escape_controls(spec)));
+}
+
+std::unique_ptr<Store> Store::open_readonly(const std::filesystem::path& path) {
+  if (!std::filesystem::is_regular_file(path)) {
+    throw StoreError(fmt::format("{}: no such database", path.string()));
+  }
+  sqlite3* db = open_connection(path, SQLITE_OPEN_READONLY);
+  std::unique_ptr<Store> store(new Store(db, path));
+  int version = 0;
+  try {
+    exec(db, "PRAGMA query_only=1");
+    version = store->schema_version();
+  } catch (const StoreError& e) {
+    throw StoreError(fmt::format("{}: not a crucible database ({})", path.string(), e.what()));
+  }
+  if (version == 0) {
+    throw StoreError(fmt::format("{}: not a crucible database (no schema version)", path.string()));
+  }
+  if (version > kSchemaVersion) {
+    throw StoreError(fmt::format("{}: database schema version {} is newer than this crucible's {}",
+                                 path.string(), version, kSchemaVersion));
+  }
+  if (version < kSchemaVersion) {
+    throw StoreError(
+        fmt::format("{}: database schema version {} is older than this crucible's {}; "
+                    "`crucible db migrate {}` upgrades it",
+                    path.string(), version, kSchemaVersion, path.string()));
+  }
+  return store;
+}
+
+Table Store::query(const std::string& sql) {
+  sqlite3_stmt* s = nullptr;
+  const char* tail = nullptr;
+  sqlite3_set_authorizer(db_, deny_attach, nullptr);
+  const int rc = sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, &tail);
+  sqlite3_set_authorizer(db_, nullptr, nullptr);
+  if (rc == SQLITE_AUTH) throw StoreError("query: refused, ATTACH and DETACH are not queries");
+  if (rc != SQLITE_OK) throw StoreError(fmt::format("query: {}", sqlite3_errmsg(db_)));
+  const bool reads = s == nullptr || sqlite3_stmt_readonly(s) != 0;
+  sqlite3_finalize(s);
+  if (s == nullptr) throw StoreError("query: the SQL holds no statement");
+  if (tail != nullptr && std::string_view(tail).find_first_not_of(" \t\r\n;") != std::string::npos)
+    throw StoreError("query: one statement only");
+  if (!reads) throw StoreError("query: refused, the statement would write (queries only read)");
+  return select(db_, sql);
+}
+
+Table Store::runs_table(int limit) {
+  return select(db_,
+                "SELECT r.id AS run, r.started_at, r.status, r.tag, r.suites, r.backends, r.mode,"
+                " r.hostname, r.cores, coalesce(r.git_commit, '') AS git_commit, r.seed,"
+                " (SELECT count(*) FROM results x WHERE x.run_id = r.id) AS results,"
+                " (SELECT count(*) FROM results x WHERE x.run_id = r.id AND x.status != 'pass')"
+                " AS failed FROM runs r ORDER BY r.id DESC LIMIT ?",
+                {static_cast<int64_t>(limit)});
+}
+
+Table Store::history(const HistoryQuery& q) {
+  std::string mode = "performance", value;
+  if (q.metric == "speedup") {
+    value = "x.speedup AS speedup, x.median_ms, x.cv";
+  } else if (q.metric == "latency") {
+    value = "x.median_ms, x.p10_ms, x.p90_ms, x.cv, x.instructions_median AS instructions";
+  } else if (q.metric == "compile") {
+    value = "x.compile_s, x.compile_warm_s";
+  } else if (q.metric == "memory") {
+    value = "x.peak_rss_mb, x.memory_ratio";
+  } else if (q.metric == "accuracy") {
+    mode = "accuracy";
+    value =
+        "(SELECT max(a.max_abs_err) FROM accuracy a WHERE a.result_id = x.id) AS max_abs_err,"
+        " x.pass_suspicious";
+  } else {
+    throw StoreError(
+        fmt::format("--metric must be speedup, latency, compile, memory or accuracy, got '{}'",
+                    escape_controls(q.metric)));
+  }
+  const std::string sql = fmt::format(
+      "SELECT r.id AS run, r.started_at, coalesce(r.git_commit, '') AS git_commit, x.suite,"
+      " x.status, {}, x.noisy, x.backend_version, x.id AS result FROM results x"
+      " JOIN runs r ON r.id = x.run_id WHERE x.model = ?1 AND x.backend = ?2 AND x.mode = ?3"
+      " AND (?4 = '' OR x.suite = ?4) AND r.started_at >= ?5 ORDER BY r.started_at, r.id",
+      value);
+  Table t = select(db_, sql, {q.model, q.backend, mode, q.suite, q.since});
+  if (t.rows.empty()) {
+    const Table any = select(db_,
+                             "SELECT count(*) FROM results WHERE model = ?1 AND backend = ?2 AND"
+                             " (?3 = '' OR suite = ?3)",
+                             {q.model, q.backend, q.suite});
+    if (std::get<int64_t>(any.rows.at(0).at(0)) == 0) {
+      throw StoreError(fmt::format("{}: no result for model '{}' on backend '{}'", path_.string(),
+                                   escape_controls(q.model), escape_controls(q.backend)));
+    }
+  }
+  return t;
+}
+
+Table Store::kernels_table(int64_t result_id) {
+  const Table found = select(db_, "SELECT count(*) FROM results WHERE id = ?", {result_id});
+  if (std::get<int64_t>(found.rows.at(0).at(0)) == 0) {
+    throw StoreError(fmt::format("{}: no result with id {}", path_.string(), result_id));
+  }
+  return select(db_,
+                "SELECT k.name AS kernel, k.calls, k.total_ns / 1e6 AS total_ms,"
+                " k.total_ns / 1e3 / max(k.calls, 1) AS per_call_us,"
+                " 100.0 * k.total_ns / (SELECT sum(total_ns) FROM kernels WHERE result_id = ?1)"
+                " AS share_pct FROM kernels k WHERE k.result_id = ?1 ORDER BY k.total_ns DESC",
+                {result_id});
+}
+
+std::optional<int64_t> Store::latest_profiled_result(const std::string& model,
+                                                     const std::string& backend) {
+  const Table t = select(db_,
+                         "SELECT x.id FROM results x WHERE x.model = ? AND x.backend = ? AND"
+                         " EXISTS (SELECT 1 FROM kernels k WHERE k.result_id = x.id)"
+                         " ORDER BY x.run_id DESC, x.id DESC LIMIT 1",
+                         {model, backend});
+  if (t.rows.empty()) return std::nullopt;
+  return std::get<int64_t>(t.rows[0][0]);
+}
+
+}  // namespace crucible::reports

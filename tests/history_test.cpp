@@ -1,0 +1,249 @@
+// The store's read side and shard merge, through the real CLI on real SQLite files: runs,
+// history, kernels and query in every format, writes refused, merge idempotent and lossless, and
+// one-line errors (missing file, foreign file, newer schema, unknown run or result) that leave the
+// database untouched.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "cli_util.h"
+#include "crucible/reports/store.h"
+
+namespace crucible::reports {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_crucible;
+
+// One nightly run of two models on eager and codegen, with kernel timings on codegen.
+int64_t add_run(Store& s, const std::string& tag, double codegen_ms, Status mlp_status) {
+  RunInfo info;
+  info.tag = tag;
+  info.suites = "small";
+  info.backends = "eager,codegen";
+  info.mode = "both";
+  info.env.cores = 2;
+  const int64_t run = s.begin_run(info);
+  for (const std::string model : {"mlp", "sin_cos"}) {
+    for (const std::string backend : {"eager", "codegen"}) {
+      ResultRecord r = make_result("small", model, backend, "performance", 4);
+      r.status = Status::kPass;
+      r.backend_version = "0.1.0";
+      r.samples_ms = backend == "eager" ? std::vector<double>{2.0, 2.1, 1.9}
+                                        : std::vector<double>{codegen_ms, codegen_ms};
+      if (backend == "codegen") {
+        r.speedup = 2.0 / codegen_ms;
+        r.kernels = {{"cpp_fused_add_0", 10, 4000}, {"extern::gemm", 10, 12000}};
+      }
+      s.add_result(run, r);
+      ResultRecord a = make_result("small", model, backend, "accuracy", 4);
+      a.status = model == "mlp" && backend == "codegen" ? mlp_status : Status::kPass;
+      a.backend_version = "0.1.0";
+      s.add_result(run, a);
+    }
+  }
+  s.finish_run(run, "complete");
+  return run;
+}
+
+class History : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("crucible_history_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    db_ = dir_ / "h.db";
+    auto s = Store::open(db_);
+    add_run(*s, "night1", 1.0, Status::kPass);
+    add_run(*s, "night2", 1.25, Status::kFailAccuracy);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string db() const { return " --db " + db_.string(); }
+  std::string bytes(const fs::path& p) const { return testing::read_all(p); }
+  fs::path dir_, db_;
+};
+
+TEST_F(History, RunsAndHistoryInEveryFormat) {
+  auto r = run_crucible("runs" + db());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("night2"), std::string::npos) << r.out;
+  EXPECT_LT(r.out.find("night2"), r.out.find("night1"));  // newest first
+
+  r = run_crucible("history --model sin_cos --backend codegen --format csv" + db());
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string header, first, second;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  std::getline(lines, second);
+  EXPECT_EQ(header.rfind("run,started_at,git_commit,suite,status,speedup,median_ms,cv", 0), 0u)
+      << header;
+  EXPECT_NE(first.find(",pass,2,1,"), std::string::npos) << first;  // oldest first: 2x, 1 ms
+  EXPECT_NE(second.find(",pass,1.6,1.25,"), std::string::npos) << second;
+
+  r = run_crucible("history --model mlp --backend codegen --metric accuracy --format json" + db());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"status\": \"pass\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"status\": \"fail_accuracy\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"backend_version\": \"0.1.0\""), std::string::npos) << r.out;
+
+  // --since in the future leaves nothing; a bad span is one line, exit 2.
+  r = run_crucible("history --model mlp --backend codegen --since 2999-01-01 --format csv" + db());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  r = run_crucible("history --model mlp --backend codegen --since yesterday" + db());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--since 'yesterday'"), std::string::npos) << r.err;
+  r = run_crucible("history --model nope --backend codegen" + db());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("no result for model 'nope'"), std::string::npos) << r.err;
+  r = run_crucible("history --model mlp --backend codegen --metric joules" + db());
+  EXPECT_EQ(r.status, 2);
+  r = run_crucible("runs --format yaml" + db());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--format must be table, csv or json"), std::string::npos) << r.err;
+}
+
+TEST_F(History, KernelsByResultOrNewestProfiledResult) {
+  auto r = run_crucible("kernels --model mlp --backend codegen --format csv" + db());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "kernel,calls,total_ms,per_call_us,share_pct");
+  EXPECT_LT(r.out.find("extern::gemm,10,0.012,1.2,75"), r.out.find("cpp_fused_add_0"))
+      << r.out;  // slowest first, with its share
+  r = run_crucible("kernels 999999" + db());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("no result with id 999999"), std::string::npos) << r.err;
+  r = run_crucible("kernels --model mlp --backend eager" + db());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("has kernel timings"), std::string::npos) << r.err;
+}
+
+TEST_F(History, QueryReadsAndRefusesEveryWrite) {
+  auto r = run_crucible(
+      "query \"SELECT backend, count(*) AS n FROM results GROUP BY backend ORDER BY backend\" "
+      "--format csv" +
+      db());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "backend,n\ncodegen,8\neager,8\n");
+  const std::string before = bytes(db_);
+  for (const char* sql :
+       {"DELETE FROM results", "UPDATE runs SET tag = 'x'", "DROP TABLE runs",
+        "INSERT INTO runs (id) VALUES (99)", "CREATE TABLE t (x)", "PRAGMA user_version = 3",
+        "SELECT 1; DELETE FROM results", "ATTACH DATABASE '/tmp/x.db' AS x"}) {
+    r = run_crucible(std::string("query \"") + sql + "\"" + db());
+    EXPECT_EQ(r.status, 2) << sql << ": " << r.out;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_EQ(bytes(db_), before);  // untouched
+  EXPECT_EQ(Store::open_readonly(db_)->query("SELECT count(*) FROM results").rows[0][0],
+            Cell{int64_t{16}});
+  r = run_crucible("query \"SELECT nope FROM results\"" + db());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("no such column: nope"), std::string::npos) << r.err;
+}
+
+TEST_F(History, BadDatabasesAreOneLineAndLeftUntouched) {
+  // Missing: not created.
+  auto r = run_crucible("runs --db " + (dir_ / "none.db").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("no such database"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "none.db"));
+  // Not SQLite.
+  std::ofstream(dir_ / "junk.db") << std::string(4096, 'j');
+  r = run_crucible("runs --db " + (dir_ / "junk.db").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("not a crucible database"), std::string::npos) << r.err;
+  EXPECT_EQ(bytes(dir_ / "junk.db"), std::string(4096, 'j'));
+  // A newer schema: refused by every reader and by merge, the file unchanged.
+  ASSERT_EQ(
+      std::system(
+          ("sqlite3 " + db_.string() + " \"UPDATE schema_version SET version = 99\"").c_str()),
+      0);
+  const std::string before = bytes(db_);
+  for (const std::string& cmd : {"runs" + db(), "query \"SELECT 1\"" + db(),
+                                 "db merge " + (dir_ / "out.db").string() + " " + db_.string()}) {
+    r = run_crucible(cmd);
+    EXPECT_EQ(r.status, 2) << cmd;
+    EXPECT_NE(r.err.find("schema version 99 is newer"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_EQ(bytes(db_), before);
+  EXPECT_FALSE(fs::exists(dir_ / "out.db"));
+}
+
+TEST_F(History, MergeIsIdempotentAndKeepsRunsWhole) {
+  // A second shard with its own run, and the first shard merged twice.
+  const fs::path shard2 = dir_ / "s2.db";
+  { add_run(*Store::open(shard2), "night3", 0.5, Status::kPass); }
+  const fs::path out = dir_ / "all.db";
+  auto r = run_crucible("db merge " + out.string() + " " + db_.string() + " " + shard2.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("2 runs added (0 already present), 16 results, 0 accuracy rows, 8 kernel"),
+            std::string::npos)
+      << r.out;
+  r = run_crucible("db merge " + out.string() + " " + db_.string() + " " + shard2.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("0 runs added (2 already present), 0 results"), std::string::npos) << r.out;
+
+  auto merged = Store::open_readonly(out);
+  EXPECT_EQ(merged->query("SELECT count(*) FROM runs").rows[0][0], Cell{int64_t{3}});
+  EXPECT_EQ(merged->query("SELECT count(*) FROM results").rows[0][0], Cell{int64_t{24}});
+  // Each run's results, samples and kernels came with it, under the new ids.
+  const Table t = merged->query(
+      "SELECT r.tag, count(DISTINCT x.id), sum(length(x.samples)), count(k.name) FROM runs r"
+      " JOIN results x ON x.run_id = r.id LEFT JOIN kernels k ON k.result_id = x.id"
+      " GROUP BY r.id ORDER BY r.tag");
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(t.rows[2][0], Cell{std::string("night3")});
+  EXPECT_EQ(t.rows[2][1], Cell{int64_t{8}});
+  EXPECT_EQ(t.rows[2][3], Cell{int64_t{4}});
+  EXPECT_EQ(merged
+                ->query("SELECT count(*) FROM kernels k LEFT JOIN results x ON"
+                        " x.id = k.result_id WHERE x.id IS NULL")
+                .rows[0][0],
+            Cell{int64_t{0}});  // no orphan
+  EXPECT_EQ(merged->integrity_check(), "ok");
+
+  // Merging into itself, or a missing shard: one line, exit 2, nothing added.
+  r = run_crucible("db merge " + out.string() + " " + out.string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("into itself"), std::string::npos) << r.err;
+  r = run_crucible("db merge " + out.string() + " " + (dir_ / "missing.db").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(Store::open_readonly(out)->query("SELECT count(*) FROM runs").rows[0][0],
+            Cell{int64_t{3}});
+}
+
+TEST_F(History, EightShardsWrittenConcurrentlyMergeWithoutLoss) {
+  // Eight processes each write their own shard at once, as eight sharded CI jobs would.
+  std::vector<pid_t> kids;
+  for (int i = 0; i < 8; ++i) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      auto s = Store::open(dir_ / ("shard" + std::to_string(i) + ".db"));
+      for (int n = 0; n < 5; ++n) add_run(*s, "shard" + std::to_string(i), 1.0 + n, Status::kPass);
+      ::_exit(0);
+    }
+    kids.push_back(pid);
+  }
+  for (pid_t pid : kids) {
+    int st = 0;
+    ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+    ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  std::string cmd = "db merge " + (dir_ / "all.db").string();
+  for (int i = 0; i < 8; ++i) cmd += " " + (dir_ / ("shard" + std::to_string(i) + ".db")).string();
+  auto r = run_crucible(cmd);
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto all = Store::open_readonly(dir_ / "all.db");
+  EXPECT_EQ(all->query("SELECT count(*) FROM runs").rows[0][0], Cell{int64_t{40}});
+  EXPECT_EQ(all->query("SELECT count(*) FROM results").rows[0][0], Cell{int64_t{320}});
+  EXPECT_EQ(all->query("SELECT count(*) FROM kernels").rows[0][0], Cell{int64_t{160}});
+  EXPECT_EQ(all->query("SELECT count(DISTINCT uuid) FROM runs").rows[0][0], Cell{int64_t{40}});
+}
+
+}  // namespace
+}  // namespace crucible::reports
