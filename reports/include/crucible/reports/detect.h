@@ -1,0 +1,52 @@
+// Regression detection on one series (a model on a backend, run after run): a change is reported
+// when a rank test on raw samples is significant and the median moved more than max(floor,
+// k x the series' own run-to-run noise); it is a regression only when it persists.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace crucible::reports {
+
+// One run of a series, oldest first.
+struct SeriesPoint {
+  int64_t run_id = 0;
+  std::string fingerprint;  // the run's environment, "key=value;...": a change starts a baseline
+  std::string status;       // the result's status ("pass", "fail_accuracy", ...)
+  std::vector<double> samples;  // raw timed samples (performance), empty for accuracy
+  bool noisy = false;           // the harness measured contention around it: its time is not judged
+};
+
+struct DetectorOptions {
+  double floor = 0.01;     // smallest relative change ever reported
+  double k = 4.0;          // noise multiples a persistent change must exceed (on its mean)
+  double alpha = 0.01;     // rank-test significance
+  int min_baseline = 8;    // runs of one environment before anything is judged
+  int window = 20;         // baseline runs the level and the noise are taken from
+  double prior_noise = 0;  // run-to-run noise known from calibration (log units), 0: none
+};
+
+struct Alert {
+  // regression | improvement: a change that persisted over `runs` consecutive runs;
+  // suspicious: one run off alone; accuracy: pass -> non-pass; environment: a new baseline.
+  std::string kind;
+  int64_t run_id = 0;        // the first run at the new level (the change point)
+  int64_t confirmed_by = 0;  // the run that made it certain (run_id for one-run kinds)
+  int runs = 1;
+  double change = 0;     // relative change of the median (+0.05: 5% slower)
+  double threshold = 0;  // the relative change it had to exceed
+  double noise = 0;      // the series' run-to-run noise (relative) it was judged against
+  double p_value = 1;    // Mann-Whitney U, the new runs' samples against the baseline's
+  std::string note;
+};
+
+// Every alert of `series`, in run order.
+std::vector<Alert> detect_changes(const std::vector<SeriesPoint>& series,
+                                  const DetectorOptions& opts = {});
+
+// Two-sided p-value of the Mann-Whitney U test (normal approximation with tie correction);
+// 1 when either side is empty.
+double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b);
+
+}  // namespace crucible::reports
