@@ -63,6 +63,7 @@ int runs_command(const std::vector<std::string>& args);
 int history_command(const std::vector<std::string>& args);
 int kernels_command(const std::vector<std::string>& args);
 int query_command(const std::vector<std::string>& args);
+int regressions_command(const std::vector<std::string>& args);
 int db_command(const std::vector<std::string>& args);
 
 }  // namespace crucible::cli

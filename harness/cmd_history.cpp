@@ -102,6 +102,36 @@ int kernels_command(const std::vector<std::string>& args) {
   return print(store->kernels_table(result), r);
 }
 
+int regressions_command(const std::vector<std::string>& args) {
+  po::options_description opts("regressions options");
+  ReadOptions r;
+  reports::RegressionQuery q;
+  add_read_options(opts, r);
+  opts.add_options()("run", po::value(&q.run),
+                     "alerts confirmed by this run (default: the newest)")(
+      "all", po::bool_switch(&q.all), "every alert of the whole history")(
+      "suite", po::value(&q.suite), "only this suite")(
+      "model", po::value(&q.model), "only this model")("backend", po::value(&q.backend),
+                                                       "only this backend");
+  po::variables_map vm;
+  if (!parse("regressions",
+             "[--run ID | --all] [--suite S] [--model M] [--backend B] [--db F]"
+             " [--format table|csv|json]",
+             opts, {}, args, vm)) {
+    return kExitOk;
+  }
+  reports::parse_table_format(r.format);
+  if (q.all && vm.count("run")) throw po::error("--run and --all exclude each other");
+  const reports::Table t = reports::Store::open_readonly(r.db)->regressions(q);
+  print(t, r);
+  // For a nightly job: exit 1 when a regression or a status change (pass -> fail) is listed.
+  for (const auto& row : t.rows) {
+    const std::string kind = reports::cell_text(row[0], false);
+    if (kind == "regression" || kind == "status") return kExitFailed;
+  }
+  return kExitOk;
+}
+
 int query_command(const std::vector<std::string>& args) {
   po::options_description opts("query options");
   ReadOptions r;

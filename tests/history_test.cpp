@@ -173,6 +173,82 @@ TEST_F(History, BadDatabasesAreOneLineAndLeftUntouched) {
   EXPECT_FALSE(fs::exists(dir_ / "out.db"));
 }
 
+// A nightly run with jittered samples (10 per result): sin_cos on codegen at `codegen_ms`, its
+// kernel cpp_fused_sin_0 taking what codegen_ms adds, on CPU `cpu`.
+int64_t add_nightly(Store& s, int n, double codegen_ms, Status mlp, const std::string& cpu) {
+  RunInfo info;
+  info.tag = "n" + std::to_string(n);
+  info.suites = "small";
+  info.backends = "eager,codegen";
+  info.mode = "both";
+  info.env.cpu_model = cpu;
+  info.env.cores = 2;
+  const int64_t run = s.begin_run(info);
+  for (const std::string model : {"mlp", "sin_cos"}) {
+    for (const std::string backend : {"eager", "codegen"}) {
+      const double level = backend == "eager" ? 2.0 : model == "sin_cos" ? codegen_ms : 1.0;
+      ResultRecord r = make_result("small", model, backend, "performance", 4);
+      r.status = Status::kPass;
+      for (int i = 0; i < 10; ++i)
+        r.samples_ms.push_back(level * (1 + 0.002 * ((i * 7 + n * 3) % 5 - 2)));
+      if (backend == "codegen") {
+        r.kernels = {{"cpp_fused_sin_0", 10, static_cast<int64_t>(10 * 1e6 * (level - 0.5))},
+                     {"extern::gemm", 10, 5000000}};
+      }
+      s.add_result(run, r);
+      ResultRecord a = make_result("small", model, backend, "accuracy", 4);
+      a.status = model == "mlp" && backend == "codegen" ? mlp : Status::kPass;
+      s.add_result(run, a);
+    }
+  }
+  s.finish_run(run, "complete");
+  return run;
+}
+
+TEST(Regressions, StepsStatusChangesAndNewMachinesAreToldApart) {
+  const fs::path dir = fs::temp_directory_path() / ("crucible_regr_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path db = dir / "r.db";
+  {
+    auto s = Store::open(db);
+    // Runs 1-12 quiet; sin_cos on codegen 30% slower from run 13; mlp fails accuracy at run 15;
+    // from run 17 another CPU, where everything is 10% slower.
+    for (int n = 1; n <= 20; ++n) {
+      const double env = n >= 17 ? 1.1 : 1.0;
+      add_nightly(*s, n, (n >= 13 ? 1.3 : 1.0) * env,
+                  n == 15 ? Status::kFailAccuracy : Status::kPass, n >= 17 ? "cpu B" : "cpu A");
+    }
+  }
+  const std::string opt = " --format csv --db " + db.string();
+  auto r = run_crucible("regressions --run 14" + opt);
+  EXPECT_EQ(r.status, 1) << r.err;  // a regression: a nightly job fails
+  EXPECT_NE(r.out.find("regression,small,sin_cos,codegen,performance,30"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(",13,14,2,\"cpp_fused_sin_0 +300.0 us, extern::gemm +0.0 us\","),
+            std::string::npos)
+      << r.out;  // the change point, the run that confirmed it, and the kernel that moved
+  r = run_crucible("regressions --run 15" + opt);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("status,small,mlp,codegen,accuracy,,,,,15,15,1,,pass -> fail_accuracy"),
+            std::string::npos)
+      << r.out;
+  r = run_crucible("regressions --run 17" + opt);
+  EXPECT_EQ(r.status, 0) << r.out;  // a new machine is annotated, never a regression
+  EXPECT_NE(r.out.find("environment,small,sin_cos,codegen,performance"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("cpu cpu A -> cpu B"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("regression,"), std::string::npos) << r.out;
+  r = run_crucible("regressions --all" + opt);
+  EXPECT_EQ(r.status, 1);
+  // The header, the step, the status change, and the new CPU noted once per timed series (4).
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 7) << r.out;
+  r = run_crucible("regressions --run 999" + opt);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("no run with id 999"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
 TEST_F(History, MergeIsIdempotentAndKeepsRunsWhole) {
   // A second shard with its own run, and the first shard merged twice.
   const fs::path shard2 = dir_ / "s2.db";

@@ -169,8 +169,20 @@ int64_t Store::begin_run(const RunInfo& run) {
 }
 
 int64_t Store::add_result(int64_t run_id, const ResultRecord& r) {
-  const SampleStats st = summarize(r.samples_ms);
   Transaction tx(db_);
+  const int64_t id = insert_result(run_id, r);
+  tx.commit();
+  return id;
+}
+
+void Store::add_results(int64_t run_id, const std::vector<ResultRecord>& results) {
+  Transaction tx(db_);
+  for (const ResultRecord& r : results) insert_result(run_id, r);
+  tx.commit();
+}
+
+int64_t Store::insert_result(int64_t run_id, const ResultRecord& r) {
+  const SampleStats st = summarize(r.samples_ms);
   Statement s(db_,
               "INSERT INTO results (run_id, suite, model, backend, mode, batch_size, status, "
               "error, n_samples, median_ms,"
@@ -271,7 +283,6 @@ int64_t Store::add_result(int64_t run_id, const ResultRecord& r) {
     k.run();
     k.reset();
   }
-  tx.commit();
   return id;
 }
 

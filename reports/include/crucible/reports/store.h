@@ -58,6 +58,13 @@ struct HistoryQuery {
 // started_at compares with; throws Error naming a malformed one.
 std::string since_utc(const std::string& spec);
 
+// `crucible regressions`: which alerts of the history to list.
+struct RegressionQuery {
+  int64_t run = 0;                    // alerts confirmed by this run (0: the newest run)
+  bool all = false;                   // every alert of the whole history instead
+  std::string suite, model, backend;  // "" for any
+};
+
 // What merging one shard database added.
 struct MergeStats {
   int64_t runs = 0, runs_present = 0;  // copied, and already here (same uuid)
@@ -86,6 +93,8 @@ class Store {
   int64_t begin_run(const RunInfo& run);
   // Writes the result, its accuracy rows and kernel rows in one transaction.
   int64_t add_result(int64_t run_id, const ResultRecord& result);
+  // Many results in one transaction (an import; a run writes each as it finishes).
+  void add_results(int64_t run_id, const std::vector<ResultRecord>& results);
   // status: "complete" (every result written) or "failed" (the harness stopped on an error).
   void finish_run(int64_t run_id, const std::string& status);
 
@@ -122,6 +131,11 @@ class Store {
   // must be a crucible database of this schema version (store_merge.cpp).
   MergeStats merge(const std::filesystem::path& shard);
 
+  // Runs the change detector (detect.h) over every series of the store and lists its alerts,
+  // with the kernels that moved most for a timing change (regressions.cpp). Throws StoreError for
+  // a run id that does not exist.
+  Table regressions(const RegressionQuery& q);
+
   // SQLite's PRAGMA integrity_check: "ok" for a sound database.
   std::string integrity_check();
 
@@ -130,6 +144,7 @@ class Store {
   static sqlite3* open_connection(const std::filesystem::path& path, int flags);
   void migrate();
   void mark_abandoned_runs();
+  int64_t insert_result(int64_t run_id, const ResultRecord& r);  // inside a transaction
 
   sqlite3* db_;
   std::filesystem::path path_;

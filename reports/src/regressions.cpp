@@ -1,0 +1,133 @@
+// `crucible regressions`: loads every series (suite, model, backend, mode) from the store in run
+// order, runs the change detector on it and lists the alerts, each timing change with the kernels
+// whose per-call time moved most between the last baseline run and the run that confirmed it.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "crucible/core/quote.h"
+#include "crucible/reports/detect.h"
+#include "crucible/reports/store.h"
+#include "sqlite_db.h"
+
+namespace crucible::reports {
+
+namespace {
+
+struct LoadedSeries {
+  std::string suite, model, backend, mode;
+  std::vector<SeriesPoint> points;
+  std::vector<int64_t> result_ids;  // parallel to points
+};
+
+// Per-call time of each kernel of a result, in microseconds.
+std::map<std::string, double> kernel_us(sqlite3* db, int64_t result_id) {
+  Statement q(db, "SELECT name, calls, total_ns FROM kernels WHERE result_id = ?");
+  q.bind(1, result_id);
+  std::map<std::string, double> out;
+  while (q.step()) {
+    out[q.text(0)] = static_cast<double>(q.int64(2)) / 1e3 / std::max<int64_t>(q.int64(1), 1);
+  }
+  return out;
+}
+
+// The three kernels whose per-call time moved most from `before` to `after`, "name +12.3 us".
+std::string moved_kernels(sqlite3* db, int64_t before, int64_t after) {
+  const auto a = kernel_us(db, before), b = kernel_us(db, after);
+  std::vector<std::pair<double, std::string>> moved;
+  for (const auto& [name, us] : b) {
+    const auto it = a.find(name);
+    moved.push_back({us - (it == a.end() ? 0.0 : it->second), name});
+  }
+  for (const auto& [name, us] : a) {
+    if (!b.contains(name)) moved.push_back({-us, name});
+  }
+  std::sort(moved.begin(), moved.end(),
+            [](const auto& x, const auto& y) { return std::abs(x.first) > std::abs(y.first); });
+  std::string out;
+  for (size_t i = 0; i < moved.size() && i < 3; ++i) {
+    out += fmt::format("{}{} {:+.1f} us", i ? ", " : "", moved[i].second, moved[i].first);
+  }
+  return out;
+}
+
+}  // namespace
+
+Table Store::regressions(const RegressionQuery& q) {
+  int64_t newest = 0;
+  {
+    Statement last(db_, "SELECT coalesce(max(id), 0) FROM runs");
+    last.step();
+    newest = last.int64(0);
+  }
+  const int64_t wanted = q.run != 0 ? q.run : newest;
+  if (q.run != 0) {
+    Statement exists(db_, "SELECT count(*) FROM runs WHERE id = ?");
+    exists.bind(1, q.run);
+    exists.step();
+    if (exists.int64(0) == 0) {
+      throw StoreError(fmt::format("{}: no run with id {}", path_.string(), q.run));
+    }
+  }
+  // The environment a run measured in: what a code change does not change.
+  Statement rows(
+      db_,
+      "SELECT x.suite, x.model, x.backend, x.mode, r.id, x.id, x.status, x.samples, x.noisy,"
+      " 'cpu=' || coalesce(r.cpu_model, '') || ';cores=' || coalesce(r.cores, '') ||"
+      " ';compiler=' || coalesce(r.compiler, '') || ';libraries=' || coalesce(r.libraries, '') ||"
+      " ';threads=' || coalesce(r.threads, '') || ';launcher=' || r.launcher_json"
+      " FROM results x JOIN runs r ON r.id = x.run_id"
+      " WHERE (?1 = '' OR x.suite = ?1) AND (?2 = '' OR x.model = ?2) AND (?3 = '' OR x.backend = "
+      "?3)"
+      " ORDER BY x.suite, x.model, x.backend, x.mode, r.started_at, r.id");
+  rows.bind(1, q.suite).bind(2, q.model).bind(3, q.backend);
+  std::vector<LoadedSeries> series;
+  while (rows.step()) {
+    if (series.empty() || series.back().suite != rows.text(0) ||
+        series.back().model != rows.text(1) || series.back().backend != rows.text(2) ||
+        series.back().mode != rows.text(3)) {
+      series.push_back({rows.text(0), rows.text(1), rows.text(2), rows.text(3), {}, {}});
+    }
+    SeriesPoint p;
+    p.run_id = rows.int64(4);
+    p.status = rows.text(6);
+    p.samples = rows.doubles_blob(7);
+    p.noisy = rows.int64(8) != 0;
+    p.fingerprint = rows.text(9);
+    series.back().points.push_back(std::move(p));
+    series.back().result_ids.push_back(rows.int64(5));
+  }
+
+  Table t;
+  t.columns = {"kind",         "suite",         "model",     "backend", "mode",
+               "change_pct",   "threshold_pct", "noise_pct", "p_value", "run",
+               "confirmed_by", "runs",          "kernels",   "note"};
+  for (const LoadedSeries& s : series) {
+    for (const Alert& a : detect_changes(s.points)) {
+      if (!q.all && a.confirmed_by != wanted) continue;
+      const bool timing =
+          a.kind == "regression" || a.kind == "improvement" || a.kind == "suspicious";
+      std::string kernels;
+      if (a.kind == "regression" || a.kind == "improvement") {
+        // The last judged run before the change point, and the run that confirmed it.
+        int64_t before = 0, after = 0;
+        for (size_t i = 0; i < s.points.size(); ++i) {
+          if (s.points[i].run_id < a.run_id && !s.points[i].samples.empty()) {
+            before = s.result_ids[i];
+          }
+          if (s.points[i].run_id == a.confirmed_by) after = s.result_ids[i];
+        }
+        if (before != 0 && after != 0) kernels = moved_kernels(db_, before, after);
+      }
+      auto pct = [&](double v) { return timing ? Cell{100 * v} : Cell{}; };
+      t.rows.push_back({a.kind, s.suite, s.model, s.backend, s.mode, pct(a.change),
+                        pct(a.threshold), pct(a.noise), timing ? Cell{a.p_value} : Cell{}, a.run_id,
+                        a.confirmed_by, static_cast<int64_t>(a.runs), kernels, a.note});
+    }
+  }
+  return t;
+}
+
+}  // namespace crucible::reports
