@@ -10,6 +10,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libdnnl-dev ocl-icd-opencl-dev libomp-dev
   numactl clang-format
+  libbenchmark-tools python3-scipy python3-numpy
 )
 
 missing=()

@@ -26,21 +26,26 @@ inline std::string read_all(const std::filesystem::path& p) {
   return s.str();
 }
 
-// `args` is appended to the binary's path as shell text (quote paths with spaces yourself).
-inline CliResult run_crucible(const std::string& args, const std::string& env = "") {
+// Runs shell command `cmd` with no input, capturing its exit status and both outputs.
+inline CliResult run_command(const std::string& cmd) {
   static int counter = 0;
   auto dir = std::filesystem::temp_directory_path() /
              ("crucible_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
   std::filesystem::create_directories(dir);
-  std::string cmd = env + " " + std::string(CRUCIBLE_BIN_DIR) + "/crucible " + args + " >" +
-                    (dir / "out").string() + " 2>" + (dir / "err").string() + " </dev/null";
-  int raw = std::system(cmd.c_str());
+  const std::string full =
+      cmd + " >" + (dir / "out").string() + " 2>" + (dir / "err").string() + " </dev/null";
+  int raw = std::system(full.c_str());
   CliResult r;
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
   r.out = read_all(dir / "out");
   r.err = read_all(dir / "err");
   std::filesystem::remove_all(dir);
   return r;
+}
+
+// `args` is appended to the binary's path as shell text (quote paths with spaces yourself).
+inline CliResult run_crucible(const std::string& args, const std::string& env = "") {
+  return run_command(env + " " + std::string(CRUCIBLE_BIN_DIR) + "/crucible " + args);
 }
 
 // An empty directory of its own for the running test: <tmp>/<prefix>_<pid>_<test name>.

@@ -205,6 +205,133 @@ int64_t add_nightly(Store& s, int n, double codegen_ms, Status mlp, const std::s
   return run;
 }
 
+// Runs /usr/bin/python3 with `code` (Debian's Python: compare.py and its scipy live there).
+testing::CliResult python(const std::string& code, const std::string& args = "") {
+  return testing::run_command("/usr/bin/python3 -c '" + code + "' " + args);
+}
+
+TEST_F(History, ExportsReadByTheirTools) {
+  const fs::path a = dir_ / "a.json", b = dir_ / "b.json";
+  ASSERT_EQ(run_crucible("export-results 1 --format gbench-json -o " + a.string() + db()).status,
+            0);
+  ASSERT_EQ(run_crucible("export-results 2 --format gbench-json -o " + b.string() + db()).status,
+            0);
+  // Google Benchmark's own compare.py (Debian's libbenchmark-tools) reads both and compares.
+  auto r = testing::run_command("/usr/bin/python3 /usr/share/benchmark/compare.py benchmarks " +
+                                a.string() + " " + b.string());
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("small/sin_cos/codegen"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("+0.2500"), std::string::npos) << r.out;  // 1 ms -> 1.25 ms
+
+  const fs::path junit = dir_ / "junit.xml";
+  ASSERT_EQ(run_crucible("export-results 2 --format junit -o " + junit.string() + db()).status, 0);
+  r = python(
+      "import sys, xml.etree.ElementTree as E; t = E.parse(sys.argv[1]).getroot(); "
+      "print(t.tag, t.get(\"tests\"), t.get(\"failures\"), t.get(\"errors\"), "
+      "len(t.findall(\"testsuite\")), len(t.findall(\"testsuite/testcase\")), "
+      "t.find(\"testsuite/testcase/failure\").get(\"message\"))",
+      junit.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "testsuites 8 1 0 2 8 fail_accuracy\n");
+
+  const fs::path trace = dir_ / "trace.json";
+  ASSERT_EQ(
+      run_crucible("export-results 1 --format chrome-trace -o " + trace.string() + db()).status, 0);
+  r = python(
+      "import sys, json; e = json.load(open(sys.argv[1]))[\"traceEvents\"]; "
+      "x = [v for v in e if v[\"ph\"] == \"X\"]; "
+      "print(len(x), len({v[\"pid\"] for v in x}), *sorted({v[\"name\"] for v in x}))",
+      trace.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  // 2 profiled results x 2 kernels x 10 calls each: one event per kernel call.
+  EXPECT_EQ(r.out, "40 2 cpp_fused_add_0 extern::gemm\n");
+
+  r = run_crucible("export-results 1 --format csv -o " + (dir_ / "csv").string() + db());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(testing::read_all(dir_ / "csv" / "codegen_performance.csv").find("cpu,sin_cos,4,2."),
+            std::string::npos);
+
+  // Bad requests: one line, exit 2, nothing written.
+  for (const std::string bad :
+       {"export-results 999 --format junit", "export-results 1 --format yaml",
+        "export-results 1 --format junit --result 3",
+        "export-results 1 --format junit -o /nonexistent/dir/x.xml"}) {
+    r = run_crucible(bad + db());
+    EXPECT_EQ(r.status, 2) << bad;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << bad << ": " << r.err;
+  }
+  EXPECT_FALSE(fs::exists("/nonexistent/dir/x.xml"));
+}
+
+TEST_F(History, ExpectedAccuracyGateAndFlakinessFromHistory) {
+  const fs::path exp = dir_ / "expected";
+  fs::create_directories(exp / "small");
+  auto write = [&](const std::string& backend, const std::string& text) {
+    std::ofstream(exp / "small" / (backend + ".csv"), std::ios::trunc) << text;
+  };
+  write("eager", "name,accuracy\nmlp,pass\nsin_cos,pass\n");
+  write("codegen", "name,accuracy\nmlp,pass\nsin_cos,pass\n");
+  const std::string opt = " --format csv --expected-dir " + exp.string() + db();
+  // Run 2: mlp fails on codegen where it was expected to pass.
+  auto r = run_crucible("check-expected 2" + opt);
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("small,mlp,codegen,pass,fail_accuracy,FAIL,1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("small,sin_cos,codegen,pass,pass,PASS,0"), std::string::npos) << r.out;
+  // Expected to fail: XFAIL, and the gate passes; run 1, where it passed: IMPROVED, fails.
+  write("codegen", "name,accuracy\nmlp,fail_accuracy\nsin_cos,pass\n");
+  r = run_crucible("check-expected 2" + opt);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("small,mlp,codegen,fail_accuracy,fail_accuracy,XFAIL"), std::string::npos);
+  r = run_crucible("check-expected 1" + opt);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("small,mlp,codegen,fail_accuracy,pass,IMPROVED"), std::string::npos)
+      << r.out;
+  // A model missing from the file is NEW (the file is out of date).
+  write("codegen", "name,accuracy\nsin_cos,pass\n");
+  r = run_crucible("check-expected 2" + opt);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("small,mlp,codegen,,fail_accuracy,NEW"), std::string::npos) << r.out;
+  // pass, fail, pass, fail: flaky from the data, whatever the file says.
+  {
+    auto s = Store::open(db_);
+    add_run(*s, "night3", 1.0, Status::kPass);
+    add_run(*s, "night4", 1.0, Status::kFailAccuracy);
+  }
+  r = run_crucible("check-expected 4" + opt);
+  EXPECT_NE(r.out.find("small,mlp,codegen,,fail_accuracy,FLAKY,3"), std::string::npos) << r.out;
+  // --update writes what the run got.
+  r = run_crucible("check-expected 3 --update" + opt);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(testing::read_all(exp / "small" / "codegen.csv"),
+            "name,accuracy\nmlp,pass\nsin_cos,pass\n");
+  // Bad input: a malformed file, an unknown run.
+  write("codegen", "model;status\n");
+  r = run_crucible("check-expected 2" + opt);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("codegen.csv:1: header must start with name,accuracy"), std::string::npos)
+      << r.err;
+  r = run_crucible("check-expected 77" + opt);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("no run with id 77"), std::string::npos) << r.err;
+}
+
+TEST(ExpectedAccuracy, TheTutorialSuiteMeetsItsCheckedInExpectations) {
+  // A real accuracy run of the tutorial suite, judged against suites/tutorial/expected/*.csv.
+  const fs::path dir = fs::temp_directory_path() / ("crucible_gate_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string db = " --db " + (dir / "g.db").string();
+  auto r = run_crucible("run --suite tutorial --backends eager,codegen --mode accuracy -o " +
+                        (dir / "out").string() + db);
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = run_crucible("check-expected 1 --format csv" + db);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 11) << r.out;  // header + 5 x 2
+  EXPECT_EQ(r.out.find(",FAIL,"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(",NEW,"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
 TEST(Regressions, StepsStatusChangesAndNewMachinesAreToldApart) {
   const fs::path dir = fs::temp_directory_path() / ("crucible_regr_" + std::to_string(::getpid()));
   fs::remove_all(dir);

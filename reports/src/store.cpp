@@ -294,14 +294,22 @@ void Store::finish_run(int64_t run_id, const std::string& status) {
       .run();
 }
 
-std::vector<RunRow> Store::runs(int limit) {
+std::vector<RunRow> Store::runs(int limit) { return run_rows(0, limit); }
+
+RunRow Store::run(int64_t run_id) {
+  std::vector<RunRow> rows = run_rows(run_id, 1);
+  if (rows.empty()) throw StoreError(fmt::format("{}: no run with id {}", path_.string(), run_id));
+  return rows.front();
+}
+
+std::vector<RunRow> Store::run_rows(int64_t run_id, int limit) {
   Statement q(db_,
               "SELECT r.id, r.started_at, coalesce(r.finished_at, ''), r.status, r.tag, r.suites, "
               "r.backends, r.mode,"
               " r.hostname, coalesce(r.git_commit, ''), coalesce(r.cores, 0),"
               " (SELECT count(*) FROM results x WHERE x.run_id = r.id)"
-              " FROM runs r ORDER BY r.id DESC LIMIT ?");
-  q.bind(1, static_cast<int64_t>(limit));
+              " FROM runs r WHERE ?1 = 0 OR r.id = ?1 ORDER BY r.id DESC LIMIT ?2");
+  q.bind(1, run_id).bind(2, static_cast<int64_t>(limit));
   std::vector<RunRow> out;
   while (q.step()) {
     RunRow r;
@@ -533,9 +541,11 @@ std::vector<OutputAccuracy> Store::accuracy(int64_t result_id) {
   return out;
 }
 
-std::vector<KernelTiming> Store::kernels(int64_t result_id) {
-  Statement q(
-      db_, "SELECT name, calls, total_ns FROM kernels WHERE result_id = ? ORDER BY total_ns DESC");
+std::vector<KernelTiming> Store::kernels(int64_t result_id, bool schedule_order) {
+  Statement q(db_, schedule_order ? "SELECT name, calls, total_ns FROM kernels WHERE result_id = ?"
+                                    " ORDER BY rowid"
+                                  : "SELECT name, calls, total_ns FROM kernels WHERE result_id = ?"
+                                    " ORDER BY total_ns DESC");
   q.bind(1, result_id);
   std::vector<KernelTiming> out;
   while (q.step()) out.push_back({q.text(0), q.int64(1), q.int64(2)});

@@ -99,9 +99,12 @@ class Store {
   void finish_run(int64_t run_id, const std::string& status);
 
   std::vector<RunRow> runs(int limit = 20);
+  // One run; throws StoreError naming the id when there is none.
+  RunRow run(int64_t run_id);
   std::vector<ResultRow> results(int64_t run_id);
   std::vector<OutputAccuracy> accuracy(int64_t result_id);
-  std::vector<KernelTiming> kernels(int64_t result_id);
+  // Slowest first, or in the order the backend declared them (its schedule).
+  std::vector<KernelTiming> kernels(int64_t result_id, bool schedule_order = false);
   void add_calibration(const Calibration& c);
   // Every calibration of (suite, model, backend), newest first; all series when model is "".
   std::vector<Calibration> calibrations(const std::string& model = "");
@@ -131,6 +134,11 @@ class Store {
   // must be a crucible database of this schema version (store_merge.cpp).
   MergeStats merge(const std::filesystem::path& shard);
 
+  // The statuses (suite, model, backend, mode) had in the last `limit` runs up to and including
+  // `run_id`, oldest first.
+  std::vector<std::string> status_history(const std::string& suite, const std::string& model,
+                                          const std::string& backend, const std::string& mode,
+                                          int64_t run_id, int limit);
   // Runs the change detector (detect.h) over every series of the store and lists its alerts,
   // with the kernels that moved most for a timing change (regressions.cpp). Throws StoreError for
   // a run id that does not exist.
@@ -144,6 +152,7 @@ class Store {
   static sqlite3* open_connection(const std::filesystem::path& path, int flags);
   void migrate();
   void mark_abandoned_runs();
+  std::vector<RunRow> run_rows(int64_t run_id, int limit);       // run_id 0: any
   int64_t insert_result(int64_t run_id, const ResultRecord& r);  // inside a transaction
 
   sqlite3* db_;

@@ -1,0 +1,164 @@
+// Exports of a stored run (see exports.h).
+#include "crucible/reports/exports.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "crucible/reports/json.h"
+#include "crucible/reports/status.h"
+
+namespace crucible::reports {
+
+namespace {
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        // XML 1.0 has no place for other control bytes, even escaped.
+        if (c < 0x20 && c != '\n' && c != '\t' && c != '\r') {
+          out += fmt::format("\\x{:02x}", c);
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void write_gbench_json(Store& store, int64_t run_id, std::ostream& out) {
+  const RunRow run = store.run(run_id);
+  out << "{\n  \"context\": {\n";
+  out << fmt::format(
+      "    \"date\": {},\n    \"host_name\": {},\n    \"num_cpus\": {},\n"
+      "    \"library_build_type\": \"release\",\n    \"crucible_run\": {},\n"
+      "    \"crucible_git_commit\": {}\n  }},\n  \"benchmarks\": [",
+      json_string(run.started_at), json_string(run.hostname), run.cores, run.id,
+      json_string(run.git_commit));
+  bool first = true;
+  for (const ResultRow& r : store.results(run_id)) {
+    if (r.mode != "performance" || r.samples_ms.empty()) continue;
+    const std::string name = json_string(fmt::format("{}/{}/{}", r.suite, r.model, r.backend));
+    for (size_t i = 0; i < r.samples_ms.size(); ++i) {
+      out << (first ? "\n" : ",\n");
+      first = false;
+      out << fmt::format(
+          "    {{\"name\": {0}, \"run_name\": {0}, \"run_type\": \"iteration\", "
+          "\"repetitions\": {1}, \"repetition_index\": {2}, \"threads\": 1, "
+          "\"iterations\": {3}, \"real_time\": {4}, \"cpu_time\": {4}, \"time_unit\": \"ms\"}}",
+          name, r.samples_ms.size(), i, std::max<int64_t>(r.calls_per_sample, 1),
+          json_number(r.samples_ms[i]));
+    }
+  }
+  out << "\n  ]\n}\n";
+}
+
+void write_junit(Store& store, int64_t run_id, std::ostream& out) {
+  const RunRow run = store.run(run_id);
+  std::map<std::string, std::vector<ResultRow>> suites;
+  for (ResultRow& r : store.results(run_id)) suites[r.suite + "." + r.backend].push_back(r);
+  int tests = 0, failures = 0, errors = 0, skipped = 0;
+  std::string body;
+  for (const auto& [name, rows] : suites) {
+    int f = 0, e = 0, s = 0;
+    double seconds = 0;
+    std::string cases;
+    for (const ResultRow& r : rows) {
+      const double t = r.compile_s.value_or(0) + r.stats.n * (r.stats.n ? r.stats.mean : 0) / 1e3;
+      seconds += t;
+      cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\"",
+                           xml_escape(name), xml_escape(r.model + " (" + r.mode + ")"), t);
+      const auto status = status_from_name(r.status);
+      const bool pass = r.status == "pass";
+      const bool skip = r.status == "skipped" || r.status == "xfail";
+      const bool wrong = r.status.rfind("fail_accuracy", 0) == 0;
+      if (pass) {
+        cases += "/>\n";
+        continue;
+      }
+      const char* tag = skip ? "skipped" : wrong ? "failure" : "error";
+      (skip ? s : wrong ? f : e) += 1;
+      cases += fmt::format(">\n      <{} message=\"{}\" type=\"{}\">{}</{}>\n    </testcase>\n",
+                           tag, xml_escape(r.status), status ? xml_escape(r.status) : "unknown",
+                           xml_escape(r.error), tag);
+    }
+    tests += static_cast<int>(rows.size());
+    failures += f;
+    errors += e;
+    skipped += s;
+    body += fmt::format(
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" "
+        "time=\"{:.3f}\" timestamp=\"{}\" hostname=\"{}\">\n{}  </testsuite>\n",
+        xml_escape(name), rows.size(), f, e, s, seconds, xml_escape(run.started_at),
+        xml_escape(run.hostname), cases);
+  }
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out << fmt::format(
+      "<testsuites name=\"crucible run {}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" "
+      "skipped=\"{}\">\n{}</testsuites>\n",
+      run.id, tests, failures, errors, skipped, body);
+}
+
+void write_chrome_trace(Store& store, int64_t run_id, int64_t result_id, std::ostream& out) {
+  store.run(run_id);  // a run that does not exist is said as such
+  std::vector<std::pair<ResultRow, std::vector<KernelTiming>>> profiled;
+  for (ResultRow& r : store.results(run_id)) {
+    if (result_id != 0 && r.id != result_id) continue;
+    std::vector<KernelTiming> ks = store.kernels(r.id, true);
+    if (!ks.empty()) profiled.push_back({std::move(r), std::move(ks)});
+  }
+  if (profiled.empty()) {  // before anything is written
+    throw StoreError(
+        result_id != 0 ? fmt::format("result {} of run {} has no kernel timings", result_id, run_id)
+                       : fmt::format("run {} has no result with kernel timings (a performance "
+                                     "run records them)",
+                                     run_id));
+  }
+  out << "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [";
+  bool first = true;
+  auto event = [&](const std::string& e) {
+    out << (first ? "\n" : ",\n") << e;
+    first = false;
+  };
+  for (const auto& [r, ks] : profiled) {
+    event(fmt::format(
+        "{{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": {}, \"args\": {{\"name\": {}}}}}",
+        r.id, json_string(fmt::format("{}/{} {} (result {})", r.model, r.backend, r.mode, r.id))));
+    int64_t calls = 0;
+    for (const KernelTiming& k : ks) calls = std::max(calls, k.calls);
+    double t_us = 0;
+    for (int64_t c = 0; c < calls; ++c) {
+      for (const KernelTiming& k : ks) {
+        if (c >= k.calls) continue;  // a kernel that ran fewer times than the graph
+        const double dur_us = static_cast<double>(k.total_ns) / 1e3 / static_cast<double>(k.calls);
+        event(fmt::format(
+            "{{\"name\": {}, \"cat\": \"kernel\", \"ph\": \"X\", \"pid\": {}, \"tid\": 1, "
+            "\"ts\": {}, \"dur\": {}, \"args\": {{\"call\": {}, \"mean_of_calls\": {}}}}}",
+            json_string(k.name), r.id, json_number(t_us), json_number(dur_us), c, k.calls));
+        t_us += dur_us;
+      }
+    }
+  }
+  out << "\n]}\n";
+}
+
+}  // namespace crucible::reports
