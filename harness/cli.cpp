@@ -21,6 +21,8 @@ const std::vector<Command>& commands() {
       {"runs", "list the store's newest runs", runs_command},
       {"history", "one model's metric on one backend over the store's runs", history_command},
       {"kernels", "a result's kernel timings, slowest first", kernels_command},
+      {"compare", "two runs side by side: statuses, changes with confidence, kernels",
+       compare_command},
       {"regressions", "changes the detector finds in the store's history (exit 1: a regression)",
        regressions_command},
       {"query", "run one read-only SQL statement on the store", query_command},

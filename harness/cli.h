@@ -64,6 +64,7 @@ int history_command(const std::vector<std::string>& args);
 int kernels_command(const std::vector<std::string>& args);
 int query_command(const std::vector<std::string>& args);
 int regressions_command(const std::vector<std::string>& args);
+int compare_command(const std::vector<std::string>& args);
 int export_results_command(const std::vector<std::string>& args);
 int check_expected_command(const std::vector<std::string>& args);
 int db_command(const std::vector<std::string>& args);

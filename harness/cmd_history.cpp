@@ -132,6 +132,22 @@ int regressions_command(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+int compare_command(const std::vector<std::string>& args) {
+  po::options_description opts("compare options");
+  ReadOptions r;
+  std::vector<int64_t> runs;
+  add_read_options(opts, r);
+  opts.add_options()("runs", po::value(&runs)->multitoken(), "RUN_A RUN_B");
+  po::positional_options_description pos;
+  pos.add("runs", 2);
+  po::variables_map vm;
+  if (!parse("compare", "RUN_A RUN_B [--db F] [--format table|csv|json]", opts, pos, args, vm))
+    return kExitOk;
+  if (runs.size() != 2) throw po::error("compare takes two run ids");
+  reports::parse_table_format(r.format);
+  return print(reports::Store::open_readonly(r.db)->compare(runs[0], runs[1]), r);
+}
+
 int query_command(const std::vector<std::string>& args) {
   po::options_description opts("query options");
   ReadOptions r;

@@ -370,6 +370,23 @@ TEST(Regressions, StepsStatusChangesAndNewMachinesAreToldApart) {
   EXPECT_EQ(r.status, 1);
   // The header, the step, the status change, and the new CPU noted once per timed series (4).
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 7) << r.out;
+  // compare: the step between runs 12 and 13 with its interval and kernel; statuses both ways.
+  r = run_crucible("compare 12 13" + opt);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("small,sin_cos,codegen,performance,pass,pass,1,1.3,30"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(",slower,\"cpp_fused_sin_0 +300.0 us"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("small,sin_cos,eager,performance,pass,pass,2,2,0,"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(",same,"), std::string::npos) << r.out;
+  r = run_crucible("compare 14 15" + opt);
+  EXPECT_NE(r.out.find("small,mlp,codegen,accuracy,pass,fail_accuracy"), std::string::npos);
+  EXPECT_NE(r.out.find("status: pass -> fail_accuracy"), std::string::npos) << r.out;
+  r = run_crucible("compare 15 16" + opt);
+  EXPECT_NE(r.out.find("fixed: fail_accuracy -> pass"), std::string::npos) << r.out;
+  r = run_crucible("compare 1 999" + opt);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("no run with id 999"), std::string::npos) << r.err;
   r = run_crucible("regressions --run 999" + opt);
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("no run with id 999"), std::string::npos) << r.err;

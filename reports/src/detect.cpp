@@ -11,6 +11,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <random>
 
 namespace crucible::reports {
 
@@ -87,6 +88,30 @@ std::string fingerprint_change(const std::string& from, const std::string& to) {
 }
 
 }  // namespace
+
+double series_noise(const std::vector<SeriesPoint>& series, double prior) {
+  std::vector<size_t> timed;
+  for (size_t i = 0; i < series.size(); ++i) {
+    if (!series[i].samples.empty() && !series[i].noisy) timed.push_back(i);
+  }
+  return timed.empty() ? prior : rel(noise_of(series, timed, prior));
+}
+
+std::pair<double, double> median_change_interval(const std::vector<double>& a,
+                                                 const std::vector<double>& b) {
+  const double nan = std::nan("");
+  if (a.empty() || b.empty()) return {nan, nan};
+  std::mt19937_64 rng(0x5eed);
+  std::vector<double> ratios, ra(a.size()), rb(b.size());
+  std::uniform_int_distribution<size_t> pick_a(0, a.size() - 1), pick_b(0, b.size() - 1);
+  for (int i = 0; i < 1000; ++i) {
+    for (double& v : ra) v = a[pick_a(rng)];
+    for (double& v : rb) v = b[pick_b(rng)];
+    ratios.push_back(median_of(rb) / median_of(ra) - 1);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  return {ratios[25], ratios[974]};
+}
 
 double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b) {
   const size_t n1 = a.size(), n2 = b.size(), n = n1 + n2;

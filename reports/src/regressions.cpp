@@ -10,6 +10,7 @@
 #include "crucible/core/quote.h"
 #include "crucible/reports/detect.h"
 #include "crucible/reports/store.h"
+#include "kernel_moves.h"
 #include "sqlite_db.h"
 
 namespace crucible::reports {
@@ -21,37 +22,6 @@ struct LoadedSeries {
   std::vector<SeriesPoint> points;
   std::vector<int64_t> result_ids;  // parallel to points
 };
-
-// Per-call time of each kernel of a result, in microseconds.
-std::map<std::string, double> kernel_us(sqlite3* db, int64_t result_id) {
-  Statement q(db, "SELECT name, calls, total_ns FROM kernels WHERE result_id = ?");
-  q.bind(1, result_id);
-  std::map<std::string, double> out;
-  while (q.step()) {
-    out[q.text(0)] = static_cast<double>(q.int64(2)) / 1e3 / std::max<int64_t>(q.int64(1), 1);
-  }
-  return out;
-}
-
-// The three kernels whose per-call time moved most from `before` to `after`, "name +12.3 us".
-std::string moved_kernels(sqlite3* db, int64_t before, int64_t after) {
-  const auto a = kernel_us(db, before), b = kernel_us(db, after);
-  std::vector<std::pair<double, std::string>> moved;
-  for (const auto& [name, us] : b) {
-    const auto it = a.find(name);
-    moved.push_back({us - (it == a.end() ? 0.0 : it->second), name});
-  }
-  for (const auto& [name, us] : a) {
-    if (!b.contains(name)) moved.push_back({-us, name});
-  }
-  std::sort(moved.begin(), moved.end(),
-            [](const auto& x, const auto& y) { return std::abs(x.first) > std::abs(y.first); });
-  std::string out;
-  for (size_t i = 0; i < moved.size() && i < 3; ++i) {
-    out += fmt::format("{}{} {:+.1f} us", i ? ", " : "", moved[i].second, moved[i].first);
-  }
-  return out;
-}
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace crucible::reports {
@@ -44,6 +45,15 @@ struct Alert {
 // Every alert of `series`, in run order.
 std::vector<Alert> detect_changes(const std::vector<SeriesPoint>& series,
                                   const DetectorOptions& opts = {});
+
+// The series' run-to-run noise (relative) as the detector measures it, over its timed runs that
+// are not flagged noisy; `prior` is a floor (a calibrated value).
+double series_noise(const std::vector<SeriesPoint>& series, double prior = 0);
+
+// A 95% percentile-bootstrap interval of median(b) / median(a) - 1 (1,000 resamples, a fixed
+// seed: the same samples give the same interval). {NaN, NaN} when either side is empty.
+std::pair<double, double> median_change_interval(const std::vector<double>& a,
+                                                 const std::vector<double>& b);
 
 // Two-sided p-value of the Mann-Whitney U test (normal approximation with tie correction);
 // 1 when either side is empty.

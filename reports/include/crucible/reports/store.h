@@ -134,6 +134,11 @@ class Store {
   // must be a crucible database of this schema version (store_merge.cpp).
   MergeStats merge(const std::filesystem::path& shard);
 
+  // Every (suite, model, backend, mode) of runs `a` and `b` side by side: statuses, medians, the
+  // change with its 95% interval and U-test p, the series' noise, speed-ups, a verdict and the
+  // kernels that moved most (compare.cpp). Throws StoreError for a run that does not exist.
+  Table compare(int64_t a, int64_t b);
+
   // The statuses (suite, model, backend, mode) had in the last `limit` runs up to and including
   // `run_id`, oldest first.
   std::vector<std::string> status_history(const std::string& suite, const std::string& model,

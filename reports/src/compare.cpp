@@ -1,0 +1,96 @@
+// `crucible compare RUN_A RUN_B`: every series of two runs side by side. A timing change is
+// called only when the U test on the raw samples is significant and the median moved past
+// max(1%, 4 x the series' run-to-run noise measured in the store up to run B), the rule the
+// regression detector uses for one comparison.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "crucible/reports/detect.h"
+#include "crucible/reports/store.h"
+#include "kernel_moves.h"
+#include "sqlite_db.h"
+
+namespace crucible::reports {
+
+Table Store::compare(int64_t a, int64_t b) {
+  run(a);  // each must exist
+  run(b);
+  using Key = std::tuple<std::string, std::string, std::string, std::string>;
+  std::map<Key, ResultRow> ra, rb;
+  for (ResultRow& r : results(a)) ra[{r.suite, r.model, r.backend, r.mode}] = std::move(r);
+  for (ResultRow& r : results(b)) rb[{r.suite, r.model, r.backend, r.mode}] = std::move(r);
+  std::map<Key, int> keys;
+  for (const auto& [k, r] : ra) keys[k] = 0;
+  for (const auto& [k, r] : rb) keys[k] = 0;
+
+  // Each series' timed history up to run b, for its noise.
+  Statement hist(db_,
+                 "SELECT x.samples, x.noisy FROM results x JOIN runs r ON r.id = x.run_id"
+                 " WHERE x.suite = ? AND x.model = ? AND x.backend = ? AND x.mode = ? AND"
+                 " r.id <= ? AND x.status = 'pass' ORDER BY r.started_at, r.id");
+  auto noise_of_series = [&](const Key& k) {
+    hist.reset();
+    hist.bind(1, std::get<0>(k)).bind(2, std::get<1>(k)).bind(3, std::get<2>(k));
+    hist.bind(4, std::get<3>(k)).bind(5, b);
+    std::vector<SeriesPoint> pts;
+    while (hist.step()) {
+      SeriesPoint p;
+      p.samples = hist.doubles_blob(0);
+      p.noisy = hist.int64(1) != 0;
+      pts.push_back(std::move(p));
+    }
+    return series_noise(pts);
+  };
+
+  Table t;
+  t.columns = {"suite",       "model",       "backend",    "mode",       "status_a",    "status_b",
+               "median_a_ms", "median_b_ms", "change_pct", "ci_low_pct", "ci_high_pct", "p_value",
+               "noise_pct",   "speedup_a",   "speedup_b",  "verdict",    "kernels"};
+  auto opt = [](const std::optional<double>& v) { return v ? Cell{*v} : Cell{}; };
+  for (const auto& [k, unused] : keys) {
+    const auto ia = ra.find(k), ib = rb.find(k);
+    const ResultRow* x = ia == ra.end() ? nullptr : &ia->second;
+    const ResultRow* y = ib == rb.end() ? nullptr : &ib->second;
+    std::vector<Cell> row = {std::get<0>(k),
+                             std::get<1>(k),
+                             std::get<2>(k),
+                             std::get<3>(k),
+                             x ? Cell{x->status} : Cell{},
+                             y ? Cell{y->status} : Cell{}};
+    std::string verdict;
+    Cell med_a, med_b, change, lo, hi, pv, noise, kernels;
+    if (!x || !y) {
+      verdict = x ? "only in A" : "only in B";
+    } else if (x->status != y->status) {
+      verdict = y->status == "pass" ? "fixed: " + x->status + " -> pass"
+                                    : "status: " + x->status + " -> " + y->status;
+    } else if (!x->samples_ms.empty() && !y->samples_ms.empty()) {
+      const double ma = x->stats.median, mb = y->stats.median;
+      const double c = mb / ma - 1, p = mann_whitney_p(x->samples_ms, y->samples_ms);
+      const auto [l, h] = median_change_interval(x->samples_ms, y->samples_ms);
+      const double n = noise_of_series(k);
+      const double bar = std::max(0.01, 4 * n);
+      verdict = p < 0.01 && std::abs(c) > bar ? (c > 0 ? "slower" : "faster") : "same";
+      med_a = ma;
+      med_b = mb;
+      change = 100 * c;
+      lo = 100 * l;
+      hi = 100 * h;
+      pv = p;
+      noise = 100 * n;
+      const std::string moved = moved_kernels(db_, x->id, y->id);
+      if (!moved.empty()) kernels = moved;
+    } else {
+      verdict = "same";
+    }
+    row.insert(row.end(), {med_a, med_b, change, lo, hi, pv, noise, x ? opt(x->speedup) : Cell{},
+                           y ? opt(y->speedup) : Cell{}, verdict, kernels});
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+}  // namespace crucible::reports
