@@ -10,6 +10,7 @@
 
 #include "cli_util.h"
 #include "crucible/reports/store.h"
+#include "synthetic_history.h"
 
 namespace crucible::reports {
 namespace {
@@ -329,6 +330,88 @@ TEST(ExpectedAccuracy, TheTutorialSuiteMeetsItsCheckedInExpectations) {
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 11) << r.out;  // header + 5 x 2
   EXPECT_EQ(r.out.find(",FAIL,"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find(",NEW,"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
+// Splits one CSV line (RFC 4180 quotes) into fields.
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+      out.back() += '"';
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      out.emplace_back();
+    } else {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
+TEST(Regressions, YearOfSyntheticNightliesThroughTheStoreMeetsTheBars) {
+  // The synthetic year of detect_test, written as 365 runs of 60 models x 3 backends into a
+  // real store (the environment in each run's compiler), and judged by `crucible regressions`.
+  const std::vector<synthetic::Series> all = synthetic::year(20261125);
+  const fs::path dir = fs::temp_directory_path() / ("crucible_year_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path db = dir / "year.db";
+  const char* backends[] = {"eager", "codegen", "other"};
+  {
+    auto s = Store::open(db);
+    for (int r = 0; r < synthetic::kRuns; ++r) {
+      RunInfo info;
+      info.suites = "syn";
+      info.backends = "eager,codegen,other";
+      info.mode = "performance";
+      info.env.cores = 2;
+      info.env.compiler = all[0].points[r].fingerprint.substr(9);  // "compiler=gcc-12"
+      const int64_t run = s->begin_run(info);
+      std::vector<ResultRecord> rs;
+      for (size_t i = 0; i < all.size(); ++i) {
+        ResultRecord x =
+            make_result("syn", "m" + std::to_string(i / 3), backends[i % 3], "performance", 1);
+        x.status = Status::kPass;
+        x.samples_ms = all[i].points[r].samples;
+        x.noisy = all[i].points[r].noisy;
+        rs.push_back(std::move(x));
+      }
+      s->add_results(run, rs);
+      s->finish_run(run, "complete");
+    }
+  }
+  auto r = run_crucible("regressions --all --format csv --db " + db.string());
+  ASSERT_EQ(r.status, 1) << r.err;  // there are regressions
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < all.size(); ++i) {
+    index["m" + std::to_string(i / 3) + "/" + backends[i % 3]] = i;
+  }
+  std::vector<std::vector<Alert>> alerts(all.size());
+  std::istringstream lines(r.out);
+  std::string line;
+  std::getline(lines, line);
+  ASSERT_EQ(line.rfind("kind,suite,model,backend,mode,change_pct,threshold_pct,noise_pct,p_value,"
+                       "run,confirmed_by,runs,kernels,note",
+                       0),
+            0u);
+  while (std::getline(lines, line)) {
+    const auto f = csv_fields(line);
+    ASSERT_EQ(f.size(), 14u) << line;
+    Alert a;
+    a.kind = f[0];
+    a.run_id = std::stoll(f[9]);
+    a.confirmed_by = std::stoll(f[10]);
+    a.note = f[13];
+    alerts.at(index.at(f[2] + "/" + f[3])).push_back(a);
+  }
+  const synthetic::Score sc = synthetic::score(all, alerts);
+  std::printf("through the store: %s\n", sc.str().c_str());
+  sc.expect_bars(all.size());
   fs::remove_all(dir);
 }
 
