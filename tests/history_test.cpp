@@ -470,6 +470,20 @@ TEST(Regressions, StepsStatusChangesAndNewMachinesAreToldApart) {
   r = run_crucible("compare 1 999" + opt);
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("no run with id 999"), std::string::npos) << r.err;
+  // A calibration that measured 20% run-to-run noise for sin_cos on codegen: a 30% step is
+  // within 4 x that, so it is no longer called (the calibrated noise is a floor).
+  {
+    Calibration c;
+    c.suite = "small";
+    c.model = "sin_cos";
+    c.backend = "codegen";
+    c.runs = 5;
+    c.run_ids = "1,2,3,4,5";
+    c.time_cv = 0.20;
+    Store::open(db)->add_calibration(c);
+  }
+  r = run_crucible("regressions --run 14" + opt);
+  EXPECT_EQ(r.out.find("regression,small,sin_cos,codegen"), std::string::npos) << r.out;
   r = run_crucible("regressions --run 999" + opt);
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("no run with id 999"), std::string::npos) << r.err;

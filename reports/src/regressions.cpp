@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include "crucible/core/quote.h"
 #include "crucible/reports/detect.h"
@@ -70,12 +71,25 @@ Table Store::regressions(const RegressionQuery& q) {
     series.back().result_ids.push_back(rows.int64(5));
   }
 
+  std::map<std::tuple<std::string, std::string, std::string>, double> noise;
+  for (const Calibration& c : calibrations()) {  // newest first: the first seen is kept
+    if (std::isfinite(c.time_cv) && c.time_cv > 0)
+      noise.emplace(std::tuple{c.suite, c.model, c.backend}, c.time_cv);
+  }
+
   Table t;
   t.columns = {"kind",         "suite",         "model",     "backend", "mode",
                "change_pct",   "threshold_pct", "noise_pct", "p_value", "run",
                "confirmed_by", "runs",          "kernels",   "note"};
   for (const LoadedSeries& s : series) {
-    for (const Alert& a : detect_changes(s.points)) {
+    // A series calibrated with `crucible calibrate` brings its measured run-to-run noise as a
+    // floor: the detector trusts it over a few runs' own estimate.
+    DetectorOptions opts;
+    if (const auto c = noise.find({s.suite, s.model, s.backend});
+        c != noise.end() && s.mode == "performance") {
+      opts.prior_noise = std::log1p(c->second);
+    }
+    for (const Alert& a : detect_changes(s.points, opts)) {
       if (!q.all && a.confirmed_by != wanted) continue;
       const bool timing =
           a.kind == "regression" || a.kind == "improvement" || a.kind == "suspicious";
