@@ -11,6 +11,7 @@ PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev libomp-dev
   numactl clang-format
   libbenchmark-tools python3-scipy python3-numpy
+  chromium fonts-dejavu-core
 )
 
 missing=()

@@ -26,6 +26,7 @@ const std::vector<Command>& commands() {
       {"regressions", "changes the detector finds in the store's history (exit 1: a regression)",
        regressions_command},
       {"query", "run one read-only SQL statement on the store", query_command},
+      {"report", "write a static HTML dashboard of the store", report_command},
       {"db", "merge shard databases into one, or migrate an older one", db_command},
       {"check-expected", "judge a run's accuracy against each suite's expected statuses",
        check_expected_command},

@@ -65,6 +65,7 @@ int kernels_command(const std::vector<std::string>& args);
 int query_command(const std::vector<std::string>& args);
 int regressions_command(const std::vector<std::string>& args);
 int compare_command(const std::vector<std::string>& args);
+int report_command(const std::vector<std::string>& args);
 int export_results_command(const std::vector<std::string>& args);
 int check_expected_command(const std::vector<std::string>& args);
 int db_command(const std::vector<std::string>& args);

@@ -226,4 +226,19 @@ std::vector<std::string> Store::status_history(const std::string& suite, const s
   return out;
 }
 
+Table Store::report_rows(const std::string& since) {
+  return select(db_,
+                "SELECT r.id AS run, r.started_at, coalesce(r.git_commit, '') AS git_commit,"
+                " x.suite, x.model, x.backend, x.mode, x.status, x.median_ms, x.cv, x.speedup,"
+                " x.compile_s, x.memory_ratio, x.noisy, x.id AS result FROM results x"
+                " JOIN runs r ON r.id = x.run_id WHERE r.started_at >= ?1"
+                " ORDER BY r.started_at, r.id, x.id",
+                {since});
+}
+
+std::string Store::latest_launcher_json() {
+  const Table t = select(db_, "SELECT launcher_json FROM runs ORDER BY id DESC LIMIT 1");
+  return t.rows.empty() ? "{}" : cell_text(t.rows[0][0], false);
+}
+
 }  // namespace crucible::reports

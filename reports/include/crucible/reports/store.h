@@ -139,6 +139,13 @@ class Store {
   // kernels that moved most (compare.cpp). Throws StoreError for a run that does not exist.
   Table compare(int64_t a, int64_t b);
 
+  // Every result of the runs started since `since` (a UTC time, "" for all), oldest run first:
+  // run, started_at, git_commit, suite, model, backend, mode, status, median_ms, cv, speedup,
+  // compile_s, memory_ratio, noisy, result id. What the HTML report is drawn from.
+  Table report_rows(const std::string& since);
+  // The newest run's launcher settings (JSON object text; "{}" for an empty store).
+  std::string latest_launcher_json();
+
   // The statuses (suite, model, backend, mode) had in the last `limit` runs up to and including
   // `run_id`, oldest first.
   std::vector<std::string> status_history(const std::string& suite, const std::string& model,

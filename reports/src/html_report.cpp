@@ -1,0 +1,470 @@
+// The static dashboard (see html_report.h). Pages are built from one pass over the store's rows:
+// per (run, backend) summaries for the index, per (suite, model) series for model pages, and
+// the detector's alerts for the regressions page. Every name is escaped for HTML, and data goes
+// into <script type="application/json"> blocks with "</" broken so no name can end the block.
+#include "crucible/reports/html_report.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "crucible/core/error.h"
+#include "crucible/reports/json.h"
+
+namespace crucible::reports {
+
+extern const char* const kUplotJs;
+extern const char* const kUplotCss;
+
+namespace fs = std::filesystem;
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// JSON made safe inside <script>: "</" could end the block, and JSON cannot hold it outside a
+// string, where "<\/" means the same.
+std::string script_safe(const std::string& json) {
+  std::string out;
+  for (size_t i = 0; i < json.size(); ++i) {
+    out += json[i];
+    if (json[i] == '<' && i + 1 < json.size() && json[i + 1] == '/') out += '\\';
+  }
+  return out;
+}
+
+std::string text(const Cell& c) { return cell_text(c, false); }
+
+double number(const Cell& c) {
+  if (std::holds_alternative<double>(c)) return std::get<double>(c);
+  if (std::holds_alternative<int64_t>(c)) return static_cast<double>(std::get<int64_t>(c));
+  return std::nan("");
+}
+
+// "2026-11-25T04:51:08.123Z" -> seconds since the epoch (UTC).
+double epoch_of(const std::string& utc) {
+  std::tm tm{};
+  if (sscanf(utc.c_str(), "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+             &tm.tm_min, &tm.tm_sec) < 3) {
+    return 0;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(timegm(&tm));
+}
+
+std::string json_array(const std::vector<double>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + json_number(v[i]);
+  return out + "]";
+}
+
+// A file name for a model page: its characters that are not [A-Za-z0-9_-] replaced, and a hash
+// of the exact name so that two names that clean up alike stay apart.
+std::string page_name(const std::string& suite, const std::string& model) {
+  std::string clean;
+  for (char c : suite + "." + model)
+    clean += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
+  return fmt::format("model-{}-{:08x}.html", clean.substr(0, 60),
+                     static_cast<uint32_t>(std::hash<std::string>{}(suite + "\n" + model)));
+}
+
+constexpr const char* kStyle = R"css(
+body{font:14px/1.4 system-ui,sans-serif;margin:0 24px 40px;color:#1d2330;max-width:1200px}
+nav{margin:16px 0;padding-bottom:8px;border-bottom:1px solid #d8dce4}nav a{margin-right:16px}
+h1{font-size:22px}h2{font-size:17px;margin-top:28px}h3{font-size:15px;margin:18px 0 6px}
+table{border-collapse:collapse;margin:8px 0}th,td{padding:3px 10px;border-bottom:1px solid #e6e8ee;text-align:left}
+td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f4f7}
+.charts{display:flex;flex-wrap:wrap;gap:12px}.chart{border:1px solid #e6e8ee;padding:4px}
+.point{font-size:12px;padding:2px 6px;min-height:16px}
+.fail{color:#b3261e;font-weight:600}.pass{color:#1e7b34}.muted{color:#6b7280}
+code{background:#f3f4f7;padding:1px 4px;border-radius:3px;word-break:break-all}
+)css";
+
+// Draws one line chart: el, title, x (epoch s), [{label, values}], y label, and an optional
+// fixed y range [min, max] (a percentage reads wrong on an axis that goes to 200).
+constexpr const char* kChartJs = R"js(
+// `info`, when given, holds a line per point (its run, commit, noise) shown under the chart for
+// the point under the cursor.
+function crChart(el, title, xs, series, ylabel, yrange, info) {
+  const colors = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2'];
+  const y = yrange ? {auto: false, range: yrange} : {};
+  const div = document.createElement('div'); div.className = 'chart'; el.appendChild(div);
+  const line = document.createElement('div'); line.className = 'point muted';
+  const opts = {title: title, width: 540, height: 220, scales: {x: {time: true}, y: y},
+    series: [{}].concat(series.map((s, i) => ({label: s.label, stroke: colors[i % colors.length],
+      width: 1.5, points: {size: 4}, spanGaps: true}))),
+    axes: [{}, {label: ylabel}],
+    hooks: {setCursor: [u => { const i = u.cursor.idx;
+      line.textContent = info && i != null ? info[i] : '\u00a0'; }]}};
+  const chart = new uPlot(opts, [xs].concat(series.map(s => s.values)), div);
+  line.textContent = '\u00a0'; div.appendChild(line);
+  return chart;
+}
+)js";
+
+std::string page(const std::string& title, const std::string& body, const std::string& data,
+                 const std::string& script) {
+  return fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width\">\n<title>{0}</title>\n"
+      "<style>{1}{2}</style>\n<script>{3}</script>\n<script>{4}</script>\n</head><body>\n"
+      "<nav><a href=\"index.html\">Summary</a><a href=\"regressions.html\">Regressions</a></nav>\n"
+      "<h1>{0}</h1>\n{5}\n<script type=\"application/json\" id=\"data\">{6}</script>\n"
+      "<script>const DATA = JSON.parse(document.getElementById('data').textContent);\n{7}"
+      // When the page was drawn, for the test that loads it in a browser.
+      "document.body.dataset.renderMs = performance.now().toFixed(0);</script>\n"
+      "</body></html>\n",
+      html_escape(title), kUplotCss, kStyle, kUplotJs, kChartJs, body, script_safe(data), script);
+}
+
+void write_file(const fs::path& path, const std::string& text, HtmlReportStats& st) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out || !(out << text) || !out.flush()) {
+    throw Error(fmt::format("{}: cannot write", path.string()));
+  }
+  ++st.pages;
+  st.bytes += text.size();
+}
+
+std::string fmt_opt(double v, const char* spec) {
+  return std::isfinite(v) ? fmt::format(fmt::runtime(spec), v) : "–";
+}
+
+struct Point {
+  int64_t run;
+  double t;
+  std::string started, commit, status;
+  double median_ms, cv, speedup;
+  bool noisy;
+  int64_t result;
+};
+
+}  // namespace
+
+HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
+  HtmlReportStats st;
+  fs::create_directories(opts.dir);
+  const Table rows = store.report_rows(opts.since);
+  // Column positions of report_rows().
+  enum {
+    kRun,
+    kStarted,
+    kCommit,
+    kSuite,
+    kModel,
+    kBackend,
+    kMode,
+    kStatus,
+    kMedian,
+    kCv,
+    kSpeedup,
+    kCompile,
+    kMemory,
+    kNoisy,
+    kResult
+  };
+
+  // Per (run, backend): accuracy statuses, speed-ups of models whose accuracy passed, compile
+  // times and memory ratios.
+  struct RunSummary {
+    double t = 0;
+    int checked = 0, passed = 0;
+    std::vector<double> log_speedup, compile, log_memory;
+  };
+  std::map<std::string, std::map<int64_t, RunSummary>> summary;     // backend -> run -> summary
+  std::map<std::pair<int64_t, std::string>, std::string> accuracy;  // (run, suite/model/backend)
+  for (const auto& r : rows.rows) {
+    if (text(r[kMode]) == "accuracy") {
+      accuracy[{std::get<int64_t>(r[kRun]), text(r[kSuite]) + "/" + text(r[kModel]) + "/" +
+                                                text(r[kBackend])}] = text(r[kStatus]);
+    }
+  }
+  std::map<std::pair<std::string, std::string>, std::map<std::string, std::vector<Point>>> models;
+  std::set<int64_t> runs;
+  for (const auto& r : rows.rows) {
+    const int64_t run = std::get<int64_t>(r[kRun]);
+    runs.insert(run);
+    const std::string backend = text(r[kBackend]), mode = text(r[kMode]);
+    const double t = epoch_of(text(r[kStarted]));
+    if (mode == "performance") {
+      models[{text(r[kSuite]), text(r[kModel])}][backend].push_back(
+          {run, t, text(r[kStarted]), text(r[kCommit]), text(r[kStatus]), number(r[kMedian]),
+           number(r[kCv]), number(r[kSpeedup]), number(r[kNoisy]) > 0,
+           std::get<int64_t>(r[kResult])});
+    } else {
+      models[{text(r[kSuite]), text(r[kModel])}];
+    }
+    if (backend == "eager") continue;
+    RunSummary& s = summary[backend][run];
+    s.t = t;
+    if (mode == "accuracy") {
+      ++s.checked;
+      s.passed += text(r[kStatus]) == "pass" ? 1 : 0;
+      continue;
+    }
+    const auto acc = accuracy.find({run, text(r[kSuite]) + "/" + text(r[kModel]) + "/" + backend});
+    const bool accurate =
+        acc == accuracy.end() ? text(r[kStatus]) == "pass" : acc->second == "pass";
+    if (accurate && number(r[kSpeedup]) > 0) s.log_speedup.push_back(std::log(number(r[kSpeedup])));
+    if (std::isfinite(number(r[kCompile]))) s.compile.push_back(number(r[kCompile]));
+    if (number(r[kMemory]) > 0) s.log_memory.push_back(std::log(number(r[kMemory])));
+  }
+  st.runs = static_cast<int>(runs.size());
+  st.models = static_cast<int>(models.size());
+  auto mean = [](const std::vector<double>& v) {
+    if (v.empty()) return std::nan("");
+    double s = 0;
+    for (double x : v) s += x;
+    return s / static_cast<double>(v.size());
+  };
+
+  // index.html
+  std::string body, data = "{", script;
+  if (runs.empty()) body += "<p class=\"muted\">The store holds no runs in this window.</p>\n";
+  body +=
+      "<h2>Latest run per backend</h2>\n<table><tr><th>backend</th><th>run</th>"
+      "<th>accuracy pass rate</th><th>geomean speed-up (passing models)</th>"
+      "<th>mean compile s</th><th>geomean memory ratio</th></tr>\n";
+  int chart = 0;
+  for (const auto& [backend, by_run] : summary) {
+    const auto& [last_run, last] = *by_run.rbegin();
+    body += fmt::format(
+        "<tr><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td>"
+        "<td class=n>{}</td><td class=n>{}</td></tr>\n",
+        html_escape(backend), last_run,
+        last.checked ? fmt::format("{}/{} ({:.0f}%)", last.passed, last.checked,
+                                   100.0 * last.passed / last.checked)
+                     : "–",
+        fmt_opt(std::exp(mean(last.log_speedup)), "{:.3f}x"), fmt_opt(mean(last.compile), "{:.2f}"),
+        fmt_opt(std::exp(mean(last.log_memory)), "{:.2f}"));
+    std::vector<double> t, pass, speed, compile, memory, run_ids;
+    for (const auto& [run, s] : by_run) {
+      t.push_back(s.t);
+      run_ids.push_back(static_cast<double>(run));
+      pass.push_back(s.checked ? 100.0 * s.passed / s.checked : std::nan(""));
+      speed.push_back(std::exp(mean(s.log_speedup)));
+      compile.push_back(mean(s.compile));
+      memory.push_back(std::exp(mean(s.log_memory)));
+    }
+    data += fmt::format(
+        "{}\"c{}\": {{\"t\": {}, \"run\": {}, \"pass\": {}, \"speedup\": {}, "
+        "\"compile\": {}, \"memory\": {}}}",
+        chart ? "," : "", chart, json_array(t), json_array(run_ids), json_array(pass),
+        json_array(speed), json_array(compile), json_array(memory));
+    script += fmt::format(
+        "{{const d = DATA.c{0}, el = document.getElementById('charts{0}'),\n"
+        "  info = d.run.map(r => 'run ' + r);\n"
+        "crChart(el, 'accuracy pass rate', d.t, [{{label: '%', values: d.pass}}], '%', [0, 100], "
+        "info);\n"
+        "crChart(el, 'geomean speed-up, accuracy-passing models', d.t, "
+        "[{{label: 'x', values: d.speedup}}], 'x', null, info);\n"
+        "crChart(el, 'mean compile time', d.t, [{{label: 's', values: d.compile}}], 's', null, "
+        "info);\n"
+        "crChart(el, 'geomean memory ratio (eager / backend)', d.t, "
+        "[{{label: 'ratio', values: d.memory}}], 'ratio', null, info);}}\n",
+        chart);
+    ++chart;
+  }
+  body += "</table>\n";
+  chart = 0;
+  for (const auto& [backend, by_run] : summary) {
+    body += fmt::format("<h2>{} over time</h2>\n<div class=\"charts\" id=\"charts{}\"></div>\n",
+                        html_escape(backend), chart++);
+  }
+  data += "}";
+  body +=
+      "<h2>Models</h2>\n<table><tr><th>suite</th><th>model</th><th>latest (backend: median, "
+      "speed-up)</th></tr>\n";
+  for (const auto& [key, by_backend] : models) {
+    std::string latest;
+    for (const auto& [backend, pts] : by_backend) {
+      if (pts.empty()) continue;
+      const Point& p = pts.back();
+      latest +=
+          fmt::format("{}{}: <span class=\"{}\">{}</span> {} ms{}", latest.empty() ? "" : "; ",
+                      html_escape(backend), p.status == "pass" ? "pass" : "fail",
+                      html_escape(p.status), fmt_opt(p.median_ms, "{:.4g}"),
+                      std::isfinite(p.speedup) ? fmt::format(", {:.2f}x", p.speedup) : "");
+    }
+    body += fmt::format("<tr><td>{}</td><td><a href=\"{}\">{}</a></td><td>{}</td></tr>\n",
+                        html_escape(key.first), page_name(key.first, key.second),
+                        html_escape(key.second), latest);
+  }
+  body += "</table>\n";
+  write_file(opts.dir / "index.html", page("crucible: summary", body, data, script), st);
+
+  // Model pages.
+  const std::string launcher = store.latest_launcher_json();
+  for (const auto& [key, by_backend] : models) {
+    std::string b = fmt::format("<p>suite <b>{}</b></p>\n", html_escape(key.first)), d = "{", s;
+    int i = 0;
+    for (const auto& [backend, pts] : by_backend) {
+      std::vector<double> t, med, speed;
+      std::string info = "[";
+      for (const Point& p : pts) {
+        t.push_back(p.t);
+        med.push_back(p.median_ms);
+        speed.push_back(p.speedup);
+        info += fmt::format(
+            "{}{}", info.size() > 1 ? "," : "",
+            json_string(fmt::format("run {} · {} · commit {} · {} · cv {} %{}", p.run,
+                                    p.started.substr(0, 10),
+                                    p.commit.empty() ? "–" : p.commit.substr(0, 12), p.status,
+                                    fmt_opt(100 * p.cv, "{:.1f}"), p.noisy ? " · noisy" : "")));
+      }
+      info += "]";
+      // Kernels of the newest 20 profiled results, chosen in a list.
+      std::string kernels = "[";
+      int shown = 0;
+      for (auto p = pts.rbegin(); p != pts.rend() && shown < 20; ++p) {
+        const auto ks = store.kernels(p->result);
+        if (ks.empty()) continue;
+        std::string list;
+        for (const KernelTiming& k : ks) {
+          list += fmt::format("{}[{},{},{}]", list.empty() ? "" : ",", json_string(k.name), k.calls,
+                              json_number(static_cast<double>(k.total_ns) / 1e6));
+        }
+        kernels += fmt::format("{}{{\"run\": {}, \"started\": {}, \"kernels\": [{}]}}",
+                               shown ? "," : "", p->run, json_string(p->started), list);
+        ++shown;
+      }
+      kernels += "]";
+      d += fmt::format(
+          "{}\"b{}\": {{\"t\": {}, \"median\": {}, \"speedup\": {}, \"info\": {}, \"kernels\": "
+          "{}}}",
+          i ? "," : "", i, json_array(t), json_array(med), json_array(speed), info, kernels);
+      b += fmt::format("<h2>{}</h2>\n<div class=\"charts\" id=\"charts{}\"></div>\n",
+                       html_escape(backend), i);
+      b += "<h3>Recent runs</h3>\n<table><tr><th>run</th><th>started</th><th>commit</th>"
+           "<th>status</th><th>median ms</th><th>cv %</th><th>speed-up</th><th>noisy</th></tr>\n";
+      for (size_t k = pts.size() > 15 ? pts.size() - 15 : 0; k < pts.size(); ++k) {
+        const Point& p = pts[k];
+        b += fmt::format(
+            "<tr><td class=n>{}</td><td>{}</td><td><code>{}</code></td><td class=\"{}\">{}</td>"
+            "<td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td></tr>\n",
+            p.run, html_escape(p.started), html_escape(p.commit.substr(0, 12)),
+            p.status == "pass" ? "pass" : "fail", html_escape(p.status),
+            fmt_opt(p.median_ms, "{:.4g}"), fmt_opt(100 * p.cv, "{:.1f}"),
+            fmt_opt(p.speedup, "{:.3f}"), p.noisy ? "noisy" : "");
+      }
+      b += fmt::format(
+          "</table>\n<h3>Kernels</h3>\n<select id=\"ksel{0}\"></select>\n"
+          "<table id=\"ktab{0}\"></table>\n",
+          i);
+      s += fmt::format(
+          "{{const d = DATA.b{0}, el = document.getElementById('charts{0}');\n"
+          "crChart(el, 'median latency', d.t, [{{label: 'ms', values: d.median}}], 'ms', null, "
+          "d.info);\n"
+          "{1}crKernels(d.kernels, 'ksel{0}', 'ktab{0}');}}\n",
+          i,
+          // Eager is the denominator: its speed-up over itself is no chart.
+          backend == "eager" ? ""
+                             : "crChart(el, 'speed-up over eager', d.t, [{label: 'x', values: "
+                               "d.speedup}], 'x', null, "
+                               "d.info);\n");
+      ++i;
+    }
+    d += fmt::format("{}\"launcher\": {}", i ? "," : "", launcher.empty() ? "{}" : launcher);
+    b += "<h2>Launcher settings (newest run)</h2>\n<table id=\"launcher\"></table>\n";
+    s = R"js(
+function crCell(tr, text, cls) { const td = document.createElement('td'); td.textContent = text;
+  if (cls) td.className = cls; tr.appendChild(td); }
+function crKernels(list, selId, tabId) {
+  const sel = document.getElementById(selId), tab = document.getElementById(tabId);
+  if (!list.length) { sel.style.display = 'none';
+    tab.innerHTML = '<tr><td class="muted">no kernel timings (a performance run records them)</td></tr>'; return; }
+  list.forEach((r, k) => { const o = document.createElement('option'); o.value = k;
+    o.textContent = 'run ' + r.run + ' (' + r.started + ')'; sel.appendChild(o); });
+  const show = () => { const r = list[sel.value]; tab.replaceChildren();
+    const h = document.createElement('tr'); ['kernel', 'calls', 'total ms', 'share %'].forEach(x => {
+      const th = document.createElement('th'); th.textContent = x; h.appendChild(th); });
+    tab.appendChild(h); const total = r.kernels.reduce((a, k) => a + k[2], 0);
+    r.kernels.forEach(k => { const tr = document.createElement('tr'); crCell(tr, k[0]);
+      crCell(tr, k[1], 'n'); crCell(tr, k[2].toFixed(3), 'n');
+      crCell(tr, (100 * k[2] / total).toFixed(1), 'n'); tab.appendChild(tr); }); };
+  sel.onchange = show; show();
+}
+{const t = document.getElementById('launcher');
+ Object.entries(DATA.launcher).forEach(([k, v]) => { const tr = document.createElement('tr');
+   crCell(tr, k); crCell(tr, String(v)); t.appendChild(tr); });}
+)js" + s;
+    write_file(opts.dir / page_name(key.first, key.second),
+               page(key.second + " (" + key.first + ")", b, d + "}", s), st);
+  }
+
+  // regressions.html
+  RegressionQuery rq;
+  rq.all = true;
+  const Table alerts = store.regressions(rq);
+  std::string rb =
+      "<p>What the change detector found in the history: a regression holds on 2 or 3 runs past "
+      "4 x the series' noise; suspicious is one run alone; environment starts a new baseline."
+      "</p>\n<table><tr><th>kind</th><th>suite</th><th>model</th><th>backend</th><th>change</th>"
+      "<th>runs</th><th>kernels moved</th><th>note</th><th>reproduce</th></tr>\n";
+  int listed = 0;
+  for (auto a = alerts.rows.rbegin(); a != alerts.rows.rend(); ++a) {
+    const auto& r = *a;  // newest first
+    const std::string kind = text(r[0]), suite = text(r[1]), model = text(r[2]),
+                      backend = text(r[3]);
+    if (kind == "environment" || kind == "suspicious") continue;
+    std::string repro = fmt::format("crucible compare {} {} --db {}", std::get<int64_t>(r[9]) - 1,
+                                    text(r[10]), opts.db_name);
+    if (kind == "status") {
+      repro =
+          fmt::format("crucible minify --suite {} --only {} --backend {}", suite, model, backend);
+      for (const ReproRecord& rr : store.repros(model)) {
+        if (rr.backend == backend && !rr.path.empty()) {
+          repro = "crucible repro " + rr.path;
+          break;
+        }
+      }
+    }
+    rb += fmt::format(
+        "<tr><td class=\"{}\">{}</td><td>{}</td><td><a href=\"{}\">{}</a></td><td>{}</td>"
+        "<td class=n>{}</td><td>{}..{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>\n",
+        kind == "improvement" ? "pass" : "fail", html_escape(kind), html_escape(suite),
+        page_name(suite, model), html_escape(model), html_escape(backend),
+        std::holds_alternative<double>(r[5]) ? fmt::format("{:+.1f}%", std::get<double>(r[5])) : "",
+        text(r[9]), text(r[10]), html_escape(text(r[12])), html_escape(text(r[13])),
+        html_escape(repro));
+    ++listed;
+  }
+  rb += "</table>\n";
+  if (listed == 0) rb += "<p class=\"muted\">No regression, improvement or status change.</p>\n";
+  write_file(opts.dir / "regressions.html", page("crucible: regressions", rb, "{}", ""), st);
+  return st;
+}
+
+}  // namespace crucible::reports

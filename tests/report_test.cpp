@@ -1,0 +1,161 @@
+// The HTML dashboard from a store with a year of synthetic nightlies: pages written, every name
+// escaped (a model called <script>alert(1)</script>), nothing fetched from the network, the
+// regressions page with its reproduce commands; and, in headless Chromium, the DOM after the
+// scripts ran (a summary table, a canvas per chart, the escaped name as text), the time to first
+// render, and a screenshot kept under the build directory.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "cli_util.h"
+#include "crucible/reports/store.h"
+#include "synthetic_history.h"
+
+namespace crucible::reports {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_command;
+using testing::run_crucible;
+
+constexpr const char* kHostile = "<script>alert(1)</script>";
+
+class Report : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("crucible_report_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    // A year of nightlies: 10 models x 3 backends of the synthetic history (steps, noise,
+    // environment changes), accuracy and performance, kernels on codegen, one hostile name.
+    const std::vector<synthetic::Series> all = synthetic::year(7);
+    const char* backends[] = {"eager", "codegen", "other"};
+    auto s = Store::open(dir_ / "year.db");
+    for (int r = 0; r < synthetic::kRuns; ++r) {
+      RunInfo info;
+      info.suites = "syn";
+      info.backends = "eager,codegen,other";
+      info.mode = "both";
+      info.env.compiler = all[0].points[r].fingerprint.substr(9);
+      info.env.launcher["OMP_NUM_THREADS"] = "2";
+      info.env.launcher["numactl"] = "--physcpubind=0,1";
+      const int64_t run = s->begin_run(info);
+      std::vector<ResultRecord> rs;
+      for (size_t i = 0; i < 30; ++i) {
+        const std::string model = i / 3 == 4 ? kHostile : "model" + std::to_string(i / 3);
+        ResultRecord x = make_result("syn", model, backends[i % 3], "performance", 1);
+        x.status = Status::kPass;
+        x.samples_ms = all[i].points[r].samples;
+        x.noisy = all[i].points[r].noisy;
+        if (i % 3 != 0) {
+          x.speedup = 1.5 * all[i - i % 3].points[r].samples[0] / all[i].points[r].samples[0];
+          x.compile_s = 2.0;
+          x.memory_ratio = 1.2;
+          x.kernels = {{"cpp_fused_add_0", 10, 40000}, {"extern::gemm</td>", 10, 90000}};
+        }
+        rs.push_back(x);
+        ResultRecord a = make_result("syn", model, backends[i % 3], "accuracy", 1);
+        a.status = i == 4 && r > 300 ? Status::kFailAccuracy : Status::kPass;
+        rs.push_back(a);
+      }
+      s->add_results(run, rs);
+      s->finish_run(run, "complete");
+    }
+    s.reset();
+    // One run a night over the year before today, each with its commit, as a nightly store has.
+    const auto r =
+        run_command("sqlite3 " + (dir_ / "year.db").string() +
+                    " \"UPDATE runs SET started_at = strftime('%Y-%m-%dT02:00:00Z', 'now', (id - " +
+                    std::to_string(synthetic::kRuns) +
+                    ") || ' days'), git_commit = lower(hex(randomblob(20)))\"");
+    ASSERT_EQ(r.status, 0) << r.err;
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static fs::path dir_;
+};
+fs::path Report::dir_;
+
+TEST_F(Report, StaticSiteEscapesEveryNameAndNeedsNoNetwork) {
+  const fs::path site = dir_ / "site";
+  const auto t0 = std::chrono::steady_clock::now();
+  // The default window, --since 365d, holds the whole year.
+  auto r = run_crucible("report --html " + site.string() + " --db " + (dir_ / "year.db").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("(365 runs, 10 models)"), std::string::npos) << r.out;
+  std::printf("%s(whole command %.2f s)\n", r.out.c_str(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  EXPECT_NE(r.out.find("wrote 12 pages"), std::string::npos) << r.out;  // index, regressions, 10
+  int model_pages = 0;
+  for (const auto& e : fs::directory_iterator(site)) {
+    const std::string html = testing::read_all(e.path());
+    EXPECT_EQ(html.find(kHostile), std::string::npos) << e.path();  // never raw
+    EXPECT_EQ(html.find("gemm</td>"), std::string::npos) << e.path();
+    // Nothing is fetched: no src or href leaves the directory.
+    EXPECT_FALSE(std::regex_search(html, std::regex(R"((src|href)\s*=\s*["']?(https?:)?//)")))
+        << e.path();
+    model_pages += e.path().filename().string().rfind("model-", 0) == 0 ? 1 : 0;
+  }
+  EXPECT_EQ(model_pages, 10);
+  const std::string index = testing::read_all(site / "index.html");
+  EXPECT_NE(index.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(index.find("<h2>codegen over time</h2>"), std::string::npos);
+  const std::string regressions = testing::read_all(site / "regressions.html");
+  EXPECT_NE(regressions.find("crucible compare "), std::string::npos);
+  EXPECT_NE(regressions.find("crucible minify --suite syn --only model1 --backend codegen"),
+            std::string::npos);  // the accuracy failure planted from run 301
+}
+
+TEST_F(Report, HeadlessChromiumDrawsEveryChartAndRendersInUnderASecond) {
+  const fs::path site = dir_ / "site_browser";
+  ASSERT_EQ(run_crucible("report --html " + site.string() + " --since all --db " +
+                         (dir_ / "year.db").string())
+                .status,
+            0);
+  const std::string chromium =
+      "chromium --headless=new --no-sandbox --disable-gpu --allow-file-access-from-files "
+      "--virtual-time-budget=5000 ";
+  auto r = run_command(chromium + "--dump-dom file://" + (site / "index.html").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  // Each backend but eager has 4 charts; uPlot draws each on a canvas.
+  std::smatch m;
+  size_t canvases = 0;
+  for (auto it = r.out.cbegin(); std::regex_search(it, r.out.cend(), m, std::regex("<canvas"));
+       it = m.suffix().first) {
+    ++canvases;
+  }
+  EXPECT_EQ(canvases, 8u) << r.out.substr(0, 2000);
+  EXPECT_NE(r.out.find("<th>geomean speed-up (passing models)</th>"), std::string::npos);
+  EXPECT_NE(r.out.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("data-render-ms=\"(\\d+)\"")))
+      << r.out.substr(0, 2000);
+  std::printf("index.html rendered in %s ms\n", m[1].str().c_str());
+  EXPECT_LT(std::stoi(m[1].str()), 1000);
+  // A model page: its charts, and the kernel table built from the data.
+  std::string model_page;
+  for (const auto& e : fs::directory_iterator(site)) {
+    if (e.path().filename().string().rfind("model-syn_model1", 0) == 0) model_page = e.path();
+  }
+  r = run_command(chromium + "--dump-dom file://" + model_page);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("<td>cpp_fused_add_0</td>"), std::string::npos) << r.out.substr(0, 3000);
+  EXPECT_NE(r.out.find("extern::gemm&lt;/td&gt;"), std::string::npos);
+  EXPECT_NE(r.out.find("<td>OMP_NUM_THREADS</td>"), std::string::npos);
+  // Screenshots for a person to look at, kept under the build directory.
+  const fs::path shots = fs::path(CRUCIBLE_BIN_DIR).parent_path() / "report_screenshots";
+  fs::create_directories(shots);
+  for (const auto& [name, page] : {std::pair{"index.png", site / "index.html"},
+                                   {"model.png", fs::path(model_page)},
+                                   {"regressions.png", site / "regressions.html"}}) {
+    r = run_command(chromium + "--window-size=1280,1600 --screenshot=" + (shots / name).string() +
+                    " file://" + page.string());
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_GT(fs::file_size(shots / name), 10000u) << name;
+  }
+}
+
+}  // namespace
+}  // namespace crucible::reports
