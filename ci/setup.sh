@@ -12,6 +12,7 @@ PACKAGES=(
   numactl clang-format
   libbenchmark-tools python3-scipy python3-numpy
   chromium fonts-dejavu-core
+  slurm-wlm munge python3-yaml
 )
 
 missing=()
