@@ -157,6 +157,32 @@ TEST_F(History, BadDatabasesAreOneLineAndLeftUntouched) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("not a crucible database"), std::string::npos) << r.err;
   EXPECT_EQ(bytes(dir_ / "junk.db"), std::string(4096, 'j'));
+  // A crucible database damaged on disk: cut off mid-file, or every page after the schema's
+  // overwritten. Every command that reads it says so in one line, and leaves the file as it was.
+  const std::string good = bytes(db_);
+  ASSERT_GT(good.size(), 4 * 4096u);
+  std::string overwritten = good;
+  std::fill(overwritten.begin() + 4096, overwritten.end(), '\xff');
+  for (const auto& [name, damaged] : {std::pair{"truncated.db", good.substr(0, good.size() / 2)},
+                                      std::pair{"overwritten.db", overwritten}}) {
+    const fs::path f = dir_ / name;
+    std::ofstream(f, std::ios::binary) << damaged;
+    const std::string on = " --db " + f.string();
+    for (const std::string& cmd :
+         {"runs" + on, "history --model sin_cos --backend codegen --metric speedup" + on,
+          "regressions --all" + on, "compare 1 2" + on,
+          "query \"SELECT count(*) FROM results\"" + on, "export-results 1 --format junit" + on,
+          "check-expected 1" + on, "report --html " + (dir_ / "site").string() + on,
+          "db merge " + (dir_ / "merged.db").string() + " " + f.string()}) {
+      r = run_crucible(cmd);
+      EXPECT_EQ(r.status, 2) << name << ": " << cmd << "\n" << r.out;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << cmd << "\n" << r.err;
+      EXPECT_NE(r.err.find("malformed"), std::string::npos) << cmd << "\n" << r.err;
+    }
+    EXPECT_EQ(bytes(f), damaged) << name;
+    EXPECT_FALSE(fs::exists(dir_ / "merged.db"));
+    EXPECT_FALSE(fs::exists(dir_ / "site"));
+  }
   // A newer schema: refused by every reader and by merge, the file unchanged.
   ASSERT_EQ(
       std::system(

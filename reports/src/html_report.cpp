@@ -175,8 +175,8 @@ struct Point {
 
 HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
   HtmlReportStats st;
+  const Table rows = store.report_rows(opts.since);  // before any file: a bad store leaves none
   fs::create_directories(opts.dir);
-  const Table rows = store.report_rows(opts.since);
   // Column positions of report_rows().
   enum {
     kRun,
