@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "cli_util.h"
 #include "crucible/reports/store.h"
@@ -219,6 +220,7 @@ int64_t add_nightly(Store& s, int n, double codegen_ms, Status mlp, const std::s
       for (int i = 0; i < 10; ++i)
         r.samples_ms.push_back(level * (1 + 0.002 * ((i * 7 + n * 3) % 5 - 2)));
       if (backend == "codegen") {
+        r.speedup = 2.0 / level;
         r.kernels = {{"cpp_fused_sin_0", 10, static_cast<int64_t>(10 * 1e6 * (level - 0.5))},
                      {"extern::gemm", 10, 5000000}};
       }
@@ -485,6 +487,17 @@ TEST(Regressions, StepsStatusChangesAndNewMachinesAreToldApart) {
   EXPECT_NE(r.out.find("small,sin_cos,codegen,performance,pass,pass,1,1.3,30"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find(",slower,\"cpp_fused_sin_0 +300.0 us"), std::string::npos) << r.out;
+  // The speed-up fell from 2 to 2/1.3 (-23.1%), its bootstrap interval around that and clear of 0.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      r.out, m,
+      std::regex("small,sin_cos,codegen,performance,(?:[^,]*,){11}([-0-9.e]+),([-0-9.e]+),"
+                 "([-0-9.e]+),slower")))
+      << r.out;
+  EXPECT_NEAR(std::stod(m[1]), -23.08, 0.1);
+  EXPECT_LT(std::stod(m[2]), std::stod(m[1]) + 1e-9);
+  EXPECT_GT(std::stod(m[3]), std::stod(m[1]) - 1e-9);
+  EXPECT_LT(std::stod(m[3]), -20);
   EXPECT_NE(r.out.find("small,sin_cos,eager,performance,pass,pass,2,2,0,"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find(",same,"), std::string::npos) << r.out;

@@ -46,9 +46,26 @@ Table Store::compare(int64_t a, int64_t b) {
   };
 
   Table t;
-  t.columns = {"suite",       "model",       "backend",    "mode",       "status_a",    "status_b",
-               "median_a_ms", "median_b_ms", "change_pct", "ci_low_pct", "ci_high_pct", "p_value",
-               "noise_pct",   "speedup_a",   "speedup_b",  "verdict",    "kernels"};
+  t.columns = {"suite",
+               "model",
+               "backend",
+               "mode",
+               "status_a",
+               "status_b",
+               "median_a_ms",
+               "median_b_ms",
+               "change_pct",
+               "ci_low_pct",
+               "ci_high_pct",
+               "p_value",
+               "noise_pct",
+               "speedup_a",
+               "speedup_b",
+               "speedup_change_pct",
+               "speedup_ci_low_pct",
+               "speedup_ci_high_pct",
+               "verdict",
+               "kernels"};
   auto opt = [](const std::optional<double>& v) { return v ? Cell{*v} : Cell{}; };
   for (const auto& [k, unused] : keys) {
     const auto ia = ra.find(k), ib = rb.find(k);
@@ -61,7 +78,7 @@ Table Store::compare(int64_t a, int64_t b) {
                              x ? Cell{x->status} : Cell{},
                              y ? Cell{y->status} : Cell{}};
     std::string verdict;
-    Cell med_a, med_b, change, lo, hi, pv, noise, kernels;
+    Cell med_a, med_b, change, lo, hi, pv, noise, kernels, sp_change, sp_lo, sp_hi;
     if (!x || !y) {
       verdict = x ? "only in A" : "only in B";
     } else if (x->status != y->status) {
@@ -83,11 +100,25 @@ Table Store::compare(int64_t a, int64_t b) {
       noise = 100 * n;
       const std::string moved = moved_kernels(db_, x->id, y->id);
       if (!moved.empty()) kernels = moved;
+      // The speed-up's own change, with the noise of eager's samples in both runs too.
+      const Key ek{std::get<0>(k), std::get<1>(k), "eager", std::get<3>(k)};
+      const auto ea = ra.find(ek), eb = rb.find(ek);
+      if (x->speedup && y->speedup && std::get<2>(k) != "eager" && ea != ra.end() &&
+          eb != rb.end()) {
+        const auto [sl, sh] = speedup_change_interval(ea->second.samples_ms, x->samples_ms,
+                                                      eb->second.samples_ms, y->samples_ms);
+        sp_change = 100 * (*y->speedup / *x->speedup - 1);
+        if (std::isfinite(sl)) {
+          sp_lo = 100 * sl;
+          sp_hi = 100 * sh;
+        }
+      }
     } else {
       verdict = "same";
     }
-    row.insert(row.end(), {med_a, med_b, change, lo, hi, pv, noise, x ? opt(x->speedup) : Cell{},
-                           y ? opt(y->speedup) : Cell{}, verdict, kernels});
+    row.insert(row.end(),
+               {med_a, med_b, change, lo, hi, pv, noise, x ? opt(x->speedup) : Cell{},
+                y ? opt(y->speedup) : Cell{}, sp_change, sp_lo, sp_hi, verdict, kernels});
     t.rows.push_back(std::move(row));
   }
   return t;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -97,20 +98,48 @@ double series_noise(const std::vector<SeriesPoint>& series, double prior) {
   return timed.empty() ? prior : rel(noise_of(series, timed, prior));
 }
 
+namespace {
+
+// A 95% percentile-bootstrap interval of stat() over resamples of `sets` (1,000, fixed seed).
+std::pair<double, double> bootstrap_interval(
+    const std::vector<const std::vector<double>*>& sets,
+    const std::function<double(const std::vector<std::vector<double>>&)>& stat) {
+  const double nan = std::nan("");
+  for (const auto* s : sets) {
+    if (s->empty()) return {nan, nan};
+  }
+  std::mt19937_64 rng(0x5eed);
+  std::vector<std::vector<double>> resampled;
+  for (const auto* s : sets) resampled.emplace_back(s->size());
+  std::vector<double> stats;
+  for (int i = 0; i < 1000; ++i) {
+    for (size_t k = 0; k < sets.size(); ++k) {
+      std::uniform_int_distribution<size_t> pick(0, sets[k]->size() - 1);
+      for (double& v : resampled[k]) v = (*sets[k])[pick(rng)];
+    }
+    stats.push_back(stat(resampled));
+  }
+  std::sort(stats.begin(), stats.end());
+  return {stats[25], stats[974]};
+}
+
+}  // namespace
+
 std::pair<double, double> median_change_interval(const std::vector<double>& a,
                                                  const std::vector<double>& b) {
-  const double nan = std::nan("");
-  if (a.empty() || b.empty()) return {nan, nan};
-  std::mt19937_64 rng(0x5eed);
-  std::vector<double> ratios, ra(a.size()), rb(b.size());
-  std::uniform_int_distribution<size_t> pick_a(0, a.size() - 1), pick_b(0, b.size() - 1);
-  for (int i = 0; i < 1000; ++i) {
-    for (double& v : ra) v = a[pick_a(rng)];
-    for (double& v : rb) v = b[pick_b(rng)];
-    ratios.push_back(median_of(rb) / median_of(ra) - 1);
-  }
-  std::sort(ratios.begin(), ratios.end());
-  return {ratios[25], ratios[974]};
+  return bootstrap_interval({&a, &b}, [](const std::vector<std::vector<double>>& r) {
+    return median_of(r[1]) / median_of(r[0]) - 1;
+  });
+}
+
+std::pair<double, double> speedup_change_interval(const std::vector<double>& eager_a,
+                                                  const std::vector<double>& backend_a,
+                                                  const std::vector<double>& eager_b,
+                                                  const std::vector<double>& backend_b) {
+  return bootstrap_interval(
+      {&eager_a, &backend_a, &eager_b, &backend_b}, [](const std::vector<std::vector<double>>& r) {
+        return (median_of(r[2]) / median_of(r[3])) / (median_of(r[0]) / median_of(r[1])) - 1;
+      });
 }
 
 double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b) {

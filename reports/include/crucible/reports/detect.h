@@ -55,6 +55,14 @@ double series_noise(const std::vector<SeriesPoint>& series, double prior = 0);
 std::pair<double, double> median_change_interval(const std::vector<double>& a,
                                                  const std::vector<double>& b);
 
+// The same interval for a speed-up's change between two runs: the speed-up is median(eager) /
+// median(backend) within a run, and all four sample sets are resampled together, so the interval
+// carries the noise of both backends in both runs.
+std::pair<double, double> speedup_change_interval(const std::vector<double>& eager_a,
+                                                  const std::vector<double>& backend_a,
+                                                  const std::vector<double>& eager_b,
+                                                  const std::vector<double>& backend_b);
+
 // Two-sided p-value of the Mann-Whitney U test (normal approximation with tie correction);
 // 1 when either side is empty.
 double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b);
