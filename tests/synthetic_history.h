@@ -100,20 +100,31 @@ inline std::vector<Series> year(uint64_t seed) {
 struct Score {
   int big = 0, big_found = 0, small_quiet = 0, small_quiet_found = 0;
   long comparisons = 0, false_alerts = 0, env_alerts = 0, env_blamed = 0;
+  int small_medium = 0, small_medium_found = 0;  // said, not a bar: see expect_bars
+  long noise_only_comparisons = 0, noise_only_alerts = 0;  // series with no step at all
   std::string str() const {
     return fmt::format(
-        "steps >= 5%: {} of {} found within 3 runs; 2% steps on CV <= 1% series: {} of {}; "
-        "false alerts: {} in {} comparisons; environment changes: {} annotated, {} blamed",
-        big_found, big, small_quiet_found, small_quiet, false_alerts, comparisons, env_alerts,
-        env_blamed);
+        "steps >= 5%: {} of {} found within 3 runs; 2% steps on quiet series: {} of {} "
+        "(medium: {} of {}); "
+        "false alerts: {} in {} comparisons ({} in {} on noise-only series); environment "
+        "changes: {} annotated, {} blamed",
+        big_found, big, small_quiet_found, small_quiet, small_medium_found, small_medium,
+        false_alerts, comparisons,
+        noise_only_alerts, noise_only_comparisons, env_alerts, env_blamed);
   }
   // The bars: steps >= 5% found within 3 runs, >= 95% of 2% steps on series with CV <=
-  // 1%, at most 1 false alert per 1,000 comparisons, every environment change annotated and none
-  // alerted.
+  // 1%, at most 1 false alert per 1,000 comparisons (over all series, and over the noise-only
+  // ones alone), every environment change annotated and none alerted. The 2% bar is held on
+  // the quiet class (run-to-run noise ~0.4%). On the medium class (within-run CV 1.0%,
+  // run-to-run ~0.7%) a 2% step is 2.9 sigma per run and 5 sigma over the mean of three: a
+  // 95% catch needs a bar near 3.4 sigma of that mean, which a noise estimate from the first
+  // 8-20 runs of an environment cannot hold at 1 false alert per 1,000 (tried: 133 of 166
+  // caught, 130 false alerts in 61,380), so its rate is said, not asserted.
   void expect_bars(size_t series) const {
     EXPECT_EQ(big_found, big) << str();
     EXPECT_GE(small_quiet_found, 0.95 * small_quiet) << str();
     EXPECT_LE(false_alerts * 1000, comparisons) << str();
+    EXPECT_LE(noise_only_alerts * 1000, noise_only_comparisons) << str();
     EXPECT_EQ(env_alerts, static_cast<long>(series * kEnvChanges.size())) << str();
     EXPECT_EQ(env_blamed, 0) << str();
   }
@@ -123,7 +134,8 @@ struct Score {
 inline Score score(const std::vector<Series>& all, const std::vector<std::vector<Alert>>& per) {
   Score sc;
   auto& [big, big_found, small_quiet, small_quiet_found, comparisons, false_alerts, env_alerts,
-         env_blamed] = sc;
+         env_blamed, small_medium, small_medium_found, noise_only_comparisons,
+         noise_only_alerts] = sc;
   for (size_t si = 0; si < all.size(); ++si) {
     const Series& s = all[si];
     const std::vector<Alert>& alerts = per[si];
@@ -163,6 +175,9 @@ inline Score score(const std::vector<Series>& all, const std::vector<std::vector
       } else if (s.noise.within <= 0.005) {
         ++small_quiet;
         small_quiet_found += found ? 1 : 0;
+      } else if (s.noise.within <= 0.010) {
+        ++small_medium;
+        small_medium_found += found ? 1 : 0;
       }
       // Found late, or a 2% step in a noisier series: an alert in its direction after it is
       // about it, not false.
@@ -180,13 +195,16 @@ inline Score score(const std::vector<Series>& all, const std::vector<std::vector
       }
       if ((al.kind == "regression" || al.kind == "improvement") && !explained[a]) {
         ++false_alerts;
+        noise_only_alerts += s.steps.empty() ? 1 : 0;
         // The environment's own level shift would show in its first runs (run ids e+1..e+3).
         for (int e : kEnvChanges) env_blamed += al.run_id > e && al.run_id <= e + 3 ? 1 : 0;
       }
     }
     // Runs judged: all but each environment's first min_baseline.
-    comparisons +=
+    const long judged =
         kRuns - DetectorOptions{}.min_baseline * static_cast<long>(kEnvChanges.size() + 1);
+    comparisons += judged;
+    noise_only_comparisons += s.steps.empty() ? judged : 0;
   }
   return sc;
 }
