@@ -55,7 +55,8 @@ class Report : public ::testing::Test {
           x.speedup = 1.5 * all[i - i % 3].points[r].samples[0] / all[i].points[r].samples[0];
           x.compile_s = 2.0;
           x.memory_ratio = 1.2;
-          x.kernels = {{"cpp_fused_add_0", 10, 40000}, {"extern::gemm</td>", 10, 90000}};
+          // The calls differ by run, so a test can tell which run's kernels a table shows.
+          x.kernels = {{"cpp_fused_add_0", 10 + r, 40000}, {"extern::gemm</td>", 10, 90000}};
         }
         rs.push_back(x);
         ResultRecord a = make_result("syn", model, backends[i % 3], "accuracy", 1);
@@ -89,7 +90,7 @@ TEST_F(Report, StaticSiteEscapesEveryNameAndNeedsNoNetwork) {
   std::printf("%s(whole command %.2f s)\n", r.out.c_str(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   EXPECT_NE(r.out.find("wrote 12 pages"), std::string::npos) << r.out;  // index, regressions, 10
-  int model_pages = 0;
+  int model_pages = 0, kernel_files = 0;
   for (const auto& e : fs::directory_iterator(site)) {
     const std::string html = testing::read_all(e.path());
     EXPECT_EQ(html.find(kHostile), std::string::npos) << e.path();  // never raw
@@ -97,9 +98,24 @@ TEST_F(Report, StaticSiteEscapesEveryNameAndNeedsNoNetwork) {
     // Nothing is fetched: no src or href leaves the directory.
     EXPECT_FALSE(std::regex_search(html, std::regex(R"((src|href)\s*=\s*["']?(https?:)?//)")))
         << e.path();
-    model_pages += e.path().filename().string().rfind("model-", 0) == 0 ? 1 : 0;
+    const std::string name = e.path().filename().string();
+    if (name.rfind("model-", 0) != 0) continue;
+    if (e.path().extension() == ".html") {
+      ++model_pages;
+      continue;
+    }
+    // A model's kernel file: the timings of every profiled run (codegen's and other's, one a
+    // night), loaded by its page when an older run is chosen.
+    ++kernel_files;
+    EXPECT_EQ(name.substr(name.size() - 11), ".kernels.js");
+    EXPECT_EQ(html.rfind("crKernelsLoaded({", 0), 0u) << name;
+    size_t results = 0;
+    for (size_t at = html.find("\": [["); at != std::string::npos; at = html.find("\": [[", at + 1))
+      ++results;
+    EXPECT_EQ(results, 2u * synthetic::kRuns) << name;
   }
   EXPECT_EQ(model_pages, 10);
+  EXPECT_EQ(kernel_files, 10);
   const std::string index = testing::read_all(site / "index.html");
   EXPECT_NE(index.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
   EXPECT_NE(index.find("<h2>codegen over time</h2>"), std::string::npos);
@@ -137,13 +153,23 @@ TEST_F(Report, HeadlessChromiumDrawsEveryChartAndRendersInUnderASecond) {
   // A model page: its charts, and the kernel table built from the data.
   std::string model_page;
   for (const auto& e : fs::directory_iterator(site)) {
-    if (e.path().filename().string().rfind("model-syn_model1", 0) == 0) model_page = e.path();
+    if (e.path().filename().string().rfind("model-syn_model1", 0) == 0 &&
+        e.path().extension() == ".html")
+      model_page = e.path();
   }
   r = run_command(chromium + "--dump-dom file://" + model_page);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("<td>cpp_fused_add_0</td>"), std::string::npos) << r.out.substr(0, 3000);
   EXPECT_NE(r.out.find("extern::gemm&lt;/td&gt;"), std::string::npos);
   EXPECT_NE(r.out.find("<td>OMP_NUM_THREADS</td>"), std::string::npos);
+  // An older run's kernels come from the model's kernel file, loaded when that run is chosen
+  // (here by the link's #run=).
+  r = run_command(chromium + "--dump-dom 'file://" + model_page + "#run=100'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("<td>cpp_fused_add_0</td><td class=\"n\">109</td>"), std::string::npos)
+      << r.out.substr(0, 3000);
+  // Said once, in the script's own text; never drawn into a table.
+  EXPECT_EQ(r.out.find("kernel file is missing"), r.out.rfind("kernel file is missing"));
   // Screenshots for a person to look at, kept under the build directory.
   const fs::path shots = fs::path(CRUCIBLE_BIN_DIR).parent_path() / "report_screenshots";
   fs::create_directories(shots);

@@ -158,6 +158,12 @@ void write_file(const fs::path& path, const std::string& text, HtmlReportStats& 
   st.bytes += text.size();
 }
 
+// A file the pages load (not a page of its own).
+void write_asset(const fs::path& path, const std::string& text, HtmlReportStats& st) {
+  write_file(path, text, st);
+  --st.pages;
+}
+
 std::string fmt_opt(double v, const char* spec) {
   return std::isfinite(v) ? fmt::format(fmt::runtime(spec), v) : "–";
 }
@@ -328,7 +334,10 @@ HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
   // Model pages.
   const std::string launcher = store.latest_launcher_json();
   for (const auto& [key, by_backend] : models) {
-    std::string b = fmt::format("<p>suite <b>{}</b></p>\n", html_escape(key.first)), d = "{", s;
+    std::string b = fmt::format("<p>suite <b>{}</b></p>\n", html_escape(key.first)), d = "{", s,
+                kernel_file = "{";
+    const std::string page_file = page_name(key.first, key.second);
+    const std::string kernels_js = page_file.substr(0, page_file.size() - 5) + ".kernels.js";
     int i = 0;
     for (const auto& [backend, pts] : by_backend) {
       std::vector<double> t, med, speed;
@@ -345,10 +354,10 @@ HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
                                     fmt_opt(100 * p.cv, "{:.1f}"), p.noisy ? " · noisy" : "")));
       }
       info += "]";
-      // Kernels of the newest 20 profiled results, chosen in a list.
+      // Every profiled result of this backend, newest first, chosen in a list: the newest one's
+      // kernels inline, the others in the model's kernel file, loaded when one is chosen.
       std::string kernels = "[";
-      int shown = 0;
-      for (auto p = pts.rbegin(); p != pts.rend() && shown < 20; ++p) {
+      for (auto p = pts.rbegin(); p != pts.rend(); ++p) {
         const auto ks = store.kernels(p->result);
         if (ks.empty()) continue;
         std::string list;
@@ -356,9 +365,12 @@ HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
           list += fmt::format("{}[{},{},{}]", list.empty() ? "" : ",", json_string(k.name), k.calls,
                               json_number(static_cast<double>(k.total_ns) / 1e6));
         }
-        kernels += fmt::format("{}{{\"run\": {}, \"started\": {}, \"kernels\": [{}]}}",
-                               shown ? "," : "", p->run, json_string(p->started), list);
-        ++shown;
+        const bool first = kernels.size() == 1;
+        kernels += fmt::format("{}{{\"run\": {}, \"started\": {}, \"result\": {}{}}}",
+                               first ? "" : ",", p->run, json_string(p->started), p->result,
+                               first ? ", \"kernels\": [" + list + "]" : "");
+        kernel_file +=
+            fmt::format("{}\"{}\": [{}]", kernel_file.size() > 1 ? "," : "", p->result, list);
       }
       kernels += "]";
       d += fmt::format(
@@ -396,32 +408,52 @@ HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
                                "d.info);\n");
       ++i;
     }
-    d += fmt::format("{}\"launcher\": {}", i ? "," : "", launcher.empty() ? "{}" : launcher);
+    d += fmt::format("{}\"launcher\": {}, \"kernel_file\": {}", i ? "," : "",
+                     launcher.empty() ? "{}" : launcher, json_string(kernels_js));
+    write_asset(opts.dir / kernels_js, "crKernelsLoaded(" + script_safe(kernel_file) + "});\n", st);
     b += "<h2>Launcher settings (newest run)</h2>\n<table id=\"launcher\"></table>\n";
     s = R"js(
 function crCell(tr, text, cls) { const td = document.createElement('td'); td.textContent = text;
   if (cls) td.className = cls; tr.appendChild(td); }
+// Kernel timings of older runs live in the model's kernel file (a script, which a page opened
+// from disk may load where it may not fetch), loaded once, when such a run is chosen.
+const crKernelData = {};
+let crKernelLoad = null;
+function crKernelsLoaded(m) { Object.assign(crKernelData, m); }
+function crLoadKernels() {
+  if (!crKernelLoad) crKernelLoad = new Promise((ok, fail) => {
+    const s = document.createElement('script'); s.src = DATA.kernel_file; s.onload = ok;
+    s.onerror = fail; document.head.appendChild(s); });
+  return crKernelLoad;
+}
 function crKernels(list, selId, tabId) {
   const sel = document.getElementById(selId), tab = document.getElementById(tabId);
   if (!list.length) { sel.style.display = 'none';
     tab.innerHTML = '<tr><td class="muted">no kernel timings (a performance run records them)</td></tr>'; return; }
   list.forEach((r, k) => { const o = document.createElement('option'); o.value = k;
     o.textContent = 'run ' + r.run + ' (' + r.started + ')'; sel.appendChild(o); });
-  const show = () => { const r = list[sel.value]; tab.replaceChildren();
+  const draw = ks => { tab.replaceChildren();
     const h = document.createElement('tr'); ['kernel', 'calls', 'total ms', 'share %'].forEach(x => {
       const th = document.createElement('th'); th.textContent = x; h.appendChild(th); });
-    tab.appendChild(h); const total = r.kernels.reduce((a, k) => a + k[2], 0);
-    r.kernels.forEach(k => { const tr = document.createElement('tr'); crCell(tr, k[0]);
+    tab.appendChild(h); const total = ks.reduce((a, k) => a + k[2], 0);
+    ks.forEach(k => { const tr = document.createElement('tr'); crCell(tr, k[0]);
       crCell(tr, k[1], 'n'); crCell(tr, k[2].toFixed(3), 'n');
       crCell(tr, (100 * k[2] / total).toFixed(1), 'n'); tab.appendChild(tr); }); };
+  // A link may name the run: model-....html#run=123.
+  const want = (location.hash.match(/^#run=(\d+)$/) || [])[1];
+  const at = want ? list.findIndex(r => String(r.run) === want) : -1;
+  if (at >= 0) sel.value = at;
+  const show = () => { const r = list[sel.value];
+    if (r.kernels) return draw(r.kernels);
+    crLoadKernels().then(() => draw(crKernelData[r.result] || []),
+      () => { tab.innerHTML = '<tr><td class="fail">the kernel file is missing</td></tr>'; }); };
   sel.onchange = show; show();
 }
 {const t = document.getElementById('launcher');
  Object.entries(DATA.launcher).forEach(([k, v]) => { const tr = document.createElement('tr');
    crCell(tr, k); crCell(tr, String(v)); t.appendChild(tr); });}
 )js" + s;
-    write_file(opts.dir / page_name(key.first, key.second),
-               page(key.second + " (" + key.first + ")", b, d + "}", s), st);
+    write_file(opts.dir / page_file, page(key.second + " (" + key.first + ")", b, d + "}", s), st);
   }
 
   // regressions.html
