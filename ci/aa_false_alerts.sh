@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# A/A check of the change detector on this machine: the same build runs the same suites N times
+# into a fresh store, then `crucible regressions --all` judges the history. With no code change
+# every regression or improvement it reports is a false alert (target 0).
+#   ci/aa_false_alerts.sh [--runs N] [--db FILE] [-- CRUCIBLE_RUN_ARGS...]
+# Default: 14 runs (the detector needs 8 of baseline first) of the tutorial and small suites,
+# eager and codegen, performance mode, into aa.db. Measure on a quiet machine.
+set -euo pipefail
+runs=14 db=aa.db
+while (($#)); do
+  case "$1" in
+    --runs) runs=${2:?--runs wants a number}; shift 2 ;;
+    --db) db=${2:?--db wants a file}; shift 2 ;;
+    --) shift; break ;;
+    *) echo "aa_false_alerts: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+root="$(cd "$(dirname "$0")/.." && pwd)"
+crucible=${CRUCIBLE_BIN:-$root/${BUILD_DIR:-build}/bin/crucible}
+[ -x "$crucible" ] || { echo "aa_false_alerts: no crucible at $crucible (build first)" >&2; exit 2; }
+[ ! -e "$db" ] || { echo "aa_false_alerts: $db exists; A/A wants a fresh store" >&2; exit 2; }
+args=(--suite tutorial,mlp,transformer,vision --variant small --backends eager,codegen
+  --mode performance --tag aa --db "$db")
+for ((i = 1; i <= runs; ++i)); do
+  echo "A/A run $i of $runs"
+  "$crucible" run "${args[@]}" "$@" > "$db.run$i.log" 2>&1 || [ $? -eq 1 ] ||
+    { echo "aa_false_alerts: run $i failed (see $db.run$i.log)" >&2; exit 2; }
+done
+# Exit 1 only says that something was listed: the count below is the answer.
+alerts=$("$crucible" regressions --all --db "$db" --format csv || [ $? -eq 1 ])
+alerts=$(tail -n +2 <<<"$alerts")
+count() { grep -c "^$1," <<<"$alerts" || true; }
+series=$("$crucible" query "SELECT count(DISTINCT suite || model || backend) FROM results WHERE mode = 'performance'" --db "$db" --format csv | tail -n +2)
+noisy=$("$crucible" query "SELECT count(*) FROM results WHERE mode = 'performance' AND noisy = 1" --db "$db" --format csv | tail -n +2)
+echo "A/A: $runs runs x $series series; results flagged noisy: $noisy"
+echo "false alerts: $(count regression) regressions, $(count improvement) improvements" \
+  "($(count suspicious) suspicious single runs, $(count environment) environment notes)"
+grep -E '^(regression|improvement|suspicious),' <<<"$alerts" || true
