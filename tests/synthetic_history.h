@@ -100,7 +100,7 @@ inline std::vector<Series> year(uint64_t seed) {
 struct Score {
   int big = 0, big_found = 0, small_quiet = 0, small_quiet_found = 0;
   long comparisons = 0, false_alerts = 0, env_alerts = 0, env_blamed = 0;
-  int small_medium = 0, small_medium_found = 0;  // said, not a bar: see expect_bars
+  int small_medium = 0, small_medium_found = 0;            // said, not a bar: see expect_bars
   long noise_only_comparisons = 0, noise_only_alerts = 0;  // series with no step at all
   std::string str() const {
     return fmt::format(
@@ -109,8 +109,8 @@ struct Score {
         "false alerts: {} in {} comparisons ({} in {} on noise-only series); environment "
         "changes: {} annotated, {} blamed",
         big_found, big, small_quiet_found, small_quiet, small_medium_found, small_medium,
-        false_alerts, comparisons,
-        noise_only_alerts, noise_only_comparisons, env_alerts, env_blamed);
+        false_alerts, comparisons, noise_only_alerts, noise_only_comparisons, env_alerts,
+        env_blamed);
   }
   // The bars: steps >= 5% found within 3 runs, >= 95% of 2% steps on series with CV <=
   // 1%, at most 1 false alert per 1,000 comparisons (over all series, and over the noise-only
@@ -134,8 +134,8 @@ struct Score {
 inline Score score(const std::vector<Series>& all, const std::vector<std::vector<Alert>>& per) {
   Score sc;
   auto& [big, big_found, small_quiet, small_quiet_found, comparisons, false_alerts, env_alerts,
-         env_blamed, small_medium, small_medium_found, noise_only_comparisons,
-         noise_only_alerts] = sc;
+         env_blamed, small_medium, small_medium_found, noise_only_comparisons, noise_only_alerts] =
+      sc;
   for (size_t si = 0; si < all.size(); ++si) {
     const Series& s = all[si];
     const std::vector<Alert>& alerts = per[si];
