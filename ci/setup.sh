@@ -13,6 +13,7 @@ PACKAGES=(
   libbenchmark-tools python3-scipy python3-numpy
   chromium fonts-dejavu-core
   slurm-wlm munge python3-yaml
+  libtorch-dev libopenblas0-pthread
 )
 
 missing=()

@@ -1,4 +1,4 @@
-// The differential oracle (see differential.h): eager is the reference, codegen must agree.
+// The differential oracle (see differential.h): eager is the reference, the backend must agree.
 #include "differential.h"
 
 #include <fmt/format.h>
@@ -14,9 +14,18 @@
 
 namespace crucible::fuzz {
 
-Differential::Differential()
-    : eager_(load_plugin(find_plugin("eager", plugin_search_path({})))),
-      codegen_(load_plugin(find_plugin("codegen", plugin_search_path({})))) {}
+Differential::Differential(const std::string& backend)
+    : name_(backend),
+      eager_(load_plugin(find_plugin("eager", plugin_search_path({})))),
+      backend_(load_plugin(find_plugin(backend, plugin_search_path({})))) {
+  if (backend == "codegen") {
+    configs_ = {{"codegen", {}}, {"codegen fusion=off", {{"fusion", "off"}}}};
+  } else if (backend == "libtorch") {
+    configs_ = {{"libtorch eager", {{"mode", "eager"}}}, {"libtorch jit", {{"mode", "jit"}}}};
+  } else {
+    configs_ = {{backend, {}}};
+  }
+}
 
 Differential::~Differential() = default;
 
@@ -71,7 +80,8 @@ int64_t beyond_rounding_bound(const Node& n, const std::vector<Tensor>& ops, con
   return beyond;
 }
 
-Verdict Differential::check(const Graph& g, uint64_t seed, bool unfused, const GenOptions& opts,
+Verdict Differential::check(const Graph& g, uint64_t seed, bool every_config,
+                            const GenOptions& opts,
                             const std::map<std::string, std::string>& extra) {
   Verdict v;
   std::vector<Tensor> inputs, ref, fp64;
@@ -86,21 +96,21 @@ Verdict Differential::check(const Graph& g, uint64_t seed, bool unfused, const G
   try {  // the judge of ill-conditioned outputs, as in the harness's accuracy rule
     fp64 = eager_->backend().compile(widen_to_f64(g), {})->run(widen_inputs_to_f64(inputs));
   } catch (const Error&) {
-    fp64.clear();  // then codegen must be allclose to eager
+    fp64.clear();  // then the backend must be allclose to eager
   }
-  plugin::Options fused;
-  fused.config = extra;
-  std::vector<std::pair<std::string, plugin::Options>> configs = {{"codegen", fused}};
-  if (unfused) {
-    plugin::Options off = fused;
-    off.config["fusion"] = "off";
-    configs.emplace_back("codegen fusion=off", off);
+  std::vector<std::pair<std::string, plugin::Options>> configs;
+  for (const auto& [label, config] : configs_) {
+    if (!configs.empty() && !every_config) break;
+    plugin::Options o;
+    o.config = config;
+    for (const auto& [k, val] : extra) o.config[k] = val;
+    configs.emplace_back(label, o);
   }
   for (const auto& [label, options] : configs) {
     std::vector<std::string> found;  // this configuration's differing outputs
     std::vector<Tensor> got;
     try {
-      got = codegen_->backend().compile(g, options)->run(inputs);
+      got = backend_->backend().compile(g, options)->run(inputs);
     } catch (const std::exception& e) {
       v.mismatches.push_back(fmt::format("{}: failed on a graph eager runs: {}", label, e.what()));
       continue;
@@ -134,17 +144,17 @@ Verdict Differential::check(const Graph& g, uint64_t seed, bool unfused, const G
       if (is_floating(ref[i].dtype()) ? !a.passed : a.mismatches > 0) {
         const int64_t at = std::max<int64_t>(a.first_mismatch, 0);
         found.push_back(fmt::format(
-            "{}: output %{} {}{}: {} of {} elements differ, first at {} (codegen {}, eager {}); "
+            "{}: output %{} {}{}: {} of {} elements differ, first at {} ({} {}, eager {}); "
             "RMSE vs fp64 {:.3g}, eager's {:.3g}",
             label, name, dtype_name(ref[i].dtype()), shape_str(ref[i].shape()), a.mismatches,
-            ref[i].numel(), at, ref[i].numel() ? got[i].contiguous().get(at) : 0.0,
+            ref[i].numel(), at, name_, ref[i].numel() ? got[i].contiguous().get(at) : 0.0,
             ref[i].numel() ? ref[i].contiguous().get(at) : 0.0, a.rmse_vs_fp64,
             a.rmse_eager_vs_fp64));
       }
     }
     if (found.empty()) continue;
     // Outputs differ: find the first node whose own result differs from eager's kernel run on
-    // codegen's own operand values. None: a rounding difference amplified downstream (pow of a
+    // the backend's own operand values. None: a rounding difference amplified downstream (pow of a
     // value near 0, a layer_norm of nearly equal values), which is no bug of either backend.
     const std::string local = first_local_difference(g, inputs, options);
     if (local.empty()) {
@@ -163,7 +173,7 @@ std::string Differential::first_local_difference(const Graph& g, const std::vect
   for (const Node& n : g.nodes()) nodes.push_back(n.output);
   std::vector<Tensor> vals;
   try {
-    vals = codegen_->backend().compile(g, options)->intermediates(inputs, nodes);
+    vals = backend_->backend().compile(g, options)->intermediates(inputs, nodes);
   } catch (const std::exception& e) {
     return fmt::format("intermediates failed: {}", e.what());
   }
@@ -182,10 +192,10 @@ std::string Differential::first_local_difference(const Graph& g, const std::vect
     if (a.mismatches > 0 && beyond_rounding_bound(n, ops, have, want, o.tol) != 0) {
       const int64_t at = std::max<int64_t>(a.first_mismatch, 0);
       return fmt::format(
-          "first differing node %{} = {}: {} of {} elements, first at {} (codegen {}, eager's "
-          "kernel on codegen's operands {})",
-          g.value(n.output).name, n.op, a.mismatches, want.numel(), at, have.contiguous().get(at),
-          want.contiguous().get(at));
+          "first differing node %{} = {}: {} of {} elements, first at {} ({} {}, eager's "
+          "kernel on its operands {})",
+          g.value(n.output).name, n.op, a.mismatches, want.numel(), at, name_,
+          have.contiguous().get(at), want.contiguous().get(at));
     }
   }
   return "";

@@ -1,5 +1,6 @@
-// Runs one graph on eager and codegen (fused, and optionally with fusion off) from the same inputs
-// and reports every output that differs: the oracle of the differential fuzzer.
+// Runs one graph on eager and on a backend under test (codegen fused and with fusion off, or the
+// libtorch peer in its eager and jit modes) from the same inputs and reports every output that
+// differs: the oracle of the differential fuzzer.
 #pragma once
 
 #include <memory>
@@ -40,17 +41,18 @@ int64_t beyond_rounding_bound(const Node& n, const std::vector<Tensor>& operands
 
 class Differential {
  public:
-  Differential();  // loads eager and codegen through the real plugin loader
+  // Loads eager and `backend` through the real plugin loader. Its configurations: codegen fused
+  // and with -c fusion=off; libtorch -c mode=eager and -c mode=jit; any other, its defaults.
+  explicit Differential(const std::string& backend = "codegen");
   ~Differential();
 
-  // Every output of `g` on codegen against eager, inputs from random_inputs(g, seed). Float outputs
-  // must pass the harness's accuracy rule (allclose to eager with tol = 1e-4 when f32 is upstream,
-  // 1e-2 with bf16, 1e-9 with only f64; else RMSE against the fp64 reference within m x eager's),
-  // NaN where eager has NaN; integers and bool exactly, but see rounding_flips. `unfused` also
-  // compares codegen with -c fusion=off.
-  // `extra` is added to every codegen configuration (a planted -c inject=... in the oracle's own
-  // tests).
-  Verdict check(const Graph& g, uint64_t seed, bool unfused, const GenOptions& opts = {},
+  // Every output of `g` on the backend against eager, inputs from random_inputs(g, seed). Float
+  // outputs must pass the harness's accuracy rule (allclose to eager with tol = 1e-4 when f32 is
+  // upstream, 1e-2 with bf16, 1e-9 with only f64; else RMSE against the fp64 reference within m x
+  // eager's), NaN where eager has NaN; integers and bool exactly, but see rounding_flips.
+  // `every_config` tries each configuration (codegen: also unfused), else the first only.
+  // `extra` is added to every configuration (a planted -c inject=... in the oracle's own tests).
+  Verdict check(const Graph& g, uint64_t seed, bool every_config, const GenOptions& opts = {},
                 const std::map<std::string, std::string>& extra = {});
 
  private:
@@ -59,7 +61,9 @@ class Differential {
   std::string first_local_difference(const Graph& g, const std::vector<Tensor>& inputs,
                                      const plugin::Options& options);
 
-  std::unique_ptr<LoadedBackend> eager_, codegen_;
+  std::string name_;
+  std::vector<std::pair<std::string, std::map<std::string, std::string>>> configs_;
+  std::unique_ptr<LoadedBackend> eager_, backend_;
 };
 
 }  // namespace crucible::fuzz

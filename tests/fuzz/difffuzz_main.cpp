@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 #include "crucible/ir/text_format.h"
 #include "differential.h"
@@ -17,17 +18,20 @@ using namespace crucible;
 int main(int argc, char** argv) {
   int64_t graphs = 200, first_seed = 1, unfused_every = 4, shard = 0, shards = 1;
   int max_nodes = 10;
-  std::string out_dir;
+  std::string out_dir, backend = "codegen";
   po::options_description opts(
-      "crucible_difffuzz: random graphs over the whole op set, eager against codegen\noptions");
+      "crucible_difffuzz: random graphs over the whole op set, eager against a backend\noptions");
   opts.add_options()("help,h", "this help")("graphs,n", po::value(&graphs)->default_value(graphs),
                                             "graphs to generate")(
       "seed", po::value(&first_seed)->default_value(first_seed), "seed of the first graph")(
       "long", "nightly mode: 5000 graphs of up to 16 nodes")(
       "max-nodes", po::value(&max_nodes)->default_value(max_nodes), "nodes per graph, at most")(
+      "backend", po::value(&backend)->default_value(backend),
+      "the backend checked against eager: codegen or libtorch (or any plugin)")(
       "unfused-every", po::value(&unfused_every)->default_value(unfused_every),
-      "also run with -c fusion=off on every k-th graph (0: never)")(
-      "shard", po::value(&shard)->default_value(0), "run graphs i with i % shards == shard")(
+      "also run the backend's second configuration on every k-th graph (codegen: -c "
+      "fusion=off; libtorch: -c mode=jit; 0: never)")("shard", po::value(&shard)->default_value(0),
+                                                      "run graphs i with i % shards == shard")(
       "shards", po::value(&shards)->default_value(1), "number of shards")(
       "out,o", po::value(&out_dir),
       "write each failing graph here as seed_<S>.graph (rejected_<S>.graph when eager rejects it)");
@@ -54,7 +58,14 @@ int main(int argc, char** argv) {
   fuzz::GenOptions gen;
   gen.max_nodes = max_nodes;
   gen.min_nodes = std::min(gen.min_nodes, max_nodes);
-  fuzz::Differential diff;
+  std::unique_ptr<fuzz::Differential> loaded;
+  try {
+    loaded = std::make_unique<fuzz::Differential>(backend);
+  } catch (const Error& e) {
+    std::cerr << "crucible_difffuzz: " << e.what() << "\n";
+    return 2;
+  }
+  fuzz::Differential& diff = *loaded;
   const auto t0 = std::chrono::steady_clock::now();
   int64_t ran = 0, invalid = 0, failed = 0, nodes = 0, flips = 0, amplified = 0;
   for (int64_t i = 0; i < graphs; ++i) {

@@ -1,0 +1,226 @@
+// The libtorch backend: PyTorch 1.13 (Debian's libtorch) as a peer in the same run. -c mode=eager
+// (default) runs the graph op by op through ATen, timing each op when profiling; -c mode=jit runs
+// it as a frozen, inference-optimized TorchScript module (torchscript.h).
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+#include <fmt/format.h>
+#include <omp.h>
+#include <torch/version.h>
+
+#include "aten_bridge.h"
+#include "aten_ops.h"
+#include "blas_probe.h"
+#include "crucible/ir/uses.h"
+#include "crucible/plugin_api.h"
+#include "torchscript.h"
+
+namespace crucible::libtorch {
+
+namespace {
+
+using plugin::KernelStat;
+
+void set_threads(int threads) {
+  if (threads <= 0) return;
+  omp_set_num_threads(threads);
+  at::set_num_threads(threads);
+}
+
+// Runs `f`, turning ATen's errors (a message, then a C++ backtrace) into one crucible line.
+template <typename F>
+auto aten_call(const char* what, F&& f) {
+  try {
+    return f();
+  } catch (const c10::Error& e) {
+    std::string msg = e.what_without_backtrace();
+    msg = msg.substr(0, msg.find('\n'));
+    throw Error(fmt::format("libtorch: {}: {}", what, msg));
+  }
+}
+
+std::vector<at::Tensor> aten_params(const Graph& g) {
+  std::vector<at::Tensor> out;
+  for (ValueId id : g.params()) out.push_back(aten_copy(materialize_param(g, id)));
+  return out;
+}
+
+std::vector<Tensor> run_scripted(ScriptedGraph& scripted, std::span<const Tensor> inputs) {
+  c10::InferenceMode inference;
+  std::vector<at::Tensor> in;
+  for (const Tensor& t : inputs) in.push_back(aten_view(t));
+  std::vector<Tensor> out;
+  for (const at::Tensor& t : aten_call("TorchScript", [&] { return scripted.run(in); }))
+    out.push_back(from_aten(t));
+  return out;
+}
+
+// Op by op through ATen, each intermediate freed after its last reader (as PyTorch eager does).
+class EagerExecutable final : public plugin::Executable {
+ public:
+  EagerExecutable(Graph g, const plugin::Options& opts)
+      : graph_(std::move(g)),
+        params_(aten_params(graph_)),
+        threads_(opts.threads),
+        profiling_(opts.profile),
+        last_use_(last_uses(graph_)) {
+    if (profiling_) {
+      for (const Node& n : graph_.nodes())
+        stat_of_node_.push_back(profile_.declare("aten::" + n.op));
+    }
+  }
+
+  std::vector<Tensor> run(std::span<const Tensor> inputs) override {
+    std::vector<at::Tensor> env = execute(inputs, last_use_);
+    std::vector<Tensor> out;
+    for (ValueId v : graph_.outputs()) out.push_back(from_aten(env[static_cast<size_t>(v)]));
+    return out;
+  }
+
+  std::vector<Tensor> intermediates(std::span<const Tensor> inputs,
+                                    std::span<const ValueId> values) override {
+    for (ValueId v : values) {
+      if (v < 0 || static_cast<size_t>(v) >= graph_.values().size())
+        throw Error(
+            fmt::format("intermediates: value id {} is not a value of graph {}", v, graph_.name()));
+    }
+    std::vector<at::Tensor> env = execute(inputs, last_uses(graph_, values));
+    std::vector<Tensor> out;
+    for (ValueId v : values) out.push_back(from_aten(env[static_cast<size_t>(v)]));
+    return out;
+  }
+
+  std::vector<KernelStat> profile() const override { return profile_.stats(); }
+
+ private:
+  std::vector<at::Tensor> execute(std::span<const Tensor> inputs,
+                                  const std::vector<int>& last_use) {
+    plugin::check_inputs(graph_, inputs);
+    set_threads(threads_);
+    c10::InferenceMode inference;
+    std::vector<at::Tensor> env(graph_.values().size());
+    for (size_t k = 0; k < inputs.size(); ++k)
+      env[static_cast<size_t>(graph_.inputs()[k])] = aten_view(inputs[k]);
+    for (size_t k = 0; k < params_.size(); ++k)
+      env[static_cast<size_t>(graph_.params()[k])] = params_[k];
+    std::vector<at::Tensor> operands;
+    for (size_t i = 0; i < graph_.nodes().size(); ++i) {
+      const Node& n = graph_.nodes()[i];
+      operands.clear();
+      for (ValueId v : n.operands) operands.push_back(env[static_cast<size_t>(v)]);
+      const auto t0 = plugin::ProfileRecorder::Clock::now();
+      env[static_cast<size_t>(n.output)] =
+          aten_call(n.op.c_str(), [&] { return run_aten(graph_, n, operands); });
+      if (profiling_) profile_.record(stat_of_node_[i], t0);
+      for (ValueId v : n.operands) {
+        if (last_use[static_cast<size_t>(v)] == static_cast<int>(i) &&
+            graph_.value(v).kind == ValueKind::kNode)
+          env[static_cast<size_t>(v)] = at::Tensor();
+      }
+    }
+    return env;
+  }
+
+  Graph graph_;
+  std::vector<at::Tensor> params_;
+  int threads_;
+  bool profiling_;
+  std::vector<int> last_use_;
+  plugin::ProfileRecorder profile_;
+  std::vector<size_t> stat_of_node_;
+};
+
+// The frozen TorchScript module. It gives no per-kernel timings (its fused graph has no crucible
+// node boundaries). Intermediates come from a second module of the same graph that returns the
+// values asked for, frozen and optimized alike (returning a value may keep TorchScript from
+// fusing it away, so they locate a difference rather than replay the fused run exactly).
+class JitExecutable final : public plugin::Executable {
+ public:
+  JitExecutable(const Graph& g, const plugin::Options& opts, bool optimize, ScriptStyle style)
+      : graph_(g), threads_(opts.threads), optimize_(optimize), style_(style) {
+    set_threads(threads_);
+    scripted_ = script_graph(graph_, aten_params(graph_), optimize, style, opts.debug_dir);
+    if (!opts.debug_dir.empty()) {
+      const std::filesystem::path dir = opts.debug_dir;
+      artifacts_ = {dir / "torchscript.py", dir / "torchscript_optimized.txt"};
+    }
+  }
+
+  std::vector<Tensor> run(std::span<const Tensor> inputs) override {
+    plugin::check_inputs(graph_, inputs);
+    set_threads(threads_);
+    return run_scripted(*scripted_, inputs);
+  }
+
+  std::vector<std::filesystem::path> artifacts() const override { return artifacts_; }
+
+  std::vector<Tensor> intermediates(std::span<const Tensor> inputs,
+                                    std::span<const ValueId> values) override {
+    plugin::check_inputs(graph_, inputs);
+    for (ValueId v : values) {
+      if (v < 0 || static_cast<size_t>(v) >= graph_.values().size())
+        throw Error(
+            fmt::format("intermediates: value id {} is not a value of graph {}", v, graph_.name()));
+    }
+    Graph probe = graph_;
+    probe.set_outputs(std::vector<ValueId>(values.begin(), values.end()));
+    set_threads(threads_);
+    return run_scripted(*script_graph(probe, aten_params(probe), optimize_, style_), inputs);
+  }
+
+ private:
+  Graph graph_;
+  int threads_;
+  bool optimize_;
+  ScriptStyle style_;
+  std::unique_ptr<ScriptedGraph> scripted_;
+  std::vector<std::filesystem::path> artifacts_;
+};
+
+class LibtorchBackend final : public plugin::Backend {
+ public:
+  plugin::BackendInfo info() const override {
+    // The version names the BLAS too: it decides how fast this peer's GEMMs are.
+    return {"libtorch",
+            fmt::format("torch {}.{}.{}; BLAS {}", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR,
+                        TORCH_VERSION_PATCH, active_blas()),
+            plugin::kAbiVersion};
+  }
+
+  std::unique_ptr<plugin::Executable> compile(const Graph& graph,
+                                              const plugin::Options& options) override {
+    std::string mode = "eager";
+    bool optimize = true;
+    ScriptStyle style;
+    plugin::Options opts = options;
+    for (const auto& [key, value] : options.config) {
+      if (key == "mode" && (value == "eager" || value == "jit")) {
+        mode = value;
+      } else if (key == "optimize_for_inference" && (value == "0" || value == "1")) {
+        optimize = value == "1";
+      } else if (key == "clamp" && (value == "safe" || value == "native")) {
+        style.native_clamp = value == "native";
+      } else if (key == "debug_dir" && !value.empty()) {
+        opts.debug_dir = value;  // jit: the TorchScript source and the optimized graph
+      } else {
+        throw plugin::CompileError(fmt::format(
+            "libtorch: unknown option -c {}={} (mode=eager|jit, optimize_for_inference=0|1, "
+            "clamp=safe|native, debug_dir=DIR)",
+            key, value));
+      }
+    }
+    // Mapping first: an op this plugin has no entry for is named as such, even one the
+    // plugin's own copy of the op registry does not know.
+    for (const Node& n : graph.nodes()) check_mappable(graph, n);
+    verify(graph);
+    if (mode == "jit") return std::make_unique<JitExecutable>(graph, opts, optimize, style);
+    return std::make_unique<EagerExecutable>(graph, opts);
+  }
+};
+
+std::unique_ptr<plugin::Backend> create() { return std::make_unique<LibtorchBackend>(); }
+
+}  // namespace
+
+}  // namespace crucible::libtorch
+
+CRUCIBLE_EXPORT_BACKEND(crucible::libtorch::create)

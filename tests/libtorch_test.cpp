@@ -1,0 +1,211 @@
+// The libtorch peer (plugins/libtorch), loaded through the real plugin loader: every suite model
+// passes accuracy in both modes, random graphs over the whole op set agree with our eager, an op
+// without a mapping is a compile error naming it, the version names the active BLAS, eager mode
+// times each op, and the PyTorch 1.13 bugs that jit mode works around are shown to be there.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <regex>
+
+#include "cli_util.h"
+#include "crucible/ir/op_registry.h"
+#include "crucible/ir/text_format.h"
+#include "crucible/plugin_loader.h"
+#include "differential.h"
+
+namespace crucible {
+namespace {
+
+using testing::run_crucible;
+
+class Libtorch : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    libtorch_ = load_plugin(find_plugin("libtorch", plugin_search_path({}))).release();
+    eager_ = load_plugin(find_plugin("eager", plugin_search_path({}))).release();
+  }
+  static plugin::Backend& libtorch() { return libtorch_->backend(); }
+  static plugin::Backend& eager() { return eager_->backend(); }
+  static plugin::Options mode(const std::string& m, std::map<std::string, std::string> more = {}) {
+    plugin::Options o;
+    o.config = std::move(more);
+    o.config["mode"] = m;
+    return o;
+  }
+  static inline LoadedBackend* libtorch_ = nullptr;
+  static inline LoadedBackend* eager_ = nullptr;
+};
+
+TEST_F(Libtorch, VersionNamesTorchAndTheActiveBlas) {
+  const plugin::BackendInfo info = libtorch().info();
+  EXPECT_EQ(info.name, "libtorch");
+  EXPECT_NE(info.version.find("torch 1.13"), std::string::npos) << info.version;
+  // The setup installs OpenBLAS over Debian's reference BLAS (a GEMM 40x slower): a run must
+  // be able to tell which one its peer used.
+  EXPECT_NE(info.version.find("BLAS OpenBLAS"), std::string::npos) << info.version;
+}
+
+TEST_F(Libtorch, AnOpWithoutAMappingIsACompileErrorNamingIt) {
+  // An op this process registers (the registry is shared with the plugins) that the plugin's
+  // table has never heard of.
+  OpRegistry::global().add(OpDef{{"test_only_identity", 1, 1, {}},
+                                 [](std::span<const TensorType> t, const Attrs&) { return t[0]; },
+                                 [](std::span<const Tensor> x, const Attrs&) { return x[0]; }});
+  Graph g("unmapped");
+  const ValueId x = g.add_input("x", {DType::kF32, {4}});
+  const ValueId y = g.add_node("relu", {g.add_node("test_only_identity", {x})});
+  g.set_outputs({y});
+  for (const char* m : {"eager", "jit"}) {
+    try {
+      libtorch().compile(g, mode(m));
+      ADD_FAILURE() << m << ": compiled a graph with an unmapped op";
+    } catch (const plugin::CompileError& e) {
+      EXPECT_NE(std::string(e.what()).find("'test_only_identity' has no ATen mapping"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST_F(Libtorch, BadOptionsAreOneLineAndAFailToCompile) {
+  const std::string graph = std::string(CRUCIBLE_SOURCE_DIR) + "/suites/tutorial/sin_cos.graph";
+  for (const char* opt : {"mode=bogus", "clamp=sometimes", "no_such_option=1"}) {
+    const auto r = run_crucible("run-graph " + graph + " --backend libtorch -c " + opt);
+    EXPECT_NE(r.status, 0) << opt;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(std::string("unknown option -c ") + opt), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(Libtorch, EagerModeTimesEveryOpAndGivesIntermediates) {
+  Graph g = parse_graph(R"(graph t(%x: f32[64,64]) {
+  %a: f32[64,64] = sin(%x)
+  %b: f32[64,64] = add(%a, %x)
+  %c: f32[64,64] = sin(%b)
+  return %c
+})");
+  plugin::Options o = mode("eager");
+  o.profile = true;
+  auto exe = libtorch().compile(g, o);
+  const std::vector<Tensor> in = {Tensor::full(DType::kF32, {64, 64}, 0.5)};
+  exe->run(in);
+  exe->run(in);
+  std::map<std::string, int64_t> calls;
+  for (const plugin::KernelStat& k : exe->profile()) calls[k.name] = k.calls;
+  EXPECT_EQ(calls, (std::map<std::string, int64_t>{{"aten::sin", 4}, {"aten::add", 2}}));
+  // The middle value, from ATen's own computation.
+  const ValueId b = *g.find_value("b");
+  const std::vector<Tensor> vals = exe->intermediates(in, std::span<const ValueId>(&b, 1));
+  ASSERT_EQ(vals.size(), 1u);
+  EXPECT_FLOAT_EQ(static_cast<float>(vals[0].get(0)), std::sin(0.5f) + 0.5f);
+}
+
+// PyTorch 1.13 (Debian's libtorch, with the system's oneDNN) gets a convolution followed by a
+// clamp wrong once the module is frozen and passed through optimize_for_inference: the clamp
+// becomes an in-place MKLDNN op (prim::MKLDNNHardTanh_ / prim::MKLDNNClamp_) that leaves some
+// elements unclamped when the channel count is not a multiple of 16, and a clamp with one bound
+// fails an internal assert. jit mode writes such a clamp as clamp_min / clamp_max, which stay
+// correct; -c clamp=native writes what a PyTorch user would, to show the bugs are still there.
+// When this test fails because PyTorch got it right, the workaround can go.
+TEST_F(Libtorch, Pytorch113OptimizeForInferenceClampAfterConvIsWrongAndJitAvoidsIt) {
+  const Graph g = parse_graph(R"(graph conv_relu6(%x: f32[2,3,8,8]) {
+  param %w: f32[8,3,3,3] = randn(seed=1)
+  param %b: f32[8] = randn(seed=2)
+  %c: f32[2,8,8,8] = conv2d(%x, %w, %b, padding=[1, 1])
+  %y: f32[2,8,8,8] = clamp(%c, min=0.0, max=6.0)
+  return %y
+})");
+  const std::vector<Tensor> in = {Tensor::full(DType::kF32, {2, 3, 8, 8}, 0.7)};
+  const std::vector<double> want = eager().compile(g, {})->run(in)[0].to_doubles();
+  auto differing = [&](const plugin::Options& o) {
+    const std::vector<double> got = libtorch().compile(g, o)->run(in)[0].to_doubles();
+    int64_t n = 0;
+    for (size_t i = 0; i < want.size(); ++i) n += std::abs(got[i] - want[i]) > 1e-4 ? 1 : 0;
+    return n;
+  };
+  EXPECT_EQ(differing(mode("jit")), 0);
+  EXPECT_EQ(differing(mode("eager")), 0);
+  EXPECT_GT(differing(mode("jit", {{"clamp", "native"}})), 0) << "PyTorch's bug is gone";
+  // One bound: the native form does not even compile.
+  const Graph one = parse_graph(R"(graph conv_relu(%x: f32[2,3,8,8]) {
+  param %w: f32[8,3,3,3] = randn(seed=1)
+  %c: f32[2,8,8,8] = conv2d(%x, %w, padding=[1, 1])
+  %y: f32[2,8,8,8] = clamp(%c, min=0.0)
+  return %y
+})");
+  EXPECT_NO_THROW(libtorch().compile(one, mode("jit"))->run(in));
+  EXPECT_THROW(libtorch().compile(one, mode("jit", {{"clamp", "native"}})), plugin::CompileError);
+}
+
+// Where PyTorch 1.13 and crucible part, and crucible is the one that is right (the fp64 judge
+// agrees with it): found by the differential fuzz, kept here so that each is a known, checked
+// difference rather than noise in the next fuzz run.
+TEST_F(Libtorch, Pytorch113DifferencesTheFuzzFoundAreWhereCrucibleIsRight) {
+  // layer_norm of a constant row of large values: 0 by definition; PyTorch's one-pass variance
+  // cancels to garbage (docs/design_decisions.md, "layer_norm centers a shifted row").
+  const Graph ln = parse_graph(R"(graph ln(%x: f64[1,3]) {
+  %y: f64[1,3] = layer_norm(%x, normalized_shape=[3], eps=0.001)
+  return %y
+})");
+  const std::vector<Tensor> big = {Tensor::full(DType::kF64, {1, 3}, 1e20)};
+  EXPECT_EQ(eager().compile(ln, {})->run(big)[0].get(0), 0.0);
+  EXPECT_GT(std::abs(libtorch().compile(ln, mode("eager"))->run(big)[0].get(0)), 1.0)
+      << "PyTorch now normalizes a large constant row to 0";
+  // conv2d over an input with a zero-size spatial dim: crucible convolves the padding, PyTorch
+  // refuses. The plugin says so in one line (ATen's message without its C++ backtrace).
+  const Graph conv = parse_graph(R"(graph c(%x: f32[4,1,2,0]) {
+  param %w: f32[1,1,1,1] = randn(seed=1)
+  %y: f32[4,1,2,1] = conv2d(%x, %w, padding=[1], stride=[2])
+  return %y
+})");
+  const std::vector<Tensor> empty = {Tensor::zeros(DType::kF32, {4, 1, 2, 0})};
+  EXPECT_NO_THROW(eager().compile(conv, {})->run(empty));
+  try {
+    libtorch().compile(conv, mode("eager"))->run(empty);
+    ADD_FAILURE() << "PyTorch now convolves a zero-size spatial dim";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    EXPECT_NE(msg.find("libtorch: conv2d: Only zero batch or zero channel inputs are supported"),
+              std::string::npos)
+        << msg;
+  }
+}
+
+// Random graphs over the whole op set (every dtype, broadcasting, views, NaN/inf, empty and
+// size-1 dims) on libtorch in both modes against our eager: every difference is a bug in one.
+TEST_F(Libtorch, RandomGraphsAgreeWithOurEagerInBothModes) {
+  fuzz::Differential diff("libtorch");
+  int valid = 0;
+  for (uint64_t seed = 1; seed <= 150; ++seed) {
+    const Graph g = fuzz::random_graph(seed);
+    const fuzz::Verdict v = diff.check(g, seed, /*every_config=*/true);
+    valid += v.valid;
+    if (!v.mismatches.empty()) {
+      std::string all;
+      for (const std::string& m : v.mismatches) all += "\n  " + m;
+      ADD_FAILURE() << "seed " << seed << ":" << all << "\n" << print_graph(g);
+    }
+  }
+  EXPECT_GT(valid, 120);
+}
+
+// Every model of every suite, small variants, in both modes, through `crucible run`.
+TEST_F(Libtorch, EverySuiteModelPassesAccuracyInBothModes) {
+  const auto dir = testing::fresh_test_dir("crucible_libtorch");
+  for (const char* m : {"eager", "jit"}) {
+    const auto r = run_crucible(
+        "run --suite tutorial,mlp,transformer,vision --variant small "
+        "--backends eager,libtorch --mode accuracy -c mode=" +
+        std::string(m) + " --db " + (dir / "runs.db").string() + " -o " + (dir / m).string());
+    EXPECT_EQ(r.status, 0) << m << "\n" << r.out << r.err;
+    const std::regex pass(R"(\n\S+\s+libtorch\s+accuracy\s+pass\s)");
+    const auto passed = std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), pass),
+                                      std::sregex_iterator());
+    EXPECT_EQ(passed, 14) << m << "\n" << r.out;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace crucible
