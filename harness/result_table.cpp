@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 #include <utility>
+
+#include "crucible/reports/peer.h"
 
 namespace crucible {
 
@@ -20,10 +23,14 @@ std::string opt(const std::optional<double>& v, const char* spec) {
 }  // namespace
 
 std::string format_result_table(const std::vector<reports::ResultRecord>& results) {
+  // With the peer in the run, each speed-up over our eager gets its speed-up over the peer beside.
+  const bool peer = reports::has_peer(results);
+  const std::string peer_head =
+      peer ? fmt::format(" {:>11}", std::string("vs ") + reports::kPeerBackend) : "";
   std::string out =
-      fmt::format("{:<36} {:<10} {:<11} {:<22} {:<10} {:>10} {:>6} {:>8} {:>9} {:>8} {:>10}\n",
+      fmt::format("{:<36} {:<12} {:<11} {:<22} {:<10} {:>10} {:>6} {:>8}{} {:>9} {:>8} {:>10}\n",
                   "model", "backend", "mode", "status", "flags", "median ms", "cv %", "speedup",
-                  "compile s", "peak MB", "max error");
+                  peer_head, "compile s", "peak MB", "max error");
   for (const auto& r : results) {
     const auto stats = reports::summarize(r.samples_ms);
     double max_err = -1;
@@ -31,18 +38,27 @@ std::string format_result_table(const std::vector<reports::ResultRecord>& result
     // noisy: the machine disturbed the timing; suspicious: passed, but far from fp64.
     std::string flags = r.noisy ? "noisy" : "";
     if (r.pass_suspicious) flags += flags.empty() ? "suspicious" : ",suspicious";
+    const std::string vs_peer =
+        peer ? fmt::format(" {:>11}", opt(reports::speedup_over_peer(r, results), "{:.2f}x")) : "";
     out += fmt::format(
-        "{:<36} {:<10} {:<11} {:<22} {:<10} {:>10} {:>6} {:>8} {:>9} {:>8} {:>10}\n",
+        "{:<36} {:<12} {:<11} {:<22} {:<10} {:>10} {:>6} {:>8}{} {:>9} {:>8} {:>10}\n",
         r.suite + "/" + r.model, r.backend, r.mode, reports::status_name(r.status),
         flags.empty() ? "-" : flags, stats.n ? fmt::format("{:.3f}", stats.median) : "-",
         stats.n > 1 ? fmt::format("{:.1f}", 100 * stats.cv) : "-", opt(r.speedup, "{:.2f}x"),
-        opt(r.compile_s, "{:.3f}"), opt(r.peak_rss_mb, "{:.0f}"),
+        vs_peer, opt(r.compile_s, "{:.3f}"), opt(r.peak_rss_mb, "{:.0f}"),
         max_err >= 0 ? fmt::format("{:.2g}", max_err) : "-");
   }
   return out;
 }
 
-std::string format_speedup_summary(const std::vector<reports::ResultRecord>& results) {
+namespace {
+
+// Geomean lines of `ratio` (a result's speed-up over `baseline`) per (backend, suite), then over
+// all suites for a backend timed on several.
+std::string geomean_lines(
+    const std::vector<reports::ResultRecord>& results, const std::string& baseline,
+    const std::string& skip,
+    const std::function<std::optional<double>(const reports::ResultRecord&)>& ratio) {
   struct LogSum {
     double sum = 0;
     int n = 0;
@@ -51,11 +67,13 @@ std::string format_speedup_summary(const std::vector<reports::ResultRecord>& res
   std::map<std::string, LogSum> overall;
   std::map<std::string, std::set<std::string>> suites_of;
   for (const auto& r : results) {
-    if (r.mode != "performance" || r.backend == "eager" || r.status != Status::kPass ||
-        !r.speedup || !(*r.speedup > 0)) {
+    if (r.mode != "performance" || r.backend == "eager" || r.backend == skip ||
+        r.status != Status::kPass) {
       continue;
     }
-    const double l = std::log(*r.speedup);
+    const std::optional<double> x = ratio(r);
+    if (!x || !(*x > 0)) continue;
+    const double l = std::log(*x);
     auto& s = by_suite[{r.backend, r.suite}];
     s.sum += l;
     ++s.n;
@@ -65,13 +83,26 @@ std::string format_speedup_summary(const std::vector<reports::ResultRecord>& res
   }
   std::string out;
   for (const auto& [key, s] : by_suite) {
-    out += fmt::format("geomean speedup of {} over eager, suite {}: {:.2f}x ({} models)\n",
-                       key.first, key.second, std::exp(s.sum / s.n), s.n);
+    out += fmt::format("geomean speedup of {} over {}, suite {}: {:.2f}x ({} models)\n", key.first,
+                       baseline, key.second, std::exp(s.sum / s.n), s.n);
   }
   for (const auto& [backend, s] : overall) {
     if (suites_of[backend].size() < 2) continue;
-    out += fmt::format("geomean speedup of {} over eager, all suites: {:.2f}x ({} models)\n",
-                       backend, std::exp(s.sum / s.n), s.n);
+    out += fmt::format("geomean speedup of {} over {}, all suites: {:.2f}x ({} models)\n", backend,
+                       baseline, std::exp(s.sum / s.n), s.n);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string format_speedup_summary(const std::vector<reports::ResultRecord>& results) {
+  std::string out = geomean_lines(results, "crucible eager", "",
+                                  [](const reports::ResultRecord& r) { return r.speedup; });
+  if (reports::has_peer(results)) {
+    out += geomean_lines(
+        results, std::string(reports::kPeerBackend) + " (PyTorch eager)", reports::kPeerBackend,
+        [&](const reports::ResultRecord& r) { return reports::speedup_over_peer(r, results); });
   }
   return out;
 }

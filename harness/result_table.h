@@ -9,12 +9,14 @@
 
 namespace crucible {
 
-// Columns: suite/model, backend, mode, status, median ms, speedup, compile s, peak MB, max error.
+// Columns: suite/model, backend, mode, status, median ms, speedup (over crucible's eager), the
+// speed-up over the peer (reports/peer.h) when the run has it, compile s, peak MB, max error.
 std::string format_result_table(const std::vector<reports::ResultRecord>& results);
 
 // One line per (suite, backend) with performance results: the geometric mean of the speed-ups over
-// eager of its passing models, as PyTorch's dashboard summarises a suite; then the same over all
-// suites when there are several. Empty when no backend other than eager has a speed-up.
+// crucible's eager of its passing models, as PyTorch's dashboard summarises a suite; then the same
+// over all suites when there are several; then, when the run has the peer, the same over the peer.
+// Each line names its baseline. Empty when no backend other than eager has a speed-up.
 std::string format_speedup_summary(const std::vector<reports::ResultRecord>& results);
 
 }  // namespace crucible

@@ -1,6 +1,7 @@
 // The libtorch backend: PyTorch 1.13 (Debian's libtorch) as a peer in the same run. -c mode=eager
-// (default) runs the graph op by op through ATen, timing each op when profiling; -c mode=jit runs
-// it as a frozen, inference-optimized TorchScript module (torchscript.h).
+// runs the graph op by op through ATen, timing each op when profiling; -c mode=jit runs it as a
+// frozen, inference-optimized TorchScript module (torchscript.h). Built as `libtorch` (eager by
+// default) and `libtorch_jit` (jit by default): CRUCIBLE_LIBTORCH_NAME and _MODE say which.
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 #include <fmt/format.h>
@@ -180,7 +181,7 @@ class LibtorchBackend final : public plugin::Backend {
  public:
   plugin::BackendInfo info() const override {
     // The version names the BLAS too: it decides how fast this peer's GEMMs are.
-    return {"libtorch",
+    return {CRUCIBLE_LIBTORCH_NAME,
             fmt::format("torch {}.{}.{}; BLAS {}", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR,
                         TORCH_VERSION_PATCH, active_blas()),
             plugin::kAbiVersion};
@@ -188,7 +189,7 @@ class LibtorchBackend final : public plugin::Backend {
 
   std::unique_ptr<plugin::Executable> compile(const Graph& graph,
                                               const plugin::Options& options) override {
-    std::string mode = "eager";
+    std::string mode = CRUCIBLE_LIBTORCH_MODE;  // libtorch: eager; libtorch_jit: jit
     bool optimize = true;
     ScriptStyle style;
     plugin::Options opts = options;

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "crucible/core/error.h"
+#include "crucible/reports/peer.h"
 #include "crucible/reports/table.h"
 
 namespace crucible::reports {
@@ -39,19 +40,23 @@ std::vector<std::filesystem::path> write_dynamo_csvs(const std::filesystem::path
   };
   for (const auto& [backend, rows] : perf) {
     auto out = open(backend + "_performance.csv");
+    // PyTorch's dynamo columns first, in their order; the speed-up over the peer after them.
+    const bool peer = has_peer(results) && backend != kPeerBackend;
     out << "dev,name,batch_size,speedup,abs_latency,compilation_latency,compression_ratio,eager_"
            "peak_mem,"
-           "dynamo_peak_mem\n";
+           "dynamo_peak_mem"
+        << (peer ? std::string(",speedup_vs_") + kPeerBackend : "") << "\n";
     for (const ResultRecord* r : rows) {
       const SampleStats st = summarize(r->samples_ms);
       auto it = eager_peak.find(r->suite + "/" + r->model);
       std::optional<double> eager_gb, own_gb;
       if (it != eager_peak.end()) eager_gb = it->second / 1024.0;
       if (r->peak_rss_mb) own_gb = *r->peak_rss_mb / 1024.0;
-      out << fmt::format("cpu,{},{},{},{},{},{},{},{}\n", csv_field(r->model), r->batch_size,
+      out << fmt::format("cpu,{},{},{},{},{},{},{},{}", csv_field(r->model), r->batch_size,
                          num(r->speedup, 6), st.n ? fmt::format("{:.6f}", st.median) : "0",
                          num(r->compile_s, 6), num(r->memory_ratio, 6), num(eager_gb, 6),
-                         num(own_gb, 6));
+                         num(own_gb, 6))
+          << (peer ? "," + num(speedup_over_peer(*r, results), 6) : "") << "\n";
     }
   }
   for (const auto& [backend, rows] : acc) {
