@@ -13,7 +13,7 @@ PACKAGES=(
   libbenchmark-tools python3-scipy python3-numpy
   chromium fonts-dejavu-core
   slurm-wlm munge python3-yaml
-  libtorch-dev libopenblas0-pthread
+  libtorch-dev libopenblas0-pthread libjemalloc2
 )
 
 missing=()
