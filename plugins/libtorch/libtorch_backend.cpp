@@ -2,7 +2,6 @@
 // runs the graph op by op through ATen, timing each op when profiling; -c mode=jit runs it as a
 // frozen, inference-optimized TorchScript module (torchscript.h). Built as `libtorch` (eager by
 // default) and `libtorch_jit` (jit by default): CRUCIBLE_LIBTORCH_NAME and _MODE say which.
-#include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 #include <fmt/format.h>
 #include <omp.h>
@@ -21,10 +20,12 @@ namespace {
 
 using plugin::KernelStat;
 
+// ATen's parallel backend here is OpenMP (at::get_parallel_info), so omp_set_num_threads is what
+// sets its threads. at::set_num_threads is not called: called before every run, as a first version
+// did, it took resnet18 at batch 1 from 14.6 to 38.7 ms and slowed the backends timed beside it in
+// the same worker (our eager 11.4 -> 20.4 ms, its threads runnable but waiting 89% of the time).
 void set_threads(int threads) {
-  if (threads <= 0) return;
-  omp_set_num_threads(threads);
-  at::set_num_threads(threads);
+  if (threads > 0) omp_set_num_threads(threads);
 }
 
 // Runs `f`, turning ATen's errors (a message, then a C++ backtrace) into one crucible line.
