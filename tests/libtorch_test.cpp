@@ -100,6 +100,43 @@ TEST_F(Libtorch, EagerModeTimesEveryOpAndGivesIntermediates) {
   EXPECT_FLOAT_EQ(static_cast<float>(vals[0].get(0)), std::sin(0.5f) + 0.5f);
 }
 
+// jit mode's kernels are the ops of the optimized TorchScript graph, timed by PyTorch's profiler
+// (conv and batch_norm folded into one MKLDNN convolution, the relu after it), and the rest.
+TEST_F(Libtorch, JitModeTimesTheOpsOfTheOptimizedGraph) {
+  const Graph g = parse_graph(R"(graph conv_bn_relu(%x: f32[2,16,8,8]) {
+  param %w: f32[16,16,3,3] = randn(seed=1)
+  param %g: f32[16] = ones()
+  param %b: f32[16] = zeros()
+  param %m: f32[16] = zeros()
+  param %v: f32[16] = ones()
+  %c: f32[2,16,8,8] = conv2d(%x, %w, padding=[1, 1])
+  %n: f32[2,16,8,8] = batch_norm(%c, %g, %b, %m, %v)
+  %y: f32[2,16,8,8] = relu(%n)
+  return %y
+})");
+  plugin::Options o = mode("jit");
+  o.profile = true;
+  auto exe = libtorch().compile(g, o);
+  const std::vector<Tensor> in = {Tensor::full(DType::kF32, {2, 16, 8, 8}, 0.5)};
+  for (int i = 0; i < 3; ++i) exe->run(in);
+  std::map<std::string, int64_t> calls;
+  int64_t total = 0;
+  for (const plugin::KernelStat& k : exe->profile()) {
+    EXPECT_EQ(k.name.rfind("jit::", 0), 0u) << k.name;
+    calls[k.name] = k.calls;
+    total += k.total_ns;
+  }
+  // relu runs in place on the MKLDNN tensor; batch_norm was folded into the convolution, whose
+  // prim op opens no profiler range and is counted in the rest of the run.
+  EXPECT_EQ(calls["jit::aten::relu_"], 3) << ::testing::PrintToString(calls);
+  EXPECT_EQ(calls["jit::(ops without a profiler range)"], 3);
+  EXPECT_EQ(calls.count("jit::aten::batch_norm"), 0u);
+  EXPECT_EQ(calls.count("jit::forward"), 0u);  // the method is a frame, not an op
+  EXPECT_GT(total, 0);
+  // Not profiling: no timings, and nothing recorded.
+  EXPECT_TRUE(libtorch().compile(g, mode("jit"))->profile().empty());
+}
+
 // PyTorch 1.13 (Debian's libtorch, with the system's oneDNN) gets a convolution followed by a
 // clamp wrong once the module is frozen and passed through optimize_for_inference: the clamp
 // becomes an in-place MKLDNN op (prim::MKLDNNHardTanh_ / prim::MKLDNNClamp_) that leaves some
