@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "crucible/reports/html_report.h"
 #include "crucible/reports/json.h"
 #include "crucible/reports/status.h"
 
@@ -12,35 +13,18 @@ namespace crucible::reports {
 
 namespace {
 
+// XML text: the entities HTML uses (&#39; is valid XML too), and control bytes other than tab and
+// newlines written out, since XML 1.0 has no place for them even escaped.
 std::string xml_escape(const std::string& s) {
-  std::string out;
+  std::string clean;
   for (unsigned char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        // XML 1.0 has no place for other control bytes, even escaped.
-        if (c < 0x20 && c != '\n' && c != '\t' && c != '\r') {
-          out += fmt::format("\\x{:02x}", c);
-        } else {
-          out += static_cast<char>(c);
-        }
+    if (c < 0x20 && c != '\n' && c != '\t' && c != '\r') {
+      clean += fmt::format("\\x{:02x}", c);
+    } else {
+      clean += static_cast<char>(c);
     }
   }
-  return out;
+  return html_escape(clean);
 }
 
 }  // namespace
