@@ -43,6 +43,8 @@ int64_t add_run(Store& s, const std::string& tag, double codegen_ms, Status mlp_
       ResultRecord a = make_result("small", model, backend, "accuracy", 4);
       a.status = model == "mlp" && backend == "codegen" ? mlp_status : Status::kPass;
       a.backend_version = "0.1.0";
+      // What exporters must escape: markup, quotes and a control byte XML cannot hold.
+      if (a.status != Status::kPass) a.error = "output %y<0> & 'max' \"err\" \x01 off";
       s.add_result(run, a);
     }
   }
@@ -258,10 +260,11 @@ TEST_F(History, ExportsReadByTheirTools) {
       "import sys, xml.etree.ElementTree as E; t = E.parse(sys.argv[1]).getroot(); "
       "print(t.tag, t.get(\"tests\"), t.get(\"failures\"), t.get(\"errors\"), "
       "len(t.findall(\"testsuite\")), len(t.findall(\"testsuite/testcase\")), "
-      "t.find(\"testsuite/testcase/failure\").get(\"message\"))",
+      "t.find(\"testsuite/testcase/failure\").get(\"message\"), "
+      "t.find(\"testsuite/testcase/failure\").text)",
       junit.string());
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(r.out, "testsuites 8 1 0 2 8 fail_accuracy\n");
+  EXPECT_EQ(r.out, "testsuites 8 1 0 2 8 fail_accuracy output %y<0> & 'max' \"err\" \\x01 off\n");
 
   const fs::path trace = dir_ / "trace.json";
   ASSERT_EQ(
