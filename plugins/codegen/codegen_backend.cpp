@@ -136,13 +136,7 @@ class CodegenExecutable final : public plugin::Executable {
   std::vector<Tensor> intermediates(std::span<const Tensor> inputs,
                                     std::span<const ValueId> values) override {
     const Graph& src = prog_.source;
-    for (ValueId v : values) {
-      if (v < 0 || static_cast<size_t>(v) >= src.values().size()) {
-        throw Error(
-            fmt::format("intermediates: value id {} is not a value of graph {} (ids 0 to {})", v,
-                        src.name(), static_cast<int64_t>(src.values().size()) - 1));
-      }
-    }
+    check_value_ids(src, values, "intermediates");
     CodegenExecutable* exe = this;
     if (!holds_all(values)) {
       std::vector<ValueId> key(values.begin(), values.end());

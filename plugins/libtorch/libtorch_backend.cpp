@@ -84,11 +84,7 @@ class EagerExecutable final : public plugin::Executable {
 
   std::vector<Tensor> intermediates(std::span<const Tensor> inputs,
                                     std::span<const ValueId> values) override {
-    for (ValueId v : values) {
-      if (v < 0 || static_cast<size_t>(v) >= graph_.values().size())
-        throw Error(
-            fmt::format("intermediates: value id {} is not a value of graph {}", v, graph_.name()));
-    }
+    check_value_ids(graph_, values, "intermediates");
     std::vector<at::Tensor> env = execute(inputs, last_uses(graph_, values));
     std::vector<Tensor> out;
     for (ValueId v : values) out.push_back(from_aten(env[static_cast<size_t>(v)]));
@@ -185,11 +181,7 @@ class JitExecutable final : public plugin::Executable {
   std::vector<Tensor> intermediates(std::span<const Tensor> inputs,
                                     std::span<const ValueId> values) override {
     plugin::check_inputs(graph_, inputs);
-    for (ValueId v : values) {
-      if (v < 0 || static_cast<size_t>(v) >= graph_.values().size())
-        throw Error(
-            fmt::format("intermediates: value id {} is not a value of graph {}", v, graph_.name()));
-    }
+    check_value_ids(graph_, values, "intermediates");
     Graph probe = graph_;
     probe.set_outputs(std::vector<ValueId>(values.begin(), values.end()));
     set_threads(threads_);

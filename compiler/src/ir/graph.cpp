@@ -285,6 +285,16 @@ Tensor materialize(const Initializer& init, const TensorType& type,
   return t;
 }
 
+void check_value_ids(const Graph& g, std::span<const ValueId> ids, std::string_view what) {
+  for (ValueId v : ids) {
+    if (v < 0 || static_cast<size_t>(v) >= g.values().size()) {
+      throw Error(fmt::format("{}{}value id {} is not a value of graph {} (ids 0 to {})", what,
+                              what.empty() ? "" : ": ", v, g.name(),
+                              static_cast<int64_t>(g.values().size()) - 1));
+    }
+  }
+}
+
 void check_inputs(const Graph& g, std::span<const Tensor> inputs) {
   if (inputs.size() != g.inputs().size()) {
     throw Error(fmt::format("graph {} takes {} inputs, got {}", g.name(), g.inputs().size(),

@@ -28,10 +28,7 @@ std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs) {
 
 std::vector<Tensor> Interpreter::values(std::span<const Tensor> inputs,
                                         std::span<const ValueId> ids) {
-  for (ValueId v : ids) {
-    if (v < 0 || static_cast<size_t>(v) >= graph_.values().size())
-      throw Error(fmt::format("value id {} is not a value of graph {}", v, graph_.name()));
-  }
+  check_value_ids(graph_, ids);
   std::vector<Tensor> env = execute(inputs, last_uses(graph_, ids));
   std::vector<Tensor> out;
   for (ValueId v : ids) out.push_back(env[v]);

@@ -116,6 +116,10 @@ void verify(const Graph& g);
 // run() starts here, so a caller's mistake reads the same whichever backend it reached.
 void check_inputs(const Graph& g, std::span<const Tensor> inputs);
 
+// Throws Error "[what: ]value id V is not a value of graph G (ids 0 to N)" for an id outside the
+// graph: what every Executable::intermediates() checks first.
+void check_value_ids(const Graph& g, std::span<const ValueId> ids, std::string_view what = {});
+
 // The tensor a parameter holds: its bound data, or its initializer materialized (file paths
 // relative to the graph's base_dir). Throws Error for an unknown recipe or a side file of the wrong
 // size.

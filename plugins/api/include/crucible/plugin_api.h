@@ -121,9 +121,10 @@ class Backend {
   virtual std::unique_ptr<Executable> compile(const Graph& graph, const Options& options) = 0;
 };
 
-// Every backend's run() starts with check_inputs (crucible/ir/graph.h), so a caller's mistake
-// reads the same whichever backend it reached.
+// Every backend's run() starts with check_inputs, and intermediates() with check_value_ids
+// (crucible/ir/graph.h), so a caller's mistake reads the same whichever backend it reached.
 using ::crucible::check_inputs;
+using ::crucible::check_value_ids;
 
 using AbiVersionFn = uint32_t();
 using FactoryFn = std::unique_ptr<Backend>();
