@@ -732,14 +732,16 @@ TEST(CodegenConfig, ParsesEveryOptionOnceIntoTypes) {
   EXPECT_EQ(c.inject.op, "mul");
   EXPECT_EQ(c.inject.kind, "crash");
   EXPECT_TRUE(c.inject.node.empty());
-  EXPECT_TRUE(c.packed_linear && c.packed_conv && c.eager_nodes.empty());
+  EXPECT_TRUE(c.packed_linear && c.packed_conv && c.channels_last && c.eager_nodes.empty());
   const codegen::CodegenConfig b =
       codegen::CodegenConfig::parse({{"packed_linear", "off"},
                                      {"packed_conv", "false"},
+                                     {"channels_last", "off"},
                                      {"eager_nodes", "%a,b.c"},
                                      {"no_decompose", "softmax,layer_norm"}});
   EXPECT_FALSE(b.packed_linear);
   EXPECT_FALSE(b.packed_conv);
+  EXPECT_FALSE(b.channels_last);
   EXPECT_EQ(b.eager_nodes, (std::set<std::string>{"a", "b.c"}));
   EXPECT_EQ(b.no_decompose, (std::set<std::string>{"softmax", "layer_norm"}));
   EXPECT_THROW(codegen::CodegenConfig::parse({{"eager_nodes", "a,,b"}}), Error);

@@ -213,12 +213,8 @@ TEST_F(CodegenVision, NanSurvivesEveryFusedEpilogue) {
   EXPECT_GE(count(ir, "extern::packed_conv2d"), 4) << ir;  // the convolutions stayed fused
 }
 
-// Two ResNet basic blocks after a stem: the first adds its identity (the stem's output, which
-// dies there, so the output takes over its buffer), the second a downsampling 1x1 conv. In the
-// second, conv2's batch norm comes before the downsample conv in the graph, so the add (and the
-// relu) join the downsample conv, whose residual is then computed earlier.
-TEST_F(CodegenVision, ResNetBasicBlocksAreOnePackedConvEach) {
-  const Graph g = parse_graph(
+Graph ResNetBasicBlocks() {
+  return parse_graph(
       "graph basic(%x: f32[2,3,19,19]) {\n"
       "  param %w0: f32[16,3,3,3] = randn(seed=1, std=0.3)\n" +
       BnParams("bn0", 16, 10) + "  param %w1: f32[16,16,3,3] = randn(seed=2, std=0.1)\n" +
@@ -243,6 +239,14 @@ TEST_F(CodegenVision, ResNetBasicBlocksAreOnePackedConvEach) {
       "  %s2 = add(%n4, %nd)\n"
       "  %y = relu(%s2)\n"
       "  return %y\n}\n");
+}
+
+// Two ResNet basic blocks after a stem: the first adds its identity (the stem's output, which
+// dies there, so the output takes over its buffer), the second a downsampling 1x1 conv. In the
+// second, conv2's batch norm comes before the downsample conv in the graph, so the add (and the
+// relu) join the downsample conv, whose residual is then computed earlier.
+TEST_F(CodegenVision, ResNetBasicBlocksAreOnePackedConvEach) {
+  const Graph g = ResNetBasicBlocks();
   ExpectSameAsEager(g);
   const std::string ir = fused_ir(g);
   EXPECT_EQ(count(ir, "extern::packed_conv2d_bn_relu\n"), 3) << ir;      // c0, c1, c3
@@ -257,6 +261,40 @@ TEST_F(CodegenVision, ResNetBasicBlocksAreOnePackedConvEach) {
       ir, std::regex("extern::packed_conv2d_bn_add_relu\n  %cd = conv2d[^\n]*\n  %nd = "
                      "batch_norm[^\n]*\n  %s2 = add")))
       << ir;
+}
+
+// Between packed convolutions activations stay channels-last: a value only convolutions read (as
+// input or as residual) is NHWC; a graph output, and the residual of a convolution whose output
+// is NCHW, stay NCHW. Results match eager with and without it, and intermediates() returns the
+// NHWC values as NCHW.
+TEST_F(CodegenVision, ConvChainsKeepActivationsChannelsLast) {
+  const Graph g = ResNetBasicBlocks();
+  const std::string sched = debug_artifact(g, "schedule.txt");
+  const std::pair<const char*, const char*> steps[] = {
+      {"(%x) -> %h", "nchw -> nhwc"},     {"(%h) -> %a", "nhwc -> nhwc"},
+      {"(%a, %h) -> %b", "nhwc -> nhwc"}, {"(%b) -> %r3", "nhwc -> nhwc"},
+      {"(%r3) -> %n4", "nhwc -> nchw"},   {"(%b, %n4) -> %y", "nhwc -> nchw"},
+  };
+  for (const auto& [io, layout] : steps) {
+    EXPECT_TRUE(std::regex_search(
+        sched, std::regex(std::regex_replace(std::string(io), std::regex("[()]"), "\\$&") +
+                          "[^\n]* layout " + layout + "\n")))
+        << io << " " << layout << "\n"
+        << sched;
+  }
+  plugin::Options off;
+  off.config["channels_last"] = "off";
+  EXPECT_EQ(count(debug_artifact(g, "schedule.txt", off), " layout "), 0);
+  BackendPair::ExpectSameAsEager(g, {}, off, 11);
+  const std::vector<Tensor> in = make_inputs(g, 5);
+  std::vector<ValueId> ids;
+  std::vector<std::string> names;
+  for (const char* v : {"h", "b", "r3", "n4", "y"}) {
+    ids.push_back(*g.find_value(v));
+    names.push_back(std::string("%") + v);
+  }
+  const auto want = eager_->backend().compile(g, {})->intermediates(in, ids);
+  ExpectTensorsMatch(codegen_->backend().compile(g, {})->intermediates(in, ids), want, names);
 }
 
 // A ResNet-50 bottleneck with an identity shortcut: 1x1 (GEMM path), 3x3 (direct kernel), 1x1

@@ -78,12 +78,26 @@ struct Operands {
   }
 };
 
-PackedConv2d Pack(const Case& k, const Operands& op, const Shape& input) {
+PackedConv2d Pack(const Case& k, const Operands& op, const Shape& input, ConvLayouts layouts = {}) {
   ConvEpilogue e;
   if (k.bn) e.fold_batch_norm(op.gamma, op.beta, op.mean, op.var, kEps);
   e.residual = k.residual;
   e.activation = k.act;
-  return PackedConv2d(op.w, op.b, k.attrs(), input, e);
+  return PackedConv2d(op.w, op.b, k.attrs(), input, e, layouts);
+}
+
+// A logical NCHW tensor's values as they lie in `layout`: a contiguous tensor whose buffer is
+// what PackedConv2d reads or writes (NHWC: [N, H, W, C]).
+Tensor InLayout(const Tensor& t, ActivationLayout layout) {
+  if (layout == ActivationLayout::kNchw) return t.contiguous();
+  return Op("permute", {t}, {{"dims", std::vector<int64_t>{0, 2, 3, 1}}}).contiguous();
+}
+// The logical NCHW tensor of `shape` from a buffer in `layout`.
+Tensor FromLayout(const Tensor& buffer, const Shape& shape, ActivationLayout layout) {
+  if (layout == ActivationLayout::kNchw) return buffer.reshape(shape);
+  const Shape nhwc_shape{shape[0], shape[2], shape[3], shape[1]};
+  const Tensor nhwc = buffer.reshape(nhwc_shape);
+  return Op("permute", {nhwc}, {{"dims", std::vector<int64_t>{0, 3, 1, 2}}}).contiguous();
 }
 
 // The chain as the eager backend runs it, op by op.
@@ -135,22 +149,28 @@ void ExpectMatchesEager(const Case& k, const Operands& op, const Tensor& x, cons
 }
 
 // Packs for the case's shape, runs, and compares with eager. `in_place` passes the residual as y.
-void CheckCase(const Case& k, uint64_t seed, bool in_place = false) {
-  SCOPED_TRACE(k.str() + (in_place ? " in place" : ""));
+// `layouts`: how x, y and the residual lie in memory (the values compared are the same).
+void CheckCase(const Case& k, uint64_t seed, bool in_place = false, ConvLayouts layouts = {}) {
+  const auto name = [](ActivationLayout l) {
+    return l == ActivationLayout::kNhwc ? "nhwc" : "nchw";
+  };
+  SCOPED_TRACE(k.str() + (in_place ? " in place " : " ") + name(layouts.src) + " -> " +
+               name(layouts.dst));
   const Operands op(k, seed);
-  const PackedConv2d conv = Pack(k, op, k.input());
+  const PackedConv2d conv = Pack(k, op, k.input(), layouts);
   const Shape out_shape = conv.output_shape(k.input());
   const Tensor residual = k.residual ? Uniform(out_shape, seed + 7, -2.0, 2.0) : Tensor();
-  Tensor y = Tensor::empty(DType::kF32, out_shape);
+  const Tensor x = InLayout(op.x, layouts.src);
+  const Tensor r = k.residual ? InLayout(residual, layouts.dst) : Tensor();
+  Tensor y = Tensor::empty(DType::kF32, {shape_numel(out_shape)});
   if (in_place) {
     ASSERT_TRUE(k.residual);
-    y.copy_from(residual);
-    conv.run(op.x.data<float>(), k.input(), y.data<float>(), y.data<float>());
+    std::copy_n(r.data<float>(), r.numel(), y.data<float>());
+    conv.run(x.data<float>(), k.input(), y.data<float>(), y.data<float>());
   } else {
-    conv.run(op.x.data<float>(), k.input(), y.data<float>(),
-             k.residual ? residual.data<float>() : nullptr);
+    conv.run(x.data<float>(), k.input(), y.data<float>(), k.residual ? r.data<float>() : nullptr);
   }
-  ExpectMatchesEager(k, op, op.x, residual, y);
+  ExpectMatchesEager(k, op, op.x, residual, FromLayout(y, out_shape, layouts.dst));
 }
 
 Case RandomCase(std::mt19937& rng) {
@@ -185,24 +205,58 @@ TEST(PackedConv2d, RandomizedShapesMatchEagerChain) {
   for (int i = 0; i < 80; ++i) CheckCase(RandomCase(rng), 100 + 10 * i);
 }
 
+bool Depthwise(const Case& k) { return k.groups == k.c && k.groups > 1; }
+
 // The layers the vision models run, at reduced batch and size: every kernel path (1x1 on plain
 // activations, 3x3 on blocked ones, the 3-channel stem, depthwise) with each epilogue.
+constexpr ConvActivation kNone = ConvActivation::kNone, kRelu = ConvActivation::kRelu,
+                         kClamp = ConvActivation::kClamp;
+const Case kModelLayers[] = {
+    {2, 32, 14, 14, 32, 3, 1, 1, 1, 1, false, true, true, kRelu},     // ResNet basic block
+    {2, 64, 14, 14, 16, 1, 1, 0, 1, 1, false, true, true, kRelu},     // bottleneck conv3-ish
+    {2, 64, 14, 14, 32, 1, 2, 0, 1, 1, false, true, false, kNone},    // downsample 1x1/2
+    {1, 3, 45, 45, 16, 7, 2, 3, 1, 1, false, true, false, kRelu},     // stem
+    {3, 16, 15, 15, 48, 1, 1, 0, 1, 1, false, true, false, kClamp},   // MobileNet expand
+    {3, 48, 15, 15, 48, 3, 2, 1, 1, 48, false, true, false, kClamp},  // depthwise /2
+    {3, 48, 8, 8, 48, 3, 1, 1, 1, 48, false, true, true, kNone},      // depthwise + residual
+    {3, 48, 8, 8, 16, 1, 1, 0, 1, 1, false, true, true, kNone},       // projection + add
+    {1, 24, 9, 11, 40, 3, 1, 1, 1, 1, true, false, false, kNone},     // plain conv + bias
+    {2, 20, 9, 9, 40, 5, 1, 2, 1, 4, true, true, true, kClamp},       // grouped 5x5
+};
+
 TEST(PackedConv2d, ModelLayersMatchEagerChain) {
-  using A = ConvActivation;
-  const Case cases[] = {
-      {2, 32, 14, 14, 32, 3, 1, 1, 1, 1, false, true, true, A::kRelu},     // ResNet basic block
-      {2, 64, 14, 14, 16, 1, 1, 0, 1, 1, false, true, true, A::kRelu},     // bottleneck conv3-ish
-      {2, 64, 14, 14, 32, 1, 2, 0, 1, 1, false, true, false, A::kNone},    // downsample 1x1/2
-      {1, 3, 45, 45, 16, 7, 2, 3, 1, 1, false, true, false, A::kRelu},     // stem
-      {3, 16, 15, 15, 48, 1, 1, 0, 1, 1, false, true, false, A::kClamp},   // MobileNet expand
-      {3, 48, 15, 15, 48, 3, 2, 1, 1, 48, false, true, false, A::kClamp},  // depthwise /2
-      {3, 48, 8, 8, 48, 3, 1, 1, 1, 48, false, true, true, A::kNone},      // depthwise + residual
-      {3, 48, 8, 8, 16, 1, 1, 0, 1, 1, false, true, true, A::kNone},       // projection + add
-      {1, 24, 9, 11, 40, 3, 1, 1, 1, 1, true, false, false, A::kNone},     // plain conv + bias
-      {2, 20, 9, 9, 40, 5, 1, 2, 1, 4, true, true, true, A::kClamp},       // grouped 5x5
-  };
   uint64_t seed = 1;
-  for (const Case& k : cases) CheckCase(k, seed += 10);
+  for (const Case& k : kModelLayers) CheckCase(k, seed += 10);
+}
+
+// Codegen keeps chains of convolutions channels-last: every layout pair on the model layers
+// (depthwise aside: our own loop is NCHW only), in place too, and on randomized dense shapes.
+TEST(PackedConv2d, ChannelsLastLayoutsMatchEagerChain) {
+  using L = ActivationLayout;
+  const ConvLayouts pairs[] = {{L::kNhwc, L::kNhwc}, {L::kNchw, L::kNhwc}, {L::kNhwc, L::kNchw}};
+  uint64_t seed = 2000;
+  for (const Case& k : kModelLayers) {
+    if (Depthwise(k)) continue;
+    for (const ConvLayouts& l : pairs) {
+      CheckCase(k, seed += 10, false, l);
+      if (k.residual) CheckCase(k, seed += 10, true, l);
+    }
+  }
+  std::mt19937 rng(20261125);
+  for (int i = 0; i < 40; ++i) {
+    const Case k = RandomCase(rng);
+    if (!Depthwise(k)) CheckCase(k, 3000 + 10 * i, false, pairs[i % 3]);
+  }
+}
+
+TEST(PackedConv2d, ChannelsLastDepthwiseIsRefused) {
+  const Case k{1, 8, 6, 6, 8, 3, 1, 1, 1, 8, false, true, false, ConvActivation::kRelu};
+  const Operands op(k, 7);
+  ExpectErrorWith(
+      [&] {
+        Pack(k, op, k.input(), {ActivationLayout::kNhwc, ActivationLayout::kNhwc});
+      },
+      "depthwise convolution takes NCHW activations only");
 }
 
 // Codegen hands the residual's own buffer in as y when the residual dies at the convolution: each

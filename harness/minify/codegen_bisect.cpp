@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -67,6 +68,11 @@ Culprit bisect_codegen(const Candidate& c, const Signature& locked, const Oracle
   };
   std::vector<std::pair<std::string, std::string>> toggles = {
       {"fusion", "off"}, {"packed_linear", "off"}, {"packed_conv", "off"}};
+  // Channels-last chains exist only between packed convolutions.
+  const auto& nodes = c.graph.nodes();
+  if (std::any_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.op == "conv2d"; })) {
+    toggles.emplace_back("channels_last", "off");
+  }
   if (auto it = base.config.find("fast_math"); it != base.config.end() && it->second != "off") {
     toggles.emplace_back("fast_math", "off");
   }

@@ -171,12 +171,12 @@ class CodegenExecutable final : public plugin::Executable {
   std::vector<fs::path> artifacts() const override { return artifacts_; }
 
  private:
-  // Whether a run of this program leaves every value in `values` (source ids) in a buffer:
-  // inputs, parameters, the steps' results and constants do.
+  // Whether a run of this program leaves every value in `values` (source ids) in a buffer, as
+  // NCHW: inputs, parameters, the steps' results (but those kept channels-last) and constants do.
   bool holds_all(std::span<const ValueId> values) const {
     std::set<ValueId> held;
     for (const Step& s : prog_.steps) {
-      held.insert(s.outputs.begin(), s.outputs.end());
+      if (!s.y_channels_last) held.insert(s.outputs.begin(), s.outputs.end());
       if (s.raw >= 0) held.insert(s.raw);
     }
     for (ValueId v : values) {
@@ -245,9 +245,12 @@ class CodegenExecutable final : public plugin::Executable {
       }
     }
     const Shape& x = g.value(s.inputs[0]).type.shape;
-    auto conv =
-        std::make_unique<PackedConv2d>(param(s.weight), s.bias >= 0 ? param(s.bias) : Tensor(),
-                                       g.nodes()[s.node].attrs, x, std::move(e));
+    const auto layout = [](bool nhwc) {
+      return nhwc ? ActivationLayout::kNhwc : ActivationLayout::kNchw;
+    };
+    auto conv = std::make_unique<PackedConv2d>(
+        param(s.weight), s.bias >= 0 ? param(s.bias) : Tensor(), g.nodes()[s.node].attrs, x,
+        std::move(e), ConvLayouts{layout(s.x_channels_last), layout(s.y_channels_last)});
     conv->prepare(x);
     return conv;
   }

@@ -144,6 +144,12 @@ std::vector<Step> schedule(const Graph& g, const LoopProgram& lp, const MemoryPl
                            const std::set<ValueId>& keep);
 std::string print_schedule(const Graph& g, const std::vector<Step>& steps);
 
+// 7. Activation layouts of packed convolutions (conv_layouts.cpp): a value a packed dense
+// convolution produces stays channels-last when only packed dense convolutions read it (as input
+// or as residual, a residual in its reader's output layout) and it is neither a graph output nor
+// kept; the steps' x/y_channels_last say so.
+void assign_conv_layouts(const Graph& g, std::vector<Step>& steps, const std::set<ValueId>& keep);
+
 // Static layout of a view node's result over its base buffer (a contiguous graph input, parameter,
 // kernel or extern output). Returns false when the view cannot be expressed without a copy.
 bool view_layout(const Graph& g, int node, const std::vector<NodeClass>& classes, ValueId& base,

@@ -1,6 +1,6 @@
 // The codegen pipeline as a straight list of passes, each timed and each leaving a dump:
 // decompose -> lower (loop IR) -> fuse -> plan memory -> emit C++ -> schedule (the runtime's
-// steps).
+// steps) -> conv layouts (which of those steps' values stay channels-last).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -68,6 +68,12 @@ void compile_decomposed(Program& p, const CodegenOptions& options) {
   p.sources = std::move(code.sources);
   p.dumps["output_code.cpp"] = std::move(code.output_code);
   p.steps = timer.run("schedule", [&] { return schedule(p.graph, lp, mp, keep); });
+  if (options.config.channels_last) {
+    timer.run("conv_layouts", [&] {
+      assign_conv_layouts(p.graph, p.steps, keep);
+      return 0;
+    });
+  }
   p.dumps["schedule.txt"] = "# the runtime's steps, in order\n" + print_schedule(p.graph, p.steps);
 }
 

@@ -32,6 +32,7 @@ struct CodegenConfig {
   // For bisecting a bug to a pass or a kernel (the minifier's kernel bisection):
   bool packed_linear = true;           // packed_linear=on|off: linear/matmul via oneDNN, packed
   bool packed_conv = true;             // packed_conv=on|off: conv2d packed, absorbing bn/add/act
+  bool channels_last = true;           // channels_last=on|off: chains of packed convs keep NHWC
   std::set<std::string> no_decompose;  // no_decompose=OP,OP: these ops are not decomposed
   std::set<std::string> eager_nodes;   // eager_nodes=NAME,NAME: these nodes run as extern calls
                                        // of the registry's (eager's) kernel, outside any fusion

@@ -15,6 +15,15 @@ namespace crucible {
 
 enum class ConvActivation { kNone, kRelu, kClamp };
 
+// How a packed convolution's activations lie in memory. Both are the logical [N, C, H, W]; kNhwc
+// stores channels innermost (PyTorch's channels_last), the layout oneDNN's brgemm kernels read
+// and write directly, so a chain of convolutions that keeps it pays no reorder between them.
+enum class ActivationLayout { kNchw, kNhwc };
+struct ConvLayouts {
+  ActivationLayout src = ActivationLayout::kNchw;  // x
+  ActivationLayout dst = ActivationLayout::kNchw;  // y, and the residual
+};
+
 // What PackedConv2d computes after the convolution, in this order (ResNet's
 // relu(bn(conv(x)) + identity)):
 //   y = activation((conv(x, W) + bias) * scale + shift + residual)
@@ -41,14 +50,18 @@ class PackedConv2d {
   // padding, dilation, groups; see the op). `input_shape` [N, C, H, W] is the problem the weights
   // are packed for; run() accepts other N, H and W too. Copies everything it needs: the caller's
   // tensors may die or change afterwards. Throws Error for an invalid or empty convolution.
+  // `layouts` fixes how run()'s x and y lie in memory; depthwise convolutions (our own loop) take
+  // kNchw only.
   PackedConv2d(const Tensor& weight, const Tensor& bias, const Attrs& attrs,
-               const Shape& input_shape, ConvEpilogue epilogue = {});
+               const Shape& input_shape, ConvEpilogue epilogue = {}, ConvLayouts layouts = {});
 
   Shape output_shape(const Shape& input_shape) const;
   const ConvEpilogue& epilogue() const;
+  const ConvLayouts& layouts() const;
 
-  // x: contiguous NCHW f32 of `input_shape`; y: contiguous NCHW of output_shape(input_shape);
-  // residual: like y, given exactly when epilogue().residual. The residual may be y itself (the
+  // x: contiguous f32 of `input_shape` in layouts().src; y: contiguous, of
+  // output_shape(input_shape), in layouts().dst; residual: like y (same layout), given exactly
+  // when epilogue().residual. The residual may be y itself (the
   // output then overwrites it in place) but must not overlap it otherwise; x must not overlap y.
   // Thread-safe for concurrent calls; runs on OpenMP's current thread count. Throws Error for a
   // wrong shape or a missing residual.
