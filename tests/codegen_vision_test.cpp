@@ -297,6 +297,52 @@ TEST_F(CodegenVision, ConvChainsKeepActivationsChannelsLast) {
   ExpectTensorsMatch(codegen_->backend().compile(g, {})->intermediates(in, ids), want, names);
 }
 
+// A max pool between convolutions runs on their NHWC buffers (ResNet's stem pool, whose output is
+// the first block's identity), NaN included; a pool whose output is returned stays NCHW, and the
+// convolution feeding it writes NCHW.
+TEST_F(CodegenVision, MaxPoolBetweenConvolutionsRunsChannelsLast) {
+  const Graph g = parse_graph(
+      "graph stem(%x: f32[2,3,20,20]) {\n"
+      "  param %w0: f32[16,3,3,3] = randn(seed=1, std=0.3)\n" +
+      BnParams("bn0", 16, 10) + "  param %w1: f32[16,16,3,3] = randn(seed=2, std=0.1)\n" +
+      BnParams("bn1", 16, 20) + "  param %w2: f32[16,16,1,1] = randn(seed=3, std=0.2)\n" +
+      BnParams("bn2", 16, 30) + "  param %w3: f32[8,16,3,3] = randn(seed=4, std=0.1)\n" +
+      "  %c0 = conv2d(%x, %w0, padding=[1,1])\n" + Bn("n0", "c0", "bn0") +
+      "  %h = relu(%n0)\n"
+      "  %m = max_pool2d(%h, kernel_size=[3,3], stride=[2,2], padding=[1,1])\n"
+      "  %c1 = conv2d(%m, %w1, padding=[1,1])\n" +
+      Bn("n1", "c1", "bn1") +
+      "  %a = relu(%n1)\n"
+      "  %c2 = conv2d(%a, %w2)\n" +
+      Bn("n2", "c2", "bn2") +
+      "  %s = add(%n2, %m)\n"
+      "  %b = relu(%s)\n"
+      "  %p = max_pool2d(%b, kernel_size=[2,2], stride=[2,2], ceil_mode=true)\n"
+      "  %y = conv2d(%p, %w3, padding=[1,1])\n"
+      "  %q = max_pool2d(%y, kernel_size=[2,2])\n"
+      "  return %q\n}\n");
+  std::vector<Tensor> in = make_inputs(g, 4);
+  in[0].data<float>()[3 * 20 + 7] = NAN;  // image 0, channel 0: through the stem into the pools
+  ExpectSameAsEager(g, in);
+  const std::string sched = debug_artifact(g, "schedule.txt");
+  const std::pair<const char*, const char*> steps[] = {
+      {"conv2d_bn_relu\\(%x\\) -> %h", "nchw -> nhwc"},
+      {"max_pool2d\\(%h\\) -> %m", "nhwc -> nhwc"},
+      {"\\(%a, %m\\) -> %b", "nhwc -> nhwc"},
+      {"max_pool2d\\(%b\\) -> %p", "nhwc -> nhwc"},
+      {"conv2d\\(%p\\) -> %y", "nhwc -> nchw"},
+  };
+  for (const auto& [io, layout] : steps) {
+    EXPECT_TRUE(
+        std::regex_search(sched, std::regex(std::string(io) + "[^\\n]* layout " + layout + "\\n")))
+        << io << " " << layout << "\n"
+        << sched;
+  }
+  EXPECT_EQ(count(sched, "max_pool2d(%y) -> %q\n"), 1) << sched;  // returned: NCHW
+  auto got = codegen_->backend().compile(g, {})->run(in);
+  EXPECT_TRUE(std::isnan(got[0].data<float>()[0])) << "the NaN pixel's window at image 0";
+}
+
 // A ResNet-50 bottleneck with an identity shortcut: 1x1 (GEMM path), 3x3 (direct kernel), 1x1
 // with the residual add, whose identity dies there (the sum lands in its buffer).
 TEST_F(CodegenVision, ResNetBottleneckIsFourPackedConvs) {

@@ -12,6 +12,7 @@
 
 #include "crucible/core/error.h"
 #include "crucible/core/rng.h"
+#include "crucible/ops/max_pool_nhwc.h"
 #include "test_util.h"
 
 namespace crucible {
@@ -104,24 +105,33 @@ void CheckPool(const Tensor& x, const Pool& p, bool max) {
                Tol(x.dtype()));
 }
 
+int64_t Pick(std::mt19937& rng, int64_t lo, int64_t hi) {
+  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+}
+
+// A random window: kernel 1-4, stride 1-3, padding up to half the kernel, dilation 1-2.
+Pool RandomPool(std::mt19937& rng) {
+  auto pick = [&](int64_t lo, int64_t hi) { return Pick(rng, lo, hi); };
+  Pool p;
+  p.kh = pick(1, 4);
+  p.kw = pick(1, 4);
+  p.sh = pick(1, 3);
+  p.sw = pick(1, 3);
+  p.ph = pick(0, p.kh / 2);
+  p.pw = pick(0, p.kw / 2);
+  p.dh = pick(1, 2);
+  p.dw = pick(1, 2);
+  p.ceil = pick(0, 1) == 1;
+  p.include_pad = pick(0, 1) == 1;
+  return p;
+}
+
 TEST(Pool2d, RandomizedWindowsMatchReference) {
   std::mt19937 rng(77);
-  auto pick = [&](int64_t lo, int64_t hi) {
-    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
-  };
+  auto pick = [&](int64_t lo, int64_t hi) { return Pick(rng, lo, hi); };
   int checked = 0;
   while (checked < 80) {
-    Pool p;
-    p.kh = pick(1, 4);
-    p.kw = pick(1, 4);
-    p.sh = pick(1, 3);
-    p.sw = pick(1, 3);
-    p.ph = pick(0, p.kh / 2);
-    p.pw = pick(0, p.kw / 2);
-    p.dh = pick(1, 2);
-    p.dw = pick(1, 2);
-    p.ceil = pick(0, 1) == 1;
-    p.include_pad = pick(0, 1) == 1;
+    Pool p = RandomPool(rng);
     const int64_t n = pick(1, 2), c = pick(1, 3), h = pick(1, 12), w = pick(1, 12);
     const bool max = checked % 2 == 0;
     if (!max) p.dh = p.dw = 1;
@@ -135,6 +145,52 @@ TEST(Pool2d, RandomizedWindowsMatchReference) {
     CheckPool(Uniform(dt, {n, c, h, w}, 300 + checked), p, max);
     ++checked;
   }
+}
+
+// max_pool2d_nhwc (codegen's channels-last chains) gives the op's result bit for bit: random
+// windows with NaN and -inf planted, and the ResNet stem's pool large enough to run in parallel.
+TEST(Pool2d, ChannelsLastMaxPoolIsTheOpBitForBit) {
+  const auto nhwc = [](const Tensor& t) {
+    return Op("permute", {t}, {{"dims", std::vector<int64_t>{0, 2, 3, 1}}}).contiguous();
+  };
+  std::mt19937 rng(78);
+  auto pick = [&](int64_t lo, int64_t hi) { return Pick(rng, lo, hi); };
+  int checked = 0;
+  while (checked < 60) {
+    Pool p = RandomPool(rng);
+    Shape shape{pick(1, 2), pick(1, 70), pick(1, 12), pick(1, 12)};
+    if (checked == 0) shape = {2, 64, 56, 56}, p = Pool{3, 3, 2, 2, 1, 1};
+    if (OutSize(shape[2], p.kh, p.sh, p.ph, p.dh, p.ceil) < 1 ||
+        OutSize(shape[3], p.kw, p.sw, p.pw, p.dw, p.ceil) < 1)
+      continue;
+    SCOPED_TRACE(fmt::format("case {}: {} k{}x{} s{},{} p{},{} d{},{} ceil={}", checked,
+                             shape_str(shape), p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw,
+                             p.ceil));
+    Tensor x = Uniform(DType::kF32, shape, 700 + checked);
+    float* xd = x.data<float>();
+    xd[pick(0, x.numel() - 1)] = std::nanf("");
+    xd[pick(0, x.numel() - 1)] = -std::numeric_limits<float>::infinity();
+    const Attrs attrs = PoolAttrs(p, /*max=*/true);
+    const Tensor want = nhwc(Op("max_pool2d", {x}, attrs));
+    Tensor got = Tensor::empty(DType::kF32, want.shape());
+    max_pool2d_nhwc(nhwc(x).data<float>(), shape, attrs, got.data<float>());
+    const float *g = got.data<float>(), *w = want.data<float>();
+    int bad = 0;
+    for (int64_t i = 0; i < got.numel() && bad < 3; ++i) {
+      if (std::isnan(g[i]) != std::isnan(w[i]) || (!std::isnan(w[i]) && g[i] != w[i])) {
+        ADD_FAILURE() << "element " << i << ": " << g[i] << " vs the op's " << w[i];
+        ++bad;
+      }
+    }
+    ++checked;
+  }
+  float y = 0;
+  const float x[4] = {};
+  ExpectErrorWith(
+      [&] {
+        max_pool2d_nhwc(x, {1, 1, 2, 2}, {{"kernel_size", int64_t{3}}}, &y);
+      },
+      "no window fits");
 }
 
 // The ResNet stem pool, large enough to run in parallel, in every float dtype, and on a 3-D input.

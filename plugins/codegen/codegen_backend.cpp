@@ -18,6 +18,7 @@
 #include "crucible/core/block_cache.h"
 #include "crucible/ir/op_registry.h"
 #include "crucible/ir/uses.h"
+#include "crucible/ops/max_pool_nhwc.h"
 #include "crucible/ops/packed_conv.h"
 #include "crucible/ops/packed_linear.h"
 #include "crucible/plugin_api.h"
@@ -315,6 +316,13 @@ class CodegenExecutable final : public plugin::Executable {
         convs_[i]->run(x.data<float>(), x.shape(), y.data<float>(),
                        residual.defined() ? residual.data<float>() : nullptr);
         env[s.outputs[0]] = y;
+      } else if (s.kind == Step::Kind::kExtern && s.y_channels_last) {  // max_pool2d, NHWC
+        const Node& n = g.nodes()[s.node];
+        const Tensor& x = env[s.inputs[0]];
+        const TensorType& yt = g.value(n.output).type;
+        Tensor y = Tensor::empty(yt.dtype, yt.shape);
+        max_pool2d_nhwc(x.data<float>(), x.shape(), n.attrs, y.data<float>());
+        env[n.output] = y;
       } else if (s.kind == Step::Kind::kExtern) {
         const Node& n = g.nodes()[s.node];
         operands.clear();

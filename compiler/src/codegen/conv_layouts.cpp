@@ -1,5 +1,6 @@
-// Which values between packed convolutions stay channels-last (NHWC): oneDNN's brgemm kernels read
-// and write that layout as it lies, so a ResNet's convolutions pay no reorder between each other.
+// Which values between packed convolutions (and the max pools among them) stay channels-last:
+// oneDNN's brgemm kernels read and write NHWC as it lies, so a ResNet's convolutions pay no reorder
+// between.
 #include <algorithm>
 #include <vector>
 
@@ -17,6 +18,18 @@ bool dense_packed_conv(const Graph& g, const Step& s) {
   return !(groups > 1 && groups == g.value(conv.operands[0]).type.shape[1]);
 }
 
+// An extern max_pool2d on f32 NCHW: it runs on NHWC (max_pool2d_nhwc) when its input and output
+// both are.
+bool nhwc_max_pool(const Graph& g, const Step& s) {
+  if (s.kind != Step::Kind::kExtern || g.nodes()[s.node].op != "max_pool2d") return false;
+  const TensorType& x = g.value(s.inputs[0]).type;
+  return x.dtype == DType::kF32 && x.shape.size() == 4;
+}
+
+bool reads_nhwc(const Graph& g, const Step& s) {
+  return dense_packed_conv(g, s) || nhwc_max_pool(g, s);
+}
+
 }  // namespace
 
 void assign_conv_layouts(const Graph& g, std::vector<Step>& steps, const std::set<ValueId>& keep) {
@@ -25,34 +38,36 @@ void assign_conv_layouts(const Graph& g, std::vector<Step>& steps, const std::se
   // rules out until none does: each drop only removes candidates, so this ends.
   std::vector<bool> nhwc(nv, false);
   for (const Step& s : steps) {
-    if (dense_packed_conv(g, s)) nhwc[s.outputs[0]] = true;
+    if (reads_nhwc(g, s)) nhwc[s.outputs[0]] = true;
   }
   for (ValueId v : g.outputs()) nhwc[v] = false;
   for (ValueId v : keep) nhwc[v] = false;
-  // Any reader but a dense packed convolution's x or residual needs NCHW.
+  // Any reader but a dense packed convolution (its x or residual) or a max pool needs NCHW.
   std::vector<bool> read(nv, false);
   for (const Step& s : steps) {
-    const bool conv = dense_packed_conv(g, s);
+    const bool flexible = reads_nhwc(g, s);
     for (size_t k = 0; k < s.inputs.size(); ++k) {
       read[s.inputs[k]] = true;
-      if (!conv) nhwc[s.inputs[k]] = false;
+      if (!flexible) nhwc[s.inputs[k]] = false;
     }
   }
   for (size_t v = 0; v < nv; ++v) nhwc[v] = nhwc[v] && read[v];
-  // The epilogue adds the residual element by element into y: both in one layout.
+  // The epilogue adds the residual element by element into y: both in one layout. A max pool
+  // reads and writes one layout.
   for (bool changed = true; changed;) {
     changed = false;
     for (const Step& s : steps) {
-      if (!dense_packed_conv(g, s) || s.residual < 0) continue;
-      const ValueId y = s.outputs[0];
-      if (nhwc[y] != nhwc[s.residual]) {
-        nhwc[y] = nhwc[s.residual] = false;
+      const ValueId same = dense_packed_conv(g, s) ? s.residual
+                           : nhwc_max_pool(g, s)   ? s.inputs[0]
+                                                   : -1;
+      if (same >= 0 && nhwc[s.outputs[0]] != nhwc[same]) {
+        nhwc[s.outputs[0]] = nhwc[same] = false;
         changed = true;
       }
     }
   }
   for (Step& s : steps) {
-    if (!dense_packed_conv(g, s)) continue;
+    if (!reads_nhwc(g, s)) continue;
     s.x_channels_last = nhwc[s.inputs[0]];
     s.y_channels_last = nhwc[s.outputs[0]];
   }

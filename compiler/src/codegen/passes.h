@@ -145,9 +145,9 @@ std::vector<Step> schedule(const Graph& g, const LoopProgram& lp, const MemoryPl
 std::string print_schedule(const Graph& g, const std::vector<Step>& steps);
 
 // 7. Activation layouts of packed convolutions (conv_layouts.cpp): a value a packed dense
-// convolution produces stays channels-last when only packed dense convolutions read it (as input
-// or as residual, a residual in its reader's output layout) and it is neither a graph output nor
-// kept; the steps' x/y_channels_last say so.
+// convolution or an f32 max pool produces stays channels-last when only those read it (as input
+// or as residual, a residual in its reader's output layout, a pool's input in its output's) and it
+// is neither a graph output nor kept; the steps' x/y_channels_last say so.
 void assign_conv_layouts(const Graph& g, std::vector<Step>& steps, const std::set<ValueId>& keep);
 
 // Static layout of a view node's result over its base buffer (a contiguous graph input, parameter,

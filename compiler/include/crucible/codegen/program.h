@@ -47,8 +47,9 @@ struct Step {
   // `act_node` (each -1 when absent); inputs = {x} or {x, residual}, outputs = {y}.
   int bn_node = -1, act_node = -1;
   ValueId residual = -1;
-  // kPackedConv: x (inputs[0]) and y (with the residual) lie channels-last (NHWC) in their buffers
-  // rather than NCHW; only packed convolutions ever read such a value (conv_layouts.cpp).
+  // kPackedConv, and kExtern of a max_pool2d: x (inputs[0]) and y (with the residual) lie
+  // channels-last (NHWC) in their buffers rather than NCHW; only such steps ever read such a value
+  // (conv_layouts.cpp).
   bool x_channels_last = false, y_channels_last = false;
   // kView: the static layout of outputs[0] over the base buffer inputs[0].
   Shape view_shape, view_strides;
