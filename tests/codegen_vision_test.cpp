@@ -297,6 +297,27 @@ TEST_F(CodegenVision, ConvChainsKeepActivationsChannelsLast) {
   ExpectTensorsMatch(codegen_->backend().compile(g, {})->intermediates(in, ids), want, names);
 }
 
+// A 1x1 convolution on an NCHW input (a generated kernel's output, DenseNet's wide concatenated
+// features) writes NCHW: oneDNN would reorder the wide input otherwise. The 3x3 after it writes
+// NHWC for the next 3x3; the last convolution's output is returned, NCHW.
+TEST_F(CodegenVision, PointwiseConvOnNchwInputWritesNchw) {
+  const Graph g = parse_graph(
+      "graph dense(%x: f32[2,64,9,9]) {\n"
+      "  param %w1: f32[16,64,1,1] = randn(seed=1, std=0.1)\n"
+      "  param %w2: f32[8,16,3,3] = randn(seed=2, std=0.1)\n"
+      "  param %w3: f32[8,8,3,3] = randn(seed=3, std=0.1)\n"
+      "  %r = relu(%x)\n"
+      "  %c1 = conv2d(%r, %w1)\n"
+      "  %c2 = conv2d(%c1, %w2, padding=[1,1])\n"
+      "  %c3 = conv2d(%c2, %w3, padding=[1,1])\n"
+      "  return %c3\n}\n");
+  ExpectSameAsEager(g);
+  const std::string sched = debug_artifact(g, "schedule.txt");
+  EXPECT_EQ(count(sched, "(%r) -> %c1 weight %w1\n"), 1) << sched;
+  EXPECT_EQ(count(sched, "(%c1) -> %c2 weight %w2 layout nchw -> nhwc\n"), 1) << sched;
+  EXPECT_EQ(count(sched, "(%c2) -> %c3 weight %w3 layout nhwc -> nchw\n"), 1) << sched;
+}
+
 // A max pool between convolutions runs on their NHWC buffers (ResNet's stem pool, whose output is
 // the first block's identity), NaN included; a pool whose output is returned stays NCHW, and the
 // convolution feeding it writes NCHW.
@@ -398,6 +419,9 @@ TEST_F(CodegenVision, MobileNetInvertedResidualIsFourPackedConvs) {
   float* x = in[0].data<float>();
   for (int64_t i = 0; i < in[0].numel(); ++i) x[i] *= 4.0f;  // past ReLU6's upper bound too
   ExpectSameAsEager(g, in);
+  // The depthwise loop reads NCHW, so the 1x1 convolutions around it (and the identity added
+  // into the returned projection) stay NCHW: no layout changes anywhere.
+  EXPECT_EQ(count(debug_artifact(g, "schedule.txt"), " layout "), 0);
   const std::string ir = fused_ir(g);
   EXPECT_EQ(count(ir, "extern::packed_conv2d_bn_clamp\n"), 3) << ir;
   EXPECT_EQ(count(ir, "extern::packed_conv2d_bn_add\n"), 1) << ir;

@@ -18,6 +18,18 @@ bool dense_packed_conv(const Graph& g, const Step& s) {
   return !(groups > 1 && groups == g.value(conv.operands[0]).type.shape[1]);
 }
 
+// A 1x1 ungrouped convolution: oneDNN has a kernel for it on NCHW (`gemm:jit`) and on NHWC
+// (`brgconv_1x1`) but reorders one side when they differ. An NCHW input is often the wide one
+// (DenseNet's concatenated features, MobileNetV2's depthwise output before its projection), so
+// such a convolution writes NCHW too; an NHWC input may end a chain in an NCHW output (ResNet's
+// last convolution before its average pool).
+bool pointwise_conv(const Graph& g, const Step& s) {
+  if (!dense_packed_conv(g, s)) return false;
+  const Node& conv = g.nodes()[s.node];
+  const Shape& w = g.value(conv.operands[1]).type.shape;
+  return conv.attrs.get_int_or("groups", 1) == 1 && w[2] == 1 && w[3] == 1;
+}
+
 // An extern max_pool2d on f32 NCHW: it runs on NHWC (max_pool2d_nhwc) when its input and output
 // both are.
 bool nhwc_max_pool(const Graph& g, const Step& s) {
@@ -52,16 +64,26 @@ void assign_conv_layouts(const Graph& g, std::vector<Step>& steps, const std::se
     }
   }
   for (size_t v = 0; v < nv; ++v) nhwc[v] = nhwc[v] && read[v];
-  // The epilogue adds the residual element by element into y: both in one layout. A max pool
-  // reads and writes one layout.
+  // Pairs of values that must share a layout: a residual and the output it is added into element
+  // by element; a max pool's input and output. And outputs that are NCHW when an input is: a 1x1
+  // convolution's.
+  std::vector<std::pair<ValueId, ValueId>> same, follows;
+  for (const Step& s : steps) {
+    if (dense_packed_conv(g, s) && s.residual >= 0) same.emplace_back(s.outputs[0], s.residual);
+    if (nhwc_max_pool(g, s)) same.emplace_back(s.outputs[0], s.inputs[0]);
+    if (pointwise_conv(g, s)) follows.emplace_back(s.outputs[0], s.inputs[0]);
+  }
   for (bool changed = true; changed;) {
     changed = false;
-    for (const Step& s : steps) {
-      const ValueId same = dense_packed_conv(g, s) ? s.residual
-                           : nhwc_max_pool(g, s)   ? s.inputs[0]
-                                                   : -1;
-      if (same >= 0 && nhwc[s.outputs[0]] != nhwc[same]) {
-        nhwc[s.outputs[0]] = nhwc[same] = false;
+    for (const auto& [a, b] : same) {
+      if (nhwc[a] != nhwc[b]) {
+        nhwc[a] = nhwc[b] = false;
+        changed = true;
+      }
+    }
+    for (const auto& [y, x] : follows) {
+      if (nhwc[y] && !nhwc[x]) {
+        nhwc[y] = false;
         changed = true;
       }
     }
