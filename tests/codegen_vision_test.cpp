@@ -394,10 +394,9 @@ TEST_F(CodegenVision, ResNetBottleneckIsFourPackedConvs) {
   EXPECT_EQ(count(ir, "cpp_fused"), 0) << ir;
 }
 
-// MobileNetV2's inverted residual: 1x1 expand + ReLU6, depthwise 3x3 + ReLU6 (our direct loop),
-// linear 1x1 projection whose add (identity first) has no activation after it.
-TEST_F(CodegenVision, MobileNetInvertedResidualIsFourPackedConvs) {
-  const Graph g = parse_graph(
+// MobileNetV2's inverted residual after a stem; with `head`, a 1x1 convolution reads its output.
+Graph InvertedResidual(bool head) {
+  return parse_graph(
       "graph inverted(%x: f32[3,16,9,9]) {\n"
       "  param %w0: f32[16,16,3,3] = randn(seed=1, std=0.15)\n" +
       BnParams("bn0", 16, 10) + "  param %we: f32[96,16,1,1] = randn(seed=2, std=0.3)\n" +
@@ -412,21 +411,48 @@ TEST_F(CodegenVision, MobileNetInvertedResidualIsFourPackedConvs) {
       Bn("nd", "cd", "bnd") +
       "  %d = clamp(%nd, min=0.0, max=6.0)\n"
       "  %cp = conv2d(%d, %wp)\n" +
-      Bn("np", "cp", "bnp") +
-      "  %y = add(%h, %np)\n"
-      "  return %y\n}\n");
+      Bn("np", "cp", "bnp") + "  %y = add(%h, %np)\n" +
+      (head ? "  param %wz: f32[8,16,1,1] = randn(seed=5, std=0.2)\n"
+              "  %z = conv2d(%y, %wz)\n"
+              "  return %z\n}\n"
+            : "  return %y\n}\n"));
+}
+
+// MobileNetV2's inverted residual: 1x1 expand + ReLU6, depthwise 3x3 + ReLU6 (our direct loop),
+// linear 1x1 projection whose add (identity first) has no activation after it.
+TEST_F(CodegenVision, MobileNetInvertedResidualIsFourPackedConvs) {
+  const Graph g = InvertedResidual(false);
   std::vector<Tensor> in = make_inputs(g, 3);
   float* x = in[0].data<float>();
   for (int64_t i = 0; i < in[0].numel(); ++i) x[i] *= 4.0f;  // past ReLU6's upper bound too
   ExpectSameAsEager(g, in);
-  // The depthwise loop reads NCHW, so the 1x1 convolutions around it (and the identity added
-  // into the returned projection) stay NCHW: no layout changes anywhere.
+  // The projection is returned (NCHW), so its identity is NCHW, and the stem writing it; the
+  // expand convolution reads NCHW so writes NCHW, and the depthwise one keeps its layout.
   EXPECT_EQ(count(debug_artifact(g, "schedule.txt"), " layout "), 0);
   const std::string ir = fused_ir(g);
   EXPECT_EQ(count(ir, "extern::packed_conv2d_bn_clamp\n"), 3) << ir;
   EXPECT_EQ(count(ir, "extern::packed_conv2d_bn_add\n"), 1) << ir;
   EXPECT_EQ(count(ir, "extern::"), 4) << ir;
   EXPECT_EQ(count(ir, "cpp_fused"), 0) << ir;
+}
+
+// With a convolution after the block, the whole block runs channels-last, the depthwise
+// convolution on our NHWC loop (ReLU6 and NaN as eager has them); the head writes NCHW.
+TEST_F(CodegenVision, MobileNetBlockRunsChannelsLast) {
+  const Graph g = InvertedResidual(true);
+  std::vector<Tensor> in = make_inputs(g, 3);
+  float* x = in[0].data<float>();
+  for (int64_t i = 0; i < in[0].numel(); ++i) x[i] *= 4.0f;  // past ReLU6's upper bound too
+  x[40] = NAN;
+  ExpectSameAsEager(g, in);
+  const std::string sched = debug_artifact(g, "schedule.txt");
+  EXPECT_EQ(count(sched, " layout nhwc -> nhwc\n"), 3) << sched;  // expand, depthwise, project
+  EXPECT_EQ(count(sched, "(%x) -> %h weight %w0 layout nchw -> nhwc\n"), 1) << sched;
+  EXPECT_EQ(count(sched, "(%y) -> %z weight %wz layout nhwc -> nchw\n"), 1) << sched;
+  auto got = codegen_->backend().compile(g, {})->run(in);
+  int nans = 0;
+  for (int64_t i = 0; i < got[0].numel(); ++i) nans += std::isnan(got[0].data<float>()[i]) ? 1 : 0;
+  EXPECT_GT(nans, 0) << "the NaN pixel reaches the head";
 }
 
 // Values the packed call would not materialize end the chain: a batch norm output that is also a

@@ -112,10 +112,12 @@ Tensor EagerChain(const Case& k, const Operands& op, const Tensor& x, const Tens
 
 // Checks `got` against eager's chain element by element. Both compute the same real number with
 // different roundings: a K-term dot product errs by at most K*u*sum|x w| in any order, the fold
-// and batch norm's scale, shift and add a few roundings of the magnitudes they touch, and relu or
-// clamp never enlarge a difference. So each side is within (K + 8)*u*S of the exact value,
-// S = (sum|x w| + |b|)*|scale| + |shift| + |residual|, and they differ by at most twice that. A
-// dropped or misplaced step (no batch norm, relu before the add, a lost residual) is off by O(1).
+// and batch norm's (x - mean) * scale + beta a few roundings of the magnitudes they touch (|mean|
+// and |beta| too: where the window sees only padding the result is the shift alone, a difference
+// of terms that may be far larger), and relu or clamp never enlarge a difference. So each side is
+// within (K + 8)*u*S of the exact value, S = (sum|x w| + |b| + |mean|)*|scale| + |beta| +
+// |residual|, and they differ by at most twice that. A dropped or misplaced step (no batch norm,
+// relu before the add, a lost residual) is off by O(1).
 void ExpectMatchesEager(const Case& k, const Operands& op, const Tensor& x, const Tensor& residual,
                         const Tensor& got) {
   const Tensor want = EagerChain(k, op, x, residual);
@@ -126,19 +128,21 @@ void ExpectMatchesEager(const Case& k, const Operands& op, const Tensor& x, cons
   const std::vector<double> g = got.to_doubles(), e = want.to_doubles();
   const std::vector<double> res =
       residual.defined() ? residual.to_doubles() : std::vector<double>(g.size(), 0.0);
-  std::vector<double> scale(k.o, 1.0), shift(k.o, 0.0);
+  std::vector<double> scale(k.o, 1.0), centre(k.o, 0.0), beta(k.o, 0.0);
   if (k.bn) {
     ConvEpilogue fold;
     fold.fold_batch_norm(op.gamma, op.beta, op.mean, op.var, kEps);
     scale = fold.scale;
-    shift = fold.shift;
+    centre = op.mean.to_doubles();
+    beta = op.beta.to_doubles();
   }
   const double terms = static_cast<double>(k.c / k.groups * k.k * k.k + 8);
   const int64_t plane = got.shape()[2] * got.shape()[3];
   int bad = 0;
   for (size_t i = 0; i < g.size() && bad < 5; ++i) {
     const int64_t oc = static_cast<int64_t>(i) / plane % k.o;
-    const double s = mag[i] * std::abs(scale[oc]) + std::abs(shift[oc]) + std::abs(res[i]);
+    const double s = (mag[i] + std::abs(centre[oc])) * std::abs(scale[oc]) + std::abs(beta[oc]) +
+                     std::abs(res[i]);
     const double tol = 2 * terms * 0x1p-24 * s;
     if (!(std::abs(g[i] - e[i]) <= tol)) {
       ADD_FAILURE() << "output " << i << ": packed " << g[i] << ", eager " << e[i] << " (tol "
@@ -230,33 +234,46 @@ TEST(PackedConv2d, ModelLayersMatchEagerChain) {
 }
 
 // Codegen keeps chains of convolutions channels-last: every layout pair on the model layers
-// (depthwise aside: our own loop is NCHW only), in place too, and on randomized dense shapes.
+// (depthwise: NHWC in and out, with one output channel per input channel), in place too, and on
+// randomized shapes.
 TEST(PackedConv2d, ChannelsLastLayoutsMatchEagerChain) {
   using L = ActivationLayout;
   const ConvLayouts pairs[] = {{L::kNhwc, L::kNhwc}, {L::kNchw, L::kNhwc}, {L::kNhwc, L::kNchw}};
   uint64_t seed = 2000;
   for (const Case& k : kModelLayers) {
-    if (Depthwise(k)) continue;
     for (const ConvLayouts& l : pairs) {
+      if (Depthwise(k) && l.src != l.dst) continue;
       CheckCase(k, seed += 10, false, l);
       if (k.residual) CheckCase(k, seed += 10, true, l);
     }
   }
   std::mt19937 rng(20261125);
-  for (int i = 0; i < 40; ++i) {
+  for (int i = 0; i < 60; ++i) {
     const Case k = RandomCase(rng);
-    if (!Depthwise(k)) CheckCase(k, 3000 + 10 * i, false, pairs[i % 3]);
+    if (!Depthwise(k)) {
+      CheckCase(k, 3000 + 10 * i, false, pairs[i % 3]);
+    } else if (k.o == k.c) {
+      CheckCase(k, 3000 + 10 * i, k.residual, pairs[0]);
+    }
   }
 }
 
-TEST(PackedConv2d, ChannelsLastDepthwiseIsRefused) {
+// Our channels-last depthwise loop reads and writes NHWC, one output channel per input channel.
+TEST(PackedConv2d, ChannelsLastDepthwiseNeedsOneLayoutAndMultiplierOne) {
+  using L = ActivationLayout;
   const Case k{1, 8, 6, 6, 8, 3, 1, 1, 1, 8, false, true, false, ConvActivation::kRelu};
   const Operands op(k, 7);
+  for (const ConvLayouts& l : {ConvLayouts{L::kNchw, L::kNhwc}, ConvLayouts{L::kNhwc, L::kNchw}}) {
+    ExpectErrorWith([&] { Pack(k, op, k.input(), l); }, "NHWC in and out with one output channel");
+  }
+  Case twice = k;
+  twice.o = 16;
+  const Operands op2(twice, 8);
   ExpectErrorWith(
       [&] {
-        Pack(k, op, k.input(), {ActivationLayout::kNhwc, ActivationLayout::kNhwc});
+        Pack(twice, op2, twice.input(), {L::kNhwc, L::kNhwc});
       },
-      "depthwise convolution takes NCHW activations only");
+      "one output channel per input channel");
 }
 
 // Codegen hands the residual's own buffer in as y when the residual dies at the convolution: each

@@ -38,8 +38,16 @@ bool nhwc_max_pool(const Graph& g, const Step& s) {
   return x.dtype == DType::kF32 && x.shape.size() == 4;
 }
 
+// A packed depthwise convolution with one output channel per input channel: our NHWC loop runs it
+// when its input and output both are.
+bool nhwc_depthwise(const Graph& g, const Step& s) {
+  if (s.kind != Step::Kind::kPackedConv || dense_packed_conv(g, s)) return false;
+  const Node& conv = g.nodes()[s.node];
+  return g.value(conv.output).type.shape[1] == g.value(conv.operands[0]).type.shape[1];
+}
+
 bool reads_nhwc(const Graph& g, const Step& s) {
-  return dense_packed_conv(g, s) || nhwc_max_pool(g, s);
+  return dense_packed_conv(g, s) || nhwc_depthwise(g, s) || nhwc_max_pool(g, s);
 }
 
 }  // namespace
@@ -65,12 +73,13 @@ void assign_conv_layouts(const Graph& g, std::vector<Step>& steps, const std::se
   }
   for (size_t v = 0; v < nv; ++v) nhwc[v] = nhwc[v] && read[v];
   // Pairs of values that must share a layout: a residual and the output it is added into element
-  // by element; a max pool's input and output. And outputs that are NCHW when an input is: a 1x1
-  // convolution's.
+  // by element; a max pool's or a depthwise convolution's input and output. And outputs that are
+  // NCHW when an input is: a 1x1 convolution's.
   std::vector<std::pair<ValueId, ValueId>> same, follows;
   for (const Step& s : steps) {
-    if (dense_packed_conv(g, s) && s.residual >= 0) same.emplace_back(s.outputs[0], s.residual);
-    if (nhwc_max_pool(g, s)) same.emplace_back(s.outputs[0], s.inputs[0]);
+    if (s.kind == Step::Kind::kPackedConv && s.residual >= 0)
+      same.emplace_back(s.outputs[0], s.residual);
+    if (nhwc_max_pool(g, s) || nhwc_depthwise(g, s)) same.emplace_back(s.outputs[0], s.inputs[0]);
     if (pointwise_conv(g, s)) follows.emplace_back(s.outputs[0], s.inputs[0]);
   }
   for (bool changed = true; changed;) {

@@ -144,9 +144,10 @@ std::vector<Step> schedule(const Graph& g, const LoopProgram& lp, const MemoryPl
                            const std::set<ValueId>& keep);
 std::string print_schedule(const Graph& g, const std::vector<Step>& steps);
 
-// 7. Activation layouts of packed convolutions (conv_layouts.cpp): a value a packed dense
-// convolution or an f32 max pool produces stays channels-last when only those read it (as input
-// or as residual, a residual in its reader's output layout, a pool's input in its output's) and it
+// 7. Activation layouts of packed convolutions (conv_layouts.cpp): a value a packed convolution
+// (dense, or depthwise with one output channel per input channel) or an f32 max pool produces
+// stays channels-last when only those read it (a residual in its reader's output layout, a pool's
+// or depthwise convolution's input in its output's, a 1x1's output NCHW when its input is) and it
 // is neither a graph output nor kept; the steps' x/y_channels_last say so.
 void assign_conv_layouts(const Graph& g, std::vector<Step>& steps, const std::set<ValueId>& keep);
 

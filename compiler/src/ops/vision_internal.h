@@ -36,5 +36,10 @@ void conv2d_f64(const ConvShape& s, const double* x, const double* w, const doub
 template <typename T>
 void conv2d_depthwise(const ConvShape& s, const T* x, const T* w, const T* bias, T* y,
                       const RowEpilogue<T>& epilogue = {});
+// Depthwise with one output channel per input channel on channels-last (NHWC) x, y and residual,
+// f32: `w_taps` is the weight tap-major, [kh][kw][C]. Each output pixel folds its window's channel
+// vectors, then the epilogue runs on that pixel's C values.
+void conv2d_depthwise_nhwc(const ConvShape& s, const float* x, const float* w_taps,
+                           const float* bias, float* y, const RowEpilogue<float>& epilogue);
 
 }  // namespace crucible::vision

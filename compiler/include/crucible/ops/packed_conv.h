@@ -50,8 +50,8 @@ class PackedConv2d {
   // padding, dilation, groups; see the op). `input_shape` [N, C, H, W] is the problem the weights
   // are packed for; run() accepts other N, H and W too. Copies everything it needs: the caller's
   // tensors may die or change afterwards. Throws Error for an invalid or empty convolution.
-  // `layouts` fixes how run()'s x and y lie in memory; depthwise convolutions (our own loop) take
-  // kNchw only.
+  // `layouts` fixes how run()'s x and y lie in memory; depthwise convolutions (our own loops) take
+  // kNchw, or kNhwc in and out when each input channel makes one output channel.
   PackedConv2d(const Tensor& weight, const Tensor& bias, const Attrs& attrs,
                const Shape& input_shape, ConvEpilogue epilogue = {}, ConvLayouts layouts = {});
 
