@@ -737,11 +737,15 @@ TEST(CodegenConfig, ParsesEveryOptionOnceIntoTypes) {
       codegen::CodegenConfig::parse({{"packed_linear", "off"},
                                      {"packed_conv", "false"},
                                      {"channels_last", "off"},
+                                     {"conv_algorithm", "direct"},
                                      {"eager_nodes", "%a,b.c"},
                                      {"no_decompose", "softmax,layer_norm"}});
   EXPECT_FALSE(b.packed_linear);
   EXPECT_FALSE(b.packed_conv);
   EXPECT_FALSE(b.channels_last);
+  EXPECT_EQ(b.conv_algorithm, "direct");
+  EXPECT_EQ(c.conv_algorithm, "fastest");
+  EXPECT_THROW(codegen::CodegenConfig::parse({{"conv_algorithm", "fft"}}), Error);
   EXPECT_EQ(b.eager_nodes, (std::set<std::string>{"a", "b.c"}));
   EXPECT_EQ(b.no_decompose, (std::set<std::string>{"softmax", "layer_norm"}));
   EXPECT_THROW(codegen::CodegenConfig::parse({{"eager_nodes", "a,,b"}}), Error);

@@ -297,6 +297,23 @@ TEST_F(CodegenVision, ConvChainsKeepActivationsChannelsLast) {
   ExpectTensorsMatch(codegen_->backend().compile(g, {})->intermediates(in, ids), want, names);
 }
 
+// Winograd on every 3x3 stride-1 convolution (conv_algorithm=winograd; the default times it first)
+// matches eager, and with a NaN and an infinity in the input the convolutions they reach take the
+// direct kernel, so eager's NaN and infinity pattern comes out.
+TEST_F(CodegenVision, WinogradConvolutionsMatchEager) {
+  const Graph g = ResNetBasicBlocks();
+  plugin::Options wino;
+  wino.config["conv_algorithm"] = "winograd";
+  BackendPair::ExpectSameAsEager(g, {}, wino, 11);
+  std::vector<Tensor> in = make_inputs(g, 12);
+  in[0].data<float>()[19 * 19 + 40] = NAN;
+  in[0].data<float>()[3 * 19 * 19 + 100] = INFINITY;
+  BackendPair::ExpectSameAsEager(g, in, wino);
+  plugin::Options direct;
+  direct.config["conv_algorithm"] = "direct";
+  BackendPair::ExpectSameAsEager(g, in, direct);
+}
+
 // A 1x1 convolution on an NCHW input (a generated kernel's output, DenseNet's wide concatenated
 // features) writes NCHW: oneDNN would reorder the wide input otherwise. The 3x3 after it writes
 // NHWC for the next 3x3; the last convolution's output is returned, NCHW.

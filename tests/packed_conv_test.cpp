@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <random>
 #include <string>
@@ -78,12 +79,13 @@ struct Operands {
   }
 };
 
-PackedConv2d Pack(const Case& k, const Operands& op, const Shape& input, ConvLayouts layouts = {}) {
+PackedConv2d Pack(const Case& k, const Operands& op, const Shape& input, ConvLayouts layouts = {},
+                  ConvAlgorithm algorithm = ConvAlgorithm::kDirect) {
   ConvEpilogue e;
   if (k.bn) e.fold_batch_norm(op.gamma, op.beta, op.mean, op.var, kEps);
   e.residual = k.residual;
   e.activation = k.act;
-  return PackedConv2d(op.w, op.b, k.attrs(), input, e, layouts);
+  return PackedConv2d(op.w, op.b, k.attrs(), input, e, layouts, algorithm);
 }
 
 // A logical NCHW tensor's values as they lie in `layout`: a contiguous tensor whose buffer is
@@ -117,11 +119,14 @@ Tensor EagerChain(const Case& k, const Operands& op, const Tensor& x, const Tens
 // of terms that may be far larger), and relu or clamp never enlarge a difference. So each side is
 // within (K + 8)*u*S of the exact value, S = (sum|x w| + |b| + |mean|)*|scale| + |beta| +
 // |residual|, and they differ by at most twice that. A dropped or misplaced step (no batch norm,
-// relu before the add, a lost residual) is off by O(1).
-void ExpectMatchesEager(const Case& k, const Operands& op, const Tensor& x, const Tensor& residual,
-                        const Tensor& got) {
+// relu before the add, a lost residual) is off by O(1). Winograd holds the same bound (its
+// transforms add roundings, but the bound counts every term's magnitude: the largest difference
+// measured is a third of it). Returns the largest difference as a fraction of the bound.
+double ExpectMatchesEager(const Case& k, const Operands& op, const Tensor& x,
+                          const Tensor& residual, const Tensor& got) {
   const Tensor want = EagerChain(k, op, x, residual);
-  ASSERT_EQ(shape_str(got.shape()), shape_str(want.shape()));
+  EXPECT_EQ(shape_str(got.shape()), shape_str(want.shape()));
+  if (got.shape() != want.shape()) return INFINITY;
   std::vector<Tensor> abs_args{Abs64(x), Abs64(op.w)};
   if (op.b.defined()) abs_args.push_back(Abs64(op.b));
   const std::vector<double> mag = Op("conv2d", abs_args, k.attrs()).to_doubles();
@@ -139,42 +144,49 @@ void ExpectMatchesEager(const Case& k, const Operands& op, const Tensor& x, cons
   const double terms = static_cast<double>(k.c / k.groups * k.k * k.k + 8);
   const int64_t plane = got.shape()[2] * got.shape()[3];
   int bad = 0;
+  double worst = 0;
   for (size_t i = 0; i < g.size() && bad < 5; ++i) {
     const int64_t oc = static_cast<int64_t>(i) / plane % k.o;
     const double s = (mag[i] + std::abs(centre[oc])) * std::abs(scale[oc]) + std::abs(beta[oc]) +
                      std::abs(res[i]);
     const double tol = 2 * terms * 0x1p-24 * s;
+    worst = std::max(worst, std::abs(g[i] - e[i]) / tol);
     if (!(std::abs(g[i] - e[i]) <= tol)) {
       ADD_FAILURE() << "output " << i << ": packed " << g[i] << ", eager " << e[i] << " (tol "
                     << tol << ")";
       ++bad;
     }
   }
+  return worst;
 }
 
 // Packs for the case's shape, runs, and compares with eager. `in_place` passes the residual as y.
 // `layouts`: how x, y and the residual lie in memory (the values compared are the same).
-void CheckCase(const Case& k, uint64_t seed, bool in_place = false, ConvLayouts layouts = {}) {
+// `algorithm` kWinograd asserts Winograd runs. Returns the largest difference as a fraction of the
+// bound.
+double CheckCase(const Case& k, uint64_t seed, bool in_place = false, ConvLayouts layouts = {},
+                 ConvAlgorithm algorithm = ConvAlgorithm::kDirect) {
   const auto name = [](ActivationLayout l) {
     return l == ActivationLayout::kNhwc ? "nhwc" : "nchw";
   };
   SCOPED_TRACE(k.str() + (in_place ? " in place " : " ") + name(layouts.src) + " -> " +
                name(layouts.dst));
   const Operands op(k, seed);
-  const PackedConv2d conv = Pack(k, op, k.input(), layouts);
+  const PackedConv2d conv = Pack(k, op, k.input(), layouts, algorithm);
+  EXPECT_EQ(conv.uses_winograd(), algorithm == ConvAlgorithm::kWinograd) << conv.describe();
   const Shape out_shape = conv.output_shape(k.input());
   const Tensor residual = k.residual ? Uniform(out_shape, seed + 7, -2.0, 2.0) : Tensor();
   const Tensor x = InLayout(op.x, layouts.src);
   const Tensor r = k.residual ? InLayout(residual, layouts.dst) : Tensor();
   Tensor y = Tensor::empty(DType::kF32, {shape_numel(out_shape)});
   if (in_place) {
-    ASSERT_TRUE(k.residual);
+    EXPECT_TRUE(k.residual);
     std::copy_n(r.data<float>(), r.numel(), y.data<float>());
     conv.run(x.data<float>(), k.input(), y.data<float>(), y.data<float>());
   } else {
     conv.run(x.data<float>(), k.input(), y.data<float>(), k.residual ? r.data<float>() : nullptr);
   }
-  ExpectMatchesEager(k, op, op.x, residual, FromLayout(y, out_shape, layouts.dst));
+  return ExpectMatchesEager(k, op, op.x, residual, FromLayout(y, out_shape, layouts.dst));
 }
 
 Case RandomCase(std::mt19937& rng) {
@@ -255,6 +267,54 @@ TEST(PackedConv2d, ChannelsLastLayoutsMatchEagerChain) {
     } else if (k.o == k.c) {
       CheckCase(k, 3000 + 10 * i, k.residual, pairs[0]);
     }
+  }
+}
+
+// Winograd (3x3, stride 1, dense) against eager's direct chain: every layout pair, epilogues, in
+// place, random channel counts and sizes; a strided or dilated 3x3 does not take it.
+TEST(PackedConv2d, WinogradMatchesEagerWithinItsBound) {
+  using L = ActivationLayout;
+  std::mt19937 rng(20261126);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  const ConvLayouts pairs[] = {{}, {L::kNhwc, L::kNhwc}, {L::kNchw, L::kNhwc}};
+  double worst = 0;
+  for (int i = 0; i < 24; ++i) {
+    Case k{pick(1, 3), pick(1, 80), pick(3, 20), pick(3, 20), pick(1, 80), 3};
+    k.pad = pick(0, 1);
+    k.bias = pick(0, 1) == 1;
+    k.bn = pick(0, 3) != 0;
+    k.residual = pick(0, 1) == 1;
+    k.act = static_cast<ConvActivation>(pick(0, 2));
+    worst = std::max(worst, CheckCase(k, 4000 + 10 * i, k.residual && i % 2 == 0, pairs[i % 3],
+                                      ConvAlgorithm::kWinograd));
+  }
+  std::printf("Winograd's largest difference: %.3f of its bound\n", worst);
+  for (const Case& k : {Case{1, 16, 9, 9, 16, 3, 2, 1}, Case{1, 16, 9, 9, 16, 3, 1, 2, 2}}) {
+    const Operands op(k, 77);
+    EXPECT_FALSE(Pack(k, op, k.input(), {}, ConvAlgorithm::kWinograd).uses_winograd()) << k.str();
+  }
+}
+
+// A NaN, an infinity or a value Winograd's transforms could overflow sends the call to the direct
+// kernel: the output is the direct plan's bit for bit (Winograd would spread a NaN over a tile).
+TEST(PackedConv2d, WinogradLeavesNonFiniteInputsToTheDirectKernel) {
+  const Case k{2, 24, 12, 12, 24, 3, 1, 1, 1, 1, true, true, true, ConvActivation::kRelu};
+  const Operands op(k, 91);
+  const PackedConv2d wino = Pack(k, op, k.input(), {}, ConvAlgorithm::kWinograd);
+  const PackedConv2d direct = Pack(k, op, k.input(), {}, ConvAlgorithm::kDirect);
+  ASSERT_TRUE(wino.uses_winograd());
+  const Shape out = wino.output_shape(k.input());
+  const Tensor residual = Uniform(out, 92);
+  for (const float planted : {std::nanf(""), INFINITY, -INFINITY, 0x1p70f}) {
+    SCOPED_TRACE(planted);
+    Tensor x = op.x.contiguous();
+    x.data<float>()[24 * 144 + 5 * 12 + 7] = planted;  // image 1, channel 0
+    Tensor a = Tensor::empty(DType::kF32, out), b = Tensor::empty(DType::kF32, out);
+    wino.run(x.data<float>(), k.input(), a.data<float>(), residual.data<float>());
+    direct.run(x.data<float>(), k.input(), b.data<float>(), residual.data<float>());
+    EXPECT_EQ(std::memcmp(a.data<float>(), b.data<float>(), a.numel() * sizeof(float)), 0);
   }
 }
 

@@ -69,7 +69,11 @@ class CodegenExecutable final : public plugin::Executable {
     const Graph& g = prog_.graph;
     // A planted crash (-c inject=OP:crash) in a node that runs outside generated code (an extern
     // call, a packed GEMM or convolution with what it absorbed) fires when its step runs.
-    const codegen::Injection inj = codegen::CodegenConfig::parse(opts_.config).inject;
+    const codegen::CodegenConfig config = codegen::CodegenConfig::parse(opts_.config);
+    const codegen::Injection& inj = config.inject;
+    conv_algorithm_ = config.conv_algorithm == "direct"     ? ConvAlgorithm::kDirect
+                      : config.conv_algorithm == "winograd" ? ConvAlgorithm::kWinograd
+                                                            : ConvAlgorithm::kFastest;
     for (const Step& s : prog_.steps) {
       bool crash = false;
       for (int ni : s.nodes) {
@@ -251,7 +255,8 @@ class CodegenExecutable final : public plugin::Executable {
     };
     auto conv = std::make_unique<PackedConv2d>(
         param(s.weight), s.bias >= 0 ? param(s.bias) : Tensor(), g.nodes()[s.node].attrs, x,
-        std::move(e), ConvLayouts{layout(s.x_channels_last), layout(s.y_channels_last)});
+        std::move(e), ConvLayouts{layout(s.x_channels_last), layout(s.y_channels_last)},
+        conv_algorithm_);
     conv->prepare(x);
     return conv;
   }
@@ -361,6 +366,7 @@ class CodegenExecutable final : public plugin::Executable {
   std::vector<const Kernel*> kernels_;
   std::vector<std::unique_ptr<PackedLinear>> packed_;
   std::vector<std::unique_ptr<PackedConv2d>> convs_;
+  ConvAlgorithm conv_algorithm_ = ConvAlgorithm::kFastest;
   std::vector<std::pair<ValueId, Tensor>> params_;
   std::vector<int> last_use_;
   plugin::ProfileRecorder profile_;

@@ -71,6 +71,12 @@ CodegenConfig CodegenConfig::parse(const std::map<std::string, std::string>& pai
       c.packed_conv = parse_bool(k, v);
     } else if (k == "channels_last") {
       c.channels_last = parse_bool(k, v);
+    } else if (k == "conv_algorithm") {
+      if (v != "direct" && v != "winograd" && v != "fastest") {
+        throw Error(
+            fmt::format("codegen: -c conv_algorithm={}: expected direct, winograd or fastest", v));
+      }
+      c.conv_algorithm = v;
     } else if (k == "eager_nodes" || k == "no_decompose") {
       for (size_t b = 0; b <= v.size();) {
         const size_t e = std::min(v.find(',', b), v.size());
@@ -83,8 +89,8 @@ CodegenConfig CodegenConfig::parse(const std::map<std::string, std::string>& pai
     } else {
       throw Error(fmt::format(
           "codegen: unknown option -c {}={} (known: debug_dir, inject, fusion, max_fusion_size, "
-          "kernels_per_unit, fast_math, packed_linear, packed_conv, channels_last, eager_nodes, "
-          "no_decompose)",
+          "kernels_per_unit, fast_math, packed_linear, packed_conv, channels_last, conv_algorithm, "
+          "eager_nodes, no_decompose)",
           k, v));
     }
   }

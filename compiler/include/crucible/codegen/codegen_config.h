@@ -30,9 +30,12 @@ struct CodegenConfig {
   std::string debug_dir;         // debug_dir=D: where the pass dumps go
   Injection inject;              // inject=OP:KIND[@NAME]
   // For bisecting a bug to a pass or a kernel (the minifier's kernel bisection):
-  bool packed_linear = true;           // packed_linear=on|off: linear/matmul via oneDNN, packed
-  bool packed_conv = true;             // packed_conv=on|off: conv2d packed, absorbing bn/add/act
-  bool channels_last = true;           // channels_last=on|off: chains of packed convs keep NHWC
+  bool packed_linear = true;  // packed_linear=on|off: linear/matmul via oneDNN, packed
+  bool packed_conv = true;    // packed_conv=on|off: conv2d packed, absorbing bn/add/act
+  bool channels_last = true;  // channels_last=on|off: chains of packed convs keep NHWC
+  // conv_algorithm=direct|winograd|fastest: a 3x3 stride-1 packed conv's algorithm (fastest:
+  // Winograd when timed faster at compile time; see ConvAlgorithm in crucible/ops/packed_conv.h).
+  std::string conv_algorithm = "fastest";
   std::set<std::string> no_decompose;  // no_decompose=OP,OP: these ops are not decomposed
   std::set<std::string> eager_nodes;   // eager_nodes=NAME,NAME: these nodes run as extern calls
                                        // of the registry's (eager's) kernel, outside any fusion

@@ -43,6 +43,14 @@ struct ConvEpilogue {
   std::string name() const;
 };
 
+// Which algorithm a dense 3x3 stride-1 convolution may run. kDirect: oneDNN's direct kernels.
+// kWinograd: oneDNN's Winograd F(4x4, 3x3) where it has one. kFastest: Winograd timed against the
+// direct kernel at construction and kept when faster. Winograd runs only on inputs whose values
+// are all finite and below 2^64 in magnitude (a scan per call; its transforms would spread a NaN
+// or an infinity over a tile and could overflow), and only with weights below 2^32: anything else
+// takes the direct kernel, so non-finite values propagate as the op's do.
+enum class ConvAlgorithm { kDirect, kWinograd, kFastest };
+
 // Copies share the packed weights and the plan cache (immutable or internally locked).
 class PackedConv2d {
  public:
@@ -53,11 +61,14 @@ class PackedConv2d {
   // `layouts` fixes how run()'s x and y lie in memory; depthwise convolutions (our own loops) take
   // kNchw, or kNhwc in and out when each input channel makes one output channel.
   PackedConv2d(const Tensor& weight, const Tensor& bias, const Attrs& attrs,
-               const Shape& input_shape, ConvEpilogue epilogue = {}, ConvLayouts layouts = {});
+               const Shape& input_shape, ConvEpilogue epilogue = {}, ConvLayouts layouts = {},
+               ConvAlgorithm algorithm = ConvAlgorithm::kDirect);
 
   Shape output_shape(const Shape& input_shape) const;
   const ConvEpilogue& epilogue() const;
   const ConvLayouts& layouts() const;
+  // Whether run() takes Winograd on `input_shape`'s problem (for finite inputs).
+  bool uses_winograd() const;
 
   // x: contiguous f32 of `input_shape` in layouts().src; y: contiguous, of
   // output_shape(input_shape), in layouts().dst; residual: like y (same layout), given exactly
