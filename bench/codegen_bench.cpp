@@ -9,7 +9,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <optional>
+#include <sstream>
+#include <stdexcept>
 #include <vector>
 
 #include "bounds.h"
@@ -26,6 +29,16 @@ LoadedBackend& backend(const std::string& name) {
   auto& slot = loaded[name];
   if (!slot) slot = load_plugin(find_plugin(name, plugin_search_path({})));
   return *slot;
+}
+
+// A fused pattern's graph from bench/patterns/, the files `crucible run --graph` times on every
+// backend (the libtorch peer included) for the same table.
+std::string pattern(const std::string& name) {
+  std::ifstream in(std::string(CRUCIBLE_PATTERN_DIR) + "/" + name + ".graph");
+  if (!in) throw std::runtime_error("no pattern " + name + " in " CRUCIBLE_PATTERN_DIR);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 double median(std::vector<double> v) {
@@ -118,12 +131,7 @@ void compare(benchmark::State& state, const std::string& text, double fused_byte
 void BM_Fused_AddAddMulAdd_16384x512(benchmark::State& state) {
   const double full = 16384.0 * 512 * 4;
   // eager: add(a0,a1) 2 passes, add(t0,a2) 3, mul 2, add 2 = 9 full tensors; fused: a0, a2, y = 3.
-  compare(state,
-          "graph p(%a0: f32[16384,512], %a1: f32[1,512], %a2: f32[16384,512], %a3: f32[1,512], "
-          "%a4: f32[1,512]) {\n"
-          "  %t0 = add(%a0, %a1)\n  %t1 = add(%t0, %a2)\n  %t2 = mul(%t1, %a3)\n  %y = add(%t2, "
-          "%a4)\n  return %y\n}\n",
-          3 * full, 9 * full, full);
+  compare(state, pattern("add_add_mul_add_16384x512"), 3 * full, 9 * full, full);
 }
 BENCHMARK(BM_Fused_AddAddMulAdd_16384x512)
     ->UseManualTime()
@@ -133,10 +141,7 @@ BENCHMARK(BM_Fused_AddAddMulAdd_16384x512)
 void BM_Fused_SoftmaxScaleMask_8192x1024(benchmark::State& state) {
   const double full = 8192.0 * 1024 * 4;
   // eager: mul 2, add 2, softmax 2 = 6 full tensors; fused: x, y = 2.
-  compare(state,
-          "graph p(%x: f32[8192,1024], %mask: f32[1024]) {\n  %s = full(shape=[], value=0.125)\n"
-          "  %a = mul(%x, %s)\n  %b = add(%a, %mask)\n  %y = softmax(%b, dim=-1)\n  return %y\n}\n",
-          2 * full, 6 * full, full);
+  compare(state, pattern("softmax_scale_mask_8192x1024"), 2 * full, 6 * full, full);
 }
 BENCHMARK(BM_Fused_SoftmaxScaleMask_8192x1024)
     ->UseManualTime()
@@ -146,12 +151,7 @@ BENCHMARK(BM_Fused_SoftmaxScaleMask_8192x1024)
 void BM_Fused_LayerNormResidual_8192x1024(benchmark::State& state) {
   const double full = 8192.0 * 1024 * 4;
   // eager: add 3, layer_norm 2 = 5 full tensors; fused: x, residual, y = 3.
-  compare(state,
-          "graph p(%x: f32[8192,1024], %r: f32[8192,1024]) {\n  param %w: f32[1024] = "
-          "randn(seed=1, std=0.1)\n"
-          "  param %b: f32[1024] = randn(seed=2, std=0.1)\n  %a = add(%x, %r)\n"
-          "  %y = layer_norm(%a, %w, %b, normalized_shape=[1024], eps=1e-05)\n  return %y\n}\n",
-          3 * full, 5 * full, full);
+  compare(state, pattern("layer_norm_residual_8192x1024"), 3 * full, 5 * full, full);
 }
 BENCHMARK(BM_Fused_LayerNormResidual_8192x1024)
     ->UseManualTime()
@@ -161,10 +161,7 @@ BENCHMARK(BM_Fused_LayerNormResidual_8192x1024)
 void BM_Fused_GeluBias_8192x2048(benchmark::State& state) {
   const double full = 8192.0 * 2048 * 4;
   // eager: add 2, gelu 2 = 4 full tensors; fused: x, y = 2.
-  compare(state,
-          "graph p(%x: f32[8192,2048]) {\n  param %bias: f32[2048] = randn(seed=3, std=0.1)\n"
-          "  %a = add(%x, %bias)\n  %y = gelu(%a)\n  return %y\n}\n",
-          2 * full, 4 * full, full);
+  compare(state, pattern("gelu_bias_8192x2048"), 2 * full, 4 * full, full);
 }
 BENCHMARK(BM_Fused_GeluBias_8192x2048)
     ->UseManualTime()
@@ -172,12 +169,7 @@ BENCHMARK(BM_Fused_GeluBias_8192x2048)
     ->Iterations(150);
 
 void BM_LinearBiasRelu_16384x512x512(benchmark::State& state) {
-  compare(
-      state,
-      "graph p(%x: f32[16384,512]) {\n  param %w: f32[512,512] = randn(seed=4, std=0.04)\n"
-      "  param %b: f32[512] = randn(seed=5, std=0.1)\n  %h = linear(%x, %w, %b)\n  %y = relu(%h)\n"
-      "  return %y\n}\n",
-      0, 0, 0, 2.0 * 16384 * 512 * 512);
+  compare(state, pattern("linear_bias_relu_16384x512x512"), 0, 0, 0, 2.0 * 16384 * 512 * 512);
 }
 BENCHMARK(BM_LinearBiasRelu_16384x512x512)
     ->UseManualTime()
@@ -185,10 +177,7 @@ BENCHMARK(BM_LinearBiasRelu_16384x512x512)
     ->Iterations(40);
 
 void BM_BatchedMatmul_64x128x128(benchmark::State& state) {
-  compare(state,
-          "graph p(%a: f32[64,128,128], %b: f32[64,128,128]) {\n  %y = matmul(%a, %b)\n  return "
-          "%y\n}\n",
-          0, 0, 0, 2.0 * 64 * 128 * 128 * 128);
+  compare(state, pattern("batched_matmul_64x128x128"), 0, 0, 0, 2.0 * 64 * 128 * 128 * 128);
 }
 BENCHMARK(BM_BatchedMatmul_64x128x128)
     ->UseManualTime()

@@ -41,6 +41,20 @@ TEST_F(Codegen, TutorialGraphsMatchEager) {
   }
 }
 
+// The fused patterns bench/ times (and `crucible run --graph` runs on every backend) parse and
+// match eager.
+TEST_F(Codegen, BenchPatternsMatchEager) {
+  int patterns = 0;
+  for (const auto& entry :
+       fs::directory_iterator(fs::path(CRUCIBLE_SOURCE_DIR) / "bench" / "patterns")) {
+    if (entry.path().extension() != ".graph") continue;
+    SCOPED_TRACE(entry.path().filename().string());
+    ExpectSameAsEager(load_graph_file(entry.path()));
+    ++patterns;
+  }
+  EXPECT_EQ(patterns, 6);
+}
+
 // Many independent patterns in one graph, so one compile covers them all.
 TEST_F(Codegen, PointwiseOpsOnAwkwardShapesAndDtypes) {
   Graph g = parse_graph(R"(
