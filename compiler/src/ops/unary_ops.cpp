@@ -13,6 +13,15 @@
 #include "elementwise_internal.h"
 #include "elementwise_loop.h"
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+// glibc's libmvec (part of libc6): sinf/cosf on 16 lanes, within 4 ulp by glibc's manual, NaN for
+// NaN and infinities as libm. PyTorch's eager runs SLEEF's vectors on these ops; with scalar libm
+// calls our eager took 3.1 us for torch.compile's 10x10 sin(x) + cos(y) against its 2.1.
+extern "C" __m512 _ZGVeN16v_sinf(__m512);
+extern "C" __m512 _ZGVeN16v_cosf(__m512);
+#endif
+
 namespace crucible::ew {
 
 void reject_bool(DType t) {
@@ -218,11 +227,39 @@ OpDef same_dtype_def(std::string name) {
   return d;
 }
 
+// y = sin(x) or cos(x) over n contiguous floats with libmvec's 16-lane calls (the tail padded);
+// false where the build has no AVX-512 (the elementwise loop's libm calls then run).
+template <typename Op>
+bool vector_trig_f32(const float* x, float* y, int64_t n, int64_t cost) {
+#if defined(__AVX512F__)
+  constexpr int64_t kLanes = 16;
+  const int64_t blocks = (n + kLanes - 1) / kLanes;
+#pragma omp parallel for schedule(static) if (worth_parallel(n, cost) && blocks > 1)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t at = b * kLanes, len = std::min(kLanes, n - at);
+    const __mmask16 m = static_cast<__mmask16>((1u << len) - 1);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + at);
+    const __m512 r = std::is_same_v<Op, Sin> ? _ZGVeN16v_sinf(v) : _ZGVeN16v_cosf(v);
+    _mm512_mask_storeu_ps(y + at, m, r);
+  }
+  return true;
+#else
+  (void)x, (void)y, (void)n, (void)cost;
+  return false;
+#endif
+}
+
 // Runs a float-valued op: floating inputs compute in their own compute type; bool and integer
 // inputs are widened to float inside the loop (no converted copy), and the result is f32.
 template <typename Op>
 Tensor run_float_unary(const Tensor& x, const TensorType& ty, const char* name) {
   Tensor out = Tensor::empty(ty.dtype, ty.shape);
+  if constexpr (std::is_same_v<Op, Sin> || std::is_same_v<Op, Cos>) {
+    if (x.dtype() == DType::kF32 && x.is_contiguous() &&
+        vector_trig_f32<Op>(x.data<float>(), out.data<float>(), x.numel(), element_cost(name))) {
+      return out;
+    }
+  }
   dispatch_all(x.dtype(), name, [&]<typename T>() {
     using Out = std::conditional_t<kIsFloatStorage<T>, T, float>;
     using C = compute_t<Out>;
