@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "crucible/ops/packed_conv.h"
 #include "passes.h"
 
 namespace crucible::codegen {
@@ -14,8 +15,8 @@ namespace {
 bool dense_packed_conv(const Graph& g, const Step& s) {
   if (s.kind != Step::Kind::kPackedConv) return false;
   const Node& conv = g.nodes()[s.node];
-  const int64_t groups = conv.attrs.get_int_or("groups", 1);
-  return !(groups > 1 && groups == g.value(conv.operands[0]).type.shape[1]);
+  return !is_depthwise_conv(g.value(conv.operands[0]).type.shape[1],
+                            conv.attrs.get_int_or("groups", 1));
 }
 
 // A 1x1 ungrouped convolution: oneDNN has a kernel for it on NCHW (`gemm:jit`) and on NHWC
@@ -54,15 +55,16 @@ bool reads_nhwc(const Graph& g, const Step& s) {
 
 void assign_conv_layouts(const Graph& g, std::vector<Step>& steps, const std::set<ValueId>& keep) {
   const size_t nv = g.values().size();
-  // Start from every value a dense packed convolution writes, then drop the ones a constraint
-  // rules out until none does: each drop only removes candidates, so this ends.
+  // Start from every value an NHWC-capable step writes, then drop the ones a constraint rules out
+  // until none does: each drop only removes candidates, so this ends.
   std::vector<bool> nhwc(nv, false);
   for (const Step& s : steps) {
     if (reads_nhwc(g, s)) nhwc[s.outputs[0]] = true;
   }
   for (ValueId v : g.outputs()) nhwc[v] = false;
   for (ValueId v : keep) nhwc[v] = false;
-  // Any reader but a dense packed convolution (its x or residual) or a max pool needs NCHW.
+  // Any reader but an NHWC-capable step (a packed convolution's x or residual, a max pool's
+  // input) needs NCHW.
   std::vector<bool> read(nv, false);
   for (const Step& s : steps) {
     const bool flexible = reads_nhwc(g, s);

@@ -238,24 +238,27 @@ struct PackedConv2d::Impl {
                    : fwd::desc(prop, algo, src, any_wei, dst, strides, dilates, pad, pad);
       return fwd::primitive_desc(d, attr, dnnl_rt::cpu_engine());
     };
-    fwd::primitive_desc pd = winograd ? describe(any_src, any_dst, plain_attr)
-                                      : describe(plan->user_src, plan->user_dst, plain_attr);
-    const bool pointwise = s.kh == 1 && s.kw == 1 && g == 1;
-    const bool plain =
-        layouts.src == ActivationLayout::kNchw && layouts.dst == ActivationLayout::kNchw;
-    if (winograd) {
-    } else if (!plain) {
-      // Channels-last on either side: brgemm kernels read and write it as it lies; only when
-      // oneDNN has nothing but GEMM or reference code for it does a reordered problem run.
-      if (is_gemm_or_ref(pd.impl_info_str())) {
-        fwd::primitive_desc direct = describe(any_src, any_dst, plain_attr);
+    // The direct kernel's layouts (Winograd takes its own, reordered to and from).
+    auto direct_pd = [&] {
+      fwd::primitive_desc pd = describe(plan->user_src, plan->user_dst, plain_attr);
+      const bool pointwise = s.kh == 1 && s.kw == 1 && g == 1;
+      const bool plain =
+          layouts.src == ActivationLayout::kNchw && layouts.dst == ActivationLayout::kNchw;
+      if (!plain) {
+        // Channels-last on either side: brgemm kernels read and write it as it lies; only when
+        // oneDNN has nothing but GEMM or reference code for it does a reordered problem run.
+        if (is_gemm_or_ref(pd.impl_info_str())) {
+          fwd::primitive_desc direct = describe(any_src, any_dst, plain_attr);
+          if (!is_gemm_or_ref(direct.impl_info_str())) pd = direct;
+        }
+      } else if (!pointwise) {
+        fwd::primitive_desc direct = describe(plan->user_src, any_dst, plain_attr);
+        if (is_gemm_or_ref(direct.impl_info_str())) direct = describe(any_src, any_dst, plain_attr);
         if (!is_gemm_or_ref(direct.impl_info_str())) pd = direct;
       }
-    } else if (!pointwise) {
-      fwd::primitive_desc direct = describe(plan->user_src, any_dst, plain_attr);
-      if (is_gemm_or_ref(direct.impl_info_str())) direct = describe(any_src, any_dst, plain_attr);
-      if (!is_gemm_or_ref(direct.impl_info_str())) pd = direct;
-    }
+      return pd;
+    };
+    const fwd::primitive_desc pd = winograd ? describe(any_src, any_dst, plain_attr) : direct_pd();
     if (epilogue.residual) {
       try {
         fwd::primitive_desc with_sum = describe(pd.src_desc(), pd.dst_desc(), sum_attr);
@@ -470,7 +473,7 @@ PackedConv2d::PackedConv2d(const Tensor& weight, const Tensor& bias, const Attrs
     throw Error(fmt::format("PackedConv2d: clamp bounds [{}, {}] are not ordered numbers",
                             epilogue.clamp_min, epilogue.clamp_max));
   }
-  im.depthwise = s.c == s.p.groups && s.p.groups > 1;
+  im.depthwise = is_depthwise_conv(s.c, s.p.groups);
   const bool nhwc =
       layouts.src == ActivationLayout::kNhwc || layouts.dst == ActivationLayout::kNhwc;
   if (im.depthwise && nhwc && (layouts.src != layouts.dst || s.o != s.c)) {

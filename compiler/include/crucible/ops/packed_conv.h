@@ -43,6 +43,12 @@ struct ConvEpilogue {
   std::string name() const;
 };
 
+// One input channel per group: PackedConv2d runs it on our own loops (NCHW, or NHWC in and out with
+// one output channel per input channel), never on oneDNN; codegen's layout pass asks the same.
+inline bool is_depthwise_conv(int64_t channels, int64_t groups) {
+  return groups > 1 && groups == channels;
+}
+
 // Which algorithm a dense 3x3 stride-1 convolution may run. kDirect: oneDNN's direct kernels.
 // kWinograd: oneDNN's Winograd F(4x4, 3x3) where it has one. kFastest: Winograd timed against the
 // direct kernel at construction and kept when faster. Winograd runs only on inputs whose values
