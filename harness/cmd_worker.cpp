@@ -25,6 +25,7 @@ int worker_command(const std::vector<std::string>& args) {
       "min-sample-ms", po::value(&job.min_sample_ms), "timing: shortest sample")(
       "min-time-ms", po::value(&job.min_time_ms), "timing: shortest timed total per backend")(
       "no-audit", po::bool_switch(&job.no_audit), "timing: skip the output audit")(
+      "budget-s", po::value(&job.budget_s), "timing: the worker's time, split among backends")(
       "report", po::value(&job.report)->required(), "report file")(
       "plugin-path", po::value(&job.plugin_paths)->composing(), "plugin directories")(
       "config,c", po::value(&config)->composing(), "backend option key=value");

@@ -20,6 +20,10 @@ namespace {
 std::string opt(const std::optional<double>& v, const char* spec) {
   return v ? fmt::format(fmt::runtime(spec), *v) : "-";
 }
+
+bool unaudited(const reports::ResultRecord& r) {
+  return r.mode == "performance" && r.audit.rfind("off", 0) == 0;
+}
 }  // namespace
 
 std::string format_result_table(const std::vector<reports::ResultRecord>& results) {
@@ -36,8 +40,10 @@ std::string format_result_table(const std::vector<reports::ResultRecord>& result
     double max_err = -1;
     for (const auto& a : r.accuracy) max_err = std::max(max_err, a.max_abs_err);
     // noisy: the machine disturbed the timing; suspicious: passed, but far from fp64.
+    // unaudited: timed under --no-audit, never beside audited results in a geomean.
     std::string flags = r.noisy ? "noisy" : "";
     if (r.pass_suspicious) flags += flags.empty() ? "suspicious" : ",suspicious";
+    if (unaudited(r)) flags += flags.empty() ? "unaudited" : ",unaudited";
     const std::string vs_peer =
         peer ? fmt::format(" {:>11}", opt(reports::speedup_over_peer(r, results), "{:.2f}x")) : "";
     out += fmt::format(
@@ -71,15 +77,17 @@ std::string geomean_lines(
         r.status != Status::kPass) {
       continue;
     }
+    // Unaudited results get lines of their own, never averaged with audited ones.
+    const std::string backend = unaudited(r) ? r.backend + " (unaudited)" : r.backend;
     const std::optional<double> x = ratio(r);
     if (!x || !(*x > 0)) continue;
     const double l = std::log(*x);
-    auto& s = by_suite[{r.backend, r.suite}];
+    auto& s = by_suite[{backend, r.suite}];
     s.sum += l;
     ++s.n;
-    overall[r.backend].sum += l;
-    ++overall[r.backend].n;
-    suites_of[r.backend].insert(r.suite);
+    overall[backend].sum += l;
+    ++overall[backend].n;
+    suites_of[backend].insert(r.suite);
   }
   std::string out;
   for (const auto& [key, s] : by_suite) {

@@ -206,6 +206,7 @@ class Runner {
     job.min_sample_ms = cfg_.min_sample_ms;
     job.min_time_ms = cfg_.min_time_ms;
     job.no_audit = cfg_.no_audit;
+    job.budget_s = cfg_.timeout_s;
     job.plugin_paths = cfg_.plugin_paths;
     job.config = cfg_.config;
     return job;
@@ -314,9 +315,11 @@ class Runner {
       r.kernels = p.kernels;
       if (peak[b] > 0) r.peak_rss_mb = peak[b];
       const double median = reports::summarize(r.samples_ms).median;
-      // A speed-up is reported only between two timings that passed their audit.
-      if (r.status == Status::kPass && eager.status == Status::kPass &&
-          std::isfinite(eager_median) && std::isfinite(median) && median > 0)
+      // A speed-up is reported only between two timings that passed their audit, neither
+      // disturbed by another backend's threads.
+      if (r.status == Status::kPass && eager.status == Status::kPass && r.disturbed_by.empty() &&
+          eager.disturbed_by.empty() && std::isfinite(eager_median) && std::isfinite(median) &&
+          median > 0)
         r.speedup = eager_median / median;
       if (!r.counters_unavailable.empty() && !counters_note_shown_) {
         counters_note_shown_ = true;

@@ -1,18 +1,27 @@
 // The timing job, audited: every backend's outputs are checked on two seeded input sets before
-// timing, then every timed call's outputs are compared with them, a caching probe runs, and the
-// machine's contention and the process's counters are recorded around every sample.
+// timing, then every timed call's outputs are checked, calls on inputs never seen before hide
+// among the timed calls, and the machine's contention, the process's counters and every thread's
+// CPU are recorded around every sample.
 //
 // The order of work, per model:
-//   1. load and compile every backend;
+//   1. load and compile every backend (each within its share of the worker's time budget);
 //   2. check: each backend runs input set A twice and B once, untimed; its outputs must pass the
 //      accuracy rule against eager on both sets, and the A runs tell whether it is bitwise
 //      deterministic; then warm up each and choose its calls per sample (--min-sample-ms);
 //   3. time: sample by sample, backends interleaved, input sets alternating A, B, A, ... copied
 //      into the backend's own buffers before each sample (so pointer-keyed caches see new
-//      contents) and scribbled after it; every call's outputs are digested and audited;
-//   4. probe for caching (MLPerf's TEST04): single calls on inputs never seen before, interleaved
-//      with single calls on set A; a backend much faster on the inputs it has seen is caching.
+//      contents) and scribbled after it. A sample's clock stops only after every output page was
+//      read. In rounds the secret ProbeSchedule picks, one call of each sample gets inputs never
+//      seen before and one a fresh copy of the sample's own set, each timed alone (MLPerf TEST04,
+//      but indistinguishable from the other calls). Every call's outputs are audited: bitwise
+//      against the checked outputs, or by the accuracy rule for a backend that is not bitwise
+//      deterministic, and the fresh calls' against eager's on the same inputs;
+//   4. judge: a backend much slower on fresh inputs than on seen ones remembers results; one whose
+//      threads burn CPU outside its own calls works outside the clock (and disturbs the others,
+//      whose results say by whom); one that installed signal handlers, opened userfaultfd or
+//      started processes left evidence of work hidden behind its outputs' first read.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +29,8 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
+#include <span>
 #include <thread>
 
 #include "accuracy.h"
@@ -27,6 +38,8 @@
 #include "crucible/core/rng.h"
 #include "output_digest.h"
 #include "perf_counters.h"
+#include "probe_schedule.h"
+#include "process_watch.h"
 #include "worker_session.h"
 
 namespace crucible {
@@ -47,14 +60,13 @@ using Clock = std::chrono::steady_clock;
 using reports::Status;
 
 constexpr uint64_t kSecondSetStream = 0x5e7b;  // derive_seed(seed, this): input set B
-constexpr uint64_t kProbeStream = 0x9b0be;     // derive_seed(seed, this + j): probe set j
-constexpr int kProbePairs = 5;
-// A call on inputs never seen is slower than on inputs seen before by a ratio and a gap (medians)
-// when results are being remembered. Honest code is slower on fresh inputs too, by branch
-// predictors that learned the repeated inputs: up to 1.5x on graphs of about 1 us (codegen's
-// sin_cos, 1.40-1.51x) and 1.2x on 3 us ones here. So either 1.5x and 5 us, or, for graphs of
-// microseconds, 3x and 1 us: a contents-keyed memo of a 3 us graph measured 6.8x and 3.4 us,
-// which the 5 us gap alone let through.
+constexpr uint64_t kFreshStream = 0x9b0be;     // derive_seed(secret, this + j): fresh set j
+// The fastest call on inputs never seen is slower than the median call on a fresh copy of inputs
+// seen before by a ratio and a gap when results are being remembered. Honest code is slower on
+// fresh inputs too, by branch predictors that learned the repeated inputs: up to 1.5x on graphs
+// of about 1 us (codegen's sin_cos, 1.40-1.51x) and 1.2x on 3 us ones here. So either 1.5x and
+// 5 us, or, for graphs of microseconds, 3x and 1 us: a contents-keyed memo of a 3 us graph
+// measured 6.8x and 3.4 us, which the 5 us gap alone let through.
 constexpr double kCachingRatio = 1.5;
 constexpr double kCachingGapMs = 0.005;
 constexpr double kTinyCachingRatio = 3.0;
@@ -62,6 +74,14 @@ constexpr double kTinyCachingGapMs = 0.001;
 constexpr int64_t kMaxCallsPerSample = 1'000'000;
 // --min-time-ms takes at most this many times --repeat samples.
 constexpr int kMaxSampleFactor = 100;
+// A backend's threads may burn this share of its own timed time (at least kOutsideCpuMinMs) outside
+// its own calls, or during another backend's samples, before it counts as work outside the clock:
+// thread pools spin briefly after a call returns.
+constexpr double kOutsideCpuShare = 0.05;
+constexpr double kOutsideCpuMinMs = 2.0;
+// The share of the worker's time limit the backends' timing may use, split evenly among them; the
+// rest is for loading the model, the canaries and the report.
+constexpr double kBudgetShare = 0.8;
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
@@ -83,6 +103,24 @@ Graph with_varied_inputs(const Graph& g) {
   return copy;
 }
 
+// Reads one byte of every page of every output's storage, inside the timed interval, so work a
+// backend hid behind the first read of its outputs (a fault handler, userfaultfd, a lazily filled
+// mapping) is timed. A page of 4 KiB is the smallest the kernel maps.
+void touch_pages(std::span<const std::vector<Tensor>> calls) {
+  unsigned char sink = 0;
+  for (const std::vector<Tensor>& outs : calls) {
+    for (const Tensor& t : outs) {
+      if (!t.defined() || t.storage()->bytes() == 0) continue;
+      const auto* p = static_cast<const volatile unsigned char*>(t.storage()->data());
+      const size_t n = t.storage()->bytes();
+      for (size_t off = 0; off < n; off += 4096) sink ^= p[off];
+      sink ^= p[n - 1];
+    }
+  }
+  static volatile unsigned char keep;
+  keep = sink;
+}
+
 // Median cost of one steady_clock::now() pair, in ns.
 double timer_overhead_ns() {
   std::vector<double> v;
@@ -96,6 +134,7 @@ double timer_overhead_ns() {
 
 struct Backend {
   std::string name;
+  size_t index = 0;  // in the job's list: the probe schedule's key for its fresh call
   std::unique_ptr<LoadedBackend> plugin;
   std::unique_ptr<plugin::Executable> exe;
   reports::ResultRecord r;
@@ -106,29 +145,54 @@ struct Backend {
   std::vector<Tensor> checked[2];  // its outputs on sets A and B, checked against eager
   std::vector<uint64_t> digests[2];
   ContentionMeter meter;
-  int rule_audits = 0;
-  double probe_ratio = NAN;  // median call time on fresh inputs / on inputs seen before
-  double timed_ms = 0;       // all its timed samples together (for --min-time-ms)
+  double timed_ms = 0;  // all its timed samples together (for --min-time-ms)
 
-  void fail(std::string why) {
+  // The audit's ledger.
+  int64_t calls_timed = 0, calls_checked = 0;
+  double spent_ms = 0;  // worker time on it: load, compile, check, warm-up, samples and audit
+  double audit_ms = 0;  // of which the audit: the check phase and each sample's untimed work
+  std::vector<double> fresh_ms;    // each hidden call on inputs never seen, timed alone
+  std::vector<double> control_ms;  // each hidden call on a fresh copy of the sample's set, alone
+  std::vector<double> plain_ms;    // single-call samples without a fresh call (calls == 1)
+  std::set<uint64_t> rule_passed;  // not bitwise deterministic: outputs (digest, set) that passed
+  double outside_ms = 0;           // CPU of its own threads outside its own samples, while timing
+  std::map<std::string, double> disturbed;  // backend -> CPU its threads used in these samples
+
+  void fail(std::string why, Status status = Status::kFailAccuracyInPerf) {
     ok = false;
-    r.status = Status::kFailAccuracyInPerf;
+    r.status = status;
     r.error = std::move(why);
   }
 };
 
+uint64_t combined(const std::vector<uint64_t>& digests, uint64_t set) {
+  return digest_bytes(digests.data(), digests.size() * sizeof(uint64_t), set + 1);
+}
+
 class TimingJob {
  public:
   TimingJob(Session& s, PerfCounters& counters)
-      : s_(s), counters_(counters), varied_(with_varied_inputs(s.graph)) {}
+      : s_(s),
+        counters_(counters),
+        varied_(with_varied_inputs(s.graph)),
+        schedule_(os_secret(), s.job.repeat) {}
 
   void run() {
+    const auto started = Clock::now();
     reports::Contention frame;
     frame.canary_before_ms = noise_canary_ms();
     frame.triad_before_gbs = memory_canary_gbs();
+    // OpenMP's pool, started here, is shared by every backend: its threads belong to none.
+#pragma omp parallel
+    { (void)0; }
+    watch_.emplace();
     const double overhead = timer_overhead_ns();
+    overhead_ms_ = overhead / 1e6;
     sets_[0] = s_.inputs;
     sets_[1] = varied_set(kSecondSetStream);
+    budget_ms_ = s_.job.budget_s > 0 ? 1e3 * s_.job.budget_s * kBudgetShare /
+                                           static_cast<double>(s_.job.backends.size())
+                                     : std::numeric_limits<double>::infinity();
     for (const std::string& b : s_.job.backends) prepare(b);
     if (!audit_off()) {
       s_.report.phase("check", "");
@@ -138,24 +202,25 @@ class TimingJob {
     for (Backend& b : backends_) warm_up(b);
     s_.report.phase("timing", "");
     const ContentionSnapshot begin = take_contention_snapshot();
+    watch_->read(active_);
     // At least --repeat samples, and then more (at most kMaxSampleFactor x) until every backend
     // was timed --min-time-ms in all: a graph of microseconds gets hundreds of samples for the
     // cost of ten of a large model, and its median stops moving between runs.
     for (int rep = 0; rep < s_.job.repeat || (rep < kMaxSampleFactor * s_.job.repeat &&
                                               least_timed_ms() < s_.job.min_time_ms);
          ++rep) {
+      start_round(rep);
       for (Backend& b : backends_) {
         if (b.ok) sample(b, rep);
       }
     }
+    attribute_cpu(watch_->read(active_), "");
     const ContentionSnapshot end = take_contention_snapshot();
-    if (!audit_off()) {
-      s_.report.phase("caching_probe", "");
-      probe();
-    }
+    if (!audit_off()) judge();
     frame.canary_after_ms = noise_canary_ms();
     frame.triad_after_gbs = memory_canary_gbs();
     frame.working_set_mb = working_set_mb(s_.graph);
+    const double worker_ms = ms_between(started, Clock::now());
     for (Backend& b : backends_) {
       b.meter.set_window(begin, end);
       reports::Contention c = b.meter.figures(static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
@@ -165,11 +230,15 @@ class TimingJob {
       c.triad_after_gbs = frame.triad_after_gbs;
       c.working_set_mb = frame.working_set_mb;
       b.r.contention = c;
-      b.r.noise_reason = noise_reason(c, b.meter.window_s());
+      b.r.noise_reason = join_reasons(noise_reason(c, b.meter.window_s()), disturbance(b));
       b.r.noisy = !b.r.noise_reason.empty();
       b.r.calls_per_sample = b.calls;
       b.r.timer_overhead_ns = overhead;
       b.r.counters_unavailable = counters_.unavailable();
+      if (!audit_off() && b.calls_timed > 0) {
+        b.r.audit_share = worker_ms > 0 ? b.audit_ms / worker_ms : 0;
+        b.r.audit_coverage = static_cast<double>(b.calls_checked) / b.calls_timed;
+      }
       if (b.ok) {
         b.r.status = Status::kPass;
         b.r.audit = describe_audit(b);
@@ -206,6 +275,33 @@ class TimingJob {
 
   static std::vector<Tensor> call(Backend& b) { return b.exe->run(b.buffers); }
 
+  // After `b`'s code ran outside a sample: threads it started become its, and what it left in the
+  // process (signal handlers, userfaultfd, child processes) fails its audit.
+  void after_code_of(Backend& b, const char* step) {
+    watch_->read(b.name);
+    active_ = b.name;
+    if (audit_off()) return;
+    const std::string left = watch_->new_leftovers();
+    if (left.empty()) return;
+    // The evidence explains a failure already found (outputs that changed after run() returned).
+    const std::string why =
+        fmt::format("{}: it {}: work can hide behind its outputs' first read", step, left);
+    b.fail(b.ok ? why : why + "; " + b.r.error, Status::kFailAudit);
+  }
+
+  // Charges `ms` of worker time to `b`; past its share of the worker's time limit it stops with
+  // `timeout`, and the other backends go on.
+  void charge(Backend& b, double ms) {
+    b.spent_ms += ms;
+    if (b.ok && b.spent_ms > budget_ms_) {
+      b.fail(fmt::format("its timing and audit took {:.1f} s of the worker, over its share of "
+                         "{:.1f} s ({:.0f}% of --timeout {:g} s over {} backends)",
+                         b.spent_ms / 1e3, budget_ms_ / 1e3, 100 * kBudgetShare, s_.job.budget_s,
+                         s_.job.backends.size()),
+             Status::kTimeout);
+    }
+  }
+
   // Between untimed check calls: scribbled inputs, and 2 ms for any thread the backend left
   // behind to read them (a timed sample has the other backends' samples after it instead).
   static void settle(Backend& b) {
@@ -224,28 +320,36 @@ class TimingJob {
   }
 
   void prepare(const std::string& name) {
+    const auto t0 = Clock::now();
     Backend b;
     b.name = name;
+    b.index = backends_.size();
     b.r = s_.record(name, "performance");
     s_.report.phase("load", name);
     b.ok = attempt(b.r, Status::kFailToLoad, [&] { b.plugin = s_.load(name); });
+    if (b.ok) after_code_of(b, "while loading");
     if (b.ok) {
       s_.report.phase("compile", name);
       b.ok = attempt(b.r, Status::kFailToCompile, [&] {
         b.exe = b.plugin->backend().compile(s_.graph, s_.options(name, false));
       });
+      after_code_of(b, "while compiling");
     }
+    charge(b, ms_between(t0, Clock::now()));
     backends_.push_back(std::move(b));
   }
 
   void warm_up(Backend& b) {
     if (!b.ok) return;
+    const auto t0 = Clock::now();
     s_.report.phase("warmup", b.name);
     b.ok = attempt(b.r, Status::kFailToRun, [&] {
       load_set(b, sets_[0]);
       for (int i = 0; i < s_.job.warmup; ++i) call(b);
       b.calls = calls_per_sample(b);
     });
+    after_code_of(b, "while warming up");
+    charge(b, ms_between(t0, Clock::now()));
   }
 
   // Like Google Benchmark's min_time: grow the calls per sample until a sample lasts
@@ -257,6 +361,7 @@ class TimingJob {
       std::vector<std::vector<Tensor>> outs(static_cast<size_t>(n));
       const auto t0 = Clock::now();
       for (auto& o : outs) o = call(b);
+      touch_pages(outs);
       return ms_between(t0, Clock::now());
     };
     int64_t n = 1;
@@ -291,23 +396,26 @@ class TimingJob {
     return nullptr;
   }
 
-  // The fp64 reference outputs on `inputs` (one of sets_ or fresh_), computed on first need.
-  const std::vector<Tensor>& fp64_outputs(const std::vector<Tensor>& inputs) {
-    auto& out = fp64_[&inputs];
-    if (out.empty()) out = s_.fp64_reference(*s_.load("eager"), inputs);
+  // The fp64 reference outputs on input set `id` (0, 1: A and B; kFreshId: this round's fresh
+  // set), computed on first need.
+  static constexpr int kFreshId = 2;
+  const std::vector<Tensor>& inputs_of(int id) const { return id == kFreshId ? fresh_ : sets_[id]; }
+  const std::vector<Tensor>& fp64_outputs(int id) {
+    auto& out = fp64_[id];
+    if (out.empty()) out = s_.fp64_reference(*s_.load("eager"), inputs_of(id));
     return out;
   }
 
-  // "" when `got` passes the model's accuracy rule against eager's outputs on `inputs`.
+  // "" when `got` passes the model's accuracy rule against eager's outputs on input set `id`.
   std::string rule_failure(const std::vector<Tensor>& got, const std::vector<Tensor>& eager,
-                           const std::vector<Tensor>& inputs) {
+                           int id) {
     if (got.size() != eager.size())
       return fmt::format("{} outputs, eager gives {}", got.size(), eager.size());
     AccuracyOptions opts{s_.job.tolerance, s_.job.cosine, true};
     for (size_t k = 0; k < got.size(); ++k) {
       auto a = compare_output(got[k], eager[k], Tensor(), opts);
       if (!a.passed && is_floating(got[k].dtype()) && !opts.cosine)
-        a = compare_output(got[k], eager[k], fp64_outputs(inputs).at(k), opts);
+        a = compare_output(got[k], eager[k], fp64_outputs(id).at(k), opts);
       if (!a.passed) {
         return fmt::format("output {} ({}{}): {} of {} elements off, max abs error {:.3g}", k,
                            a.dtype, a.shape, a.mismatches, got[k].numel(), a.max_abs_err);
@@ -318,6 +426,15 @@ class TimingJob {
 
   void check(Backend& b) {
     if (!b.ok) return;
+    const auto t0 = Clock::now();
+    check_calls(b);
+    after_code_of(b, "while checked");
+    const double ms = ms_between(t0, Clock::now());
+    b.audit_ms += ms;
+    charge(b, ms);
+  }
+
+  void check_calls(Backend& b) {
     s_.report.phase("check", b.name);
     std::vector<Tensor> again;
     std::vector<uint64_t> at_return[2];  // digests taken the moment run() returned
@@ -349,7 +466,7 @@ class TimingJob {
       if (eager == nullptr) continue;  // eager failed: its own result says so
       std::string why;
       attempt(b.r, Status::kFailAccuracyInPerf,
-              [&] { why = rule_failure(b.checked[set], *eager, sets_[set]); });
+              [&] { why = rule_failure(b.checked[set], *eager, set); });
       if (b.r.status == Status::kFailAccuracyInPerf) return void(b.ok = false);
       if (!why.empty()) {
         return b.fail(fmt::format(
@@ -366,144 +483,252 @@ class TimingJob {
         when, set == 0 ? "A" : "B");
   }
 
+  // A round the schedule picked gets a set of inputs no backend has seen; eager's outputs on it
+  // (from eager's own hidden call, or computed apart when eager is not timed) are the reference.
+  void start_round(int rep) {
+    fresh_.clear();
+    fresh_reference_.clear();
+    fp64_.erase(kFreshId);
+    if (audit_off() || !schedule_.fresh_round(rep)) return;
+    fresh_ = make_inputs(varied_, derive_seed(schedule_.secret(), kFreshStream + fresh_rounds_++));
+  }
+
+  const std::vector<Tensor>& fresh_reference() {
+    if (fresh_reference_.empty()) {
+      if (!reference_)
+        reference_ = s_.load("eager")->backend().compile(s_.graph, s_.options("eager", false));
+      fresh_reference_ = reference_->run(fresh_);
+    }
+    return fresh_reference_;
+  }
+
+  // CPU the backends' threads used since the previous read: inside `timed`'s own sample it is
+  // that backend's work; anything else is work outside its owner's calls, and during `timed`'s
+  // sample it disturbs that backend.
+  void attribute_cpu(const std::map<std::string, double>& used, const std::string& timed) {
+    for (const auto& [owner, ms] : used) {
+      if (owner == timed) continue;
+      for (Backend& o : backends_) {
+        if (o.name == owner) o.outside_ms += ms;
+      }
+      if (!timed.empty()) {
+        for (Backend& t : backends_) {
+          if (t.name == timed) t.disturbed[owner] += ms;
+        }
+      }
+    }
+  }
+
+  // One timed segment: calls [from, to) back to back, then every output page read.
+  double segment(Backend& b, std::vector<std::vector<Tensor>>& outs, int64_t from, int64_t to) {
+    const auto t0 = Clock::now();
+    for (int64_t i = from; i < to; ++i) outs[static_cast<size_t>(i)] = call(b);
+    touch_pages(std::span(outs).subspan(static_cast<size_t>(from), static_cast<size_t>(to - from)));
+    return ms_between(t0, Clock::now());
+  }
+
   void sample(Backend& b, int rep) {
+    const auto wall0 = Clock::now();
     const int set = rep % 2;
-    std::vector<std::vector<Tensor>> outs(static_cast<size_t>(b.calls));
-    std::vector<uint64_t> last_at_return;
+    const auto k = static_cast<size_t>(b.calls);
+    std::vector<std::vector<Tensor>> outs(k);
+    // Hidden calls: one on the round's fresh inputs and, when the sample has room, one on a fresh
+    // copy of its own set, each timed alone after the same pause to copy inputs.
+    int64_t fresh_at = -1, control_at = -1;
+    if (!fresh_.empty()) {
+      fresh_at = schedule_.call_index(rep, b.index, b.calls);
+      if (b.calls > 1) {
+        control_at = schedule_.call_index(rep, b.index + 1000, b.calls - 1);
+        if (control_at >= fresh_at) ++control_at;
+      }
+    }
+    std::vector<uint64_t> last_at_return, fresh_at_return;
+    double timed = 0, fresh_ms = NAN, control_ms = NAN;
     b.ok = attempt(b.r, Status::kFailToRun, [&] {
-      load_set(b, sets_[set]);
+      if (fresh_at != 0) load_set(b, sets_[set]);
+      attribute_cpu(watch_->read(active_), "");
       const ContentionSnapshot before = take_contention_snapshot();
       const PerfCounters::Reading c0 = counters_.read();
-      const auto t0 = Clock::now();
-      for (auto& o : outs) o = call(b);
-      const auto t1 = Clock::now();
+      int64_t next = 0;
+      bool restore = false;
+      for (int64_t at : {std::min(fresh_at, control_at), std::max(fresh_at, control_at)}) {
+        if (at < 0) continue;
+        if (at > next) {
+          if (restore) load_set(b, sets_[set]);
+          timed += segment(b, outs, next, at);
+        }
+        load_set(b, at == fresh_at ? fresh_ : sets_[set]);
+        const double ms = segment(b, outs, at, at + 1);
+        timed += ms;
+        if (at == fresh_at) {
+          fresh_ms = ms;
+          fresh_at_return = digest_all(outs[static_cast<size_t>(at)]);
+        } else {
+          control_ms = ms;
+        }
+        restore = at == fresh_at;
+        next = at + 1;
+      }
+      if (next < b.calls) {
+        if (restore) load_set(b, sets_[set]);
+        timed += segment(b, outs, next, b.calls);
+      }
       // First thing after the clock stops: the last call's outputs, before any other work gives
       // a thread that returned early the time to finish them. (Earlier calls' outputs had the
       // following calls to complete in; they are audited below.)
       last_at_return = audit_off() ? std::vector<uint64_t>() : digest_all(outs.back());
       const PerfCounters::Reading c1 = counters_.read();
       b.meter.add_sample(before, take_contention_snapshot());
-      const auto k = static_cast<double>(b.calls);
-      const double ms = ms_between(t0, t1);
-      b.timed_ms += ms;
-      b.r.samples_ms.push_back(ms / k);
+      attribute_cpu(watch_->read(b.name), b.name);
+      active_ = b.name;
+      const auto kd = static_cast<double>(b.calls);
+      b.timed_ms += timed;
+      b.calls_timed += b.calls;
+      b.r.samples_ms.push_back(timed / kd);
       if (std::isfinite(c0.instructions))
-        b.r.instructions.push_back((c1.instructions - c0.instructions) / k);
-      if (std::isfinite(c0.cycles)) b.r.cycles.push_back((c1.cycles - c0.cycles) / k);
+        b.r.instructions.push_back((c1.instructions - c0.instructions) / kd);
+      if (std::isfinite(c0.cycles)) b.r.cycles.push_back((c1.cycles - c0.cycles) / kd);
       if (std::isfinite(c0.page_faults))
-        b.r.page_faults.push_back((c1.page_faults - c0.page_faults) / k);
+        b.r.page_faults.push_back((c1.page_faults - c0.page_faults) / kd);
     });
-    if (!b.ok || audit_off()) return;
-    // Outputs may alias the inputs (a graph returning a view of one): audited before this.
-    struct Scribble {
-      Backend& b;
-      ~Scribble() { scribble_inputs(b); }
-    } scribble{b};
+    if (b.ok && !audit_off()) {
+      // Single calls, less what reading the clock costs.
+      if (std::isfinite(fresh_ms)) b.fresh_ms.push_back(std::max(0.0, fresh_ms - overhead_ms_));
+      if (std::isfinite(control_ms))
+        b.control_ms.push_back(std::max(0.0, control_ms - overhead_ms_));
+      if (b.calls == 1 && fresh_at < 0) b.plain_ms.push_back(timed);
+      audit_sample(b, rep, outs, fresh_at, last_at_return, fresh_at_return);
+      scribble_inputs(b);
+      const std::string left = watch_->new_leftovers();
+      if (!left.empty() && b.ok) {
+        b.fail(fmt::format("timed sample {}: it {}: work can hide behind its outputs' first read",
+                           rep, left),
+               Status::kFailAudit);
+      }
+    }
+    const double wall = ms_between(wall0, Clock::now());
+    b.audit_ms += std::max(0.0, wall - timed);
+    charge(b, wall);
+  }
+
+  // Every call of the sample: bitwise against the checked outputs on the same set, or (not
+  // bitwise deterministic) by the accuracy rule against eager's, once per distinct output; the
+  // fresh call against eager's outputs on the fresh set.
+  void audit_sample(Backend& b, int rep, const std::vector<std::vector<Tensor>>& outs,
+                    int64_t fresh_at, const std::vector<uint64_t>& last_at_return,
+                    const std::vector<uint64_t>& fresh_at_return) {
+    const int set = rep % 2;
     const char* set_name = set == 0 ? "A" : "B";
     if (digest_all(outs.back()) != last_at_return)
       return b.fail(deferred_work_message(fmt::format("timed sample {}", rep), set));
-    if (b.deterministic) {
-      for (size_t i = 0; i < outs.size(); ++i) {
-        const std::vector<uint64_t> d = i + 1 == outs.size() ? last_at_return : digest_all(outs[i]);
-        if (d == b.digests[set]) continue;
-        size_t k = 0;
-        while (k < d.size() && k < b.digests[set].size() && d[k] == b.digests[set][k]) ++k;
-        return b.fail(fmt::format(
-            "timed sample {} (input set {}), call {} of {}: output {} differs bit for bit from "
-            "its checked output on the same inputs (it was deterministic before timing)",
-            rep, set_name, i + 1, b.calls, k));
+    // Outputs in the same memory (a backend handing back one buffer every call) are digested once.
+    std::map<std::pair<const void*, size_t>, uint64_t> seen;
+    auto digests_of = [&](const std::vector<Tensor>& o) {
+      std::vector<uint64_t> d;
+      for (size_t k = 0; k < o.size(); ++k) {
+        const Tensor& t = o[k];
+        if (!t.defined() || t.numel() == 0) {
+          d.push_back(digest(t));
+          continue;
+        }
+        auto [it, first] = seen.try_emplace({t.raw_data(), k}, 0);
+        if (first) it->second = digest(t);
+        d.push_back(it->second);
       }
-      return;
-    }
-    // Not bitwise deterministic: the accuracy rule, on the first two samples and then every
-    // fourth, and on every call of those samples.
-    if (rep >= 2 && rep % 4 != 0) return;
-    const std::vector<Tensor>* eager = eager_outputs(set);
-    if (eager == nullptr) return;
-    ++b.rule_audits;
+      return d;
+    };
     for (size_t i = 0; i < outs.size(); ++i) {
-      const std::string why = rule_failure(outs[i], *eager, sets_[set]);
-      if (!why.empty()) {
-        return b.fail(fmt::format(
-            "timed sample {} (input set {}), call {} of {}: fails the accuracy rule against "
-            "eager: {}",
-            rep, set_name, i + 1, b.calls, why));
-      }
-    }
-  }
-
-  // One call on `set`, timed alone.
-  double timed_call(Backend& b, const std::vector<Tensor>& set, std::vector<Tensor>* out) {
-    load_set(b, set);
-    const auto t0 = Clock::now();
-    *out = call(b);
-    return ms_between(t0, Clock::now());
-  }
-
-  struct ProbeTimes {
-    double fresh, seen;  // medians, ms
-    bool looks_cached() const {
-      return (fresh > kCachingRatio * seen && fresh - seen > kCachingGapMs) ||
-             (fresh > kTinyCachingRatio * seen && fresh - seen > kTinyCachingGapMs);
-    }
-  };
-
-  // Pairs of single calls, one on fresh[j] and one on set A, alternating which goes first to
-  // cancel what the order costs; `check(j, out)` sees each fresh call's outputs and returns
-  // false to stop.
-  template <typename Check>
-  ProbeTimes time_pairs(Backend& b, const std::vector<std::vector<Tensor>>& fresh, Check&& check) {
-    std::vector<double> on_fresh, on_seen;
-    for (size_t j = 0; j < fresh.size(); ++j) {
-      std::vector<Tensor> out, seen;
-      if (j % 2 == 0) on_fresh.push_back(timed_call(b, fresh[j], &out));
-      on_seen.push_back(timed_call(b, sets_[0], &seen));
-      if (j % 2 == 1) on_fresh.push_back(timed_call(b, fresh[j], &out));
-      if (!check(j, out)) break;
-    }
-    return {median(on_fresh), median(on_seen)};
-  }
-
-  void probe() {
-    for (int j = 0; j < kProbePairs; ++j) fresh_.push_back(varied_set(kProbeStream + j));
-    std::vector<std::vector<Tensor>> eager_fresh(fresh_.size());
-    for (Backend& b : backends_) {
-      if (!b.ok) continue;
-      s_.report.phase("caching_probe", b.name);
-      ProbeTimes t{};
-      std::string why;
-      b.ok = attempt(b.r, Status::kFailToRun, [&] {
-        t = time_pairs(b, fresh_, [&](size_t j, std::vector<Tensor>& out) {
-          if (b.name == "eager") {
-            eager_fresh[j] = std::move(out);
-          } else if (!eager_fresh[j].empty()) {
-            why = rule_failure(out, eager_fresh[j], fresh_[j]);
-            if (!why.empty()) why = fmt::format("on fresh probe input {}: {}", j, why);
-          }
-          return why.empty();
-        });
-      });
-      if (!b.ok) continue;
-      if (!why.empty()) {
-        b.fail("caching probe: " + why);
+      const std::string where =
+          fmt::format("timed sample {} (input set {}), call {} of {}", rep,
+                      static_cast<int64_t>(i) == fresh_at ? "fresh" : set_name, i + 1, b.calls);
+      if (static_cast<int64_t>(i) == fresh_at) {
+        std::string why;
+        if (digest_all(outs[i]) != fresh_at_return) {
+          why = "outputs changed after run() returned: work deferred past the call";
+        } else if (b.name == "eager") {
+          fresh_reference_ = outs[i];
+        } else {
+          why = rule_failure(outs[i], fresh_reference(), kFreshId);
+          if (!why.empty()) why = "on inputs never seen before, fails the accuracy rule: " + why;
+        }
+        if (!why.empty()) return b.fail(fmt::format("{}: {}", where, why));
+        ++b.calls_checked;
         continue;
       }
-      b.probe_ratio = t.seen > 0 ? t.fresh / t.seen : 1.0;
-      if (t.looks_cached() && probe_again(b)) {
+      const std::vector<uint64_t> d = i + 1 == outs.size() ? last_at_return : digests_of(outs[i]);
+      if (b.deterministic) {
+        if (d != b.digests[set]) {
+          size_t k = 0;
+          while (k < d.size() && k < b.digests[set].size() && d[k] == b.digests[set][k]) ++k;
+          return b.fail(fmt::format(
+              "{}: output {} differs bit for bit from its checked output on the same inputs (it "
+              "was deterministic before timing)",
+              where, k));
+        }
+        ++b.calls_checked;
+        continue;
+      }
+      const std::vector<Tensor>* eager = eager_outputs(set);
+      if (eager == nullptr) continue;  // nothing to hold it to: counted as unchecked
+      const uint64_t key = combined(d, static_cast<uint64_t>(set));
+      if (!b.rule_passed.count(key)) {
+        const std::string why = rule_failure(outs[i], *eager, set);
+        if (!why.empty()) return b.fail(fmt::format("{}: fails the accuracy rule: {}", where, why));
+        b.rule_passed.insert(key);
+      }
+      ++b.calls_checked;
+    }
+  }
+
+  // After timing: remembered results, work outside the clock.
+  void judge() {
+    for (Backend& b : backends_) {
+      if (!b.ok) continue;
+      const double allowed = std::max(kOutsideCpuMinMs, kOutsideCpuShare * b.timed_ms);
+      if (b.outside_ms > allowed) {
+        b.fail(
+            fmt::format("its threads ({}) used {:.1f} ms of CPU outside its own calls while timing "
+                        "({:.1f} ms timed): work left running after run() returned",
+                        fmt::join(watch_->threads_of(b.name), ","), b.outside_ms, b.timed_ms),
+            Status::kFailAudit);
+        continue;
+      }
+      // The fastest tenth of its samples against the fastest call on inputs never seen: a
+      // backend whose fast samples are far faster than any call it cannot have remembered is not
+      // computing in them (a bimodal distribution: remembered, and computed).
+      if (b.fresh_ms.size() < 2 || b.r.samples_ms.empty()) continue;
+      const double fresh = *std::min_element(b.fresh_ms.begin(), b.fresh_ms.end());
+      const double again = reports::summarize(b.r.samples_ms).p10;
+      if ((fresh > kCachingRatio * again && fresh - again > kCachingGapMs) ||
+          (fresh > kTinyCachingRatio * again && fresh - again > kTinyCachingGapMs)) {
         b.fail(fmt::format(
-            "caching probe: a call took {:.4g} ms (median) on inputs it had not seen and "
-            "{:.4g} ms on inputs seen before, {:.1f}x: results are being remembered, not computed "
-            "(MLPerf TEST04)",
-            t.fresh, t.seen, t.fresh / t.seen));
+                   "hidden calls on inputs never seen took {:.4g} ms (the fastest of {}) against "
+                   "{:.4g} ms per call in the fastest tenth of its {} samples, {:.1f}x: results "
+                   "are being remembered, not computed",
+                   fresh, b.fresh_ms.size(), again, b.r.samples_ms.size(), fresh / again),
+               Status::kFailAudit);
       }
     }
   }
 
-  // A second probe on new inputs, so one burst of noise cannot fail an honest backend.
-  bool probe_again(Backend& b) {
-    std::vector<std::vector<Tensor>> sets;
-    for (int j = 0; j < kProbePairs; ++j) sets.push_back(varied_set(kProbeStream + 1000 + j));
-    return time_pairs(b, sets, [](size_t, std::vector<Tensor>&) { return true; }).looks_cached();
+  // Which other backends' threads ran during `b`'s samples, past the same allowance.
+  std::string disturbance(Backend& b) {
+    std::vector<std::string> by;
+    std::string why;
+    const double allowed = std::max(kOutsideCpuMinMs, kOutsideCpuShare * b.timed_ms);
+    for (const auto& [owner, ms] : b.disturbed) {
+      if (ms <= allowed) continue;
+      by.push_back(owner);
+      why = join_reasons(why, fmt::format("disturbed by backend {}: its threads used {:.1f} ms of "
+                                          "CPU during these samples ({:.1f} ms timed)",
+                                          owner, ms, b.timed_ms));
+    }
+    b.r.disturbed_by = fmt::format("{}", fmt::join(by, ","));
+    return why;
+  }
+
+  static std::string join_reasons(const std::string& a, const std::string& b) {
+    return a.empty() ? b : b.empty() ? a : a + "; " + b;
   }
 
   std::string describe_audit(const Backend& b) const {
@@ -512,18 +737,31 @@ class TimingJob {
     std::string how =
         b.deterministic
             ? fmt::format("bitwise: every call of {} samples x {} calls", samples, b.calls)
-            : fmt::format(
-                  "accuracy rule (not bitwise deterministic): every call of {} of {} samples",
-                  b.rule_audits, samples);
-    return fmt::format("{}, input sets A/B alternating; caching probe {:.2f}x", how, b.probe_ratio);
+            : fmt::format("accuracy rule (not bitwise deterministic): {} of {} calls checked",
+                          b.calls_checked, b.calls_timed);
+    const std::vector<double>& seen = b.calls > 1 ? b.control_ms : b.plain_ms;
+    std::string hidden = fmt::format("{} hidden calls on fresh inputs", b.fresh_ms.size());
+    if (!b.fresh_ms.empty() && !seen.empty() && median(seen) > 0) {
+      hidden += fmt::format(" ({:.2f}x a call on inputs seen)",
+                            *std::min_element(b.fresh_ms.begin(), b.fresh_ms.end()) / median(seen));
+    }
+    return fmt::format("{}, input sets A/B alternating; {}", how, hidden);
   }
 
   Session& s_;
   PerfCounters& counters_;
   const Graph varied_;  // the model with constant float inputs drawn at random (with_varied_inputs)
+  const ProbeSchedule schedule_;
+  std::optional<ProcessWatch> watch_;
+  std::string active_;  // the backend whose code ran last
+  double overhead_ms_ = 0;
+  double budget_ms_ = 0;
   std::vector<Tensor> sets_[2];
-  std::vector<std::vector<Tensor>> fresh_;  // the caching probe's inputs, never seen before
-  std::map<const std::vector<Tensor>*, std::vector<Tensor>> fp64_;
+  std::vector<Tensor> fresh_;  // this round's inputs never seen before (empty: none)
+  std::vector<Tensor> fresh_reference_;
+  std::unique_ptr<plugin::Executable> reference_;  // eager, for fresh references without eager
+  uint64_t fresh_rounds_ = 0;
+  std::map<int, std::vector<Tensor>> fp64_;
   std::vector<Backend> backends_;
 };
 

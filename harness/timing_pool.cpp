@@ -25,6 +25,12 @@ void pool_timing(reports::ResultRecord& into, const reports::ResultRecord& more)
   append(into.page_faults, more.page_faults);
   into.calls_per_sample = std::max(into.calls_per_sample, more.calls_per_sample);
   if (into.counters_unavailable.empty()) into.counters_unavailable = more.counters_unavailable;
+  // The pooled audit: the worst share of the worker's time, the least coverage of any process.
+  if (more.audit_share)
+    into.audit_share = std::max(into.audit_share.value_or(0), *more.audit_share);
+  if (more.audit_coverage)
+    into.audit_coverage = std::min(into.audit_coverage.value_or(1), *more.audit_coverage);
+  if (into.disturbed_by.empty()) into.disturbed_by = more.disturbed_by;
   if (!into.noisy) {
     into.noisy = more.noisy;
     into.noise_reason = more.noise_reason;

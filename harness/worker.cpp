@@ -184,6 +184,7 @@ std::vector<std::string> WorkerJob::to_args() const {
   add(flag("min-sample-ms", fmt::format("{}", min_sample_ms)));
   add(flag("min-time-ms", fmt::format("{}", min_time_ms)));
   if (no_audit) a.push_back("--no-audit");
+  if (budget_s > 0) add(flag("budget-s", fmt::format("{}", budget_s)));
   if (profile) a.push_back("--profile");
   add(flag("report", report));
   for (const auto& p : plugin_paths) add(flag("plugin-path", p));

@@ -28,7 +28,8 @@ struct WorkerJob {
   double min_time_ms = 0;      // timing: more samples than `repeat` until each backend was timed
                                // this long in total
   bool no_audit = false;       // timing: skip the audit (to measure what it costs)
-  bool profile = false;        // run-graph: per-kernel timings
+  double budget_s = 0;   // timing: the worker's time limit, split among its backends (0: none)
+  bool profile = false;  // run-graph: per-kernel timings
   std::string report;
   std::vector<std::string> plugin_paths;
   std::map<std::string, std::string> config;  // for every backend but eager (run-graph: all)

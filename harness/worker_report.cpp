@@ -99,6 +99,9 @@ void ReportWriter::result(const reports::ResultRecord& r) {
           std::to_string(r.attempts)});
   }
   if (!r.audit.empty()) line({"audit", r.audit});
+  if (r.audit_share && r.audit_coverage)
+    line({"audit_cost", num(*r.audit_share), num(*r.audit_coverage)});
+  if (!r.disturbed_by.empty()) line({"disturbed_by", r.disturbed_by});
   for (const auto& [name, series] :
        {std::pair{"instructions", &r.instructions}, std::pair{"cycles", &r.cycles},
         std::pair{"page_faults", &r.page_faults}}) {
@@ -206,6 +209,11 @@ WorkerReport read_report(const std::filesystem::path& path) {
         cur.attempts = static_cast<int>(i64(f[3]));
       } else if (k == "audit") {
         cur.audit = f.at(1);
+      } else if (k == "audit_cost" && f.size() >= 3) {
+        cur.audit_share = d(f[1]);
+        cur.audit_coverage = d(f[2]);
+      } else if (k == "disturbed_by") {
+        cur.disturbed_by = f.at(1);
       } else if (k == "series" && f.size() >= 2) {
         std::vector<double>* series = f[1] == "instructions"  ? &cur.instructions
                                       : f[1] == "cycles"      ? &cur.cycles

@@ -163,6 +163,11 @@ UPDATE runs SET uuid = lower(hex(randomblob(16))) WHERE uuid IS NULL;
 CREATE UNIQUE INDEX runs_by_uuid ON runs(uuid);
 CREATE INDEX results_by_series ON results(model, backend, mode, run_id);
 )sql",
+      R"sql(
+ALTER TABLE results ADD COLUMN audit_share REAL;
+ALTER TABLE results ADD COLUMN audit_coverage REAL;
+ALTER TABLE results ADD COLUMN disturbed_by TEXT NOT NULL DEFAULT '';
+)sql",
   };
   return kMigrations;
 }

@@ -8,7 +8,7 @@ namespace crucible::reports {
 
 namespace {
 
-constexpr std::array<std::pair<Status, std::string_view>, 13> kNames = {{
+constexpr std::array<std::pair<Status, std::string_view>, 14> kNames = {{
     {Status::kPass, "pass"},
     {Status::kFailAccuracy, "fail_accuracy"},
     {Status::kFailToCompile, "fail_to_compile"},
@@ -22,6 +22,7 @@ constexpr std::array<std::pair<Status, std::string_view>, 13> kNames = {{
     {Status::kSkipped, "skipped"},
     {Status::kXfail, "xfail"},
     {Status::kFailAccuracyInPerf, "fail_accuracy_in_perf"},
+    {Status::kFailAudit, "fail_audit"},
 }};
 
 }  // namespace

@@ -191,8 +191,9 @@ int64_t Store::insert_result(int64_t run_id, const ResultRecord& r) {
               " memory_ratio, created_at, p10_ms, p90_ms, cv, calls_per_sample, timer_overhead_ns,"
               " audit, instructions, cycles, page_faults, instructions_median, instructions_cv,"
               " counters_unavailable, noisy, noise_reason, contention_json, attempts,"
-              " pass_suspicious, backend_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-              " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+              " pass_suspicious, backend_version, audit_share, audit_coverage, disturbed_by)"
+              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+              " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   s.bind(1, run_id)
       .bind(2, r.suite)
       .bind(3, r.model)
@@ -253,7 +254,10 @@ int64_t Store::insert_result(int64_t run_id, const ResultRecord& r) {
   }
   s.bind(37, static_cast<int64_t>(r.attempts))
       .bind(38, static_cast<int64_t>(r.pass_suspicious))
-      .bind(39, r.backend_version);
+      .bind(39, r.backend_version)
+      .bind(40, r.audit_share)
+      .bind(41, r.audit_coverage)
+      .bind(42, r.disturbed_by);
   s.run();
   const int64_t id = sqlite3_last_insert_rowid(db_);
   Statement acc(db_,
@@ -337,7 +341,8 @@ std::vector<ResultRow> Store::results(int64_t run_id) {
               " compile_warm_s, peak_rss_mb, memory_ratio,"
               " (SELECT max(max_abs_err) FROM accuracy a WHERE a.result_id = results.id),"
               " noisy, pass_suspicious, audit, coalesce(calls_per_sample, 0), instructions_median,"
-              " backend_version FROM results WHERE run_id = ? ORDER BY id");
+              " backend_version, audit_share, audit_coverage, disturbed_by"
+              " FROM results WHERE run_id = ? ORDER BY id");
   q.bind(1, run_id);
   std::vector<ResultRow> out;
   while (q.step()) {
@@ -365,6 +370,9 @@ std::vector<ResultRow> Store::results(int64_t run_id) {
     r.calls_per_sample = q.int64(19);
     r.instructions_median = q.optional_real(20);
     r.backend_version = q.text(21);
+    r.audit_share = q.optional_real(22);
+    r.audit_coverage = q.optional_real(23);
+    r.disturbed_by = q.text(24);
     out.push_back(std::move(r));
   }
   return out;

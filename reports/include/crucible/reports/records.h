@@ -98,6 +98,9 @@ struct ResultRecord {
   int64_t calls_per_sample = 0;
   double timer_overhead_ns = 0;  // cost of one clock read pair, measured in the worker
   std::string audit;             // how the timed outputs were checked against the checked outputs
+  std::optional<double> audit_share;     // the audit's share of the timing worker's time
+  std::optional<double> audit_coverage;  // timed calls whose outputs were checked / timed calls
+  std::string disturbed_by;  // backends whose threads ran while this one was timed ("" for none)
   std::vector<double> instructions, cycles, page_faults;  // per call, parallel to samples_ms
   std::string counters_unavailable;  // counters the kernel refused, and why ("" when all counted)
   std::optional<Contention> contention;

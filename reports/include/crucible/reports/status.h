@@ -21,6 +21,7 @@ enum class Status {
   kSkipped,             // the manifest skips this model on this backend
   kXfail,               // failed as the manifest expects
   kFailAccuracyInPerf,  // outputs taken while timing differ from the backend's checked outputs
+  kFailAudit,  // the timing audit found evidence of gaming it (caching, work outside the clock)
 };
 
 // "pass", "fail_accuracy", ... (the snake_case of the enumerator).

@@ -42,6 +42,8 @@ struct ResultRow {
   bool noisy = false;
   bool pass_suspicious = false;
   std::string audit;
+  std::optional<double> audit_share, audit_coverage;  // see ResultRecord
+  std::string disturbed_by;
   int64_t calls_per_sample = 0;
   std::optional<double> instructions_median;
 };
@@ -76,7 +78,7 @@ std::string sqlite_version();
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 6;
+  static constexpr int kSchemaVersion = 7;
 
   // Opens (creating if needed) and migrates the database; marks runs left 'running' by a process
   // that no longer exists on this host as 'incomplete'. Throws StoreError naming the file.
