@@ -12,6 +12,9 @@
 namespace crucible {
 
 namespace {
+// Keys the confirmation rounds' draw apart from the call positions (keyed 2 + backend index).
+constexpr uint64_t kConfirmTag = 1ull << 40;
+
 uint64_t mix(uint64_t x) {  // splitmix64's finalizer
   x ^= x >> 30;
   x *= 0xbf58476d1ce4e5b9ULL;
@@ -45,6 +48,10 @@ bool ProbeSchedule::fresh_round(int round) const {
     if (h < mine || (h == mine && r < round)) ++below;
   }
   return below < first_block_fresh_;
+}
+
+bool ProbeSchedule::confirm_round_is_fresh(int round) const {
+  return static_cast<double>(hash(round, kConfirmTag) >> 11) * 0x1p-53 < kConfirmRate;
 }
 
 int64_t ProbeSchedule::call_index(int round, size_t backend, int64_t calls) const {

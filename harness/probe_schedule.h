@@ -18,6 +18,10 @@ class ProbeSchedule {
   ProbeSchedule(uint64_t secret, int repeat);
 
   bool fresh_round(int round) const;
+  // Rounds added to confirm a suspicion (see timing_job.cpp): each carries a fresh call with
+  // probability kConfirmRate, so those without one grow the baseline too.
+  static constexpr double kConfirmRate = 0.5;
+  bool confirm_round_is_fresh(int round) const;
   // The call of `backend`'s sample of `calls` calls in `round` that gets the fresh inputs.
   int64_t call_index(int round, size_t backend, int64_t calls) const;
   uint64_t secret() const { return secret_; }

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,12 +56,22 @@ std::vector<std::pair<void*, int>> signal_handlers() {
   return out;
 }
 
+bool is_zombie(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');  // the name may hold spaces and parentheses
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+}
+
+// Child processes that can still run (a zombie does no work).
 std::set<pid_t> child_processes() {
   std::set<pid_t> out;
   for (pid_t tid : numeric_entries("/proc/self/task")) {
     std::ifstream in(fmt::format("/proc/self/task/{}/children", tid));
     pid_t child = 0;
-    while (in >> child) out.insert(child);
+    while (in >> child) {
+      if (!is_zombie(child)) out.insert(child);
+    }
   }
   return out;
 }
@@ -79,31 +91,62 @@ int userfaultfd_count() {
 
 ProcessWatch::ProcessWatch()
     : handlers_(signal_handlers()),
-      children_(child_processes()),
+      children_((prctl(PR_SET_CHILD_SUBREAPER, 1), child_processes())),
+      harness_children_(children_),
       userfaultfds_(userfaultfd_count()) {
-  for (pid_t tid : numeric_entries("/proc/self/task")) threads_[tid] = {"", thread_cpu_ms(tid)};
+  for (pid_t tid : numeric_entries("/proc/self/task")) threads_[tid] = {{}, thread_cpu_ms(tid)};
 }
 
 std::map<std::string, double> ProcessWatch::read(const std::string& active) {
   std::map<std::string, double> used;
   std::map<pid_t, Thread> now;
+  std::vector<std::pair<pid_t, double>> born;  // threads not seen before, with their CPU so far
   for (pid_t tid : numeric_entries("/proc/self/task")) {
     const double cpu = thread_cpu_ms(tid);
     if (cpu < 0) continue;
     auto it = threads_.find(tid);
-    Thread t = it != threads_.end() ? it->second : Thread{active, 0};
-    if (!t.owner.empty() && cpu > t.cpu_ms) used[t.owner] += cpu - t.cpu_ms;
+    if (it == threads_.end()) {
+      born.emplace_back(tid, cpu);
+      continue;
+    }
+    Thread t = it->second;
+    if (cpu > t.cpu_ms) {
+      for (const std::string& o : t.owners) used[o] += cpu - t.cpu_ms;
+    }
     t.cpu_ms = cpu;
     now[tid] = t;
+  }
+  // A thread is started by a thread that ran: by the active backend's code, or by a thread of
+  // another backend that ran meanwhile, which had no business running. Each is charged with it,
+  // so a thread left running cannot start a child while another backend is timed and have only
+  // that backend charged, nor hide behind a second rogue backend.
+  std::set<std::string> parents;
+  if (!active.empty()) parents.insert(active);
+  for (const auto& [owner, ms] : used) {
+    if (ms > 0) parents.insert(owner);
+  }
+  for (const auto& [tid, cpu] : born) {
+    for (const std::string& o : parents) used[o] += cpu;
+    now[tid] = {parents, cpu};
   }
   threads_ = std::move(now);
   return used;
 }
 
+ProcessWatch::~ProcessWatch() { end_children(); }
+
+void ProcessWatch::end_children() {
+  for (pid_t c : child_processes()) {
+    if (harness_children_.count(c)) continue;
+    kill(c, SIGKILL);
+    waitpid(c, nullptr, 0);
+  }
+}
+
 std::vector<pid_t> ProcessWatch::threads_of(const std::string& owner) const {
   std::vector<pid_t> out;
   for (const auto& [tid, t] : threads_) {
-    if (t.owner == owner) out.push_back(tid);
+    if (t.owners.count(owner)) out.push_back(tid);
   }
   return out;
 }

@@ -14,13 +14,24 @@ namespace crucible {
 
 class ProcessWatch {
  public:
-  // The threads alive now (the harness's own and OpenMP's pool, which every backend shares) and
-  // the signal handlers installed now belong to no backend.
+  // The threads alive now (the harness's own and OpenMP's pool, which every backend shares), the
+  // signal handlers installed now and the child processes alive now belong to no backend. The
+  // process becomes its descendants' subreaper, so a process a backend starts stays its child
+  // even when its parent exits (a double fork).
   ProcessWatch();
+  // Ends the child processes backends left (end_children()).
+  ~ProcessWatch();
+  ProcessWatch(const ProcessWatch&) = delete;
+  ProcessWatch& operator=(const ProcessWatch&) = delete;
+
+  // Kills and reaps the child processes alive now that the harness did not have at the start:
+  // named as evidence once, they must not disturb the timing that follows.
+  void end_children();
 
   // Reads every thread's CPU clock. A thread not seen before is attributed to `active`, the
-  // backend whose code ran since the previous read (its own threads start there). Returns the CPU
-  // milliseconds each backend's threads used since the previous read (owners with none left out).
+  // backend whose code ran since the previous read (its own threads start there), and to each
+  // other backend whose threads ran meanwhile. Returns the CPU milliseconds each backend's
+  // threads used since the previous read (owners with none left out).
   std::map<std::string, double> read(const std::string& active);
 
   // The threads attributed to `owner` that are alive now.
@@ -33,12 +44,13 @@ class ProcessWatch {
 
  private:
   struct Thread {
-    std::string owner;  // "" for the harness's
+    std::set<std::string> owners;  // none for the harness's; more than one when unsure
     double cpu_ms = 0;
   };
   std::map<pid_t, Thread> threads_;
   std::vector<std::pair<void*, int>> handlers_;  // per signal: handler and flags
   std::set<pid_t> children_;
+  std::set<pid_t> harness_children_;
   int userfaultfds_ = 0;
 };
 

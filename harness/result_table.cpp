@@ -21,9 +21,6 @@ std::string opt(const std::optional<double>& v, const char* spec) {
   return v ? fmt::format(fmt::runtime(spec), *v) : "-";
 }
 
-bool unaudited(const reports::ResultRecord& r) {
-  return r.mode == "performance" && r.audit.rfind("off", 0) == 0;
-}
 }  // namespace
 
 std::string format_result_table(const std::vector<reports::ResultRecord>& results) {
@@ -43,7 +40,7 @@ std::string format_result_table(const std::vector<reports::ResultRecord>& result
     // unaudited: timed under --no-audit, never beside audited results in a geomean.
     std::string flags = r.noisy ? "noisy" : "";
     if (r.pass_suspicious) flags += flags.empty() ? "suspicious" : ",suspicious";
-    if (unaudited(r)) flags += flags.empty() ? "unaudited" : ",unaudited";
+    if (reports::unaudited(r)) flags += flags.empty() ? "unaudited" : ",unaudited";
     const std::string vs_peer =
         peer ? fmt::format(" {:>11}", opt(reports::speedup_over_peer(r, results), "{:.2f}x")) : "";
     out += fmt::format(
@@ -78,7 +75,7 @@ std::string geomean_lines(
       continue;
     }
     // Unaudited results get lines of their own, never averaged with audited ones.
-    const std::string backend = unaudited(r) ? r.backend + " (unaudited)" : r.backend;
+    const std::string backend = reports::unaudited(r) ? r.backend + " (unaudited)" : r.backend;
     const std::optional<double> x = ratio(r);
     if (!x || !(*x > 0)) continue;
     const double l = std::log(*x);

@@ -36,6 +36,7 @@
 #include "accuracy.h"
 #include "contention.h"
 #include "crucible/core/rng.h"
+#include "fresh_verdict.h"
 #include "output_digest.h"
 #include "perf_counters.h"
 #include "probe_schedule.h"
@@ -61,17 +62,10 @@ using reports::Status;
 
 constexpr uint64_t kSecondSetStream = 0x5e7b;  // derive_seed(seed, this): input set B
 constexpr uint64_t kFreshStream = 0x9b0be;     // derive_seed(secret, this + j): fresh set j
-// The fastest call on inputs never seen is slower than the fastest tenth of the samples by a ratio
-// and a gap when results are being remembered. Honest code is slower on
-// fresh inputs too, by branch predictors that learned the repeated inputs: up to 1.5x on graphs
-// of about 1 us (codegen's sin_cos, 1.40-1.51x) and 1.2x on 3 us ones here. So either 1.5x and
-// 5 us, or, for graphs of microseconds, 3x and 1 us: a contents-keyed memo of a 3 us graph
-// measured 6.8x and 3.4 us, which the 5 us gap alone let through.
-constexpr double kCachingRatio = 1.5;
-constexpr double kCachingGapMs = 0.005;
-constexpr double kTinyCachingRatio = 3.0;
-constexpr double kTinyCachingGapMs = 0.001;
 constexpr int64_t kMaxCallsPerSample = 1'000'000;
+// Rounds added when a backend's fresh calls look remembered, about half of them with a fresh call:
+// the verdict's medians then stand on some 8 fresh calls and as many more plain samples.
+constexpr int kConfirmRounds = 16;
 // --min-time-ms takes at most this many times --repeat samples.
 constexpr int kMaxSampleFactor = 100;
 // A backend's threads may burn this share of its own timed time (at least kOutsideCpuMinMs) outside
@@ -152,6 +146,7 @@ struct Backend {
   double spent_ms = 0;  // worker time on it: load, compile, check, warm-up, samples and audit
   double audit_ms = 0;  // of which the audit: the check phase and each sample's untimed work
   std::vector<double> fresh_ms;    // each hidden call on inputs never seen, timed alone
+  std::vector<double> plain_ms;    // samples (ms per call) of rounds without a fresh call
   std::set<uint64_t> rule_passed;  // not bitwise deterministic: outputs (digest, set) that passed
   double outside_ms = 0;           // CPU of its own threads outside its own samples, while timing
   std::map<std::string, double> disturbed;  // backend -> CPU its threads used in these samples
@@ -204,12 +199,26 @@ class TimingJob {
     // At least --repeat samples, and then more (at most kMaxSampleFactor x) until every backend
     // was timed --min-time-ms in all: a graph of microseconds gets hundreds of samples for the
     // cost of ten of a large model, and its median stops moving between runs.
-    for (int rep = 0; rep < s_.job.repeat || (rep < kMaxSampleFactor * s_.job.repeat &&
-                                              least_timed_ms() < s_.job.min_time_ms);
+    int rep = 0;
+    for (; rep < s_.job.repeat ||
+           (rep < kMaxSampleFactor * s_.job.repeat && least_timed_ms() < s_.job.min_time_ms);
          ++rep) {
-      start_round(rep);
+      start_round(schedule_.fresh_round(rep));
       for (Backend& b : backends_) {
         if (b.ok) sample(b, rep);
+      }
+    }
+    // A suspicion of remembered results is confirmed before anyone is accused: more rounds like
+    // the others (a backend cannot tell them from the sampling --min-time-ms adds), half of them
+    // with a fresh call, so a machine that slowed a few fresh calls is told from a backend whose
+    // fresh calls are all slow.
+    if (std::any_of(backends_.begin(), backends_.end(),
+                    [](const Backend& b) { return b.ok && fresh_vs_samples(b).suspect(); })) {
+      for (int end = rep + kConfirmRounds; rep < end; ++rep) {
+        start_round(schedule_.confirm_round_is_fresh(rep));
+        for (Backend& b : backends_) {
+          if (b.ok) sample(b, rep);
+        }
       }
     }
     attribute_cpu(watch_->read(active_), "");
@@ -281,6 +290,7 @@ class TimingJob {
     if (audit_off()) return;
     const std::string left = watch_->new_leftovers();
     if (left.empty()) return;
+    watch_->end_children();  // named here, they must not run beside the timing that follows
     // The evidence explains a failure already found (outputs that changed after run() returned).
     const std::string why =
         fmt::format("{}: it {}: work can hide behind its outputs' first read", step, left);
@@ -343,7 +353,9 @@ class TimingJob {
     s_.report.phase("warmup", b.name);
     b.ok = attempt(b.r, Status::kFailToRun, [&] {
       load_set(b, sets_[0]);
-      for (int i = 0; i < s_.job.warmup; ++i) call(b);
+      // The audit's check calls ran the same code on the same inputs: they count as warm-up.
+      const int left = audit_off() ? s_.job.warmup : std::max(0, s_.job.warmup - kCheckCalls);
+      for (int i = 0; i < left; ++i) call(b);
       b.calls = calls_per_sample(b);
     });
     after_code_of(b, "while warming up");
@@ -425,54 +437,75 @@ class TimingJob {
   void check(Backend& b) {
     if (!b.ok) return;
     const auto t0 = Clock::now();
-    check_calls(b);
+    const double calls_ms = check_calls(b);
     after_code_of(b, "while checked");
     const double ms = ms_between(t0, Clock::now());
-    b.audit_ms += ms;
+    // The calls that stand in for warm-up calls are no cost of the audit.
+    const double warm_up_ms = calls_ms * std::min(s_.job.warmup, kCheckCalls) / kCheckCalls;
+    b.audit_ms += std::max(0.0, ms - warm_up_ms);
     charge(b, ms);
   }
 
-  void check_calls(Backend& b) {
+  // A, A again (is it bitwise deterministic?), B.
+  static constexpr int kCheckCalls = 3;
+
+  // Returns the time its calls took.
+  double check_calls(Backend& b) {
     s_.report.phase("check", b.name);
+    double calls_ms = 0;
+    auto timed_call = [&] {
+      const auto t0 = Clock::now();
+      std::vector<Tensor> out = call(b);
+      calls_ms += ms_between(t0, Clock::now());
+      return out;
+    };
     std::vector<Tensor> again;
     std::vector<uint64_t> at_return[2];  // digests taken the moment run() returned
     b.ok = attempt(b.r, Status::kFailToRun, [&] {
       load_set(b, sets_[0]);
-      b.checked[0] = call(b);
+      b.checked[0] = timed_call();
       at_return[0] = digest_all(b.checked[0]);
       settle(b);
       load_set(b, sets_[0]);
-      again = call(b);
+      again = timed_call();
       const std::vector<uint64_t> again_digest = digest_all(again);
       settle(b);
       load_set(b, sets_[1]);
-      b.checked[1] = call(b);
+      b.checked[1] = timed_call();
       at_return[1] = digest_all(b.checked[1]);
       settle(b);
       b.deterministic = again_digest == at_return[0];
     });
-    if (!b.ok) return;
+    if (!b.ok) return calls_ms;
     // The same outputs, digested again after other work: a change means a thread was still
     // writing them after run() returned.
     for (int set = 0; set < 2; ++set) {
       b.digests[set] = digest_all(b.checked[set]);
-      if (b.digests[set] != at_return[set]) return b.fail(deferred_work_message("checking", set));
+      if (b.digests[set] != at_return[set]) {
+        b.fail(deferred_work_message("checking", set));
+        return calls_ms;
+      }
     }
-    if (b.name == "eager") return;  // eager is the reference itself
+    if (b.name == "eager") return calls_ms;  // eager is the reference itself
     for (int set = 0; set < 2; ++set) {
       const std::vector<Tensor>* eager = eager_outputs(set);
       if (eager == nullptr) continue;  // eager failed: its own result says so
       std::string why;
       attempt(b.r, Status::kFailAccuracyInPerf,
               [&] { why = rule_failure(b.checked[set], *eager, set); });
-      if (b.r.status == Status::kFailAccuracyInPerf) return void(b.ok = false);
+      if (b.r.status == Status::kFailAccuracyInPerf) {
+        b.ok = false;
+        break;
+      }
       if (!why.empty()) {
-        return b.fail(fmt::format(
+        b.fail(fmt::format(
             "in the timing worker, its outputs on input set {} fail the accuracy rule against "
             "eager: {}",
             set == 0 ? "A (the accuracy run's)" : "B", why));
+        break;
       }
     }
+    return calls_ms;
   }
 
   static std::string deferred_work_message(const std::string& when, int set) {
@@ -483,11 +516,11 @@ class TimingJob {
 
   // A round the schedule picked gets a set of inputs no backend has seen; eager's outputs on it
   // (from eager's own hidden call, or computed apart when eager is not timed) are the reference.
-  void start_round(int rep) {
+  void start_round(bool fresh) {
     fresh_.clear();
     fresh_reference_.clear();
     fp64_.erase(kFreshId);
-    if (audit_off() || !schedule_.fresh_round(rep)) return;
+    if (audit_off() || !fresh) return;
     fresh_ = make_inputs(varied_, derive_seed(schedule_.secret(), kFreshStream + fresh_rounds_++));
   }
 
@@ -583,6 +616,7 @@ class TimingJob {
       b.timed_ms += timed;
       b.calls_timed += b.calls;
       b.r.samples_ms.push_back(timed / kd);
+      if (fresh_at < 0) b.plain_ms.push_back(timed / kd);
       if (std::isfinite(c0.instructions))
         b.r.instructions.push_back((c1.instructions - c0.instructions) / kd);
       if (std::isfinite(c0.cycles)) b.r.cycles.push_back((c1.cycles - c0.cycles) / kd);
@@ -595,6 +629,7 @@ class TimingJob {
       audit_sample(b, rep, outs, fresh_at, last_at_return, fresh_at_return);
       scribble_inputs(b);
       const std::string left = watch_->new_leftovers();
+      if (!left.empty()) watch_->end_children();
       if (!left.empty() && b.ok) {
         b.fail(fmt::format("timed sample {}: it {}: work can hide behind its outputs' first read",
                            rep, left),
@@ -688,36 +723,22 @@ class TimingJob {
             Status::kFailAudit);
         continue;
       }
-      const FreshVsSamples t = fresh_vs_samples(b);
-      if (t.n_fresh >= 2 && t.looks_remembered()) {
+      const FreshVerdict t = fresh_vs_samples(b);
+      if (t.confirmed()) {
         b.fail(fmt::format(
-                   "hidden calls on inputs never seen took {:.4g} ms (the fastest of {}) against "
-                   "{:.4g} ms per call in the fastest tenth of its {} samples, {:.1f}x: results "
-                   "are being remembered, not computed",
-                   t.fresh, t.n_fresh, t.samples, b.r.samples_ms.size(), t.fresh / t.samples),
+                   "hidden calls on inputs never seen took {:.4g} ms (the median of {}) against "
+                   "{:.4g} ms per call (the median of its {} samples without one), {:.1f}x, rank "
+                   "test p = {:.2g}; the fastest {:.4g} ms against {:.4g} ms in its fastest "
+                   "tenth: results are being remembered, not computed",
+                   t.fresh_median, t.n_fresh, t.plain_median, t.n_plain,
+                   t.fresh_median / t.plain_median, t.p_value, t.fresh, t.samples),
                Status::kFailAudit);
       }
     }
   }
 
-  // The fastest tenth of a backend's samples against its fastest call on inputs never seen: a
-  // backend whose fast samples are far faster than any call it cannot have remembered is not
-  // computing in them (a bimodal distribution: remembered, and computed).
-  struct FreshVsSamples {
-    size_t n_fresh = 0;
-    double fresh = NAN, samples = NAN;  // ms per call
-    bool looks_remembered() const {
-      return (fresh > kCachingRatio * samples && fresh - samples > kCachingGapMs) ||
-             (fresh > kTinyCachingRatio * samples && fresh - samples > kTinyCachingGapMs);
-    }
-  };
-  static FreshVsSamples fresh_vs_samples(const Backend& b) {
-    FreshVsSamples t;
-    t.n_fresh = b.fresh_ms.size();
-    if (b.fresh_ms.empty() || b.r.samples_ms.empty()) return t;
-    t.fresh = *std::min_element(b.fresh_ms.begin(), b.fresh_ms.end());
-    t.samples = reports::summarize(b.r.samples_ms).p10;
-    return t;
+  static FreshVerdict fresh_vs_samples(const Backend& b) {
+    return judge_fresh_calls(b.fresh_ms, b.r.samples_ms, b.plain_ms);
   }
 
   // Which other backends' threads ran during `b`'s samples, past the same allowance.
@@ -741,16 +762,21 @@ class TimingJob {
   }
 
   std::string describe_audit(const Backend& b) const {
-    if (audit_off()) return "off (--no-audit)";
+    if (audit_off()) return std::string(reports::kAuditOff);
     const int samples = static_cast<int>(b.r.samples_ms.size());
     std::string how =
         b.deterministic
             ? fmt::format("bitwise: every call of {} samples x {} calls", samples, b.calls)
             : fmt::format("accuracy rule (not bitwise deterministic): {} of {} calls checked",
                           b.calls_checked, b.calls_timed);
-    const FreshVsSamples t = fresh_vs_samples(b);
+    const FreshVerdict t = fresh_vs_samples(b);
     std::string hidden = fmt::format("{} hidden calls on fresh inputs", t.n_fresh);
-    if (t.samples > 0) hidden += fmt::format(" ({:.2f}x its fastest tenth)", t.fresh / t.samples);
+    if (t.samples > 0) hidden += fmt::format(" ({:.2f}x its fastest tenth", t.fresh / t.samples);
+    if (t.suspect() && t.plain_median > 0) {
+      hidden += fmt::format("; not confirmed: median {:.2f}x the median of {} samples without one",
+                            t.fresh_median / t.plain_median, t.n_plain);
+    }
+    if (t.samples > 0) hidden += ")";
     return fmt::format("{}, input sets A/B alternating; {}", how, hidden);
   }
 

@@ -149,8 +149,7 @@ TEST_F(HarnessRun, BothModesRecordSamplesSpeedupAndKernels) {
   std::string csv = testing::read_all(dir_ / "out" / "faulty_performance.csv");
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "dev,name,batch_size,speedup,abs_latency,compilation_latency,compression_ratio,eager_"
-            "peak_mem,"
-            "dynamo_peak_mem");
+            "peak_mem,dynamo_peak_mem,audited,audit_share,audit_coverage");
   EXPECT_EQ(store->integrity_check(), "ok");
 }
 

@@ -1,7 +1,8 @@
 // The libtorch peer (plugins/libtorch), loaded through the real plugin loader: every suite model
 // passes accuracy in both modes, random graphs over the whole op set agree with our eager, an op
 // without a mapping is a compile error naming it, the version names the active BLAS, eager mode
-// times each op, and the PyTorch 1.13 bugs that jit mode works around are shown to be there.
+// times each op, the PyTorch 1.13 bugs that jit mode works around are shown to be there, and it
+// passes the timing audit.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -241,6 +242,29 @@ TEST_F(Libtorch, EverySuiteModelPassesAccuracyInBothModes) {
                                       std::sregex_iterator());
     EXPECT_EQ(passed, 14) << m << "\n" << r.out;
   }
+  std::filesystem::remove_all(dir);
+}
+
+// An honest peer passes the timing audit: every timed call checked, bitwise or by the accuracy
+// rule, no thread of its own left working, and its speed-up printed.
+TEST_F(Libtorch, PassesTheTimingAuditWithEveryCallChecked) {
+  const auto dir = testing::fresh_test_dir("crucible_libtorch_audit");
+  const auto db = dir / "runs.db";
+  for (const char* m : {"eager", "jit"}) {
+    const auto r = run_crucible(
+        "run --suite tutorial --backends eager,libtorch --mode performance --repeat 6 "
+        "--warmup 2 --min-time-ms 0 -c mode=" +
+        std::string(m) + " --db " + db.string() + " -o " + (dir / m).string());
+    EXPECT_EQ(r.status, 0) << m << "\n" << r.out << r.err;
+  }
+  const std::string rows =
+      testing::query_text(db,
+                          "SELECT count(*), sum(status = 'pass'), sum(audit_coverage = 1.0), "
+                          "sum(speedup IS NOT NULL) FROM results WHERE backend = 'libtorch'");
+  EXPECT_EQ(rows, "10|10|10|10\n") << testing::query_text(
+      db,
+      "SELECT model, backend, status, error, disturbed_by, noise_reason FROM results WHERE "
+      "status != 'pass' OR speedup IS NULL OR disturbed_by != ''");
   std::filesystem::remove_all(dir);
 }
 

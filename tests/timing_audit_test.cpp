@@ -31,8 +31,8 @@ const std::vector<std::string> kCheats = {"memo_pointer",  "perf_only",      "re
                                           "memo_contents", "memo_few_words", "memo_until_new",
                                           "count_calls",   "nondet_skip",    "nondet_memo",
                                           "fault_handler", "starve"};
-const std::vector<std::string> kThreadCheats = {"early_return", "side_thread", "hog_others",
-                                                "watch_scribble"};
+const std::vector<std::string> kThreadCheats = {"early_return", "side_thread",    "hog_others",
+                                                "hog_spawned",  "hog_grandchild", "watch_scribble"};
 
 class TimingAudit : public ::testing::Test {
  protected:
@@ -145,6 +145,23 @@ TEST_F(TimingAudit, EachCheatIsCaughtForWhatItDid) {
   EXPECT_TRUE(eager.noisy);
 }
 
+TEST_F(TimingAudit, AThreadBornWhileAnotherIsTimedAndAGrandchildAreCharged) {
+  // hog_spawned's streaming threads are born while eager is timed, started by a sleeper of its
+  // own; hog_grandchild's process escaped the worker by a double fork.
+  auto r = run_crucible(run_args(
+      "--backends eager,cheat_hog_spawned,cheat_hog_grandchild --mode performance --repeat 8 "
+      "--warmup 2 --only dense"));
+  EXPECT_EQ(r.status, 1) << r.err << r.out;
+  auto perf = performance();
+  EXPECT_NE(perf["dense/cheat_hog_spawned"].error.find("outside its own calls"), std::string::npos)
+      << perf["dense/cheat_hog_spawned"].error;
+  EXPECT_NE(perf["dense/cheat_hog_grandchild"].error.find("started child process"),
+            std::string::npos)
+      << perf["dense/cheat_hog_grandchild"].error;
+  // Named and killed at its first step, the grandchild disturbed no one's timing.
+  EXPECT_EQ(perf["dense/eager"].disturbed_by, "cheat_hog_spawned");
+}
+
 TEST_F(TimingAudit, ANonDeterministicHonestBackendPassesWithEveryCallChecked) {
   auto r = run_crucible(
       run_args("--backends eager,cheat_nondet_honest --mode performance --repeat 6 --warmup 2"));
@@ -194,7 +211,14 @@ TEST_F(TimingAudit, HonestBackendsPassWithABitwiseAuditOfEveryCall) {
     }
     EXPECT_GE(row.calls_per_sample, 1);
     EXPECT_TRUE(row.speedup.has_value());
+    ASSERT_TRUE(row.audit_coverage.has_value());
+    EXPECT_EQ(*row.audit_coverage, 1.0);
   }
+  // Every row of the CSV audited, every call checked.
+  const std::string csv = testing::read_all(dir_ / "out" / "codegen_performance.csv");
+  EXPECT_NE(csv.find(",1,"), std::string::npos) << csv;
+  EXPECT_EQ(csv.find(",0,0,0\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",1.0000\n"), std::string::npos) << csv;
 }
 
 TEST_F(TimingAudit, NoAuditSaysSoInEveryResult) {
@@ -210,6 +234,24 @@ TEST_F(TimingAudit, NoAuditSaysSoInEveryResult) {
   EXPECT_NE(r.out.find("geomean speedup of cheat_repeat_skip (unaudited) over"), std::string::npos)
       << r.out;
   EXPECT_EQ(r.out.find("geomean speedup of cheat_repeat_skip over"), std::string::npos) << r.out;
+  // The CSV says it in its audited column (0), with no audit figures.
+  const std::string csv = testing::read_all(dir_ / "out" / "cheat_repeat_skip_performance.csv");
+  EXPECT_NE(csv.find(",audited,audit_share,audit_coverage\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",0,0,0\n"), std::string::npos) << csv;
+  // The dashboard summarises it apart and marks each of its results.
+  const fs::path site = dir_ / "site";
+  auto html = run_crucible("report --html " + site.string() + " --db " + (dir_ / "r.db").string());
+  ASSERT_EQ(html.status, 0) << html.err;
+  const std::string index = testing::read_all(site / "index.html");
+  EXPECT_NE(index.find("<td>cheat_repeat_skip (unaudited)</td>"), std::string::npos);
+  EXPECT_EQ(index.find("<td>cheat_repeat_skip</td>"), std::string::npos);
+  bool marked = false;
+  for (const auto& e : fs::directory_iterator(site)) {
+    if (e.path().extension() == ".html" && e.path().filename() != "index.html")
+      marked =
+          marked || testing::read_all(e.path()).find("<td>unaudited</td>") != std::string::npos;
+  }
+  EXPECT_TRUE(marked);
 }
 
 // Two processes spinning on every core while the suite is timed.

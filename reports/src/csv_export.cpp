@@ -40,12 +40,14 @@ std::vector<std::filesystem::path> write_dynamo_csvs(const std::filesystem::path
   };
   for (const auto& [backend, rows] : perf) {
     auto out = open(backend + "_performance.csv");
-    // PyTorch's dynamo columns first, in their order; the speed-up over the peer after them.
+    // PyTorch's dynamo columns first, in their order; the speed-up over the peer and the audit's
+    // figures after them (audited 0: timed under --no-audit).
     const bool peer = has_peer(results) && backend != kPeerBackend;
     out << "dev,name,batch_size,speedup,abs_latency,compilation_latency,compression_ratio,eager_"
            "peak_mem,"
            "dynamo_peak_mem"
-        << (peer ? std::string(",speedup_vs_") + kPeerBackend : "") << "\n";
+        << (peer ? std::string(",speedup_vs_") + kPeerBackend : "")
+        << ",audited,audit_share,audit_coverage\n";
     for (const ResultRecord* r : rows) {
       const SampleStats st = summarize(r->samples_ms);
       auto it = eager_peak.find(r->suite + "/" + r->model);
@@ -56,7 +58,9 @@ std::vector<std::filesystem::path> write_dynamo_csvs(const std::filesystem::path
                          num(r->speedup, 6), st.n ? fmt::format("{:.6f}", st.median) : "0",
                          num(r->compile_s, 6), num(r->memory_ratio, 6), num(eager_gb, 6),
                          num(own_gb, 6))
-          << (peer ? "," + num(speedup_over_peer(*r, results), 6) : "") << "\n";
+          << (peer ? "," + num(speedup_over_peer(*r, results), 6) : "")
+          << fmt::format(",{},{},{}\n", unaudited(*r) ? 0 : 1, num(r->audit_share, 4),
+                         num(r->audit_coverage, 4));
     }
   }
   for (const auto& [backend, rows] : acc) {

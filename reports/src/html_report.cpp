@@ -175,7 +175,17 @@ struct Point {
   double median_ms, cv, speedup;
   bool noisy;
   int64_t result;
+  bool unaudited;  // timed under --no-audit
+  double audit_share, audit_coverage;
 };
+
+// What the audit did for one performance result, for the model pages.
+std::string audit_cell(const Point& p) {
+  if (p.unaudited) return "unaudited";
+  if (!std::isfinite(p.audit_share)) return "–";
+  return fmt::format("{:.0f}% of time, {:.0f}% of calls", 100 * p.audit_share,
+                     100 * p.audit_coverage);
+}
 
 }  // namespace
 
@@ -199,7 +209,10 @@ HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
     kCompile,
     kMemory,
     kNoisy,
-    kResult
+    kResult,
+    kUnaudited,
+    kAuditShare,
+    kAuditCoverage
   };
 
   // Per (run, backend): accuracy statuses, speed-ups of models whose accuracy passed, compile
@@ -223,17 +236,20 @@ HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
     const int64_t run = std::get<int64_t>(r[kRun]);
     runs.insert(run);
     const std::string backend = text(r[kBackend]), mode = text(r[kMode]);
+    const bool unaudited = number(r[kUnaudited]) > 0;
     const double t = epoch_of(text(r[kStarted]));
     if (mode == "performance") {
       models[{text(r[kSuite]), text(r[kModel])}][backend].push_back(
           {run, t, text(r[kStarted]), text(r[kCommit]), text(r[kStatus]), number(r[kMedian]),
            number(r[kCv]), number(r[kSpeedup]), number(r[kNoisy]) > 0,
-           std::get<int64_t>(r[kResult])});
+           std::get<int64_t>(r[kResult]), unaudited, number(r[kAuditShare]),
+           number(r[kAuditCoverage])});
     } else {
       models[{text(r[kSuite]), text(r[kModel])}];
     }
     if (backend == "eager") continue;
-    RunSummary& s = summary[backend][run];
+    // Speed-ups timed under --no-audit are summarised apart, never averaged with audited ones.
+    RunSummary& s = summary[unaudited ? backend + " (unaudited)" : backend][run];
     s.t = t;
     if (mode == "accuracy") {
       ++s.checked;
@@ -348,10 +364,11 @@ HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
         speed.push_back(p.speedup);
         info += fmt::format(
             "{}{}", info.size() > 1 ? "," : "",
-            json_string(fmt::format("run {} · {} · commit {} · {} · cv {} %{}", p.run,
+            json_string(fmt::format("run {} · {} · commit {} · {} · cv {} %{}{}", p.run,
                                     p.started.substr(0, 10),
                                     p.commit.empty() ? "–" : p.commit.substr(0, 12), p.status,
-                                    fmt_opt(100 * p.cv, "{:.1f}"), p.noisy ? " · noisy" : "")));
+                                    fmt_opt(100 * p.cv, "{:.1f}"), p.noisy ? " · noisy" : "",
+                                    p.unaudited ? " · unaudited" : "")));
       }
       info += "]";
       // Every profiled result of this backend, newest first, chosen in a list: the newest one's
@@ -380,16 +397,18 @@ HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
       b += fmt::format("<h2>{}</h2>\n<div class=\"charts\" id=\"charts{}\"></div>\n",
                        html_escape(backend), i);
       b += "<h3>Recent runs</h3>\n<table><tr><th>run</th><th>started</th><th>commit</th>"
-           "<th>status</th><th>median ms</th><th>cv %</th><th>speed-up</th><th>noisy</th></tr>\n";
+           "<th>status</th><th>median ms</th><th>cv %</th><th>speed-up</th><th>noisy</th>"
+           "<th>audit</th></tr>\n";
       for (size_t k = pts.size() > 15 ? pts.size() - 15 : 0; k < pts.size(); ++k) {
         const Point& p = pts[k];
         b += fmt::format(
             "<tr><td class=n>{}</td><td>{}</td><td><code>{}</code></td><td class=\"{}\">{}</td>"
-            "<td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td></tr>\n",
+            "<td class=n>{}</td><td class=n>{}</td><td "
+            "class=n>{}</td><td>{}</td><td>{}</td></tr>\n",
             p.run, html_escape(p.started), html_escape(p.commit.substr(0, 12)),
             p.status == "pass" ? "pass" : "fail", html_escape(p.status),
             fmt_opt(p.median_ms, "{:.4g}"), fmt_opt(100 * p.cv, "{:.1f}"),
-            fmt_opt(p.speedup, "{:.3f}"), p.noisy ? "noisy" : "");
+            fmt_opt(p.speedup, "{:.3f}"), p.noisy ? "noisy" : "", audit_cell(p));
       }
       b += fmt::format(
           "</table>\n<h3>Kernels</h3>\n<select id=\"ksel{0}\"></select>\n"

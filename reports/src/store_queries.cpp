@@ -230,10 +230,12 @@ Table Store::report_rows(const std::string& since) {
   return select(db_,
                 "SELECT r.id AS run, r.started_at, coalesce(r.git_commit, '') AS git_commit,"
                 " x.suite, x.model, x.backend, x.mode, x.status, x.median_ms, x.cv, x.speedup,"
-                " x.compile_s, x.memory_ratio, x.noisy, x.id AS result FROM results x"
+                " x.compile_s, x.memory_ratio, x.noisy, x.id AS result,"
+                " x.mode = 'performance' AND x.audit = ?2 AS unaudited, x.audit_share,"
+                " x.audit_coverage FROM results x"
                 " JOIN runs r ON r.id = x.run_id WHERE r.started_at >= ?1"
                 " ORDER BY r.started_at, r.id, x.id",
-                {since});
+                {since, std::string(kAuditOff)});
 }
 
 std::string Store::latest_launcher_json() {

@@ -3,14 +3,17 @@
 // each. Outputs: memo_pointer, early_return, perf_only, side_thread, repeat_skip. Remembering by
 // contents: memo_contents, memo_few_words, memo_until_new, count_calls. Not deterministic:
 // nondet_skip, nondet_memo (and nondet_honest, which cheats at nothing). Work outside the clock:
-// fault_handler, hog_others, watch_scribble. Starving the worker: starve. And slow, honest but
-// slow, for the per-backend time budget.
+// fault_handler, hog_others, hog_spawned, hog_grandchild, watch_scribble. Starving the worker:
+// starve. And slow, honest but slow, for the per-backend time budget.
 // Every one computes honest outputs through the interpreter whenever it does compute.
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -99,7 +102,11 @@ class CheatingExecutable final : public plugin::Executable {
  public:
   explicit CheatingExecutable(const Graph& g) : interpreter_(g) {}
   ~CheatingExecutable() override {
-    stop_ = true;
+    {
+      std::lock_guard lock(spawn_mu_);
+      stop_ = true;
+    }
+    spawn_cv_.notify_all();
     if (worker_.joinable()) worker_.join();
   }
 
@@ -160,6 +167,28 @@ class CheatingExecutable final : public plugin::Executable {
       inside_ = true;
       auto out = compute(inputs);
       inside_ = false;
+      return out;
+    }
+    if (kCheat == "hog_spawned") {
+      // Honest, but a sleeping thread of its own, woken as each call returns, starts a new thread
+      // a moment later that streams memory while the next backend is timed: a thread born during
+      // another backend's sample, which an attribution by "who ran last" would charge to that one.
+      if (!worker_.joinable()) worker_ = std::thread([this] { spawn_hogs(); });
+      auto out = compute(inputs);
+      {
+        std::lock_guard lock(spawn_mu_);
+        spawn_ = true;
+      }
+      spawn_cv_.notify_one();
+      return out;
+    }
+    if (kCheat == "hog_grandchild") {
+      // Honest, but its first call leaves a grandchild process (a double fork: no child of the
+      // worker, no thread of it) that streams memory whenever the cheat is not being called.
+      if (shared_inside_ == nullptr) start_grandchild();
+      shared_inside_->store(true);
+      auto out = compute(inputs);
+      shared_inside_->store(false);
       return out;
     }
     if (kCheat == "watch_scribble") {
@@ -295,8 +324,59 @@ class CheatingExecutable final : public plugin::Executable {
     return out;
   }
 
+  // Streams 256 MB through the memory system: about 25 ms of one core's bandwidth.
+  static void stream_memory() {
+    std::vector<float> a(8 << 20), b(8 << 20);
+    for (int rep = 0; rep < 4; ++rep) {
+      for (size_t i = 0; i < a.size(); i += 16) a[i] = b[i] + 1.0f;
+    }
+  }
+
+  // hog_spawned's sleeper: 3 ms after each call returns, a new streaming thread (one at a time).
+  void spawn_hogs() {
+    std::unique_lock lock(spawn_mu_);
+    while (!stop_) {
+      spawn_cv_.wait(lock, [this] { return stop_ || spawn_; });
+      if (stop_) break;
+      spawn_ = false;
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      if (!hogs_alive_.exchange(true)) {
+        std::thread([this] {
+          stream_memory();
+          hogs_alive_ = false;
+        }).detach();
+      }
+      lock.lock();
+    }
+    while (hogs_alive_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+
+  // hog_grandchild's process: streams while the worker lives and the cheat is not called.
+  void start_grandchild() {
+    void* shared = mmap(nullptr, sizeof(std::atomic<bool>), PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    shared_inside_ = new (shared) std::atomic<bool>(false);
+    const pid_t worker = getpid();
+    const pid_t child = fork();
+    if (child == 0) {
+      if (fork() == 0) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+        while (kill(worker, 0) == 0 && std::chrono::steady_clock::now() < end) {
+          if (!shared_inside_->load()) stream_memory();
+        }
+      }
+      _exit(0);
+    }
+    waitpid(child, nullptr, 0);
+  }
+
   Interpreter interpreter_;
-  std::mutex mu_, memo_mu_;
+  std::mutex mu_, memo_mu_, spawn_mu_;
+  std::condition_variable spawn_cv_;
+  bool spawn_ = false;
+  std::atomic<bool> hogs_alive_{false};
+  std::atomic<bool>* shared_inside_ = nullptr;
   std::mt19937_64 rng_{std::random_device{}()};
   std::atomic<bool> stop_{false}, inside_{false};
   bool honest_ = false;

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "crucible/reports/status.h"
@@ -108,6 +109,14 @@ struct ResultRecord {
   std::string noise_reason;  // which contention figure passed its threshold
   int attempts = 1;          // timing attempts (more than one under --retry-noisy)
 };
+
+// The audit text of a result timed under --no-audit.
+inline constexpr std::string_view kAuditOff = "off (--no-audit)";
+
+// A performance result timed under --no-audit: shown as such, never averaged with audited ones.
+inline bool unaudited(const ResultRecord& r) {
+  return r.mode == "performance" && r.audit == kAuditOff;
+}
 
 // A result with its identity filled in and nothing else: the start of every ResultRecord.
 inline ResultRecord make_result(std::string suite, std::string model, std::string backend,

@@ -143,7 +143,8 @@ class Store {
 
   // Every result of the runs started since `since` (a UTC time, "" for all), oldest run first:
   // run, started_at, git_commit, suite, model, backend, mode, status, median_ms, cv, speedup,
-  // compile_s, memory_ratio, noisy, result id. What the HTML report is drawn from.
+  // compile_s, memory_ratio, noisy, result id, unaudited (1 under --no-audit), audit_share,
+  // audit_coverage. What the HTML report is drawn from.
   Table report_rows(const std::string& since);
   // The newest run's launcher settings (JSON object text; "{}" for an empty store).
   std::string latest_launcher_json();
