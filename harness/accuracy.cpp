@@ -134,4 +134,35 @@ reports::OutputAccuracy compare_output(const Tensor& res, const Tensor& ref, con
   return out;
 }
 
+bool allclose_f32(const Tensor& res, const Tensor& ref, const AccuracyOptions& opts,
+                  double* max_abs_err) {
+  *max_abs_err = INFINITY;
+  if (res.dtype() != DType::kF32 || ref.dtype() != DType::kF32 || res.shape() != ref.shape() ||
+      !res.is_contiguous() || !ref.is_contiguous() || opts.cosine)
+    return false;
+  const auto* r = static_cast<const float*>(res.raw_data());
+  const auto* e = static_cast<const float*>(ref.raw_data());
+  const int64_t n = res.numel();
+  double worst = 0;
+  bool ok = true;
+  // The same arithmetic as compare_output, in double per element.
+  for (int64_t i = 0; i < n; ++i) {
+    const double a = r[i], b = e[i];
+    if (std::isfinite(a) && std::isfinite(b)) {
+      const double err = std::abs(a - b);
+      worst = std::max(worst, err);
+      ok &= err <= opts.tol + opts.tol * std::abs(b);
+    } else if (std::isnan(a) || std::isnan(b)) {
+      const bool same = std::isnan(a) && std::isnan(b) && opts.equal_nan;
+      ok &= same;
+      if (!same) worst = INFINITY;
+    } else {
+      ok &= a == b;  // an infinity: the same one on both sides
+      if (a != b) worst = INFINITY;
+    }
+  }
+  *max_abs_err = worst;
+  return ok;
+}
+
 }  // namespace crucible
