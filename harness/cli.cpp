@@ -18,6 +18,8 @@ const std::vector<Command>& commands() {
        minify_command},
       {"repro", "rerun a repro written by minify and say whether it still fails the same way",
        repro_command},
+      {"bisect", "find the commit that introduced a failure or slowdown (git bisect run)",
+       bisect_command},
       {"runs", "list the store's newest runs", runs_command},
       {"history", "one model's metric on one backend over the store's runs", history_command},
       {"kernels", "a result's kernel timings, slowest first", kernels_command},
@@ -37,6 +39,8 @@ const std::vector<Command>& commands() {
       {"models", "list models with parameter counts, nodes and FLOPs", models_command},
       {"export", "write a built-in model as a .graph file", export_command},
       {"worker", "(internal) one isolated job of a run", worker_command},
+      {"bisect-step", "(internal) build and judge one commit for crucible bisect",
+       bisect_step_command},
   };
   return kCommands;
 }

@@ -59,6 +59,8 @@ int export_command(const std::vector<std::string>& args);
 int calibrate_command(const std::vector<std::string>& args);
 int minify_command(const std::vector<std::string>& args);
 int repro_command(const std::vector<std::string>& args);
+int bisect_command(const std::vector<std::string>& args);
+int bisect_step_command(const std::vector<std::string>& args);
 int runs_command(const std::vector<std::string>& args);
 int history_command(const std::vector<std::string>& args);
 int kernels_command(const std::vector<std::string>& args);

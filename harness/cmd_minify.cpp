@@ -197,13 +197,20 @@ int minify_command(const std::vector<std::string>& args) {
   return r.outcome == minify::MinifyResult::Outcome::kMinimized ? kExitOk : kExitFailed;
 }
 
+// git bisect run: "this commit cannot be tested".
+constexpr int kBisectSkip = 125;
+
 int repro_command(const std::vector<std::string>& args) {
   po::options_description opts("repro options");
   std::string dir;
   int times = 5;
   double timeout_s = 120;
   std::vector<std::string> plugin_paths;
+  std::string exit_code = "repro";
   opts.add_options()("dir", po::value(&dir)->required(), "the repro directory")(
+      "exit-code", po::value(&exit_code)->default_value("repro"),
+      "repro: 0 reproduced, 1 not; bisect: git bisect run's convention, 1 (bad) reproduced, "
+      "0 (good) not, 125 (skip) when the backend cannot be loaded")(
       "times", po::value(&times)->default_value(5), "fresh-worker reruns")(
       "timeout", po::value(&timeout_s)->default_value(120), "seconds per rerun")(
       "plugin-path", po::value(&plugin_paths)->composing(), "extra plugin directories");
@@ -213,9 +220,18 @@ int repro_command(const std::vector<std::string>& args) {
   if (!parse("repro", "DIR [--times N]", opts, pos, args, vm)) return kExitOk;
   if (times < 1) throw po::error("--times must be at least 1");
   if (!(timeout_s > 0)) throw po::error("--timeout must be positive");
+  if (exit_code != "repro" && exit_code != "bisect")
+    throw po::error("--exit-code must be repro or bisect, not '" + exit_code + "'");
+  const bool bisect = exit_code == "bisect";
 
   const minify::LoadedRepro repro = minify::load_repro(dir);
-  validate_plugin_file(find_plugin(repro.info.backend, plugin_search_path(plugin_paths)));
+  try {
+    validate_plugin_file(find_plugin(repro.info.backend, plugin_search_path(plugin_paths)));
+  } catch (const Error& e) {
+    if (!bisect) throw;
+    std::cout << "cannot run: " << e.what() << "\n";
+    return kBisectSkip;  // a commit whose plugin is missing or broken is no verdict
+  }
   TempDir work("crucible_repro_");
   minify::OracleConfig oc;
   oc.backend = repro.info.backend;
@@ -247,10 +263,12 @@ int repro_command(const std::vector<std::string>& args) {
   if (same == times) {
     std::cout << fmt::format("reproduced {}/{}: {} on {}\n", same, times,
                              repro.info.signature.str(), repro.info.backend);
-    return kExitOk;
+    return bisect ? kExitFailed : kExitOk;
   }
   std::cout << fmt::format("not reproduced: {}/{} failed as {}; otherwise {}\n", same, times,
                            repro.info.signature.str(), last);
+  // For bisection a commit that fails the same way at all has the bug (a flaky one too).
+  if (bisect) return same > 0 ? kExitFailed : kExitOk;
   return kExitFailed;
 }
 
