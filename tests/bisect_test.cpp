@@ -15,8 +15,10 @@ namespace fs = std::filesystem;
 using testing::run_command;
 using testing::run_crucible;
 
-// A backend that runs the interpreter, its f32 outputs scaled by SCALE from config.h.
+// A backend that runs the interpreter, its f32 outputs scaled by SCALE from config.h, each call
+// then waiting until it has lasted SLOW times its work.
 constexpr const char* kPlugin = R"(#include "config.h"
+#include <chrono>
 #include "crucible/ops/interpreter.h"
 #include "crucible/plugin_api.h"
 namespace {
@@ -25,12 +27,16 @@ class Exe final : public plugin::Executable {
  public:
   explicit Exe(const Graph& g) : interpreter_(g) {}
   std::vector<Tensor> run(std::span<const Tensor> inputs) override {
+    const auto t0 = std::chrono::steady_clock::now();
     std::vector<Tensor> out;
     for (const Tensor& t : interpreter_.run(inputs)) out.push_back(t.clone());
     for (Tensor& t : out) {
       if (t.dtype() != DType::kF32) continue;
       auto* p = static_cast<float*>(t.raw_data());
       for (int64_t i = 0; i < t.numel(); ++i) p[i] *= SCALE;
+    }
+    const std::chrono::duration<double> work = std::chrono::steady_clock::now() - t0;
+    while (std::chrono::steady_clock::now() - t0 < work * SLOW) {
     }
     return out;
   }
@@ -60,9 +66,15 @@ class Bisect : public ::testing::Test {
     git("init -q -b main");
     git("config user.email t@example.com");
     git("config user.name test");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // 16 commits; from commit 11 on, outputs 1.5x too large (`wrong`) or calls 2x as long.
+  void make_history(bool wrong) {
     for (int i = 1; i <= 16; ++i) {
       std::ofstream config(repo_ / "config.h");
-      config << "// step " << i << "\n#define SCALE " << (i >= 11 ? "1.5f" : "1.0f") << "\n";
+      config << "// step " << i << "\n#define SCALE " << (wrong && i >= 11 ? "1.5f" : "1.0f")
+             << "\n#define SLOW " << (!wrong && i >= 11 ? "2.0" : "1.0") << "\n";
       if (i >= 6 && i <= 9) config << "int broken = ;\n";  // the build broke at 6, fixed at 10
       config.close();
       git("add -A");
@@ -70,7 +82,6 @@ class Bisect : public ::testing::Test {
       commits_.push_back(head());
     }
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   static std::string fmt_build(const fs::path& lib) {
     return "c++ -std=c++20 -O1 -shared -fPIC -DBOOST_DLL_USE_STD_FS -I" CRUCIBLE_SOURCE_DIR
@@ -97,6 +108,7 @@ class Bisect : public ::testing::Test {
 };
 
 TEST_F(Bisect, FindsTheCommitThatBrokeARunAndSkipsOnesThatDoNotBuild) {
+  make_history(true);
   const auto r = run_crucible(bisect_args() +
                               " -- --suite tutorial --only sin_cos --backends bis --mode accuracy");
   ASSERT_EQ(r.status, 0) << r.out << r.err;
@@ -115,14 +127,36 @@ TEST_F(Bisect, FindsTheCommitThatBrokeARunAndSkipsOnesThatDoNotBuild) {
   EXPECT_FALSE(fs::exists(repo_ / ".git" / "BISECT_LOG"));
 }
 
+TEST_F(Bisect, FindsTheCommitThatSlowedABackendByItsTimeOverEager) {
+  make_history(false);
+  const auto r = run_crucible(bisect_args() +
+                              " --judge ratio -- --suite tutorial --only sin_cos --backends bis "
+                              "--mode performance --repeat 6 --min-time-ms 50");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  std::printf("%s", r.out.c_str());
+  EXPECT_NE(r.out.find("first bad commit: " + commits_[10] + " step 11"), std::string::npos)
+      << r.out;
+  // The endpoints measured first: about 1 and 2 times eager's time.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("good time over eager ([0-9.]+)"))) << r.out;
+  const double good = std::stod(m[1]);
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("bad  time over eager ([0-9.]+)"))) << r.out;
+  EXPECT_GT(std::stod(m[1]) / good, 1.5) << r.out;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("(\\d+) steps, (\\d+) skipped"))) << r.out;
+  EXPECT_LE(std::stoi(m[1]), 5) << r.out;
+}
+
 TEST_F(Bisect, BadInputIsOneLineAndExitTwo) {
+  make_history(true);
   for (const std::string& args :
        {bisect_args(),  // neither --repro nor a run
         bisect_args() + " --repro " + (dir_ / "none").string(),
         "bisect --repo " + repo_.string() + " --good nosuchcommit --bad HEAD -- --suite tutorial",
         "bisect --repo " + repo_.string() + " --good " + commits_[15] + " --bad " + commits_[0] +
             " -- --suite tutorial",
-        "bisect --repo " + dir_.string() + " --good a --bad b -- --suite tutorial"}) {
+        "bisect --repo " + dir_.string() + " --good a --bad b -- --suite tutorial",
+        bisect_args() + " --judge sometimes -- --suite tutorial",
+        bisect_args() + " --judge ratio --repro " + dir_.string()}) {
     const auto r = run_crucible(args);
     EXPECT_EQ(r.status, 2) << args << "\n" << r.out << r.err;
     EXPECT_EQ(testing::count_lines(r.err), 1) << args << "\n" << r.err;
