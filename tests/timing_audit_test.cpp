@@ -162,6 +162,22 @@ TEST_F(TimingAudit, AThreadBornWhileAnotherIsTimedAndAGrandchildAreCharged) {
   EXPECT_EQ(perf["dense/eager"].disturbed_by, "cheat_hog_spawned");
 }
 
+TEST_F(TimingAudit, RememberingIsCaughtOnInputsOfMegabytes) {
+  // From 1 MiB of inputs a fresh set is set B rotated by a secret offset, not drawn anew: a
+  // backend remembering by every byte, by a few words or after counting calls still meets
+  // contents it never saw, and its outputs on them are held to eager's.
+  write_model("wide",
+              "graph wide(%x: f32[512,1024], %y: f32[1024]) {\n"
+              "  %a = mul(%x, %y)\n  %b = tanh(%a)\n  return %b\n}\n");
+  auto r = run_crucible(
+      run_args("--backends eager,cheat_memo_contents,cheat_memo_few_words,cheat_count_calls "
+               "--mode performance --repeat 8 --warmup 2 --only wide"));
+  EXPECT_EQ(r.status, 1) << r.err << r.out;
+  auto perf = performance();
+  expect_all_caught(perf, {"memo_contents", "memo_few_words", "count_calls"}, "wide");
+  EXPECT_EQ(perf["wide/eager"].status, "pass") << perf["wide/eager"].error;
+}
+
 TEST_F(TimingAudit, ANonDeterministicHonestBackendPassesWithEveryCallChecked) {
   auto r = run_crucible(
       run_args("--backends eager,cheat_nondet_honest --mode performance --repeat 6 --warmup 2"));
