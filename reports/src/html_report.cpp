@@ -483,7 +483,17 @@ function crKernels(list, selId, tabId) {
       "<p>What the change detector found in the history: a regression holds on 2 or 3 runs past "
       "4 x the series' noise; suspicious is one run alone; environment starts a new baseline."
       "</p>\n<table><tr><th>kind</th><th>suite</th><th>model</th><th>backend</th><th>change</th>"
-      "<th>runs</th><th>kernels moved</th><th>note</th><th>reproduce</th></tr>\n";
+      "<th>runs</th><th>kernels moved</th><th>note</th><th>reproduce</th>"
+      "<th>find the commit</th></tr>\n";
+  // A run's commit, "" when unknown or built from a dirty tree (no commit to bisect to).
+  auto commit_of = [&](int64_t run) -> std::string {
+    try {
+      const std::string c = store.run(run).git_commit;
+      return c.find("-dirty") == std::string::npos ? c : "";
+    } catch (const std::exception&) {
+      return "";
+    }
+  };
   int listed = 0;
   for (auto a = alerts.rows.rbegin(); a != alerts.rows.rend(); ++a) {
     const auto& r = *a;  // newest first
@@ -502,14 +512,27 @@ function crKernels(list, selId, tabId) {
         }
       }
     }
+    // From the last run before the change to the first at it: git bisect over those commits,
+    // judged by the run's status or, for a timing change, by the time over eager's.
+    const std::string good = commit_of(std::get<int64_t>(r[9]) - 1),
+                      bad = commit_of(std::get<int64_t>(r[9]));
+    std::string bisect;
+    if (!good.empty() && !bad.empty() && good != bad && (kind == "status" || backend != "eager")) {
+      bisect = fmt::format(
+          "crucible bisect --good {} --bad {}{} -- --suite {} --only {} "
+          "--backends {} --mode {}",
+          good.substr(0, 12), bad.substr(0, 12), kind == "status" ? "" : " --judge ratio", suite,
+          model, backend, kind == "status" ? "accuracy" : "performance");
+    }
     rb += fmt::format(
         "<tr><td class=\"{}\">{}</td><td>{}</td><td><a href=\"{}\">{}</a></td><td>{}</td>"
-        "<td class=n>{}</td><td>{}..{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>\n",
+        "<td class=n>{}</td><td>{}..{}</td><td>{}</td><td>{}</td><td><code>{}</code></td>"
+        "<td><code>{}</code></td></tr>\n",
         kind == "improvement" ? "pass" : "fail", html_escape(kind), html_escape(suite),
         page_name(suite, model), html_escape(model), html_escape(backend),
         std::holds_alternative<double>(r[5]) ? fmt::format("{:+.1f}%", std::get<double>(r[5])) : "",
         text(r[9]), text(r[10]), html_escape(text(r[12])), html_escape(text(r[13])),
-        html_escape(repro));
+        html_escape(repro), html_escape(bisect));
     ++listed;
   }
   rb += "</table>\n";
