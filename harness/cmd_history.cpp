@@ -124,7 +124,8 @@ int regressions_command(const std::vector<std::string>& args) {
   if (q.all && vm.count("run")) throw po::error("--run and --all exclude each other");
   const reports::Table t = reports::Store::open_readonly(r.db)->regressions(q);
   print(t, r);
-  // For a nightly job: exit 1 when a regression or a status change (pass -> fail) is listed.
+  // For a nightly job: exit 1 when a regression or a status change (pass -> fail) is listed;
+  // not_judged rows (a series whose timing the detector could not judge at that run) do not count.
   for (const auto& row : t.rows) {
     const std::string kind = reports::cell_text(row[0], false);
     if (kind == "regression" || kind == "status") return kExitFailed;

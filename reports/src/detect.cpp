@@ -90,6 +90,25 @@ std::string fingerprint_change(const std::string& from, const std::string& to) {
 
 }  // namespace
 
+std::string not_judged_reason(const std::vector<SeriesPoint>& series, int64_t run_id,
+                              const DetectorOptions& opts) {
+  size_t i = 0;
+  while (i < series.size() && series[i].run_id != run_id) ++i;
+  if (i == series.size() || series[i].samples.empty()) return "";
+  const SeriesPoint& p = series[i];
+  if (p.noisy) return "not judged (the harness flagged this run noisy)";
+  // The baseline detect_changes judges against: the timed, quiet runs of this environment.
+  int before = 0;
+  for (size_t j = i; j-- > 0;) {
+    const SeriesPoint& q = series[j];
+    if (q.samples.empty() || q.noisy) continue;
+    if (q.fingerprint != p.fingerprint) break;
+    ++before;
+  }
+  if (before >= opts.min_baseline) return "";
+  return fmt::format("not judged ({} of {} runs)", before + 1, opts.min_baseline + 1);
+}
+
 double series_noise(const std::vector<SeriesPoint>& series, double prior) {
   std::vector<size_t> timed;
   for (size_t i = 0; i < series.size(); ++i) {

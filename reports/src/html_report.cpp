@@ -495,11 +495,17 @@ function crKernels(list, selId, tabId) {
     }
   };
   int listed = 0;
+  std::map<std::string, int> not_judged;  // why -> series
   for (auto a = alerts.rows.rbegin(); a != alerts.rows.rend(); ++a) {
     const auto& r = *a;  // newest first
     const std::string kind = text(r[0]), suite = text(r[1]), model = text(r[2]),
                       backend = text(r[3]);
-    if (kind == "environment" || kind == "suspicious") continue;
+    if (kind == "not_judged") {
+      const std::string why = text(r[13]);
+      ++not_judged[why.find(" runs)") != std::string::npos ? "too few runs of their environment"
+                                                           : "their newest run flagged noisy"];
+    }
+    if (kind == "environment" || kind == "suspicious" || kind == "not_judged") continue;
     std::string repro = fmt::format("crucible compare {} {} --db {}", std::get<int64_t>(r[9]) - 1,
                                     text(r[10]), opts.db_name);
     if (kind == "status") {
@@ -537,6 +543,11 @@ function crKernels(list, selId, tabId) {
   }
   rb += "</table>\n";
   if (listed == 0) rb += "<p class=\"muted\">No regression, improvement or status change.</p>\n";
+  // Silence where nothing was judged is no verdict: say how much of it there is.
+  for (const auto& [why, n] : not_judged) {
+    rb += fmt::format("<p class=\"notjudged\">{} series not judged at their newest run: {}.</p>\n",
+                      n, why);
+  }
   write_file(opts.dir / "regressions.html", page("crucible: regressions", rb, "{}", ""), st);
   return st;
 }

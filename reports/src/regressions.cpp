@@ -110,6 +110,14 @@ Table Store::regressions(const RegressionQuery& q) {
                         pct(a.threshold), pct(a.noise), timing ? Cell{a.p_value} : Cell{}, a.run_id,
                         a.confirmed_by, static_cast<int64_t>(a.runs), kernels, a.note});
     }
+    // Silence is not "no change" where nothing was judged: the run asked about (with --all, the
+    // series' newest) is listed when its timing was not judged, and why.
+    const int64_t target = q.all ? s.points.back().run_id : wanted;
+    const std::string why = not_judged_reason(s.points, target, opts);
+    if (!why.empty()) {
+      t.rows.push_back({std::string("not_judged"), s.suite, s.model, s.backend, s.mode, Cell{},
+                        Cell{}, Cell{}, Cell{}, target, target, int64_t{0}, std::string(), why});
+    }
   }
   return t;
 }
