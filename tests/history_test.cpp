@@ -547,6 +547,17 @@ TEST(Regressions, StepsStatusChangesAndNewMachinesAreToldApart) {
   r = run_crucible("regressions --run 999" + opt);
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("no run with id 999"), std::string::npos) << r.err;
+  // A result the harness flagged noisy is shown, never called faster or slower.
+  ASSERT_EQ(testing::query_text(db,
+                                "UPDATE results SET noisy = 1 WHERE run_id = 13 AND model = "
+                                "'sin_cos' AND backend = 'codegen' AND mode = 'performance'; "
+                                "SELECT changes()"),
+            "1\n");
+  r = run_crucible("compare 12 13" + opt);
+  EXPECT_NE(r.out.find("small,sin_cos,codegen,performance,pass,pass,1,1.3,30"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(",noisy: not judged,"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(",slower,"), std::string::npos) << r.out;
   fs::remove_all(dir);
 }
 

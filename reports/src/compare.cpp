@@ -1,7 +1,7 @@
 // `crucible compare RUN_A RUN_B`: every series of two runs side by side. A timing change is
-// called only when the U test on the raw samples is significant and the median moved past
-// max(1%, 4 x the series' run-to-run noise measured in the store up to run B), the rule the
-// regression detector uses for one comparison.
+// called only when the U test on the raw samples is significant and the whole 95% interval of the
+// median's change lies past max(1%, 4 x the series' run-to-run noise measured in the store up to
+// run B); a result the harness flagged noisy is shown but not judged.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -90,7 +90,16 @@ Table Store::compare(int64_t a, int64_t b) {
       const auto [l, h] = median_change_interval(x->samples_ms, y->samples_ms);
       const double n = noise_of_series(k);
       const double bar = std::max(0.01, 4 * n);
-      verdict = p < 0.01 && std::abs(c) > bar ? (c > 0 ? "slower" : "faster") : "same";
+      // The interval, not only the point, past the bar: a change inside the noise is "same".
+      if (x->noisy || y->noisy) {
+        verdict = "noisy: not judged";
+      } else if (p < 0.01 && l > bar) {
+        verdict = "slower";
+      } else if (p < 0.01 && h < -bar) {
+        verdict = "faster";
+      } else {
+        verdict = "same";
+      }
       med_a = ma;
       med_b = mb;
       change = 100 * c;
