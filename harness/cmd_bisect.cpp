@@ -237,7 +237,7 @@ int bisect_command(const std::vector<std::string>& all) {
   po::variables_map vm;
   if (!parse("bisect",
              "--good C1 --bad C2 [--repo DIR] [--build CMD] [--plugin-dir DIR] "
-             "(--repro DIR | -- RUN ARGS)",
+             "(--repro DIR [--times N] | [--judge status|ratio] -- RUN ARGS)",
              opts, {}, args, vm))
     return kExitOk;
   o.run_args = run_args;
