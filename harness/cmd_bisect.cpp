@@ -35,17 +35,6 @@ constexpr const char* kDefaultBuild =
     "cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build";
 constexpr const char* kDefaultPluginDir = "build/lib/crucible";
 
-fs::path find_on_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::istringstream dirs(path ? path : "/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    const fs::path p = fs::path(dir) / name;
-    if (!dir.empty() && ::access(p.c_str(), X_OK) == 0) return p;
-  }
-  throw Error(fmt::format("{}: not found on PATH", name));
-}
-
 std::string read_text(const fs::path& p) {
   std::ifstream in(p);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -54,7 +43,9 @@ std::string read_text(const fs::path& p) {
 // Runs git in `dir`; returns its output (stdout and stderr) and exit code.
 std::pair<int, std::string> git(const fs::path& dir, const std::vector<std::string>& args,
                                 const fs::path& log) {
-  std::vector<std::string> argv = {find_on_path("git").string(), "-C", dir.string()};
+  static const std::string exe = find_in_path("git");
+  if (exe.empty()) throw Error("git: not found on PATH");
+  std::vector<std::string> argv = {exe, "-C", dir.string()};
   argv.insert(argv.end(), args.begin(), args.end());
   fs::remove(log);
   const ChildOutcome o = run_child(argv, {}, log, {});
@@ -224,6 +215,66 @@ int bisect_step_command(const std::vector<std::string>& all) {
                          : "the run cannot run");
 }
 
+namespace {
+
+// --judge ratio: measures the --good and --bad commits' time ratios into `o` (each built and run
+// in `tree` as a step is); false, having said why, when one run cannot tell them apart.
+bool measure_endpoints(StepOptions& o, const fs::path& tree, const fs::path& work,
+                       const std::string& good_sha, const std::string& bad_sha) {
+  const fs::path log = work / "git.log";
+  auto measure = [&](const std::string& sha, const char* name) {
+    git(tree, {"checkout", "--quiet", "--detach", sha}, log);
+    const fs::path file = work / (std::string(name) + ".ratio");
+    std::vector<std::string> argv = {"--measure", file.string()};
+    for (const std::string& a : step_args(o, work)) argv.push_back(a);
+    const fs::path cwd = fs::current_path();
+    fs::current_path(tree);
+    const int c = bisect_step_command(argv);
+    fs::current_path(cwd);
+    double ratio = NAN;
+    std::ifstream(file) >> ratio;
+    if (c != kGood || !std::isfinite(ratio))
+      throw Error(
+          fmt::format("--{} {}: cannot be measured (it does not build, or its run gave no "
+                      "speed-up); see {}",
+                      name, sha.substr(0, 12), (work / "steps").string()));
+    std::cout << fmt::format("  {} {:<4} time over eager {:.4f}\n", sha.substr(0, 12), name, ratio);
+    return ratio;
+  };
+  o.good_ratio = measure(good_sha, "good");
+  o.bad_ratio = measure(bad_sha, "bad");
+  git(tree, {"checkout", "--quiet", "--detach", bad_sha}, log);
+  fs::remove(work / "steps.tsv");  // the endpoints are not steps
+  if (std::abs(std::log(o.bad_ratio / o.good_ratio)) >= std::log1p(kMinRatioStep)) return true;
+  std::cout << fmt::format(
+      "the endpoints' ratios {:.4f} and {:.4f} differ by {:+.1f}%, less than the {:.0f}% one "
+      "run tells apart: nothing to bisect\n",
+      o.good_ratio, o.bad_ratio, 100 * (o.bad_ratio / o.good_ratio - 1), 100 * kMinRatioStep);
+  return false;
+}
+
+// Prints each step as bisect-step recorded it in `steps`; returns the commits judged and the
+// (short) commits skipped.
+std::pair<int, std::vector<std::string>> print_steps(const fs::path& steps) {
+  int tested = 0;
+  std::vector<std::string> skipped;
+  std::istringstream lines(read_text(steps));
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto tab = line.find('\t'), tab2 = line.find('\t', tab + 1);
+    const std::string sha = line.substr(0, tab), verdict = line.substr(tab + 1, tab2 - tab - 1);
+    std::cout << fmt::format("  {} {:<4} {}\n", sha.substr(0, 12), verdict, line.substr(tab2 + 1));
+    if (verdict == "skip") {
+      skipped.push_back(sha.substr(0, 12));
+    } else {
+      ++tested;
+    }
+  }
+  return {tested, skipped};
+}
+
+}  // namespace
+
 int bisect_command(const std::vector<std::string>& all) {
   auto [args, run_args] = split_at_dashes(all);
   StepOptions o;
@@ -277,61 +328,15 @@ int bisect_command(const std::vector<std::string>& all) {
 
   std::cout << fmt::format("bisecting {}..{} in {}\n", good_sha.substr(0, 12),
                            bad_sha.substr(0, 12), repo);
-  if (o.judge == "ratio") {
-    // The endpoints first: their ratios are what each step is held between.
-    auto measure = [&](const std::string& sha, const char* name) {
-      git(tree, {"checkout", "--quiet", "--detach", sha}, log);
-      const fs::path file = work.path() / (std::string(name) + ".ratio");
-      std::vector<std::string> argv = {"--measure", file.string()};
-      for (const std::string& a : step_args(o, work.path())) argv.push_back(a);
-      const fs::path cwd = fs::current_path();
-      fs::current_path(tree);
-      const int c = bisect_step_command(argv);
-      fs::current_path(cwd);
-      double ratio = NAN;
-      std::ifstream(file) >> ratio;
-      if (c != kGood || !std::isfinite(ratio))
-        throw Error(
-            fmt::format("--{} {}: cannot be measured (it does not build, or its run gave no "
-                        "speed-up); see {}",
-                        name, sha.substr(0, 12), (work.path() / "steps").string()));
-      std::cout << fmt::format("  {} {:<4} time over eager {:.4f}\n", sha.substr(0, 12), name,
-                               ratio);
-      return ratio;
-    };
-    o.good_ratio = measure(good_sha, "good");
-    o.bad_ratio = measure(bad_sha, "bad");
-    if (std::abs(std::log(o.bad_ratio / o.good_ratio)) < std::log1p(kMinRatioStep)) {
-      std::cout << fmt::format(
-          "the endpoints' ratios {:.4f} and {:.4f} differ by {:+.1f}%, less than the {:.0f}% one "
-          "run tells apart: nothing to bisect\n",
-          o.good_ratio, o.bad_ratio, 100 * (o.bad_ratio / o.good_ratio - 1), 100 * kMinRatioStep);
-      return kExitFailed;
-    }
-    git(tree, {"checkout", "--quiet", "--detach", bad_sha}, log);
-    fs::remove(work.path() / "steps.tsv");  // the endpoints are not steps
-  }
+  if (o.judge == "ratio" && !measure_endpoints(o, tree, work.path(), good_sha, bad_sha))
+    return kExitFailed;
   if (auto [c, out] = git(tree, {"bisect", "start", bad_sha, good_sha}, log); c != 0)
     throw Error(fmt::format("{}: git bisect start failed: {}", repo, trimmed(out)));
   std::vector<std::string> run = {"bisect", "run", self_executable().string(), "bisect-step"};
   for (const std::string& a : step_args(o, work.path())) run.push_back(a);
   const std::string out = git(tree, run, work.path() / "bisect.log").second;
 
-  // Each step as bisect-step recorded it.
-  int tested = 0;
-  std::vector<std::string> skipped;
-  std::istringstream steps(read_text(work.path() / "steps.tsv"));
-  std::string line;
-  while (std::getline(steps, line)) {
-    const auto tab = line.find('\t'), tab2 = line.find('\t', tab + 1);
-    const std::string sha = line.substr(0, tab), verdict = line.substr(tab + 1, tab2 - tab - 1);
-    std::cout << fmt::format("  {} {:<4} {}\n", sha.substr(0, 12), verdict, line.substr(tab2 + 1));
-    if (verdict == "skip") {
-      skipped.push_back(sha.substr(0, 12));
-    } else {
-      ++tested;
-    }
-  }
+  const auto [tested, skipped] = print_steps(work.path() / "steps.tsv");
   std::smatch m;
   if (!std::regex_search(out, m, std::regex("([0-9a-f]{40}) is the first bad commit"))) {
     std::cout << fmt::format("no single first bad commit after {} steps ({} skipped):\n{}", tested,

@@ -73,17 +73,6 @@ std::string format_core_list(const std::vector<int>& cores) {
 
 namespace {
 
-std::string find_in_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::stringstream ss(path ? path : "/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    fs::path p = fs::path(dir) / name;
-    if (::access(p.c_str(), X_OK) == 0) return p.string();
-  }
-  return "";
-}
-
 std::string find_library(const std::vector<std::string>& names) {
   for (const char* dir :
        {"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib"}) {

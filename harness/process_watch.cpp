@@ -151,7 +151,7 @@ std::vector<pid_t> ProcessWatch::threads_of(const std::string& owner) const {
   return out;
 }
 
-std::string ProcessWatch::new_leftovers() {
+std::string ProcessWatch::take_leftovers() {
   std::string out;
   auto add = [&](const std::string& s) { out += out.empty() ? s : "; " + s; };
   const auto handlers = signal_handlers();
@@ -172,6 +172,7 @@ std::string ProcessWatch::new_leftovers() {
     if (!children_.count(c)) add(fmt::format("started child process {}", c));
   }
   children_ = std::move(children);
+  if (!out.empty()) end_children();
   return out;
 }
 

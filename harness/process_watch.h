@@ -19,14 +19,10 @@ class ProcessWatch {
   // process becomes its descendants' subreaper, so a process a backend starts stays its child
   // even when its parent exits (a double fork).
   ProcessWatch();
-  // Ends the child processes backends left (end_children()).
+  // Ends the child processes backends left.
   ~ProcessWatch();
   ProcessWatch(const ProcessWatch&) = delete;
   ProcessWatch& operator=(const ProcessWatch&) = delete;
-
-  // Kills and reaps the child processes alive now that the harness did not have at the start:
-  // named as evidence once, they must not disturb the timing that follows.
-  void end_children();
 
   // Reads every thread's CPU clock. A thread not seen before is attributed to `active`, the
   // backend whose code ran since the previous read (its own threads start there), and to each
@@ -39,10 +35,14 @@ class ProcessWatch {
 
   // What changed in the process since the previous call that no harness code does: signal
   // handlers installed or replaced, userfaultfd descriptors open, child processes alive. "" when
-  // nothing did; the next call compares with what is there now.
-  std::string new_leftovers();
+  // nothing did; the next call compares with what is there now. Child processes, once named,
+  // are killed: they must not disturb the timing that follows.
+  std::string take_leftovers();
 
  private:
+  // Kills and reaps the child processes alive now that the harness did not have at the start.
+  void end_children();
+
   struct Thread {
     std::set<std::string> owners;  // none for the harness's; more than one when unsure
     double cpu_ms = 0;

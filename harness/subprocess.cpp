@@ -13,7 +13,9 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 #include "crucible/core/error.h"
@@ -62,6 +64,17 @@ std::string signal_name(int sig) {
 }
 
 fs::path self_executable() { return fs::read_symlink("/proc/self/exe"); }
+
+std::string find_in_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    const fs::path p = fs::path(dir) / name;
+    if (::access(p.c_str(), X_OK) == 0) return p.string();
+  }
+  return "";
+}
 
 namespace {
 

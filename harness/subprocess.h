@@ -49,4 +49,7 @@ std::string signal_name(int sig);
 // The path of the running executable (/proc/self/exe).
 std::filesystem::path self_executable();
 
+// The first executable `name` in $PATH (/usr/bin:/bin without one); "" when there is none.
+std::string find_in_path(const std::string& name);
+
 }  // namespace crucible

@@ -210,10 +210,7 @@ class TimingJob {
     for (; rep < s_.job.repeat ||
            (rep < kMaxSampleFactor * s_.job.repeat && least_timed_ms() < s_.job.min_time_ms);
          ++rep) {
-      start_round(schedule_.fresh_round(rep));
-      for (Backend& b : backends_) {
-        if (b.ok) sample(b, rep);
-      }
+      round(rep, schedule_.fresh_round(rep));
     }
     // A suspicion of remembered results is confirmed before anyone is accused: more rounds like
     // the others (a backend cannot tell them from the sampling --min-time-ms adds), half of them
@@ -221,12 +218,8 @@ class TimingJob {
     // fresh calls are all slow.
     if (std::any_of(backends_.begin(), backends_.end(),
                     [](const Backend& b) { return b.ok && fresh_vs_samples(b).suspect(); })) {
-      for (int end = rep + kConfirmRounds; rep < end; ++rep) {
-        start_round(schedule_.confirm_round_is_fresh(rep));
-        for (Backend& b : backends_) {
-          if (b.ok) sample(b, rep);
-        }
-      }
+      for (int end = rep + kConfirmRounds; rep < end; ++rep)
+        round(rep, schedule_.confirm_round_is_fresh(rep));
     }
     attribute_cpu(watch_->read(active_), "");
     const ContentionSnapshot end = take_contention_snapshot();
@@ -295,9 +288,8 @@ class TimingJob {
     watch_->read(b.name);
     active_ = b.name;
     if (audit_off()) return;
-    const std::string left = watch_->new_leftovers();
+    const std::string left = watch_->take_leftovers();
     if (left.empty()) return;
-    watch_->end_children();  // named here, they must not run beside the timing that follows
     // The evidence explains a failure already found (outputs that changed after run() returned).
     const std::string why =
         fmt::format("{}: it {}: work can hide behind its outputs' first read", step, left);
@@ -437,16 +429,22 @@ class TimingJob {
   // With `known_err` (the backend's largest error against eager per output on sets A and B, where
   // it passed the rule against fp64), an output no farther from eager's than kKnownErrFactor times
   // that passes without the fp64 reference, a whole fp64 run of the model (gpt2's fresh calls
-  // spent 13% of codegen's timing worker on them); a remembered output is far off.
+  // spent 13% of codegen's timing worker on them); a remembered output is far off. `errors`, when
+  // given, gets each output's largest |got - eager|.
   std::string rule_failure(const std::vector<Tensor>& got, const std::vector<Tensor>& eager, int id,
-                           const std::vector<double>* known_err = nullptr) {
+                           const std::vector<double>* known_err = nullptr,
+                           std::vector<double>* errors = nullptr) {
     if (got.size() != eager.size())
       return fmt::format("{} outputs, eager gives {}", got.size(), eager.size());
     AccuracyOptions opts{s_.job.tolerance, s_.job.cosine, true};
+    if (errors != nullptr) errors->assign(got.size(), INFINITY);
     for (size_t k = 0; k < got.size(); ++k) {
       double err = 0;
-      if (allclose_f32(got[k], eager[k], opts, &err)) continue;
+      const bool close = allclose_f32(got[k], eager[k], opts, &err);
+      if (errors != nullptr) (*errors)[k] = err;
+      if (close) continue;
       auto a = compare_output(got[k], eager[k], Tensor(), opts);
+      if (errors != nullptr) (*errors)[k] = a.max_abs_err;
       if (!a.passed && known_err != nullptr && k < known_err->size() && !opts.cosine &&
           a.max_abs_err <= kKnownErrFactor * (*known_err)[k])
         continue;
@@ -517,8 +515,9 @@ class TimingJob {
       const std::vector<Tensor>* eager = eager_outputs(set);
       if (eager == nullptr) continue;  // eager failed: its own result says so
       std::string why;
+      std::vector<double> errors;
       attempt(b.r, Status::kFailAccuracyInPerf,
-              [&] { why = rule_failure(b.checked[set], *eager, set); });
+              [&] { why = rule_failure(b.checked[set], *eager, set, nullptr, &errors); });
       if (b.r.status == Status::kFailAccuracyInPerf) {
         b.ok = false;
         break;
@@ -530,27 +529,27 @@ class TimingJob {
             set == 0 ? "A (the accuracy run's)" : "B", why));
         break;
       }
-      record_checked_error(b, *eager, set);
+      // Its largest error against eager per output on the checked sets (see rule_failure).
+      b.checked_err.resize(errors.size(), 0.0);
+      for (size_t k = 0; k < errors.size(); ++k) {
+        if (std::isfinite(errors[k])) b.checked_err[k] = std::max(b.checked_err[k], errors[k]);
+      }
     }
     return calls_ms;
-  }
-
-  // The backend's largest error against eager per output on the checked sets (see rule_failure).
-  void record_checked_error(Backend& b, const std::vector<Tensor>& eager, int set) {
-    AccuracyOptions opts{s_.job.tolerance, s_.job.cosine, true};
-    b.checked_err.resize(eager.size(), 0.0);
-    for (size_t k = 0; k < eager.size(); ++k) {
-      double e = 0;
-      if (!allclose_f32(b.checked[set][k], eager[k], opts, &e) && !std::isfinite(e))
-        e = compare_output(b.checked[set][k], eager[k], Tensor(), opts).max_abs_err;
-      if (std::isfinite(e)) b.checked_err[k] = std::max(b.checked_err[k], e);
-    }
   }
 
   static std::string deferred_work_message(const std::string& when, int set) {
     return fmt::format(
         "{} (input set {}): outputs changed after run() returned: work deferred past the call",
         when, set == 0 ? "A" : "B");
+  }
+
+  // One sample of every backend still timed, with a fresh call in each when `fresh`.
+  void round(int rep, bool fresh) {
+    start_round(fresh);
+    for (Backend& b : backends_) {
+      if (b.ok) sample(b, rep);
+    }
   }
 
   // A round the schedule picked gets a set of inputs no backend has seen; eager's outputs on it
@@ -710,8 +709,7 @@ class TimingJob {
       if (std::isfinite(fresh_ms)) b.fresh_ms.push_back(std::max(0.0, fresh_ms - overhead_ms_));
       audit_sample(b, rep, outs, fresh_at, last_at_return, fresh_at_return);
       scribble_inputs(b);
-      const std::string left = watch_->new_leftovers();
-      if (!left.empty()) watch_->end_children();
+      const std::string left = watch_->take_leftovers();
       if (!left.empty() && b.ok) {
         b.fail(fmt::format("timed sample {}: it {}: work can hide behind its outputs' first read",
                            rep, left),
@@ -796,8 +794,7 @@ class TimingJob {
   void judge() {
     for (Backend& b : backends_) {
       if (!b.ok) continue;
-      const double allowed = std::max(kOutsideCpuMinMs, kOutsideCpuShare * b.timed_ms);
-      if (b.outside_ms > allowed) {
+      if (b.outside_ms > outside_allowance(b)) {
         b.fail(
             fmt::format("its threads ({}) used {:.1f} ms of CPU outside its own calls while timing "
                         "({:.1f} ms timed): work left running after run() returned",
@@ -819,6 +816,12 @@ class TimingJob {
     }
   }
 
+  // The CPU other threads may spend outside `b`'s calls, or `b`'s threads outside them, before it
+  // counts as work outside the clock.
+  static double outside_allowance(const Backend& b) {
+    return std::max(kOutsideCpuMinMs, kOutsideCpuShare * b.timed_ms);
+  }
+
   static FreshVerdict fresh_vs_samples(const Backend& b) {
     return judge_fresh_calls(b.fresh_ms, b.r.samples_ms, b.plain_ms);
   }
@@ -827,9 +830,8 @@ class TimingJob {
   std::string disturbance(Backend& b) {
     std::vector<std::string> by;
     std::string why;
-    const double allowed = std::max(kOutsideCpuMinMs, kOutsideCpuShare * b.timed_ms);
     for (const auto& [owner, ms] : b.disturbed) {
-      if (ms <= allowed) continue;
+      if (ms <= outside_allowance(b)) continue;
       by.push_back(owner);
       why = join_reasons(why, fmt::format("disturbed by backend {}: its threads used {:.1f} ms of "
                                           "CPU during these samples ({:.1f} ms timed)",
