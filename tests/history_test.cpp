@@ -472,6 +472,11 @@ TEST(Regressions, StepsStatusChangesAndNewMachinesAreToldApart) {
       << r.out;  // the change point, the run that confirmed it, and the kernel that moved
   r = run_crucible("regressions --run 15" + opt);
   EXPECT_EQ(r.status, 1);
+  // The level found at runs 13-14 is the baseline of the runs right after it: not yet judged.
+  EXPECT_NE(r.out.find("not_judged,small,sin_cos,codegen,performance,,,,,15,15,0,,not judged (a "
+                       "new level: 3 of 5 runs)"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("status,small,mlp,codegen,accuracy,,,,,15,15,1,,pass -> fail_accuracy"),
             std::string::npos)
       << r.out;

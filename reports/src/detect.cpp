@@ -61,6 +61,9 @@ std::vector<double> pooled(const std::vector<SeriesPoint>& s, const std::vector<
 
 double rel(double log_change) { return std::exp(log_change) - 1; }
 
+// Runs at one level before the next run is judged against it.
+constexpr size_t kMinLevelRuns = 4;
+
 // Fingerprints are "key=value;key=value": the keys whose values differ, with both values.
 std::string fingerprint_change(const std::string& from, const std::string& to) {
   auto fields = [](const std::string& f) {
@@ -89,25 +92,6 @@ std::string fingerprint_change(const std::string& from, const std::string& to) {
 }
 
 }  // namespace
-
-std::string not_judged_reason(const std::vector<SeriesPoint>& series, int64_t run_id,
-                              const DetectorOptions& opts) {
-  size_t i = 0;
-  while (i < series.size() && series[i].run_id != run_id) ++i;
-  if (i == series.size() || series[i].samples.empty()) return "";
-  const SeriesPoint& p = series[i];
-  if (p.noisy) return "not judged (the harness flagged this run noisy)";
-  // The baseline detect_changes judges against: the timed, quiet runs of this environment.
-  int before = 0;
-  for (size_t j = i; j-- > 0;) {
-    const SeriesPoint& q = series[j];
-    if (q.samples.empty() || q.noisy) continue;
-    if (q.fingerprint != p.fingerprint) break;
-    ++before;
-  }
-  if (before >= opts.min_baseline) return "";
-  return fmt::format("not judged ({} of {} runs)", before + 1, opts.min_baseline + 1);
-}
 
 double series_noise(const std::vector<SeriesPoint>& series, double prior) {
   std::vector<size_t> timed;
@@ -187,7 +171,12 @@ double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b
   return std::erfc(z / std::sqrt(2.0));
 }
 
-std::vector<Alert> detect_changes(const std::vector<SeriesPoint>& s, const DetectorOptions& o) {
+std::vector<Alert> detect_changes(const std::vector<SeriesPoint>& s, const DetectorOptions& o,
+                                  std::vector<std::string>* not_judged) {
+  if (not_judged != nullptr) not_judged->assign(s.size(), "");
+  auto unjudged = [&](size_t i, std::string why) {
+    if (not_judged != nullptr) (*not_judged)[i] = std::move(why);
+  };
   std::vector<Alert> out;
   std::vector<size_t> base, recent;  // the baseline at the current level; newer runs, up to 4
   std::vector<size_t> segment;       // every baseline run of this environment, for the noise
@@ -211,7 +200,11 @@ std::vector<Alert> detect_changes(const std::vector<SeriesPoint>& s, const Detec
           {"status", p.run_id, p.run_id, 1, 0, 0, 0, 1, fmt::format("pass -> {}", p.status)});
     }
     if (!p.status.empty()) last_status = p.status;
-    if (p.samples.empty() || p.noisy) continue;
+    if (p.samples.empty()) continue;
+    if (p.noisy) {
+      unjudged(i, "not judged (the harness flagged this run noisy)");
+      continue;
+    }
     if (last_timed && s[*last_timed].fingerprint != p.fingerprint) {
       for (size_t r : recent) absorb(r, single[r] ? &*single[r] : nullptr);
       out.push_back({"environment", p.run_id, p.run_id, 1, 0, 0, 0, 1,
@@ -225,7 +218,12 @@ std::vector<Alert> detect_changes(const std::vector<SeriesPoint>& s, const Detec
     // Judging needs the environment's noise (min_baseline runs of it) and a level: after a
     // change the window that made it is the new level at once, so a second step right after
     // the first is still seen.
-    if (segment.size() < static_cast<size_t>(o.min_baseline) || base.size() < 4) {
+    if (segment.size() < static_cast<size_t>(o.min_baseline) || base.size() < kMinLevelRuns) {
+      unjudged(
+          i, segment.size() < static_cast<size_t>(o.min_baseline)
+                 ? fmt::format("not judged ({} of {} runs)", segment.size() + 1, o.min_baseline + 1)
+                 : fmt::format("not judged (a new level: {} of {} runs)", base.size() + 1,
+                               kMinLevelRuns + 1));
       base.push_back(i);
       segment.push_back(i);
       continue;

@@ -502,8 +502,11 @@ function crKernels(list, selId, tabId) {
                       backend = text(r[3]);
     if (kind == "not_judged") {
       const std::string why = text(r[13]);
-      ++not_judged[why.find(" runs)") != std::string::npos ? "too few runs of their environment"
-                                                           : "their newest run flagged noisy"];
+      const char* kind_of_why =
+          why.find("noisy") != std::string::npos         ? "their newest run flagged noisy"
+          : why.find("a new level") != std::string::npos ? "too few runs since a change of level"
+                                                         : "too few runs of their environment";
+      ++not_judged[kind_of_why];
     }
     if (kind == "environment" || kind == "suspicious" || kind == "not_judged") continue;
     std::string repro = fmt::format("crucible compare {} {} --db {}", std::get<int64_t>(r[9]) - 1,

@@ -89,7 +89,8 @@ Table Store::regressions(const RegressionQuery& q) {
         c != noise.end() && s.mode == "performance") {
       opts.prior_noise = std::log1p(c->second);
     }
-    for (const Alert& a : detect_changes(s.points, opts)) {
+    std::vector<std::string> not_judged;
+    for (const Alert& a : detect_changes(s.points, opts, &not_judged)) {
       if (!q.all && a.confirmed_by != wanted) continue;
       const bool timing =
           a.kind == "regression" || a.kind == "improvement" || a.kind == "suspicious";
@@ -113,7 +114,9 @@ Table Store::regressions(const RegressionQuery& q) {
     // Silence is not "no change" where nothing was judged: the run asked about (with --all, the
     // series' newest) is listed when its timing was not judged, and why.
     const int64_t target = q.all ? s.points.back().run_id : wanted;
-    const std::string why = not_judged_reason(s.points, target, opts);
+    const auto at = std::find_if(s.points.begin(), s.points.end(),
+                                 [&](const SeriesPoint& p) { return p.run_id == target; });
+    const std::string why = at == s.points.end() ? "" : not_judged[at - s.points.begin()];
     if (!why.empty()) {
       t.rows.push_back({std::string("not_judged"), s.suite, s.model, s.backend, s.mode, Cell{},
                         Cell{}, Cell{}, Cell{}, target, target, int64_t{0}, std::string(), why});

@@ -43,14 +43,12 @@ struct Alert {
 };
 
 // Every alert of `series`, in run order.
+// With `not_judged`, also why each timed run was not judged ("" for one that was, or has no
+// timing): "not judged (k of n runs)" while the environment has fewer than opts.min_baseline runs
+// before it, "not judged (a new level: k of n runs)" right after a change, or the noisy flag.
 std::vector<Alert> detect_changes(const std::vector<SeriesPoint>& series,
-                                  const DetectorOptions& opts = {});
-
-// Why the detector does not judge `series`' timing at run `run_id`, "" when it does (or the run
-// has no timing there): fewer than opts.min_baseline earlier runs of its environment, "not judged
-// (k of n runs)" with k counting this one, or a run the harness flagged noisy.
-std::string not_judged_reason(const std::vector<SeriesPoint>& series, int64_t run_id,
-                              const DetectorOptions& opts = {});
+                                  const DetectorOptions& opts = {},
+                                  std::vector<std::string>* not_judged = nullptr);
 
 // The series' run-to-run noise (relative) as the detector measures it, over its timed runs that
 // are not flagged noisy; `prior` is a floor (a calibrated value).
