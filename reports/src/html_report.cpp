@@ -187,6 +187,87 @@ std::string audit_cell(const Point& p) {
                      100 * p.audit_coverage);
 }
 
+// regressions.html's body: the detector's verdicts over the whole history, newest first, each with
+// the commands that reproduce it and find its commit, and how much was not judged.
+std::string regressions_body(Store& store, const HtmlReportOptions& opts) {
+  RegressionQuery rq;
+  rq.all = true;
+  const Table alerts = store.regressions(rq);
+  std::string rb =
+      "<p>What the change detector found in the history: a regression holds on 2 or 3 runs past "
+      "4 x the series' noise; suspicious is one run alone; environment starts a new baseline."
+      "</p>\n<table><tr><th>kind</th><th>suite</th><th>model</th><th>backend</th><th>change</th>"
+      "<th>runs</th><th>kernels moved</th><th>note</th><th>reproduce</th>"
+      "<th>find the commit</th></tr>\n";
+  // A run's commit, "" when unknown or built from a dirty tree (no commit to bisect to).
+  auto commit_of = [&](int64_t run) -> std::string {
+    try {
+      const std::string c = store.run(run).git_commit;
+      return c.find("-dirty") == std::string::npos ? c : "";
+    } catch (const std::exception&) {
+      return "";
+    }
+  };
+  int listed = 0;
+  std::map<std::string, int> not_judged;  // why -> series
+  for (auto a = alerts.rows.rbegin(); a != alerts.rows.rend(); ++a) {
+    const auto& r = *a;  // newest first
+    const std::string kind = text(r[0]), suite = text(r[1]), model = text(r[2]),
+                      backend = text(r[3]);
+    if (kind == "not_judged") {
+      const std::string why = text(r[13]);
+      const char* kind_of_why =
+          why.find("noisy") != std::string::npos         ? "their newest run flagged noisy"
+          : why.find("a new level") != std::string::npos ? "too few runs since a change of level"
+                                                         : "too few runs of their environment";
+      ++not_judged[kind_of_why];
+    }
+    if (kind == "environment" || kind == "suspicious" || kind == "not_judged") continue;
+    std::string repro = fmt::format("crucible compare {} {} --db {}", std::get<int64_t>(r[9]) - 1,
+                                    text(r[10]), opts.db_name);
+    if (kind == "status") {
+      repro =
+          fmt::format("crucible minify --suite {} --only {} --backend {}", suite, model, backend);
+      for (const ReproRecord& rr : store.repros(model)) {
+        if (rr.backend == backend && !rr.path.empty()) {
+          repro = "crucible repro " + rr.path;
+          break;
+        }
+      }
+    }
+    // From the last run before the change to the first at it: git bisect over those commits,
+    // judged by the run's status or, for a timing change, by the time over eager's.
+    const std::string good = commit_of(std::get<int64_t>(r[9]) - 1),
+                      bad = commit_of(std::get<int64_t>(r[9]));
+    std::string bisect;
+    if (!good.empty() && !bad.empty() && good != bad && (kind == "status" || backend != "eager")) {
+      bisect = fmt::format(
+          "crucible bisect --good {} --bad {}{} -- --suite {} --only {} "
+          "--backends {} --mode {}",
+          good.substr(0, 12), bad.substr(0, 12), kind == "status" ? "" : " --judge ratio", suite,
+          model, backend, kind == "status" ? "accuracy" : "performance");
+    }
+    rb += fmt::format(
+        "<tr><td class=\"{}\">{}</td><td>{}</td><td><a href=\"{}\">{}</a></td><td>{}</td>"
+        "<td class=n>{}</td><td>{}..{}</td><td>{}</td><td>{}</td><td><code>{}</code></td>"
+        "<td><code>{}</code></td></tr>\n",
+        kind == "improvement" ? "pass" : "fail", html_escape(kind), html_escape(suite),
+        page_name(suite, model), html_escape(model), html_escape(backend),
+        std::holds_alternative<double>(r[5]) ? fmt::format("{:+.1f}%", std::get<double>(r[5])) : "",
+        text(r[9]), text(r[10]), html_escape(text(r[12])), html_escape(text(r[13])),
+        html_escape(repro), html_escape(bisect));
+    ++listed;
+  }
+  rb += "</table>\n";
+  if (listed == 0) rb += "<p class=\"muted\">No regression, improvement or status change.</p>\n";
+  // Silence where nothing was judged is no verdict: say how much of it there is.
+  for (const auto& [why, n] : not_judged) {
+    rb += fmt::format("<p class=\"notjudged\">{} series not judged at their newest run: {}.</p>\n",
+                      n, why);
+  }
+  return rb;
+}
+
 }  // namespace
 
 HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
@@ -475,83 +556,8 @@ function crKernels(list, selId, tabId) {
     write_file(opts.dir / page_file, page(key.second + " (" + key.first + ")", b, d + "}", s), st);
   }
 
-  // regressions.html
-  RegressionQuery rq;
-  rq.all = true;
-  const Table alerts = store.regressions(rq);
-  std::string rb =
-      "<p>What the change detector found in the history: a regression holds on 2 or 3 runs past "
-      "4 x the series' noise; suspicious is one run alone; environment starts a new baseline."
-      "</p>\n<table><tr><th>kind</th><th>suite</th><th>model</th><th>backend</th><th>change</th>"
-      "<th>runs</th><th>kernels moved</th><th>note</th><th>reproduce</th>"
-      "<th>find the commit</th></tr>\n";
-  // A run's commit, "" when unknown or built from a dirty tree (no commit to bisect to).
-  auto commit_of = [&](int64_t run) -> std::string {
-    try {
-      const std::string c = store.run(run).git_commit;
-      return c.find("-dirty") == std::string::npos ? c : "";
-    } catch (const std::exception&) {
-      return "";
-    }
-  };
-  int listed = 0;
-  std::map<std::string, int> not_judged;  // why -> series
-  for (auto a = alerts.rows.rbegin(); a != alerts.rows.rend(); ++a) {
-    const auto& r = *a;  // newest first
-    const std::string kind = text(r[0]), suite = text(r[1]), model = text(r[2]),
-                      backend = text(r[3]);
-    if (kind == "not_judged") {
-      const std::string why = text(r[13]);
-      const char* kind_of_why =
-          why.find("noisy") != std::string::npos         ? "their newest run flagged noisy"
-          : why.find("a new level") != std::string::npos ? "too few runs since a change of level"
-                                                         : "too few runs of their environment";
-      ++not_judged[kind_of_why];
-    }
-    if (kind == "environment" || kind == "suspicious" || kind == "not_judged") continue;
-    std::string repro = fmt::format("crucible compare {} {} --db {}", std::get<int64_t>(r[9]) - 1,
-                                    text(r[10]), opts.db_name);
-    if (kind == "status") {
-      repro =
-          fmt::format("crucible minify --suite {} --only {} --backend {}", suite, model, backend);
-      for (const ReproRecord& rr : store.repros(model)) {
-        if (rr.backend == backend && !rr.path.empty()) {
-          repro = "crucible repro " + rr.path;
-          break;
-        }
-      }
-    }
-    // From the last run before the change to the first at it: git bisect over those commits,
-    // judged by the run's status or, for a timing change, by the time over eager's.
-    const std::string good = commit_of(std::get<int64_t>(r[9]) - 1),
-                      bad = commit_of(std::get<int64_t>(r[9]));
-    std::string bisect;
-    if (!good.empty() && !bad.empty() && good != bad && (kind == "status" || backend != "eager")) {
-      bisect = fmt::format(
-          "crucible bisect --good {} --bad {}{} -- --suite {} --only {} "
-          "--backends {} --mode {}",
-          good.substr(0, 12), bad.substr(0, 12), kind == "status" ? "" : " --judge ratio", suite,
-          model, backend, kind == "status" ? "accuracy" : "performance");
-    }
-    rb += fmt::format(
-        "<tr><td class=\"{}\">{}</td><td>{}</td><td><a href=\"{}\">{}</a></td><td>{}</td>"
-        "<td class=n>{}</td><td>{}..{}</td><td>{}</td><td>{}</td><td><code>{}</code></td>"
-        "<td><code>{}</code></td></tr>\n",
-        kind == "improvement" ? "pass" : "fail", html_escape(kind), html_escape(suite),
-        page_name(suite, model), html_escape(model), html_escape(backend),
-        std::holds_alternative<double>(r[5]) ? fmt::format("{:+.1f}%", std::get<double>(r[5])) : "",
-        text(r[9]), text(r[10]), html_escape(text(r[12])), html_escape(text(r[13])),
-        html_escape(repro), html_escape(bisect));
-    ++listed;
-  }
-  rb += "</table>\n";
-  if (listed == 0) rb += "<p class=\"muted\">No regression, improvement or status change.</p>\n";
-  // Silence where nothing was judged is no verdict: say how much of it there is.
-  for (const auto& [why, n] : not_judged) {
-    rb += fmt::format("<p class=\"notjudged\">{} series not judged at their newest run: {}.</p>\n",
-                      n, why);
-  }
-  write_file(opts.dir / "regressions.html", page("crucible: regressions", rb, "{}", ""), st);
+  write_file(opts.dir / "regressions.html",
+             page("crucible: regressions", regressions_body(store, opts), "{}", ""), st);
   return st;
 }
 
