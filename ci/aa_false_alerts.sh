@@ -2,13 +2,19 @@
 # A/A check of the change detector on this machine: the same build runs the same suites N times
 # into a fresh store, then `crucible regressions --all` judges the history. With no code change
 # every regression or improvement it reports is a false alert (target 0).
-#   ci/aa_false_alerts.sh [--runs N] [--db FILE] [-- CRUCIBLE_RUN_ARGS...]
+#   ci/aa_false_alerts.sh [--runs N] [--db FILE] [--slow MODEL=PCT[,...] --slow-from K]
+#                         [-- CRUCIBLE_RUN_ARGS...]
 # Default: 14 runs (the detector needs 8 of baseline first) of the tutorial and small suites,
 # eager and codegen, performance mode, into aa.db. Measure on a quiet machine.
+# --slow adds the test backend `faulty` (eager's interpreter, from build/test_plugins), which from
+# run K on busy-waits PCT% longer on each named model: real runs with a planted slowdown of one
+# backend beside the A/A series of the others.
 set -euo pipefail
-runs=14 db=aa.db
+runs=14 db=aa.db slow="" slow_from=0
 while (($#)); do
   case "$1" in
+    --slow) slow=${2:?--slow wants MODEL=PCT,...}; shift 2 ;;
+    --slow-from) slow_from=${2:?--slow-from wants a run number}; shift 2 ;;
     --runs) runs=${2:?--runs wants a number}; shift 2 ;;
     --db) db=${2:?--db wants a file}; shift 2 ;;
     --) shift; break ;;
@@ -19,11 +25,18 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 crucible=${CRUCIBLE_BIN:-$root/${BUILD_DIR:-build}/bin/crucible}
 [ -x "$crucible" ] || { echo "aa_false_alerts: no crucible at $crucible (build first)" >&2; exit 2; }
 [ ! -e "$db" ] || { echo "aa_false_alerts: $db exists; A/A wants a fresh store" >&2; exit 2; }
-args=(--suite tutorial,mlp,transformer,vision --variant small --backends eager,codegen
-  --mode performance --tag aa --db "$db")
+backends=eager,codegen
+[ -z "$slow" ] || backends=eager,codegen,faulty
+args=(--suite tutorial,mlp,transformer,vision --variant small --backends "$backends"
+  --mode performance --tag aa --db "$db" --plugin-path "$(dirname "$crucible")/../test_plugins")
 for ((i = 1; i <= runs; ++i)); do
   echo "A/A run $i of $runs"
-  "$crucible" run "${args[@]}" "$@" > "$db.run$i.log" 2>&1 || [ $? -eq 1 ] ||
+  faults=()
+  if [ -n "$slow" ] && ((slow_from > 0 && i >= slow_from)); then
+    IFS=, read -ra pairs <<<"$slow"
+    for p in "${pairs[@]}"; do faults+=(-c "faulty:fault.${p%%=*}=slower_pct:${p#*=}"); done
+  fi
+  "$crucible" run "${args[@]}" "${faults[@]}" "$@" > "$db.run$i.log" 2>&1 || [ $? -eq 1 ] ||
     { echo "aa_false_alerts: run $i failed (see $db.run$i.log)" >&2; exit 2; }
 done
 # Exit 1 only says that something was listed: the count below is the answer.

@@ -68,6 +68,10 @@ std::map<std::string, std::string> parse_config(const std::vector<std::string>& 
     if (eq == std::string::npos || eq == 0) {
       throw po::error(fmt::format("-c expects key=value, got '{}'", p));
     }
+    const size_t colon = p.find(':');
+    if (colon < eq && (colon == 0 || colon + 1 == eq)) {
+      throw po::error(fmt::format("-c expects BACKEND:key=value, got '{}'", p));
+    }
     out[p.substr(0, eq)] = p.substr(eq + 1);
   }
   return out;

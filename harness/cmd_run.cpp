@@ -126,7 +126,8 @@ bool parse_run_options(const std::string& command, const std::string& usage,
       "backends to compare (comma-separated; default eager)")(
       "mode,m", po::value(&mode)->default_value("accuracy"), "accuracy | performance | both")(
       "config,c", po::value(&config)->composing(),
-      "option key=value for every backend but eager (repeatable)");
+      "option key=value for every backend but eager, or BACKEND:key=value for that backend "
+      "alone (repeatable)");
   po::options_description how("how to run");
   how.add_options()("repeat", po::value(&cfg.repeat)->default_value(10),
                     "timed repeats per backend")("warmup", po::value(&cfg.warmup)->default_value(3),

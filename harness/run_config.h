@@ -34,7 +34,7 @@ struct RunConfig {
   std::filesystem::path db = "crucible.db";
   std::filesystem::path output_dir;  // default: crucible_out/run_<id>
   std::string tag;
-  std::map<std::string, std::string> config;  // -c, for every backend but eager
+  std::map<std::string, std::string> config;  // -c (see backend_config.h for which backend)
   std::vector<std::string> plugin_paths;
   std::vector<std::string> suite_paths;
   std::string command_line;

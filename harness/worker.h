@@ -32,7 +32,7 @@ struct WorkerJob {
   bool profile = false;  // run-graph: per-kernel timings
   std::string report;
   std::vector<std::string> plugin_paths;
-  std::map<std::string, std::string> config;  // for every backend but eager (run-graph: all)
+  std::map<std::string, std::string> config;  // -c: see backend_config.h (run-graph: all)
 
   // The argv (after the binary) that `crucible worker` parses back into this job.
   std::vector<std::string> to_args() const;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "backend_config.h"
 #include "crucible/ir/transforms.h"
 #include "crucible/plugin_loader.h"
 #include "worker.h"
@@ -44,7 +45,7 @@ struct Session {
     plugin::Options o;
     o.threads = job.threads;
     o.profile = profile;
-    if (backend != "eager") o.config = job.config;
+    o.config = backend_config(job.config, backend);
     return o;
   }
 };

@@ -3,12 +3,14 @@
 
 // -c fault.<graph
 // name>=segv|abort|hang|oom|compile_error|run_error|wrong|nudge|sleep_ms:N|reserve_mb:N|
-//                       gate:DIR|flaky:DIR|hang_without:OP
+//                       gate:DIR|flaky:DIR|hang_without:OP|slower_pct:X
 // (reserve_mb: N MB of address space allocated and never touched, as stacks and arenas are;
 // gate: run() creates DIR/<graph>.started, then waits for DIR/<graph>.go, so a test can act while
 // a worker is known to be inside run(), without guessing at timings; flaky: every third run()
 // across processes, counted in DIR/<graph>.runs, gives wrong outputs; hang_without: wrong outputs
-// from a graph with a node of OP, a hang from one without, as a minifier's candidate may)
+// from a graph with a node of OP, a hang from one without, as a minifier's candidate may;
+// slower_pct: every call busy-waits X% of its own work time longer, the way a code change slows
+// a backend, so the change detector can be tested on real runs)
 #include <signal.h>
 #include <unistd.h>
 
@@ -71,8 +73,18 @@ class FaultyExecutable final : public plugin::Executable {
     } else if (fault_.rfind("gate:", 0) == 0) {
       pass_gate(fault_.substr(5), interpreter_.graph().name());
     }
+    const auto work_start = std::chrono::steady_clock::now();
     std::vector<Tensor> out;
     for (const Tensor& t : interpreter_.run(inputs)) out.push_back(t.clone());
+    if (fault_.rfind("slower_pct:", 0) == 0) {
+      // Spin rather than sleep: a sleeping thread would show as idle time, not as work.
+      const auto work = std::chrono::steady_clock::now() - work_start;
+      const auto until =
+          std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                 work * (std::stod(fault_.substr(11)) / 100.0));
+      while (std::chrono::steady_clock::now() < until) {
+      }
+    }
     if (fault_ == "nudge" && !out.empty() && out[0].numel() > 0) {
       // Inside allclose (tol 1e-4) but far from fp64: the first element of every row moved by
       // 0.6 of the tolerance, the way a sloppy fused reduction errs.
