@@ -34,7 +34,13 @@ TEST(Detector, MannWhitneyMatchesKnownValues) {
 
 TEST(Detector, AccuracyAndEnvironmentAreSaidNotMeasured) {
   std::vector<SeriesPoint> s;
-  for (int r = 0; r < 4; ++r) s.push_back({r + 1, "e", r == 2 ? "fail_accuracy" : "pass", {}});
+  for (int r = 0; r < 4; ++r) {
+    SeriesPoint p;
+    p.run_id = r + 1;
+    p.fingerprint = "e";
+    p.status = r == 2 ? "fail_accuracy" : "pass";
+    s.push_back(p);
+  }
   const auto alerts = detect_changes(s);
   ASSERT_EQ(alerts.size(), 1u);
   EXPECT_EQ(alerts[0].kind, "status");

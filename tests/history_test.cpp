@@ -17,6 +17,7 @@ namespace crucible::reports {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::csv_fields;
 using testing::run_crucible;
 
 // One nightly run of two models on eager and codegen, with kernel timings on codegen.
@@ -364,26 +365,6 @@ TEST(ExpectedAccuracy, TheTutorialSuiteMeetsItsCheckedInExpectations) {
   fs::remove_all(dir);
 }
 
-// Splits one CSV line (RFC 4180 quotes) into fields.
-std::vector<std::string> csv_fields(const std::string& line) {
-  std::vector<std::string> out(1);
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-      out.back() += '"';
-      ++i;
-    } else if (c == '"') {
-      quoted = !quoted;
-    } else if (c == ',' && !quoted) {
-      out.emplace_back();
-    } else {
-      out.back() += c;
-    }
-  }
-  return out;
-}
-
 TEST(Regressions, YearOfSyntheticNightliesThroughTheStoreMeetsTheBars) {
   // The synthetic year of detect_test, written as 365 runs of 60 models x 3 backends into a
   // real store (the environment in each run's compiler), and judged by `crucible regressions`.
@@ -416,7 +397,9 @@ TEST(Regressions, YearOfSyntheticNightliesThroughTheStoreMeetsTheBars) {
       s->finish_run(run, "complete");
     }
   }
-  auto r = run_crucible("regressions --all --format csv --db " + db.string());
+  // Each series alone (no reference): the year's series share no machine, so a ratio would only
+  // add the reference's noise; the ratios are tested on real runs (DetectorOnRealRuns).
+  auto r = run_crucible("regressions --all --reference '' --format csv --db " + db.string());
   ASSERT_EQ(r.status, 1) << r.err;  // there are regressions
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < all.size(); ++i) {
@@ -426,19 +409,20 @@ TEST(Regressions, YearOfSyntheticNightliesThroughTheStoreMeetsTheBars) {
   std::istringstream lines(r.out);
   std::string line;
   std::getline(lines, line);
-  ASSERT_EQ(line.rfind("kind,suite,model,backend,mode,change_pct,threshold_pct,noise_pct,p_value,"
-                       "run,confirmed_by,runs,kernels,note",
+  ASSERT_EQ(line.rfind("kind,suite,model,backend,mode,measure,change_pct,threshold_pct,noise_pct,"
+                       "p_value,run,confirmed_by,runs,commits,kernels,note",
                        0),
             0u);
   while (std::getline(lines, line)) {
     const auto f = csv_fields(line);
-    ASSERT_EQ(f.size(), 14u) << line;
+    ASSERT_EQ(f.size(), 16u) << line;
     if (f[0] == "not_judged") continue;  // a statement about the newest run, not an alert
     Alert a;
     a.kind = f[0];
-    a.run_id = std::stoll(f[9]);
-    a.confirmed_by = std::stoll(f[10]);
-    a.note = f[13];
+    if (f[0] == "environment_event") ADD_FAILURE() << "no machine-wide shift was planted: " << line;
+    a.run_id = std::stoll(f[10]);
+    a.confirmed_by = std::stoll(f[11]);
+    a.note = f[15];
     alerts.at(index.at(f[2] + "/" + f[3])).push_back(a);
   }
   const synthetic::Score sc = synthetic::score(all, alerts);
@@ -465,19 +449,20 @@ TEST(Regressions, StepsStatusChangesAndNewMachinesAreToldApart) {
   const std::string opt = " --format csv --db " + db.string();
   auto r = run_crucible("regressions --run 14" + opt);
   EXPECT_EQ(r.status, 1) << r.err;  // a regression: a nightly job fails
-  EXPECT_NE(r.out.find("regression,small,sin_cos,codegen,performance,30"), std::string::npos)
+  EXPECT_NE(r.out.find("regression,small,sin_cos,codegen,performance,time/eager,30"),
+            std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find(",13,14,2,\"cpp_fused_sin_0 +300.0 us, extern::gemm +0.0 us\","),
+  EXPECT_NE(r.out.find(",13,14,2,,\"cpp_fused_sin_0 +300.0 us, extern::gemm +0.0 us\","),
             std::string::npos)
       << r.out;  // the change point, the run that confirmed it, and the kernel that moved
   r = run_crucible("regressions --run 15" + opt);
   EXPECT_EQ(r.status, 1);
   // The level found at runs 13-14 is the baseline of the runs right after it: not yet judged.
-  EXPECT_NE(r.out.find("not_judged,small,sin_cos,codegen,performance,,,,,15,15,0,,not judged (a "
-                       "new level: 3 of 5 runs)"),
+  EXPECT_NE(r.out.find("not_judged,small,sin_cos,codegen,performance,time/eager,,,,,15,15,0,,,"
+                       "not judged (a new level: 3 of 5 runs)"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("status,small,mlp,codegen,accuracy,,,,,15,15,1,,pass -> fail_accuracy"),
+  EXPECT_NE(r.out.find("status,small,mlp,codegen,accuracy,,,,,,15,15,1,,,pass -> fail_accuracy"),
             std::string::npos)
       << r.out;
   r = run_crucible("regressions --run 17" + opt);
@@ -487,8 +472,8 @@ TEST(Regressions, StepsStatusChangesAndNewMachinesAreToldApart) {
   EXPECT_NE(r.out.find("cpu cpu A -> cpu B"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("regression,"), std::string::npos) << r.out;
   // On the new CPU nothing is judged until it has a baseline of its own: said, not silent.
-  EXPECT_NE(r.out.find("not_judged,small,sin_cos,codegen,performance,,,,,17,17,0,,not judged (1 "
-                       "of 9 runs)"),
+  EXPECT_NE(r.out.find("not_judged,small,sin_cos,codegen,performance,time/eager,,,,,17,17,0,,,"
+                       "not judged (1 of 9 runs)"),
             std::string::npos)
       << r.out;
   r = run_crucible("regressions --run 14" + opt);
@@ -498,7 +483,7 @@ TEST(Regressions, StepsStatusChangesAndNewMachinesAreToldApart) {
   // The header, the step, the status change, the new CPU noted once per timed series (4), and
   // each timed series not judged at its newest run (4 of 9 runs on the new CPU).
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 11) << r.out;
-  EXPECT_NE(r.out.find(",20,20,0,,not judged (4 of 9 runs)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(",20,20,0,,,not judged (4 of 9 runs)"), std::string::npos) << r.out;
   // The dashboard says how much was not judged, and why.
   ASSERT_EQ(
       run_crucible("report --html " + (dir / "site").string() + " --since all --db " + db.string())
@@ -549,6 +534,13 @@ TEST(Regressions, StepsStatusChangesAndNewMachinesAreToldApart) {
   }
   r = run_crucible("regressions --run 14" + opt);
   EXPECT_EQ(r.out.find("regression,small,sin_cos,codegen"), std::string::npos) << r.out;
+  // A reference that never ran would judge every time alone in silence: refused, in one line.
+  r = run_crucible("regressions --reference eagr" + opt);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--reference eagr: no result of that backend in"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("(backends: codegen, eager)"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   r = run_crucible("regressions --run 999" + opt);
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("no run with id 999"), std::string::npos) << r.err;

@@ -123,12 +123,13 @@ TEST_F(Report, StaticSiteEscapesEveryNameAndNeedsNoNetwork) {
   EXPECT_NE(regressions.find("crucible compare "), std::string::npos);
   EXPECT_NE(regressions.find("crucible minify --suite syn --only model1 --backend codegen"),
             std::string::npos);  // the accuracy failure planted from run 301
-  // Each alert with the bisection between its runs' commits: by status, or by time over eager's.
+  // Each alert with the bisection over its commit range (last at the old level .. first at the
+  // new, 10 hex digits): by status, or by time over eager's.
   EXPECT_TRUE(std::regex_search(
-      regressions, std::regex("crucible bisect --good [0-9a-f]{12} --bad [0-9a-f]{12} -- --suite "
+      regressions, std::regex("crucible bisect --good [0-9a-f]{10} --bad [0-9a-f]{10} -- --suite "
                               "syn --only model1 --backends codegen --mode accuracy")));
   EXPECT_TRUE(std::regex_search(regressions,
-                                std::regex("crucible bisect --good [0-9a-f]{12} --bad [0-9a-f]{12} "
+                                std::regex("crucible bisect --good [0-9a-f]{10} --bad [0-9a-f]{10} "
                                            "--judge ratio -- --suite syn --only \\S+ --backends "
                                            "(codegen|other) --mode performance")));
 }

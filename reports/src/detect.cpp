@@ -1,68 +1,37 @@
-// The change detector (see detect.h). Levels are medians of log run-medians, noise is the robust
-// spread of those over the baseline, and a change must hold on each of 2 or 3 consecutive runs,
-// on one side, past a bar of k x noise / sqrt(runs): one disturbed run can make a `suspicious`
-// note but never a regression.
+// The change detector on one series (see detect.h), as steps over its runs: split by environment
+// and by the level breaks the history gives, find where the level of a new baseline starts, then
+// judge each run against the level: a change must hold on each of 2 or 3 consecutive runs, on one
+// side, past a bar of k x noise / sqrt(runs), so one disturbed run makes a `suspicious` note but
+// never a regression; its change point is the first run at the new level, its size the new level
+// less the old.
 #include "crucible/reports/detect.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <map>
-#include <numeric>
 #include <optional>
-#include <random>
+
+#include "detect_internal.h"
 
 namespace crucible::reports {
 
+using detail::log_median;
+using detail::median_of;
+using detail::noise_of;
+using detail::rel;
+
 namespace {
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double log_median(const SeriesPoint& p) { return std::log(median_of(p.samples)); }
-
-// Run-to-run noise in log units from `hist` (the environment's baseline runs, in order):
-// 1.4826 x the median |difference| of consecutive log medians / sqrt(2), a standard deviation for
-// normal noise that neither a disturbed run nor an earlier level shift inflates; never below what
-// the runs' own sample spread makes a median wobble by, nor below a calibrated prior.
-double noise_of(const std::vector<SeriesPoint>& s, const std::vector<size_t>& hist, double prior) {
-  std::vector<double> diff, sampling;
-  for (size_t k = 1; k < hist.size(); ++k) {
-    diff.push_back(std::abs(log_median(s[hist[k]]) - log_median(s[hist[k - 1]])));
-  }
-  for (size_t i : hist) {
-    const auto& x = s[i].samples;
-    if (x.size() < 2) continue;
-    // Robust too: one preempted sample must not make the run look noisy.
-    std::vector<double> lx, ld;
-    for (double v : x) lx.push_back(std::log(v));
-    const double lm = median_of(lx);
-    for (double l : lx) ld.push_back(std::abs(l - lm));
-    // The median of n samples wobbles by about 1.25 sigma / sqrt(n).
-    sampling.push_back(1.2533 * 1.4826 * median_of(ld) / std::sqrt(static_cast<double>(x.size())));
-  }
-  // A short history's estimate is itself noisy and biased low: widen it by (1 + 2/n).
-  const double n = static_cast<double>(diff.size());
-  const double run_to_run =
-      diff.empty() ? 0.0 : 1.4826 * median_of(diff) / std::sqrt(2.0) * (1 + 2.0 / n);
-  return std::max({run_to_run, sampling.empty() ? 0.0 : median_of(sampling), prior});
-}
+// Runs at one level before the next run is judged against it.
+constexpr size_t kMinLevelRuns = 4;
 
 std::vector<double> pooled(const std::vector<SeriesPoint>& s, const std::vector<size_t>& idx) {
   std::vector<double> out;
   for (size_t i : idx) out.insert(out.end(), s[i].samples.begin(), s[i].samples.end());
   return out;
 }
-
-double rel(double log_change) { return std::exp(log_change) - 1; }
-
-// Runs at one level before the next run is judged against it.
-constexpr size_t kMinLevelRuns = 4;
 
 // Fingerprints are "key=value;key=value": the keys whose values differ, with both values.
 std::string fingerprint_change(const std::string& from, const std::string& to) {
@@ -91,243 +60,322 @@ std::string fingerprint_change(const std::string& from, const std::string& to) {
   return out.empty() ? "the environment changed" : out;
 }
 
+// Sum of |x - median| over logs[from, to): the cost of one level there (L1, so a disturbed run
+// weighs by its distance, not its square).
+double level_cost(const std::vector<double>& logs, size_t from, size_t to) {
+  const double m = median_of({logs.begin() + static_cast<std::ptrdiff_t>(from),
+                              logs.begin() + static_cast<std::ptrdiff_t>(to)});
+  double c = 0;
+  for (size_t i = from; i < to; ++i) c += std::abs(logs[i] - m);
+  return c;
+}
+
 }  // namespace
 
-double series_noise(const std::vector<SeriesPoint>& series, double prior) {
-  std::vector<size_t> timed;
-  for (size_t i = 0; i < series.size(); ++i) {
-    if (!series[i].samples.empty() && !series[i].noisy) timed.push_back(i);
+size_t latest_level_start(const std::vector<SeriesPoint>& s, const std::vector<size_t>& runs,
+                          double sigma, const DetectorOptions& o) {
+  std::vector<double> logs;
+  for (size_t i : runs) logs.push_back(log_median(s[i]));
+  const size_t n = logs.size();
+  size_t start = 0;
+  // Binary segmentation of the tail: the best single split of [start, n) with 2 runs on each side,
+  // kept when the runs after it hold the new level; then the same on what follows it.
+  for (;;) {
+    size_t best = 0;
+    double best_cost = level_cost(logs, start, n);
+    for (size_t j = start + 2; j + 2 <= n; ++j) {
+      const double c = level_cost(logs, start, j) + level_cost(logs, j, n);
+      if (c < best_cost) best_cost = c, best = j;
+    }
+    if (best == 0) return start;
+    const double old_level = median_of({logs.begin() + static_cast<std::ptrdiff_t>(start),
+                                        logs.begin() + static_cast<std::ptrdiff_t>(best)});
+    const double d =
+        median_of({logs.begin() + static_cast<std::ptrdiff_t>(best), logs.end()}) - old_level;
+    const double thr =
+        std::max(std::log1p(o.floor),
+                 o.k * sigma / std::sqrt(static_cast<double>(std::min<size_t>(n - best, 3))));
+    bool held = std::abs(d) > thr;
+    for (size_t i = best; i < n && held; ++i) held = (logs[i] - old_level) * (d > 0 ? 1 : -1) > thr;
+    const std::vector<size_t> before(runs.begin() + static_cast<std::ptrdiff_t>(start),
+                                     runs.begin() + static_cast<std::ptrdiff_t>(best));
+    const std::vector<size_t> after(runs.begin() + static_cast<std::ptrdiff_t>(best), runs.end());
+    if (!held || mann_whitney_p(pooled(s, after), pooled(s, before)) >= o.alpha) return start;
+    start = best;
   }
-  return timed.empty() ? prior : rel(noise_of(series, timed, prior));
 }
 
 namespace {
 
-// A 95% percentile-bootstrap interval of stat() over resamples of `sets` (1,000, fixed seed).
-std::pair<double, double> bootstrap_interval(
-    const std::vector<const std::vector<double>*>& sets,
-    const std::function<double(const std::vector<std::vector<double>>&)>& stat) {
-  const double nan = std::nan("");
-  for (const auto* s : sets) {
-    if (s->empty()) return {nan, nan};
+// The walk over one series' runs. Each run is a step through: its status, the environment and
+// level breaks, and then the judgement of its timing against the current level.
+class SeriesJudge {
+ public:
+  SeriesJudge(const std::vector<SeriesPoint>& s, const DetectorOptions& o,
+              std::vector<std::string>* not_judged)
+      : s_(s), o_(o), not_judged_(not_judged), single_(s.size()) {
+    if (not_judged_ != nullptr) not_judged_->assign(s.size(), "");
   }
-  std::mt19937_64 rng(0x5eed);
-  std::vector<std::vector<double>> resampled;
-  for (const auto* s : sets) resampled.emplace_back(s->size());
-  std::vector<double> stats;
-  for (int i = 0; i < 1000; ++i) {
-    for (size_t k = 0; k < sets.size(); ++k) {
-      std::uniform_int_distribution<size_t> pick(0, sets[k]->size() - 1);
-      for (double& v : resampled[k]) v = (*sets[k])[pick(rng)];
+
+  std::vector<Alert> run() {
+    std::optional<size_t> last_timed;
+    std::string last_status;
+    for (size_t i = 0; i < s_.size(); ++i) {
+      const SeriesPoint& p = s_[i];
+      if (last_status == "pass" && p.status != "pass") {
+        out_.push_back(
+            {"status", p.run_id, p.run_id, 1, 0, 0, 0, 1, fmt::format("pass -> {}", p.status)});
+      }
+      if (!p.status.empty()) last_status = p.status;
+      if (p.samples.empty()) continue;
+      if (p.noisy) {
+        unjudged(i, p.set_aside.empty() ? "not judged (the harness flagged this run noisy)"
+                                        : "not judged (" + p.set_aside + ")");
+        continue;
+      }
+      if (last_timed && s_[*last_timed].fingerprint != p.fingerprint) {
+        start_environment(*last_timed, i);
+      } else if (last_timed && breaks_between(s_[*last_timed].run_id, p.run_id)) {
+        start_level(i);
+      }
+      last_timed = i;
+      judge(i);
     }
-    stats.push_back(stat(resampled));
+    for (size_t r : recent_) {
+      if (single_[r]) out_.push_back(*single_[r]);
+    }
+    std::stable_sort(out_.begin(), out_.end(),
+                     [](const Alert& a, const Alert& b) { return a.run_id < b.run_id; });
+    return std::move(out_);
   }
-  std::sort(stats.begin(), stats.end());
-  return {stats[25], stats[974]};
-}
 
-}  // namespace
-
-std::pair<double, double> median_change_interval(const std::vector<double>& a,
-                                                 const std::vector<double>& b) {
-  return bootstrap_interval({&a, &b}, [](const std::vector<std::vector<double>>& r) {
-    return median_of(r[1]) / median_of(r[0]) - 1;
-  });
-}
-
-std::pair<double, double> speedup_change_interval(const std::vector<double>& eager_a,
-                                                  const std::vector<double>& backend_a,
-                                                  const std::vector<double>& eager_b,
-                                                  const std::vector<double>& backend_b) {
-  return bootstrap_interval(
-      {&eager_a, &backend_a, &eager_b, &backend_b}, [](const std::vector<std::vector<double>>& r) {
-        return (median_of(r[2]) / median_of(r[3])) / (median_of(r[0]) / median_of(r[1])) - 1;
-      });
-}
-
-double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b) {
-  const size_t n1 = a.size(), n2 = b.size(), n = n1 + n2;
-  if (n1 == 0 || n2 == 0) return 1;
-  std::vector<std::pair<double, int>> all;
-  for (double v : a) all.push_back({v, 0});
-  for (double v : b) all.push_back({v, 1});
-  std::sort(all.begin(), all.end());
-  double r1 = 0, ties = 0;
-  for (size_t i = 0; i < n;) {
-    size_t j = i;
-    while (j < n && all[j].first == all[i].first) ++j;
-    const double rank = 0.5 * static_cast<double>(i + 1 + j);  // mean of ranks i+1..j
-    for (size_t k = i; k < j; ++k) r1 += all[k].second == 0 ? rank : 0;
-    const double t = static_cast<double>(j - i);
-    ties += t * t * t - t;
-    i = j;
+ private:
+  void unjudged(size_t i, std::string why) {
+    if (not_judged_ != nullptr) (*not_judged_)[i] = std::move(why);
   }
-  const double d1 = static_cast<double>(n1), d2 = static_cast<double>(n2),
-               dn = static_cast<double>(n);
-  const double u = r1 - d1 * (d1 + 1) / 2, mean = d1 * d2 / 2;
-  const double var = d1 * d2 / 12 * ((dn + 1) - ties / (dn * (dn - 1)));
-  if (var <= 0) return 1;
-  const double z = std::max(0.0, std::abs(u - mean) - 0.5) / std::sqrt(var);
-  return std::erfc(z / std::sqrt(2.0));
-}
 
-std::vector<Alert> detect_changes(const std::vector<SeriesPoint>& s, const DetectorOptions& o,
-                                  std::vector<std::string>* not_judged) {
-  if (not_judged != nullptr) not_judged->assign(s.size(), "");
-  auto unjudged = [&](size_t i, std::string why) {
-    if (not_judged != nullptr) (*not_judged)[i] = std::move(why);
-  };
-  std::vector<Alert> out;
-  std::vector<size_t> base, recent;  // the baseline at the current level; newer runs, up to 4
-  std::vector<size_t> segment;       // every baseline run of this environment, for the noise
-  std::vector<bool> flagged(s.size(), false);  // one run off alone, not (yet) part of a change
-  std::optional<size_t> last_timed;
-  std::string last_status;
-  const double floor = std::log1p(o.floor);
-  std::vector<std::optional<Alert>> single(s.size());
+  // A level break (from o.level_breaks) in (after, upto]: the history says the level moved there.
+  bool breaks_between(int64_t after, int64_t upto) const {
+    return std::any_of(o_.level_breaks.begin(), o_.level_breaks.end(),
+                       [&](int64_t b) { return b > after && b <= upto; });
+  }
 
   // A run leaving `recent` joins the baseline; if it was off alone, that is said now.
-  auto absorb = [&](size_t i, const Alert* note) {
-    base.push_back(i);
-    segment.push_back(i);
-    if (flagged[i] && note) out.push_back(*note);
-  };
+  void absorb(size_t i) {
+    base_.push_back(i);
+    segment_.push_back(i);
+    if (single_[i]) out_.push_back(*single_[i]);
+  }
 
-  for (size_t i = 0; i < s.size(); ++i) {
-    const SeriesPoint& p = s[i];
-    if (last_status == "pass" && p.status != "pass") {
-      out.push_back(
-          {"status", p.run_id, p.run_id, 1, 0, 0, 0, 1, fmt::format("pass -> {}", p.status)});
+  // A new environment: a new baseline, its noise and level measured afresh.
+  void start_environment(size_t last, size_t i) {
+    for (size_t r : recent_) absorb(r);
+    out_.push_back(
+        {"environment", s_[i].run_id, s_[i].run_id, 1, 0, 0, 0, 1,
+         "a new baseline starts: " + fingerprint_change(s_[last].fingerprint, s_[i].fingerprint)});
+    base_.clear();
+    segment_.clear();
+    recent_.clear();
+    level_checked_ = false;
+  }
+
+  // A machine-wide shift: a new level from run i; the noise carries on, it did not change.
+  void start_level(size_t i) {
+    for (size_t r : recent_) absorb(r);
+    base_.clear();
+    recent_.clear();
+    level_checked_ = true;  // the break is where the level starts
+    broken_ = s_[i].run_id;
+  }
+
+  double noise() const {
+    const std::vector<size_t> hist(segment_.end() - std::min<size_t>(segment_.size(), 60),
+                                   segment_.end());
+    return noise_of(s_, hist, o_.prior_noise);
+  }
+
+  void judge(size_t i) {
+    const size_t min_baseline = static_cast<size_t>(o_.min_baseline);
+    if (segment_.size() >= min_baseline && !level_checked_) {
+      // The first judgement of an environment: its warm-up runs may hold a level change of their
+      // own, and the level is what came after it, not a mean across it.
+      const size_t from = latest_level_start(s_, base_, noise(), o_);
+      base_.erase(base_.begin(), base_.begin() + static_cast<std::ptrdiff_t>(from));
+      level_checked_ = true;
     }
-    if (!p.status.empty()) last_status = p.status;
-    if (p.samples.empty()) continue;
-    if (p.noisy) {
-      unjudged(i, "not judged (the harness flagged this run noisy)");
-      continue;
+    if (segment_.size() < min_baseline || base_.size() < kMinLevelRuns) {
+      if (segment_.size() < min_baseline) {
+        unjudged(i,
+                 fmt::format("not judged ({} of {} runs)", segment_.size() + 1, min_baseline + 1));
+      } else if (broken_ != 0) {
+        unjudged(i, fmt::format("not judged (a new level after the machine-wide shift at run {}: "
+                                "{} of {} runs)",
+                                broken_, base_.size() + 1, kMinLevelRuns + 1));
+      } else {
+        unjudged(i, fmt::format("not judged (a new level: {} of {} runs)", base_.size() + 1,
+                                kMinLevelRuns + 1));
+      }
+      base_.push_back(i);
+      segment_.push_back(i);
+      return;
     }
-    if (last_timed && s[*last_timed].fingerprint != p.fingerprint) {
-      for (size_t r : recent) absorb(r, single[r] ? &*single[r] : nullptr);
-      out.push_back({"environment", p.run_id, p.run_id, 1, 0, 0, 0, 1,
-                     "a new baseline starts: " +
-                         fingerprint_change(s[*last_timed].fingerprint, p.fingerprint)});
-      base.clear();
-      segment.clear();
-      recent.clear();
+    broken_ = 0;
+    const double sigma = noise();
+    if (o_.max_noise > 0 && sigma > std::log1p(o_.max_noise)) {
+      unjudged(i, fmt::format("not judged (too noisy: run-to-run {:.1f}% > {:.1f}%)",
+                              100 * rel(sigma), 100 * o_.max_noise));
+      base_.push_back(i);
+      segment_.push_back(i);
+      return;
     }
-    last_timed = i;
-    // Judging needs the environment's noise (min_baseline runs of it) and a level: after a
-    // change the window that made it is the new level at once, so a second step right after
-    // the first is still seen.
-    if (segment.size() < static_cast<size_t>(o.min_baseline) || base.size() < kMinLevelRuns) {
-      unjudged(
-          i, segment.size() < static_cast<size_t>(o.min_baseline)
-                 ? fmt::format("not judged ({} of {} runs)", segment.size() + 1, o.min_baseline + 1)
-                 : fmt::format("not judged (a new level: {} of {} runs)", base.size() + 1,
-                               kMinLevelRuns + 1));
-      base.push_back(i);
-      segment.push_back(i);
-      continue;
+    recent_.push_back(i);
+    if (confirm_change(i, sigma)) return;
+    note_single(i, sigma);
+    if (recent_.size() > 3) {
+      const size_t r = recent_.front();
+      recent_.erase(recent_.begin());
+      absorb(r);
     }
-    recent.push_back(i);
-    const std::vector<size_t> w(base.end() - std::min<size_t>(base.size(), o.window), base.end());
+  }
+
+  // A persistent change: the newest 2 runs, or 3 of the runs since the baseline with the newest
+  // among them (a disturbed run between them may be skipped), all past the bar on one side.
+  bool confirm_change(size_t i, double sigma) {
+    const std::vector<size_t> w(base_.end() - std::min<size_t>(base_.size(), o_.window),
+                                base_.end());
     std::vector<double> logs;
-    for (size_t b : w) logs.push_back(log_median(s[b]));
-    const std::vector<size_t> hist(segment.end() - std::min<size_t>(segment.size(), 60),
-                                   segment.end());
-    const double level = median_of(logs), sigma = noise_of(s, hist, o.prior_noise);
+    for (size_t b : w) logs.push_back(log_median(s_[b]));
+    level_ = median_of(logs);
     const std::vector<size_t> ref(w.end() - std::min<size_t>(w.size(), 3), w.end());
-    const std::vector<double> ref_samples = pooled(s, ref);
-    const double thr1 = std::max(floor, o.k * sigma);  // the bar for one run alone
-
-    // A persistent change: the newest 2 runs, or 3 of the runs since the baseline with the newest
-    // among them (a disturbed run between them may be skipped), all past the bar on one side.
+    ref_samples_ = pooled(s_, ref);
     std::vector<std::vector<size_t>> windows;
-    const size_t nr = recent.size();
+    const size_t nr = recent_.size();
     for (size_t a = 0; a + 1 < nr; ++a) {
       for (size_t b = a + 1; b + 1 < nr; ++b)
-        windows.push_back({recent[a], recent[b], recent.back()});
+        windows.push_back({recent_[a], recent_[b], recent_.back()});
     }
     // A pair must be the newest two: two disturbed runs a run apart are no level.
-    if (nr >= 2) windows.push_back({recent[nr - 2], recent.back()});
+    if (nr >= 2) windows.push_back({recent_[nr - 2], recent_.back()});
     // Longest first, then earliest start: the change point is the first run at the new level.
     std::stable_sort(windows.begin(), windows.end(),
                      [](const auto& x, const auto& y) { return x.size() > y.size(); });
-    bool changed = false;
+    const double floor = std::log1p(o_.floor);
     for (const std::vector<size_t>& run : windows) {
-      if (changed) break;
       const size_t len = run.size();
       // Every run of the window past the bar for its length, all on one side: one disturbed run
       // next to normal ones is not a change, and a big step cannot pull the quiet runs before
       // it into its window.
       std::vector<double> d;
-      for (size_t r : run) d.push_back(log_median(s[r]) - level);
+      for (size_t r : run) d.push_back(log_median(s_[r]) - level_);
       std::vector<double> sorted = d;
       std::sort(sorted.begin(), sorted.end());
-      const double thr = std::max(floor, o.k * sigma / std::sqrt(static_cast<double>(len)));
+      const double thr = std::max(floor, o_.k * sigma / std::sqrt(static_cast<double>(len)));
       if (sorted.front() <= thr && sorted.back() >= -thr) continue;
       // ... and the runs agree with each other, as runs at one new level do (two runs of one
       // level differ by noise x sqrt(2)); a disturbed run far past its neighbour is no level.
       // Of three, two must agree: the third may be a disturbed run on top of the new level.
-      const double agree = o.k * sigma * std::sqrt(2.0);
-      double new_level = 0;
+      const double agree = o_.k * sigma * std::sqrt(2.0);
+      double rough = 0;
       if (sorted[1] - sorted[0] <= agree) {
-        new_level = (sorted[0] + sorted[1]) / 2;
+        rough = (sorted[0] + sorted[1]) / 2;
       } else if (len == 3 && sorted[2] - sorted[1] <= agree) {
-        new_level = (sorted[1] + sorted[2]) / 2;
+        rough = (sorted[1] + sorted[2]) / 2;
       } else {
         continue;
       }
-      const double pv = mann_whitney_p(pooled(s, run), ref_samples);
-      if (pv >= o.alpha) continue;
+      const double pv = mann_whitney_p(pooled(s_, run), ref_samples_);
+      if (pv >= o_.alpha) continue;
       // The change point: the first run of the window at the new level (not a disturbed run
-      // before it that happened to be off the same way).
+      // before it that happened to be off the same way, even inside the tolerance).
       size_t first = 0;
-      while (std::abs(d[first] - new_level) > agree) ++first;
-      const std::vector<size_t> at_level(run.begin() + static_cast<std::ptrdiff_t>(first),
-                                         run.end());
-      out.push_back({new_level > 0 ? "regression" : "improvement", s[at_level.front()].run_id,
-                     p.run_id, static_cast<int>(len), rel(new_level), rel(thr), rel(sigma), pv,
-                     fmt::format("{} runs at the new level", len)});
+      while (std::abs(d[first] - rough) > agree) ++first;
+      std::vector<size_t> at_level;
+      for (size_t k = first; k < len; ++k) {
+        if (std::abs(d[k] - rough) <= agree) at_level.push_back(run[k]);
+      }
+      // A change that began in the newest baseline runs (the last runs of a warm-up, or a run
+      // judged before the bar for one run alone could be met): those at the new level, each past
+      // the one-run bar, start it. At most 3: more would have been a change of their own.
+      std::vector<size_t> earlier;
+      if (at_level.front() == recent_.front()) {
+        const double one_run = std::max(floor, o_.k * sigma);
+        while (earlier.size() < 3 && base_.size() > earlier.size() + kMinLevelRuns) {
+          const double db = log_median(s_[base_[base_.size() - 1 - earlier.size()]]) - level_;
+          if (std::abs(db - rough) > agree || std::abs(db) <= one_run || (db > 0) != (rough > 0))
+            break;
+          earlier.push_back(base_[base_.size() - 1 - earlier.size()]);
+        }
+      }
+      if (!earlier.empty()) {
+        base_.resize(base_.size() - earlier.size());
+        std::reverse(earlier.begin(), earlier.end());
+        at_level.insert(at_level.begin(), earlier.begin(), earlier.end());
+        std::vector<double> old_logs;
+        for (size_t b : std::vector<size_t>(base_.end() - std::min<size_t>(base_.size(), o_.window),
+                                            base_.end()))
+          old_logs.push_back(log_median(s_[b]));
+        level_ = median_of(old_logs);
+      }
+      // The size is the new level less the old: the median of the runs at it.
+      std::vector<double> new_logs;
+      for (size_t r : at_level) new_logs.push_back(log_median(s_[r]));
+      const double new_level = median_of(new_logs) - level_;
+      out_.push_back({new_level > 0 ? "regression" : "improvement", s_[at_level.front()].run_id,
+                      s_[i].run_id, static_cast<int>(len), rel(new_level), rel(thr), rel(sigma), pv,
+                      fmt::format("{} runs at the new level", len)});
       // Runs before the change point leave `recent` for the old baseline; the new level is the
       // baseline from here on.
-      for (size_t r : recent) {
-        if (r < at_level.front()) absorb(r, single[r] ? &*single[r] : nullptr);
+      for (size_t r : recent_) {
+        if (r < at_level.front()) absorb(r);
       }
-      base = at_level;
-      for (size_t r : at_level) segment.push_back(r);
-      recent.clear();
-      changed = true;
+      base_ = at_level;
+      segment_.insert(segment_.end(),
+                      at_level.begin() + static_cast<std::ptrdiff_t>(earlier.size()),
+                      at_level.end());
+      recent_.clear();
+      return true;
     }
-    if (changed) continue;
-    // One run off alone: noted, and said when it leaves `recent` without a change behind it.
-    const double d = log_median(p) - level;
-    if (std::abs(d) > thr1) {
-      const double pv = mann_whitney_p(p.samples, ref_samples);
-      if (pv < o.alpha) {
-        flagged[i] = true;
-        single[i] = Alert{"suspicious",
-                          p.run_id,
-                          p.run_id,
-                          1,
-                          rel(d),
-                          rel(thr1),
-                          rel(sigma),
-                          pv,
-                          "one run off; the next runs decide"};
-      }
-    }
-    if (recent.size() > 3) {
-      const size_t r = recent.front();
-      recent.erase(recent.begin());
-      absorb(r, single[r] ? &*single[r] : nullptr);
+    return false;
+  }
+
+  // One run off alone: noted, and said when it leaves `recent` without a change behind it.
+  void note_single(size_t i, double sigma) {
+    const double d = log_median(s_[i]) - level_;
+    const double thr1 = std::max(std::log1p(o_.floor), o_.k * sigma);
+    if (std::abs(d) <= thr1) return;
+    const double pv = mann_whitney_p(s_[i].samples, ref_samples_);
+    if (pv < o_.alpha) {
+      single_[i] = Alert{"suspicious",
+                         s_[i].run_id,
+                         s_[i].run_id,
+                         1,
+                         rel(d),
+                         rel(thr1),
+                         rel(sigma),
+                         pv,
+                         "one run off; the next runs decide"};
     }
   }
-  for (size_t r : recent) {
-    if (single[r]) out.push_back(*single[r]);
-  }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const Alert& a, const Alert& b) { return a.run_id < b.run_id; });
-  return out;
+
+  const std::vector<SeriesPoint>& s_;
+  const DetectorOptions& o_;
+  std::vector<std::string>* not_judged_;
+  std::vector<std::optional<Alert>> single_;  // one run off alone, not (yet) part of a change
+  std::vector<Alert> out_;
+  std::vector<size_t> base_;         // the baseline at the current level
+  std::vector<size_t> recent_;       // judged runs newer than the baseline, up to 4
+  std::vector<size_t> segment_;      // every baseline run of this environment, for the noise
+  bool level_checked_ = false;       // the warm-up was searched for a level change of its own
+  int64_t broken_ = 0;               // the level break the current level started at (0: none)
+  double level_ = 0;                 // the current level (log), as of the last judged run
+  std::vector<double> ref_samples_;  // the newest baseline runs' samples, for the rank test
+};
+
+}  // namespace
+
+std::vector<Alert> detect_changes(const std::vector<SeriesPoint>& s, const DetectorOptions& o,
+                                  std::vector<std::string>* not_judged) {
+  return SeriesJudge(s, o, not_judged).run();
 }
 
 }  // namespace crucible::reports

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <ctime>
@@ -188,43 +189,50 @@ std::string audit_cell(const Point& p) {
 }
 
 // regressions.html's body: the detector's verdicts over the whole history, newest first, each with
-// the commands that reproduce it and find its commit, and how much was not judged.
+// the commands that reproduce it and find its commit, the machine-wide shifts it set aside, and
+// how much was not judged.
 std::string regressions_body(Store& store, const HtmlReportOptions& opts) {
   RegressionQuery rq;
   rq.all = true;
   const Table alerts = store.regressions(rq);
-  std::string rb =
-      "<p>What the change detector found in the history: a regression holds on 2 or 3 runs past "
-      "4 x the series' noise; suspicious is one run alone; environment starts a new baseline."
-      "</p>\n<table><tr><th>kind</th><th>suite</th><th>model</th><th>backend</th><th>change</th>"
-      "<th>runs</th><th>kernels moved</th><th>note</th><th>reproduce</th>"
-      "<th>find the commit</th></tr>\n";
-  // A run's commit, "" when unknown or built from a dirty tree (no commit to bisect to).
-  auto commit_of = [&](int64_t run) -> std::string {
-    try {
-      const std::string c = store.run(run).git_commit;
-      return c.find("-dirty") == std::string::npos ? c : "";
-    } catch (const std::exception&) {
-      return "";
-    }
+  auto column = [&](const char* name) {
+    return static_cast<size_t>(std::find(alerts.columns.begin(), alerts.columns.end(), name) -
+                               alerts.columns.begin());
   };
+  const size_t kKind = column("kind"), kSuite = column("suite"), kModel = column("model"),
+               kBackend = column("backend"), kMeasure = column("measure"),
+               kChange = column("change_pct"), kRunCol = column("run"),
+               kConfirmed = column("confirmed_by"), kCommits = column("commits"),
+               kKernels = column("kernels"), kNote = column("note");
+  std::string rb =
+      "<p>What the change detector found in the history. Each backend is judged by its time over "
+      "eager's in the same run (a machine-wide shift cancels there); a regression holds on 2 or 3 "
+      "runs past 4 x the series' noise; suspicious is one run alone; environment starts a new "
+      "baseline; an environment event is many series moving together at one run.</p>\n"
+      "<table><tr><th>kind</th><th>suite</th><th>model</th><th>backend</th><th>measure</th>"
+      "<th>change</th><th>runs</th><th>commits</th><th>kernels moved</th><th>note</th>"
+      "<th>reproduce</th><th>find the commit</th></tr>\n";
   int listed = 0;
   std::map<std::string, int> not_judged;  // why -> series
   for (auto a = alerts.rows.rbegin(); a != alerts.rows.rend(); ++a) {
     const auto& r = *a;  // newest first
-    const std::string kind = text(r[0]), suite = text(r[1]), model = text(r[2]),
-                      backend = text(r[3]);
+    const std::string kind = text(r[kKind]), suite = text(r[kSuite]), model = text(r[kModel]),
+                      backend = text(r[kBackend]);
     if (kind == "not_judged") {
-      const std::string why = text(r[13]);
+      const std::string why = text(r[kNote]);
       const char* kind_of_why =
-          why.find("noisy") != std::string::npos         ? "their newest run flagged noisy"
-          : why.find("a new level") != std::string::npos ? "too few runs since a change of level"
-                                                         : "too few runs of their environment";
+          why.find("noisy)") != std::string::npos         ? "their newest run flagged noisy"
+          : why.find("too noisy") != std::string::npos    ? "too much run-to-run noise"
+          : why.find("machine-wide") != std::string::npos ? "a new level after a machine-wide shift"
+          : why.find("a new level") != std::string::npos  ? "too few runs since a change of level"
+                                                          : "too few runs of their environment";
       ++not_judged[kind_of_why];
     }
     if (kind == "environment" || kind == "suspicious" || kind == "not_judged") continue;
-    std::string repro = fmt::format("crucible compare {} {} --db {}", std::get<int64_t>(r[9]) - 1,
-                                    text(r[10]), opts.db_name);
+    const int64_t run = std::get<int64_t>(r[kRunCol]);
+    std::string repro =
+        fmt::format("crucible compare {} {} --db {}", run - 1, text(r[kConfirmed]), opts.db_name);
+    if (kind == "environment_event") repro.clear();
     if (kind == "status") {
       repro =
           fmt::format("crucible minify --suite {} --only {} --backend {}", suite, model, backend);
@@ -235,27 +243,41 @@ std::string regressions_body(Store& store, const HtmlReportOptions& opts) {
         }
       }
     }
-    // From the last run before the change to the first at it: git bisect over those commits,
-    // judged by the run's status or, for a timing change, by the time over eager's.
-    const std::string good = commit_of(std::get<int64_t>(r[9]) - 1),
-                      bad = commit_of(std::get<int64_t>(r[9]));
+    // From the last commit at the old level to the first at the new: git bisect over those,
+    // judged by the run's status or, for a timing change, by the time over eager's. Not for a
+    // tree built dirty (no commit to go back to) or an unknown commit.
+    const std::string commits = text(r[kCommits]);
+    const size_t dots = commits.find("..");
+    const std::string good = dots == std::string::npos ? "" : commits.substr(0, dots),
+                      bad = dots == std::string::npos ? "" : commits.substr(dots + 2);
     std::string bisect;
-    if (!good.empty() && !bad.empty() && good != bad && (kind == "status" || backend != "eager")) {
+    const bool clean = commits.find("dirty") == std::string::npos && good != "?" && bad != "?";
+    if (clean && !good.empty() && !bad.empty() && good != bad &&
+        (kind == "status" || backend != "eager") && kind != "environment_event") {
       bisect = fmt::format(
           "crucible bisect --good {} --bad {}{} -- --suite {} --only {} "
           "--backends {} --mode {}",
-          good.substr(0, 12), bad.substr(0, 12), kind == "status" ? "" : " --judge ratio", suite,
-          model, backend, kind == "status" ? "accuracy" : "performance");
+          good, bad, kind == "status" ? "" : " --judge ratio", suite, model, backend,
+          kind == "status" ? "accuracy" : "performance");
     }
     rb += fmt::format(
-        "<tr><td class=\"{}\">{}</td><td>{}</td><td><a href=\"{}\">{}</a></td><td>{}</td>"
-        "<td class=n>{}</td><td>{}..{}</td><td>{}</td><td>{}</td><td><code>{}</code></td>"
+        "<tr><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td "
+        "class=n>{}</td><td>{}..{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td>"
         "<td><code>{}</code></td></tr>\n",
-        kind == "improvement" ? "pass" : "fail", html_escape(kind), html_escape(suite),
-        page_name(suite, model), html_escape(model), html_escape(backend),
-        std::holds_alternative<double>(r[5]) ? fmt::format("{:+.1f}%", std::get<double>(r[5])) : "",
-        text(r[9]), text(r[10]), html_escape(text(r[12])), html_escape(text(r[13])),
-        html_escape(repro), html_escape(bisect));
+        kind == "improvement"         ? "pass"
+        : kind == "environment_event" ? "muted"
+                                      : "fail",
+        html_escape(kind), html_escape(suite),
+        suite == "*"
+            ? "*"
+            : fmt::format("<a href=\"{}\">{}</a>", page_name(suite, model), html_escape(model)),
+        html_escape(backend), html_escape(text(r[kMeasure])),
+        std::holds_alternative<double>(r[kChange])
+            ? fmt::format("{:+.1f}%", std::get<double>(r[kChange]))
+            : "",
+        run, text(r[kConfirmed]), html_escape(commits), html_escape(text(r[kKernels])),
+        html_escape(text(r[kNote])), html_escape(repro), html_escape(bisect));
     ++listed;
   }
   rb += "</table>\n";

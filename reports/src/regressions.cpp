@@ -1,6 +1,7 @@
 // `crucible regressions`: loads every series (suite, model, backend, mode) from the store in run
-// order, runs the change detector on it and lists the alerts, each timing change with the kernels
-// whose per-call time moved most between the last baseline run and the run that confirmed it.
+// order, judges the history (detect_history.h: ratios to the reference, machine-wide events,
+// change points) and lists the alerts, each timing change with its commit range and the kernels
+// whose per-call time moved most between the last run at the old level and the confirming run.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,7 +10,7 @@
 #include <tuple>
 
 #include "crucible/core/quote.h"
-#include "crucible/reports/detect.h"
+#include "crucible/reports/detect_history.h"
 #include "crucible/reports/store.h"
 #include "kernel_moves.h"
 #include "sqlite_db.h"
@@ -18,11 +19,65 @@ namespace crucible::reports {
 
 namespace {
 
-struct LoadedSeries {
-  std::string suite, model, backend, mode;
-  std::vector<SeriesPoint> points;
-  std::vector<int64_t> result_ids;  // parallel to points
+// Collect: every series of the store in run order, the results' ids beside its points.
+struct Loaded {
+  std::vector<HistorySeries> series;
+  std::vector<std::vector<int64_t>> result_ids;  // parallel to each series' points
 };
+
+Loaded load_series(sqlite3* db, const RegressionQuery& q) {
+  // The environment a run measured in: what a code change does not change. Every backend of a
+  // model is loaded even when one is asked about: the others are its reference.
+  Statement rows(
+      db,
+      "SELECT x.suite, x.model, x.backend, x.mode, r.id, x.id, x.status, x.samples, x.noisy,"
+      " 'cpu=' || coalesce(r.cpu_model, '') || ';cores=' || coalesce(r.cores, '') ||"
+      " ';compiler=' || coalesce(r.compiler, '') || ';libraries=' || coalesce(r.libraries, '') ||"
+      " ';threads=' || coalesce(r.threads, '') || ';launcher=' || r.launcher_json,"
+      " coalesce(r.git_commit, '')"
+      " FROM results x JOIN runs r ON r.id = x.run_id"
+      " WHERE (?1 = '' OR x.suite = ?1) AND (?2 = '' OR x.model = ?2)"
+      " ORDER BY x.suite, x.model, x.backend, x.mode, r.started_at, r.id");
+  rows.bind(1, q.suite).bind(2, q.model);
+  Loaded out;
+  while (rows.step()) {
+    if (out.series.empty() || out.series.back().key.suite != rows.text(0) ||
+        out.series.back().key.model != rows.text(1) ||
+        out.series.back().key.backend != rows.text(2) ||
+        out.series.back().key.mode != rows.text(3)) {
+      out.series.push_back({{rows.text(0), rows.text(1), rows.text(2), rows.text(3)}, {}, 0});
+      out.result_ids.emplace_back();
+    }
+    SeriesPoint p;
+    p.run_id = rows.int64(4);
+    p.status = rows.text(6);
+    p.samples = rows.doubles_blob(7);
+    p.noisy = rows.int64(8) != 0;
+    p.fingerprint = rows.text(9);
+    p.commit = rows.text(10);
+    out.series.back().points.push_back(std::move(p));
+    out.result_ids.back().push_back(rows.int64(5));
+  }
+  return out;
+}
+
+// 10 hex digits, with a dirty tree's mark kept: no bisect can go back to that.
+std::string short_commit(const std::string& c) {
+  if (c.empty()) return "?";
+  return c.substr(0, 10) + (c.find("-dirty") != std::string::npos ? "-dirty" : "");
+}
+
+// "last commit at the old level..first at the new": what `crucible bisect` is given. The old
+// level of a timing change is its last judged run before; of a status change, its last run.
+std::string commit_range(const std::vector<SeriesPoint>& pts, int64_t first_new, bool timing) {
+  std::string before, after;
+  for (const SeriesPoint& p : pts) {
+    if (p.run_id < first_new && (!timing || (!p.samples.empty() && !p.noisy))) before = p.commit;
+    if (p.run_id == first_new) after = p.commit;
+  }
+  if (before.empty() && after.empty()) return "";
+  return short_commit(before) + ".." + short_commit(after);
+}
 
 }  // namespace
 
@@ -42,84 +97,71 @@ Table Store::regressions(const RegressionQuery& q) {
       throw StoreError(fmt::format("{}: no run with id {}", path_.string(), q.run));
     }
   }
-  // The environment a run measured in: what a code change does not change.
-  Statement rows(
-      db_,
-      "SELECT x.suite, x.model, x.backend, x.mode, r.id, x.id, x.status, x.samples, x.noisy,"
-      " 'cpu=' || coalesce(r.cpu_model, '') || ';cores=' || coalesce(r.cores, '') ||"
-      " ';compiler=' || coalesce(r.compiler, '') || ';libraries=' || coalesce(r.libraries, '') ||"
-      " ';threads=' || coalesce(r.threads, '') || ';launcher=' || r.launcher_json"
-      " FROM results x JOIN runs r ON r.id = x.run_id"
-      " WHERE (?1 = '' OR x.suite = ?1) AND (?2 = '' OR x.model = ?2) AND (?3 = '' OR x.backend = "
-      "?3)"
-      " ORDER BY x.suite, x.model, x.backend, x.mode, r.started_at, r.id");
-  rows.bind(1, q.suite).bind(2, q.model).bind(3, q.backend);
-  std::vector<LoadedSeries> series;
-  while (rows.step()) {
-    if (series.empty() || series.back().suite != rows.text(0) ||
-        series.back().model != rows.text(1) || series.back().backend != rows.text(2) ||
-        series.back().mode != rows.text(3)) {
-      series.push_back({rows.text(0), rows.text(1), rows.text(2), rows.text(3), {}, {}});
-    }
-    SeriesPoint p;
-    p.run_id = rows.int64(4);
-    p.status = rows.text(6);
-    p.samples = rows.doubles_blob(7);
-    p.noisy = rows.int64(8) != 0;
-    p.fingerprint = rows.text(9);
-    series.back().points.push_back(std::move(p));
-    series.back().result_ids.push_back(rows.int64(5));
-  }
-
+  Loaded loaded = load_series(db_, q);
+  // A series calibrated with `crucible calibrate` brings its measured run-to-run noise as a
+  // floor for its time: the detector trusts it over a few runs' own estimate.
   std::map<std::tuple<std::string, std::string, std::string>, double> noise;
   for (const Calibration& c : calibrations()) {  // newest first: the first seen is kept
     if (std::isfinite(c.time_cv) && c.time_cv > 0)
       noise.emplace(std::tuple{c.suite, c.model, c.backend}, c.time_cv);
   }
+  for (HistorySeries& s : loaded.series) {
+    const auto c = noise.find({s.key.suite, s.key.model, s.key.backend});
+    if (c != noise.end() && s.key.mode == "performance") s.prior_noise = std::log1p(c->second);
+  }
+  HistoryOptions opts;
+  opts.reference = q.reference;
+  const HistoryVerdict verdict = judge_history(loaded.series, opts);
 
   Table t;
-  t.columns = {"kind",         "suite",         "model",     "backend", "mode",
-               "change_pct",   "threshold_pct", "noise_pct", "p_value", "run",
-               "confirmed_by", "runs",          "kernels",   "note"};
-  for (const LoadedSeries& s : series) {
-    // A series calibrated with `crucible calibrate` brings its measured run-to-run noise as a
-    // floor: the detector trusts it over a few runs' own estimate.
-    DetectorOptions opts;
-    if (const auto c = noise.find({s.suite, s.model, s.backend});
-        c != noise.end() && s.mode == "performance") {
-      opts.prior_noise = std::log1p(c->second);
-    }
-    std::vector<std::string> not_judged;
-    for (const Alert& a : detect_changes(s.points, opts, &not_judged)) {
+  t.columns = {"kind",       "suite",         "model",     "backend", "mode", "measure",
+               "change_pct", "threshold_pct", "noise_pct", "p_value", "run",  "confirmed_by",
+               "runs",       "commits",       "kernels",   "note"};
+  for (const EnvironmentEvent& ev : verdict.events) {
+    if (!q.all && ev.confirmed_by != wanted) continue;
+    if (!q.backend.empty()) continue;  // the machine's, not one backend's
+    t.rows.push_back({std::string("environment_event"), std::string("*"), std::string("*"),
+                      std::string("*"), std::string("*"), std::string("time"),
+                      Cell{100 * ev.change}, Cell{}, Cell{}, Cell{}, ev.run_id, ev.confirmed_by,
+                      int64_t{ev.moved}, std::string(), std::string(), ev.note});
+  }
+  for (size_t si = 0; si < loaded.series.size(); ++si) {
+    const HistorySeries& s = loaded.series[si];
+    const SeriesVerdict& sv = verdict.series[si];
+    if (!q.backend.empty() && s.key.backend != q.backend) continue;
+    for (const Alert& a : sv.alerts) {
       if (!q.all && a.confirmed_by != wanted) continue;
       const bool timing =
           a.kind == "regression" || a.kind == "improvement" || a.kind == "suspicious";
-      std::string kernels;
+      std::string kernels, commits;
       if (a.kind == "regression" || a.kind == "improvement") {
         // The last judged run before the change point, and the run that confirmed it.
         int64_t before = 0, after = 0;
         for (size_t i = 0; i < s.points.size(); ++i) {
           if (s.points[i].run_id < a.run_id && !s.points[i].samples.empty()) {
-            before = s.result_ids[i];
+            before = loaded.result_ids[si][i];
           }
-          if (s.points[i].run_id == a.confirmed_by) after = s.result_ids[i];
+          if (s.points[i].run_id == a.confirmed_by) after = loaded.result_ids[si][i];
         }
         if (before != 0 && after != 0) kernels = moved_kernels(db_, before, after);
       }
+      if (a.kind != "environment") commits = commit_range(s.points, a.run_id, timing);
       auto pct = [&](double v) { return timing ? Cell{100 * v} : Cell{}; };
-      t.rows.push_back({a.kind, s.suite, s.model, s.backend, s.mode, pct(a.change),
-                        pct(a.threshold), pct(a.noise), timing ? Cell{a.p_value} : Cell{}, a.run_id,
-                        a.confirmed_by, static_cast<int64_t>(a.runs), kernels, a.note});
+      t.rows.push_back({a.kind, s.key.suite, s.key.model, s.key.backend, s.key.mode,
+                        timing ? sv.measure : std::string(), pct(a.change), pct(a.threshold),
+                        pct(a.noise), timing ? Cell{a.p_value} : Cell{}, a.run_id, a.confirmed_by,
+                        static_cast<int64_t>(a.runs), commits, kernels, a.note});
     }
     // Silence is not "no change" where nothing was judged: the run asked about (with --all, the
     // series' newest) is listed when its timing was not judged, and why.
     const int64_t target = q.all ? s.points.back().run_id : wanted;
     const auto at = std::find_if(s.points.begin(), s.points.end(),
                                  [&](const SeriesPoint& p) { return p.run_id == target; });
-    const std::string why = at == s.points.end() ? "" : not_judged[at - s.points.begin()];
+    const std::string why = at == s.points.end() ? "" : sv.not_judged[at - s.points.begin()];
     if (!why.empty()) {
-      t.rows.push_back({std::string("not_judged"), s.suite, s.model, s.backend, s.mode, Cell{},
-                        Cell{}, Cell{}, Cell{}, target, target, int64_t{0}, std::string(), why});
+      t.rows.push_back({std::string("not_judged"), s.key.suite, s.key.model, s.key.backend,
+                        s.key.mode, sv.measure, Cell{}, Cell{}, Cell{}, Cell{}, target, target,
+                        int64_t{0}, std::string(), std::string(), why});
     }
   }
   return t;

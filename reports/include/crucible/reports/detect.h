@@ -1,6 +1,6 @@
-// Regression detection on one series (a model on a backend, run after run): a change is reported
-// when a rank test on raw samples is significant and the median moved more than max(floor,
-// k x the series' own run-to-run noise); it is a regression only when it persists.
+// Regression detection on one series (a model on a backend, or its time over a reference's, run
+// after run): a change is reported when a rank test on raw samples is significant and the level
+// moved more than max(floor, k x the series' own run-to-run noise) on consecutive runs.
 #pragma once
 
 #include <cstdint>
@@ -17,15 +17,21 @@ struct SeriesPoint {
   std::string status;       // the result's status ("pass", "fail_accuracy", ...)
   std::vector<double> samples;  // raw timed samples (performance), empty for accuracy
   bool noisy = false;           // the harness measured contention around it: its time is not judged
+  std::string commit;           // the code it measured (for an alert's commit range), "" unknown
+  std::string set_aside;        // why the history set this run aside (noisy is then true), or ""
 };
 
 struct DetectorOptions {
-  double floor = 0.01;     // smallest relative change ever reported
-  double k = 4.0;          // noise multiples a persistent change must exceed (on its mean)
-  double alpha = 0.01;     // rank-test significance
-  int min_baseline = 8;    // runs of one environment before anything is judged
-  int window = 20;         // baseline runs the level and the noise are taken from
-  double prior_noise = 0;  // run-to-run noise known from calibration (log units), 0: none
+  double floor = 0.01;      // smallest relative change ever reported
+  double k = 4.0;           // noise multiples a persistent change must exceed (on its mean)
+  double alpha = 0.01;      // rank-test significance
+  int min_baseline = 8;     // runs of one environment before anything is judged
+  int window = 20;          // baseline runs the level and the noise are taken from
+  double prior_noise = 0;   // run-to-run noise known from calibration (log units), 0: none
+  double max_noise = 0.10;  // a series noisier than this run to run (relative) is not judged
+  // Runs where the history found a machine-wide shift (see detect_history.h): a new level starts
+  // there, as after a change, without an alert; the noise history carries on.
+  std::vector<int64_t> level_breaks;
 };
 
 struct Alert {
@@ -45,10 +51,17 @@ struct Alert {
 // Every alert of `series`, in run order.
 // With `not_judged`, also why each timed run was not judged ("" for one that was, or has no
 // timing): "not judged (k of n runs)" while the environment has fewer than opts.min_baseline runs
-// before it, "not judged (a new level: k of n runs)" right after a change, or the noisy flag.
+// before it, "not judged (a new level: k of n runs)" right after a change or a level break,
+// "not judged (too noisy: ...)" past opts.max_noise, or the noisy flag.
 std::vector<Alert> detect_changes(const std::vector<SeriesPoint>& series,
                                   const DetectorOptions& opts = {},
                                   std::vector<std::string>* not_judged = nullptr);
+
+// Where the current level of `runs` (indices into `series`, in order, one environment) starts:
+// binary segmentation with an L1 cost, each split kept when every run after it is past the bar
+// (opts.k x sigma, sigma in log units) on one side and the rank test agrees. 0: one level.
+size_t latest_level_start(const std::vector<SeriesPoint>& series, const std::vector<size_t>& runs,
+                          double sigma, const DetectorOptions& opts);
 
 // The series' run-to-run noise (relative) as the detector measures it, over its timed runs that
 // are not flagged noisy; `prior` is a floor (a calibrated value).

@@ -65,6 +65,7 @@ struct RegressionQuery {
   int64_t run = 0;                    // alerts confirmed by this run (0: the newest run)
   bool all = false;                   // every alert of the whole history instead
   std::string suite, model, backend;  // "" for any
+  std::string reference = "eager";    // timed beside every backend: its ratios are judged
 };
 
 // What merging one shard database added.

@@ -1,0 +1,401 @@
+// The detector across a history (see detect_history.h): ratios to the reference first, because
+// a machine-wide shift moves both sides of a ratio and cancels; events for the shifts the
+// absolute times still show; attribution so a change of the reference is not called a change of
+// every backend timed against it.
+#include "crucible/reports/detect_history.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "detect_internal.h"
+
+namespace crucible::reports {
+
+using detail::log_median;
+using detail::median_of;
+using detail::rel;
+
+namespace {
+
+bool same_model(const SeriesKey& a, const SeriesKey& b) {
+  return a.suite == b.suite && a.model == b.model && a.mode == b.mode;
+}
+
+bool is_change(const Alert& a) { return a.kind == "regression" || a.kind == "improvement"; }
+
+bool timed(const SeriesPoint& p) { return !p.samples.empty() && !p.noisy; }
+
+// Each run id's position among every run of the history: "the next run" across series.
+std::map<int64_t, int> run_ranks(const std::vector<HistorySeries>& all) {
+  std::set<int64_t> ids;
+  for (const HistorySeries& s : all) {
+    for (const SeriesPoint& p : s.points) ids.insert(p.run_id);
+  }
+  std::map<int64_t, int> rank;
+  for (int64_t id : ids) rank.emplace(id, static_cast<int>(rank.size()));
+  return rank;
+}
+
+// The index of the reference's series for each series of `all` (-1: none).
+std::vector<int> reference_of(const std::vector<HistorySeries>& all, const std::string& reference) {
+  std::vector<int> out(all.size(), -1);
+  for (size_t i = 0; i < all.size(); ++i) {
+    for (size_t j = 0; j < all.size() && !reference.empty(); ++j) {
+      if (all[j].key.backend == reference && same_model(all[i].key, all[j].key)) {
+        out[i] = static_cast<int>(j);
+      }
+    }
+  }
+  return out;
+}
+
+// How far the level of `s` moved at the change (first run `from`, confirmed at `to`): the median
+// log level of its timed runs in [from, to] less that of up to 4 timed runs before. 0: unknown.
+double level_shift(const std::vector<SeriesPoint>& s, int64_t from, int64_t to) {
+  std::vector<double> before, after;
+  for (const SeriesPoint& p : s) {
+    if (!timed(p)) continue;
+    if (p.run_id < from) before.push_back(log_median(p));
+    if (p.run_id >= from && p.run_id <= to) after.push_back(log_median(p));
+  }
+  if (before.empty() || after.empty()) return 0;
+  before.erase(before.begin(), before.end() - std::min<size_t>(before.size(), 4));
+  return median_of(after) - median_of(before);
+}
+
+}  // namespace
+
+std::vector<std::vector<SeriesPoint>> pair_with_reference(const std::vector<HistorySeries>& all,
+                                                          const std::string& reference) {
+  const std::vector<int> ref = reference_of(all, reference);
+  std::vector<std::vector<SeriesPoint>> out(all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (ref[i] < 0 || all[i].key.backend == reference || all[i].key.mode != "performance") continue;
+    std::map<int64_t, const SeriesPoint*> by_run;
+    for (const SeriesPoint& p : all[static_cast<size_t>(ref[i])].points) by_run[p.run_id] = &p;
+    bool any = false;
+    std::vector<SeriesPoint> ratio = all[i].points;
+    for (SeriesPoint& p : ratio) {
+      const auto r = by_run.find(p.run_id);
+      if (p.samples.empty()) continue;
+      if (r == by_run.end() || r->second->samples.empty()) {
+        p.samples.clear();  // no reference beside it: this run has no ratio
+        continue;
+      }
+      const double m = median_of(r->second->samples);
+      for (double& v : p.samples) v /= m;
+      p.noisy = p.noisy || r->second->noisy;
+      any = true;
+    }
+    if (any) out[i] = std::move(ratio);
+  }
+  return out;
+}
+
+namespace {
+
+// Each timed point's move against the runs before it, by run id: its log level less the median
+// of up to 5 timed points before it, and less the point just before; the smaller of the two
+// when they agree in sign, else 0 (a run back at the level after a disturbed one did not move;
+// a run after a lasting shift did not either). NaN for the first 3, with too little before them.
+std::map<int64_t, double> moves_by_run(const std::vector<SeriesPoint>& s) {
+  std::map<int64_t, double> out;
+  std::vector<double> before;
+  for (const SeriesPoint& p : s) {
+    if (!timed(p)) continue;
+    const double l = log_median(p);
+    if (before.size() < 3) {
+      out[p.run_id] = std::nan("");
+    } else {
+      const double a = l - median_of(before), b = l - before.back();
+      out[p.run_id] = (a > 0) != (b > 0) ? 0.0 : std::abs(a) < std::abs(b) ? a : b;
+    }
+    before.push_back(l);
+    if (before.size() > 5) before.erase(before.begin());
+  }
+  return out;
+}
+
+}  // namespace
+
+void set_aside_disturbed_runs(const std::vector<HistorySeries>& all,
+                              std::vector<std::vector<SeriesPoint>>& ratio,
+                              const std::string& reference, const DetectorOptions& o) {
+  const std::vector<int> ref = reference_of(all, reference);
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (ratio[i].empty() || ref[i] < 0) continue;
+    const auto theirs = moves_by_run(all[static_cast<size_t>(ref[i])].points);
+    const auto own = moves_by_run(all[i].points);
+    const auto ratio_moves = moves_by_run(ratio[i]);
+    // The ratio's noise where the machine was quiet: its moves in the runs where the reference
+    // moved least (the half below the median). The disturbed runs would inflate its whole noise
+    // past the distortion they cause.
+    std::vector<std::pair<double, double>> tq;
+    for (const auto& [run, q] : ratio_moves) {
+      const auto t = theirs.find(run);
+      if (t != theirs.end() && std::isfinite(t->second) && std::isfinite(q))
+        tq.push_back({std::abs(t->second), std::abs(q)});
+    }
+    std::sort(tq.begin(), tq.end());
+    std::vector<double> quiet;
+    for (size_t k = 0; k < (tq.size() + 1) / 2; ++k) quiet.push_back(tq[k].second);
+    const double sigma =
+        quiet.size() >= 3 ? 1.4826 * median_of(quiet) : std::log1p(series_noise(ratio[i]));
+    // The smallest bar the judge holds a run to (a change over 3 runs).
+    const double bar = std::max(std::log1p(o.floor), o.k * sigma / std::sqrt(3.0));
+    for (SeriesPoint& p : ratio[i]) {
+      const auto t = theirs.find(p.run_id), m = own.find(p.run_id), q = ratio_moves.find(p.run_id);
+      if (!timed(p) || t == theirs.end() || m == own.end() || q == ratio_moves.end()) continue;
+      // The ratio moved past the bar, both sides moved the same way past it too (false for
+      // NaN), and the ratio by less than half what the reference did: the bend a disturbance
+      // leaves, not a step of the backend's own riding on a wobble of the machine.
+      const double moved = std::abs(q->second);
+      if (!(moved > bar && std::abs(t->second) > bar && std::abs(m->second) > bar)) continue;
+      if ((t->second > 0) != (m->second > 0) || !(moved < 0.5 * std::abs(t->second))) continue;
+      p.noisy = true;
+      p.set_aside = fmt::format(
+          "a disturbed run: {} {:+.0f}% and this backend {:+.0f}% at once, the ratio {:+.1f}%",
+          reference, 100 * rel(t->second), 100 * rel(m->second), 100 * rel(q->second));
+    }
+  }
+}
+
+std::vector<EnvironmentEvent> find_environment_events(
+    const std::vector<HistorySeries>& all, const std::vector<std::vector<Alert>>& alerts,
+    const std::vector<std::vector<std::string>>& not_judged, const HistoryOptions& o) {
+  const std::map<int64_t, int> rank = run_ranks(all);
+  std::vector<int64_t> run_at(rank.size());
+  for (const auto& [id, r] : rank) run_at[static_cast<size_t>(r)] = id;
+  std::vector<std::set<size_t>> judged(rank.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    for (size_t k = 0; k < all[i].points.size(); ++k) {
+      const SeriesPoint& p = all[i].points[k];
+      if (timed(p) && not_judged[i][k].empty()) judged[rank.at(p.run_id)].insert(i);
+    }
+  }
+  struct Move {
+    size_t series;
+    const Alert* alert;
+  };
+  std::vector<std::vector<Move>> moves(rank.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    for (const Alert& a : alerts[i]) {
+      if (is_change(a)) moves[static_cast<size_t>(rank.at(a.run_id))].push_back({i, &a});
+    }
+  }
+  auto model_of = [&](size_t i) {
+    return std::tuple{all[i].key.suite, all[i].key.model, all[i].key.mode};
+  };
+  std::vector<EnvironmentEvent> events;
+  std::set<const Alert*> used;
+  for (size_t r = 0; r < rank.size(); ++r) {
+    // The movers of this run, and those of the next run for series this run did not judge (a
+    // noisy run there puts their first judged run at the new level one later).
+    std::vector<Move> here;
+    for (const Move& m : moves[r]) here.push_back(m);
+    if (r + 1 < rank.size()) {
+      for (const Move& m : moves[r + 1]) {
+        if (!judged[r].contains(m.series)) here.push_back(m);
+      }
+    }
+    std::set<size_t> seen = judged[r];
+    for (const Move& m : here) seen.insert(m.series);
+    std::set<std::string> seen_backends;
+    for (size_t i : seen) seen_backends.insert(all[i].key.backend);
+    for (int sign : {+1, -1}) {
+      std::vector<Move> same;
+      std::set<size_t> other;
+      for (const Move& m : here) {
+        if (used.contains(m.alert)) continue;
+        if ((m.alert->change > 0) == (sign > 0)) {
+          same.push_back(m);
+        } else {
+          other.insert(m.series);
+        }
+      }
+      if (same.empty()) continue;
+      // Models that moved as a whole: every judged backend of them (at least 2, two thirds
+      // moving, none the other way).
+      std::map<std::tuple<std::string, std::string, std::string>, std::pair<int, int>> per_model;
+      for (size_t i : seen) ++per_model[model_of(i)].first;
+      for (const Move& m : same) ++per_model[model_of(m.series)].second;
+      std::set<std::tuple<std::string, std::string, std::string>> whole;
+      for (size_t i : other) per_model[model_of(i)].second = -1'000'000;
+      for (const auto& [model, counts] : per_model) {
+        if (counts.second >= 2 && 3 * counts.second >= 2 * counts.first) whole.insert(model);
+      }
+      std::set<std::string> models, backends;
+      for (const Move& m : same) {
+        models.insert(std::get<1>(model_of(m.series)));
+        backends.insert(all[m.series].key.backend);
+      }
+      const bool widespread =
+          static_cast<double>(same.size()) >=
+              std::max(4.0, o.event_fraction * static_cast<double>(seen.size())) &&
+          models.size() >= 2 && (seen_backends.size() < 2 || backends.size() >= 2);
+      if (static_cast<int>(whole.size()) < o.event_models && !widespread) continue;
+      EnvironmentEvent ev;
+      ev.run_id = run_at[r];
+      ev.moved = static_cast<int>(same.size());
+      ev.judged = static_cast<int>(seen.size());
+      std::vector<double> changes;
+      std::set<size_t> members;
+      for (const Move& m : same) {
+        changes.push_back(m.alert->change);
+        ev.confirmed_by = std::max(ev.confirmed_by, m.alert->confirmed_by);
+        members.insert(m.series);
+        used.insert(m.alert);
+      }
+      for (size_t i = 0; i < all.size(); ++i) {
+        if (whole.contains(model_of(i))) members.insert(i);
+      }
+      ev.series.assign(members.begin(), members.end());
+      ev.change = median_of(changes);
+      ev.note = fmt::format(
+          "{} of {} series judged here moved together ({:.0f}%; {} models on every backend), "
+          "median {:+.1f}%: the machine, not the code; a new level starts",
+          ev.moved, ev.judged, 100.0 * ev.moved / std::max(ev.judged, 1), whole.size(),
+          100 * ev.change);
+      events.push_back(std::move(ev));
+    }
+  }
+  return events;
+}
+
+HistoryVerdict judge_history(const std::vector<HistorySeries>& all, const HistoryOptions& o) {
+  const size_t n = all.size();
+  auto judge = [&](const std::vector<SeriesPoint>& points, double prior,
+                   std::vector<int64_t> breaks, std::vector<std::string>* nj) {
+    DetectorOptions d = o.detector;
+    d.prior_noise = std::max(d.prior_noise, prior);
+    d.level_breaks = std::move(breaks);
+    return detect_changes(points, d, nj);
+  };
+  // Absolute times first, to find the machine-wide shifts; then again with their level breaks.
+  std::vector<std::vector<Alert>> abs(n);
+  std::vector<std::vector<std::string>> abs_nj(n);
+  for (size_t i = 0; i < n; ++i) abs[i] = judge(all[i].points, all[i].prior_noise, {}, &abs_nj[i]);
+  HistoryVerdict v;
+  v.events = find_environment_events(all, abs, abs_nj, o);
+  std::vector<std::vector<int64_t>> breaks(n);
+  for (const EnvironmentEvent& ev : v.events) {
+    for (size_t i : ev.series) breaks[i].push_back(ev.run_id);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!breaks[i].empty())
+      abs[i] = judge(all[i].points, all[i].prior_noise, breaks[i], &abs_nj[i]);
+  }
+  // Ratios: the primary series wherever a reference ran beside the backend.
+  std::vector<std::vector<SeriesPoint>> ratio = pair_with_reference(all, o.reference);
+  set_aside_disturbed_runs(all, ratio, o.reference, o.detector);
+  std::vector<std::vector<Alert>> rat(n);
+  std::vector<std::vector<std::string>> rat_nj(n);
+  for (size_t i = 0; i < n; ++i) {
+    // A calibrated noise of the backend's time stays a floor for its ratio: calibration is how
+    // an owner says a series is noisier than a few runs show.
+    if (!ratio[i].empty()) rat[i] = judge(ratio[i], all[i].prior_noise, {}, &rat_nj[i]);
+  }
+  const std::map<int64_t, int> rank = run_ranks(all);
+  auto near = [&](const Alert& a, const Alert& b) {
+    return std::abs(rank.at(a.run_id) - rank.at(b.run_id)) <= 1;
+  };
+  const std::vector<int> ref = reference_of(all, o.reference);
+  // Attribution: a ratio change is the reference's own when the reference moved against every
+  // backend of the model: two thirds of the other paired backends' ratios moved the same way at
+  // the same run or, with no other backend, the reference's own time moved the other way and
+  // the backend's did not. The reference's alert near it then stands for it.
+  auto moved_near = [&](const std::vector<Alert>& alerts, const Alert& a, int sign) {
+    return std::any_of(alerts.begin(), alerts.end(), [&](const Alert& b) {
+      return is_change(b) && near(a, b) && (b.change > 0 ? 1 : -1) == sign;
+    });
+  };
+  std::vector<std::vector<bool>> drop(n);
+  std::set<const Alert*> reference_kept;
+  for (size_t i = 0; i < n; ++i) {
+    drop[i].assign(rat[i].size(), false);
+    if (ref[i] < 0) continue;
+    const size_t r = static_cast<size_t>(ref[i]);
+    for (size_t a = 0; a < rat[i].size(); ++a) {
+      const Alert& al = rat[i][a];
+      if (!is_change(al)) continue;
+      const int sign = al.change > 0 ? 1 : -1;
+      int peers = 0, agree = 0;
+      for (size_t j = 0; j < n; ++j) {
+        if (j == i || ref[j] != ref[i] || ratio[j].empty()) continue;
+        ++peers;
+        agree += moved_near(rat[j], al, sign) ? 1 : 0;
+      }
+      const bool theirs = peers > 0
+                              ? 3 * agree >= 2 * peers && agree > 0
+                              : moved_near(abs[r], al, -sign) && !moved_near(abs[i], al, sign);
+      if (!theirs) continue;
+      drop[i][a] = true;
+      for (const Alert& b : abs[r]) {
+        if (is_change(b) && near(al, b) && (b.change > 0 ? 1 : -1) == -sign)
+          reference_kept.insert(&b);
+      }
+    }
+  }
+  v.series.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    SeriesVerdict& out = v.series[i];
+    const std::vector<SeriesPoint>& pts = all[i].points;
+    if (!ratio[i].empty()) {
+      out.measure = "time/" + o.reference;
+      for (size_t a = 0; a < rat[i].size(); ++a) {
+        if (drop[i][a]) continue;
+        Alert al = rat[i][a];
+        if (is_change(al)) {
+          al.note +=
+              fmt::format("; {} {:+.1f}%, time itself {:+.1f}%", out.measure, 100 * al.change,
+                          100 * rel(level_shift(pts, al.run_id, al.confirmed_by)));
+        }
+        out.alerts.push_back(std::move(al));
+      }
+      // Runs with no reference beside them are judged on time alone.
+      std::set<int64_t> unpaired;
+      for (size_t k = 0; k < pts.size(); ++k) {
+        if (ratio[i][k].samples.empty() && !pts[k].samples.empty()) unpaired.insert(pts[k].run_id);
+      }
+      for (const Alert& al : abs[i]) {
+        if ((is_change(al) || al.kind == "suspicious") && unpaired.contains(al.run_id)) {
+          out.alerts.push_back(al);
+        }
+      }
+      out.not_judged = rat_nj[i];
+      for (size_t k = 0; k < pts.size(); ++k) {
+        if (unpaired.contains(pts[k].run_id)) out.not_judged[k] = abs_nj[i][k];
+      }
+    } else {
+      out.measure = "time";
+      out.not_judged = abs_nj[i];
+      // The reference's own time: said where a paired ratio moved with it, or nothing paired
+      // with it ran then; otherwise every backend of the model moved with it (the machine).
+      bool is_reference = false;
+      for (size_t j = 0; j < n; ++j) is_reference |= ref[j] == static_cast<int>(i) && j != i;
+      for (const Alert& al : abs[i]) {
+        if (is_reference && is_change(al) && !reference_kept.contains(&al)) {
+          bool paired_then = false;
+          for (size_t j = 0; j < n; ++j) {
+            if (ref[j] != static_cast<int>(i) || ratio[j].empty()) continue;
+            for (const SeriesPoint& p : ratio[j]) {
+              paired_then |= p.run_id == al.run_id && !p.samples.empty();
+            }
+          }
+          if (paired_then) continue;
+        }
+        out.alerts.push_back(al);
+      }
+    }
+    std::stable_sort(out.alerts.begin(), out.alerts.end(),
+                     [](const Alert& a, const Alert& b) { return a.run_id < b.run_id; });
+  }
+  return v;
+}
+
+}  // namespace crucible::reports

@@ -1,0 +1,259 @@
+// The change detector on real runs of this machine: 14 nightly runs of the tutorial and small
+// suites on eager, codegen and the test backend `faulty`, which from run 11 busy-waits 5% longer
+// on mlp, 25% on dlrm and 2% on linear_layernorm_relu (recorded by ci/aa_false_alerts.sh --slow,
+// kept as tests/data/detector/slowing_runs.csv). Each case is written into a real store, judged
+// by `crucible regressions`, and checked: the A/A series raise nothing, the planted steps are
+// found at their first run and sized right, and a machine-wide shift, a level change in the
+// warm-up and a noisy run before a step (planted on top of the real samples) raise nothing false.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "cli_util.h"
+#include "crucible/reports/store.h"
+
+namespace crucible::reports {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::csv_fields;
+using testing::run_crucible;
+
+struct Row {
+  int64_t run = 0;
+  std::string suite, model, backend, status;
+  bool noisy = false;
+  std::vector<double> samples;
+};
+
+std::vector<Row> fixture(const std::string& name) {
+  std::ifstream in(CRUCIBLE_SOURCE_DIR "/tests/data/detector/" + name);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "run,suite,model,backend,status,noisy,samples_ms");
+  std::vector<Row> rows;
+  while (std::getline(in, line)) {
+    const auto f = csv_fields(line);
+    Row r{std::stoll(f[0]), f[1], f[2], f[3], f[4], f[5] == "1", {}};
+    std::istringstream samples(f[6]);
+    for (double v; samples >> v;) r.samples.push_back(v);
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+struct Listed {
+  std::string kind, model, backend, measure, commits, note;
+  double change = 0;
+  int64_t run = 0, confirmed_by = 0;
+};
+
+class DetectorOnRealRuns : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("crucible_real_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    rows_ = fixture("slowing_runs.csv");
+    ASSERT_GE(rows_.size(), 14u * 14 * 3);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // The fixture (after `edit` on each row) as a store, one run per nightly with its commit, and
+  // every alert `crucible regressions --all` lists for it.
+  std::vector<Listed> judge(const std::string& name, const std::function<void(Row&)>& edit = {},
+                            const std::string& extra = "") {
+    const fs::path db = dir_ / (name + ".db");
+    {
+      auto s = Store::open(db);
+      std::map<int64_t, std::vector<ResultRecord>> runs;
+      for (Row r : rows_) {
+        if (edit) edit(r);
+        ResultRecord x = make_result(r.suite, r.model, r.backend, "performance", 1);
+        x.status = *status_from_name(r.status);
+        x.samples_ms = r.samples;
+        x.noisy = r.noisy;
+        runs[r.run].push_back(std::move(x));
+      }
+      for (auto& [n, results] : runs) {
+        RunInfo info;
+        info.suites = "tutorial,mlp,transformer,vision";
+        info.backends = "eager,codegen,faulty";
+        info.mode = "performance";
+        info.env.cores = 2;
+        info.env.git_commit = "commit" + std::to_string(n);
+        const int64_t run = s->begin_run(info);
+        s->add_results(run, results);
+        s->finish_run(run, "complete");
+      }
+    }
+    const auto r = run_crucible("regressions --all --format csv --db " + db.string() + extra);
+    EXPECT_TRUE(r.status == 0 || r.status == 1) << r.err;
+    std::istringstream lines(r.out);
+    std::string line;
+    std::getline(lines, line);
+    std::vector<Listed> out;
+    while (std::getline(lines, line)) {
+      const auto f = csv_fields(line);
+      if (f.size() != 16) {
+        ADD_FAILURE() << line;
+        continue;
+      }
+      out.push_back({f[0], f[2], f[3], f[5], f[13], f[15], f[6].empty() ? 0 : std::stod(f[6]) / 100,
+                     std::stoll(f[10]), std::stoll(f[11])});
+    }
+    return out;
+  }
+
+  fs::path dir_;
+  std::vector<Row> rows_;
+};
+
+bool is_change(const Listed& l) { return l.kind == "regression" || l.kind == "improvement"; }
+
+std::string said(const std::vector<Listed>& all) {
+  std::string out;
+  for (const Listed& l : all) {
+    if (l.kind != "not_judged")
+      out += l.kind + " " + l.model + "/" + l.backend + "@" + std::to_string(l.run) + "/" +
+             std::to_string(l.confirmed_by) + " " + std::to_string(l.change) + "; ";
+  }
+  return out;
+}
+
+// The planted slowdowns of `faulty`, from run 11: mlp and dlrm must be found.
+const std::map<std::string, double> kPlanted = {
+    {"mlp", 0.05}, {"dlrm", 0.25}, {"linear_layernorm_relu", 0.02}};
+
+// Every change listed must be a planted one (`planted`, from run `from`): found at that run
+// (confirmed within 3 judged runs of it), its size within 20% of the truth; `must` be found.
+void expect_only_planted(const std::vector<Listed>& listed,
+                         const std::map<std::string, double>& planted = kPlanted, int64_t from = 11,
+                         const std::vector<std::string>& must = {"mlp", "dlrm"}) {
+  std::map<std::string, bool> seen;
+  for (const Listed& l : listed) {
+    if (!is_change(l)) continue;
+    const auto p = planted.find(l.model);
+    const bool ok = l.backend == "faulty" && p != planted.end();
+    EXPECT_TRUE(ok) << "false alert: " << l.kind << " " << l.model << "/" << l.backend << " @"
+                    << l.run << " " << l.change << " (" << l.note << ")";
+    if (!ok) continue;
+    EXPECT_EQ(l.kind, "regression");
+    EXPECT_EQ(l.run, from) << l.model;
+    // Within 3 judged runs: judging starts at run 10 (9 is the last of the warm-up).
+    EXPECT_LE(l.confirmed_by, std::max<int64_t>(from + 2, 12)) << l.model;
+    EXPECT_NEAR(l.change, p->second, 0.2 * p->second) << l.model << ": " << l.note;
+    EXPECT_EQ(l.measure, "time/eager");
+    EXPECT_EQ(l.commits, fmt::format("commit{}..commit{}", from - 1, from));
+    seen[l.model] = true;
+  }
+  for (const std::string& m : must) EXPECT_TRUE(seen[m]) << m << ": " << said(listed);
+  for (const auto& [model, size] : planted) {
+    std::printf("%+.0f%% step on %s/faulty: %s\n", 100 * size, model.c_str(),
+                seen[model] ? "found" : "not found");
+  }
+}
+
+TEST_F(DetectorOnRealRuns, AAndPlantedStepsAsRecorded) {
+  const auto listed = judge("as_recorded");
+  expect_only_planted(listed);
+  int not_judged = 0, suspicious = 0;
+  for (const Listed& l : listed) {
+    not_judged += l.kind == "not_judged";
+    suspicious += l.kind == "suspicious";
+    EXPECT_NE(l.kind, "environment_event") << l.note;
+  }
+  std::printf("as recorded: %d suspicious single runs, %d series not judged at run 14\n",
+              suspicious, not_judged);
+}
+
+TEST_F(DetectorOnRealRuns, AHeldOutRecording) {
+  // Recorded after the detector was tuned on the first: from run 9, resnet18 5%, bert_base 25%
+  // and add_add_mul_add 10% slower on faulty. On this machine resnet18 switches between a fast
+  // and a slow mode from run to run, and faulty/eager differs by 2% between them: its ratio's
+  // noise is 2%, too much for a 5% step within 3 runs. add_add_mul_add had 6 of 14 runs
+  // flagged noisy. bert_base's step must be found; nothing else may be called.
+  rows_ = fixture("heldout_runs.csv");
+  const auto listed = judge("held_out");
+  expect_only_planted(listed, {{"resnet18", 0.05}, {"bert_base", 0.25}, {"add_add_mul_add", 0.10}},
+                      9, {"bert_base"});
+}
+
+TEST_F(DetectorOnRealRuns, AMachineWideShiftIsAnEventAndAlertsNothing) {
+  // From run 10 every model runs 15% slower on every backend: the whole machine.
+  auto listed = judge("slower_machine", [](Row& r) {
+    if (r.run >= 10)
+      for (double& v : r.samples) v *= 1.15;
+  });
+  expect_only_planted(listed);
+  int events = 0;
+  for (const Listed& l : listed) events += l.kind == "environment_event" && l.run == 10;
+  EXPECT_EQ(events, 1) << said(listed);
+  // And judged on times alone, the event still starts a new level instead of alerting.
+  listed = judge(
+      "slower_machine_alone",
+      [](Row& r) {
+        if (r.run >= 10)
+          for (double& v : r.samples) v *= 1.15;
+      },
+      " --reference ''");
+  events = 0;
+  for (const Listed& l : listed) {
+    events += l.kind == "environment_event";
+    if (is_change(l)) {
+      EXPECT_TRUE(l.backend == "faulty" && kPlanted.contains(l.model)) << said(listed);
+    }
+  }
+  EXPECT_EQ(events, 1) << said(listed);
+}
+
+TEST_F(DetectorOnRealRuns, TwoModelsShiftingOnEveryBackendAlertNothing) {
+  // The issue's case: mlp 46 -> 27.5 us and dlrm -8% on every backend at once, from run 10.
+  const auto listed = judge("two_models", [](Row& r) {
+    const double f = r.model == "mlp" ? 0.6 : r.model == "dlrm" ? 0.92 : 1.0;
+    if (r.run >= 10)
+      for (double& v : r.samples) v *= f;
+  });
+  expect_only_planted(listed);
+}
+
+TEST_F(DetectorOnRealRuns, ALevelChangeInTheWarmUpAlertsNothing) {
+  // add_add_mul_add 30% slower from run 5 on eager and codegen (during the first 8 runs).
+  const auto listed = judge("warm_up", [](Row& r) {
+    if (r.model == "add_add_mul_add" && r.backend != "faulty" && r.run >= 5)
+      for (double& v : r.samples) v *= 1.3;
+  });
+  expect_only_planted(listed);
+  // Times alone too: the warm-up's level is the one after its step.
+  const auto alone = judge(
+      "warm_up_alone",
+      [](Row& r) {
+        if (r.model == "add_add_mul_add" && r.backend != "faulty" && r.run >= 5)
+          for (double& v : r.samples) v *= 1.3;
+      },
+      " --reference ''");
+  for (const Listed& l : alone) {
+    if (is_change(l)) {
+      EXPECT_NE(l.model, "add_add_mul_add") << said(alone);
+    }
+  }
+}
+
+TEST_F(DetectorOnRealRuns, ANoisyRunJustBeforeTheStepIsNotItsStart) {
+  // dlrm on faulty 12% slower in run 10 alone, then its planted 25% from run 11.
+  const auto listed = judge("noisy_before", [](Row& r) {
+    if (r.model == "dlrm" && r.backend == "faulty" && r.run == 10)
+      for (double& v : r.samples) v *= 1.12;
+  });
+  expect_only_planted(listed);
+}
+
+}  // namespace
+}  // namespace crucible::reports
