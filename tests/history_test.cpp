@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "cli_util.h"
 #include "crucible/reports/store.h"
@@ -83,7 +84,7 @@ TEST_F(History, RunsAndHistoryInEveryFormat) {
   std::getline(lines, header);
   std::getline(lines, first);
   std::getline(lines, second);
-  EXPECT_EQ(header.rfind("run,started_at,git_commit,suite,status,speedup,median_ms,cv", 0), 0u)
+  EXPECT_EQ(header.rfind("run,started_at,git_commit,suite,status,speedup,median_ms,cv_pct", 0), 0u)
       << header;
   EXPECT_NE(first.find(",pass,2,1,"), std::string::npos) << first;  // oldest first: 2x, 1 ms
   EXPECT_NE(second.find(",pass,1.6,1.25,"), std::string::npos) << second;
@@ -484,6 +485,22 @@ TEST(Regressions, StepsStatusChangesAndNewMachinesAreToldApart) {
   // each timed series not judged at its newest run (4 of 9 runs on the new CPU).
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 11) << r.out;
   EXPECT_NE(r.out.find(",20,20,0,,,not judged (4 of 9 runs)"), std::string::npos) << r.out;
+  // The console table fits 120 columns, the note on a line of its own; --wide has everything.
+  for (const std::string cmd : {"regressions --all --db ", "compare 12 13 --db "}) {
+    r = run_crucible(cmd + db.string());
+    std::istringstream lines(r.out);
+    size_t longest = 0;
+    for (std::string line; std::getline(lines, line);) longest = std::max(longest, line.size());
+    EXPECT_LE(longest, 120u) << cmd << "\n" << r.out;
+    EXPECT_EQ(r.out.find("threshold_pct"), std::string::npos) << r.out;
+    const auto wide = run_crucible(cmd + db.string() + " --wide");
+    EXPECT_NE(wide.out.find(cmd[0] == 'r' ? "threshold_pct" : "speedup_ci_high_pct"),
+              std::string::npos)
+        << wide.out;
+  }
+  r = run_crucible("regressions --all --db " + db.string());
+  EXPECT_NE(r.out.find("\n  note: 2 runs at the new level; time/eager +30.0%"), std::string::npos)
+      << r.out;
   // The dashboard says how much was not judged, and why.
   ASSERT_EQ(
       run_crucible("report --html " + (dir / "site").string() + " --since all --db " + db.string())
@@ -491,6 +508,39 @@ TEST(Regressions, StepsStatusChangesAndNewMachinesAreToldApart) {
       0);
   EXPECT_NE(testing::read_all(dir / "site" / "regressions.html")
                 .find("4 series not judged at their newest run: too few runs of their environment"),
+            std::string::npos);
+  // The index opens with what the newest run confirmed; each model's charts mark its alerts.
+  const std::string index = testing::read_all(dir / "site" / "index.html");
+  EXPECT_NE(index.find("<div class=\"banner ok\">No regression confirmed by run 20. 4 series not "
+                       "judged at this run."),
+            std::string::npos)
+      << index;
+  bool marked = false;
+  for (const auto& f : fs::directory_iterator(dir / "site")) {
+    const std::string page = testing::read_all(f.path());
+    if (page.find("<h1>sin_cos (small)</h1>") == std::string::npos) continue;
+    marked = page.find("Marked on the charts: regression +30.0% at run 13") != std::string::npos &&
+             page.find("\"marks\": [{\"t\": ") != std::string::npos;
+  }
+  EXPECT_TRUE(marked);
+  // The same history cut at run 14, which confirmed the step: the banner names it.
+  const fs::path cut = dir / "cut.db";
+  fs::copy_file(db, cut);
+  testing::query_text(
+      cut,
+      "DELETE FROM kernels WHERE result_id IN (SELECT id FROM results WHERE run_id > "
+      "14); DELETE FROM accuracy WHERE result_id IN (SELECT id FROM results WHERE "
+      "run_id > 14); DELETE FROM results WHERE run_id > 14; DELETE FROM runs WHERE "
+      "id > 14; SELECT 1");
+  ASSERT_EQ(
+      run_crucible("report --html " + (dir / "cut").string() + " --since all --db " + cut.string())
+          .status,
+      0);
+  EXPECT_NE(
+      testing::read_all(dir / "cut" / "index.html").find("<b>1 regression confirmed by run 14</b>"),
+      std::string::npos);
+  EXPECT_NE(testing::read_all(dir / "cut" / "index.html")
+                .find("<li>small/sin_cos on codegen: regression +30.0%</li>"),
             std::string::npos);
   // compare: the step between runs 12 and 13 with its interval and kernel; statuses both ways.
   r = run_crucible("compare 12 13" + opt);

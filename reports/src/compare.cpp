@@ -66,6 +66,9 @@ Table Store::compare(int64_t a, int64_t b) {
                "speedup_ci_high_pct",
                "verdict",
                "kernels"};
+  t.brief = {"model",       "backend",     "mode",       "status_b",
+             "median_a_ms", "median_b_ms", "change_pct", "verdict"};
+  t.under = {"kernels"};
   auto opt = [](const std::optional<double>& v) { return v ? Cell{*v} : Cell{}; };
   for (const auto& [k, unused] : keys) {
     const auto ia = ra.find(k), ib = rb.find(k);

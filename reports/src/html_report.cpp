@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "crucible/core/error.h"
 #include "crucible/reports/json.h"
@@ -110,6 +111,8 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f4f7}
 .charts{display:flex;flex-wrap:wrap;gap:12px}.chart{border:1px solid #e6e8ee;padding:4px}
 .point{font-size:12px;padding:2px 6px;min-height:16px}
 .fail{color:#b3261e;font-weight:600}.pass{color:#1e7b34}.muted{color:#6b7280}
+.banner{padding:8px 12px;border-radius:4px;margin:8px 0}.banner ul{margin:4px 0}
+.banner.bad{background:#fde8e8;border:1px solid #b3261e}.banner.ok{background:#e8f5ec}
 code{background:#f3f4f7;padding:1px 4px;border-radius:3px;word-break:break-all}
 )css";
 
@@ -118,7 +121,9 @@ code{background:#f3f4f7;padding:1px 4px;border-radius:3px;word-break:break-all}
 constexpr const char* kChartJs = R"js(
 // `info`, when given, holds a line per point (its run, commit, noise) shown under the chart for
 // the point under the cursor.
-function crChart(el, title, xs, series, ylabel, yrange, info) {
+// `marks`, when given, are [{t, k, l}]: a dashed line at time t for each alert (k its kind: red for
+// a regression or status change, green for an improvement, grey for the machine), labelled l.
+function crChart(el, title, xs, series, ylabel, yrange, info, marks) {
   const colors = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2'];
   const y = yrange ? {auto: false, range: yrange} : {};
   const div = document.createElement('div'); div.className = 'chart'; el.appendChild(div);
@@ -128,7 +133,14 @@ function crChart(el, title, xs, series, ylabel, yrange, info) {
       width: 1.5, points: {size: 4}, spanGaps: true}))),
     axes: [{}, {label: ylabel}],
     hooks: {setCursor: [u => { const i = u.cursor.idx;
-      line.textContent = info && i != null ? info[i] : '\u00a0'; }]}};
+      line.textContent = info && i != null ? info[i] : '\u00a0'; }],
+      draw: [u => { (marks || []).forEach(m => {
+        const x = u.valToPos(m.t, 'x', true), c = u.ctx;
+        c.save(); c.setLineDash([4, 3]); c.lineWidth = 1;
+        c.strokeStyle = c.fillStyle = m.k == 'improvement' ? '#16a34a'
+          : (m.k == 'regression' || m.k == 'status') ? '#dc2626' : '#9ca3af';
+        c.beginPath(); c.moveTo(x, u.bbox.top); c.lineTo(x, u.bbox.top + u.bbox.height); c.stroke();
+        c.font = '10px sans-serif'; c.fillText(m.l, x + 3, u.bbox.top + 10); c.restore(); }); }]}};
   const chart = new uPlot(opts, [xs].concat(series.map(s => s.values)), div);
   line.textContent = '\u00a0'; div.appendChild(line);
   return chart;
@@ -188,17 +200,18 @@ std::string audit_cell(const Point& p) {
                      100 * p.audit_coverage);
 }
 
+// The position of column `name` in `t` (the regressions table's, named so a new column cannot
+// shift what a page reads).
+size_t column_of(const Table& t, const char* name) {
+  return static_cast<size_t>(std::find(t.columns.begin(), t.columns.end(), name) -
+                             t.columns.begin());
+}
+
 // regressions.html's body: the detector's verdicts over the whole history, newest first, each with
 // the commands that reproduce it and find its commit, the machine-wide shifts it set aside, and
 // how much was not judged.
-std::string regressions_body(Store& store, const HtmlReportOptions& opts) {
-  RegressionQuery rq;
-  rq.all = true;
-  const Table alerts = store.regressions(rq);
-  auto column = [&](const char* name) {
-    return static_cast<size_t>(std::find(alerts.columns.begin(), alerts.columns.end(), name) -
-                               alerts.columns.begin());
-  };
+std::string regressions_body(Store& store, const HtmlReportOptions& opts, const Table& alerts) {
+  auto column = [&](const char* name) { return column_of(alerts, name); };
   const size_t kKind = column("kind"), kSuite = column("suite"), kModel = column("model"),
                kBackend = column("backend"), kMeasure = column("measure"),
                kChange = column("change_pct"), kRunCol = column("run"),
@@ -368,6 +381,45 @@ HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
   }
   st.runs = static_cast<int>(runs.size());
   st.models = static_cast<int>(models.size());
+  // The detector's verdicts over the whole history: the regressions page, the index's banner for
+  // the newest run, and the marks on each model's charts.
+  RegressionQuery everything;
+  everything.all = true;
+  const Table alerts = store.regressions(everything);
+  const size_t aKind = column_of(alerts, "kind"), aSuite = column_of(alerts, "suite"),
+               aModel = column_of(alerts, "model"), aBackend = column_of(alerts, "backend"),
+               aChange = column_of(alerts, "change_pct"), aRun = column_of(alerts, "run"),
+               aConfirmed = column_of(alerts, "confirmed_by");
+  struct Mark {
+    int64_t run;
+    std::string kind, label;
+  };
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<Mark>> marks;
+  std::vector<Mark> machine;  // environment events: every chart's
+  const int64_t newest = runs.empty() ? 0 : *runs.rbegin();
+  std::vector<std::string> confirmed_now;
+  int events_now = 0, not_judged_now = 0;
+  for (const auto& r : alerts.rows) {
+    const std::string kind = text(r[aKind]);
+    const int64_t run = std::get<int64_t>(r[aRun]);
+    const bool now = std::get<int64_t>(r[aConfirmed]) == newest;
+    const std::string change = std::holds_alternative<double>(r[aChange])
+                                   ? fmt::format(" {:+.1f}%", std::get<double>(r[aChange]))
+                                   : "";
+    if (kind == "environment_event") {
+      machine.push_back({run, kind, "machine" + change});
+      events_now += now ? 1 : 0;
+    } else if (kind == "regression" || kind == "improvement" || kind == "status") {
+      marks[{text(r[aSuite]), text(r[aModel]), text(r[aBackend])}].push_back(
+          {run, kind, kind + change});
+      if (now && kind != "improvement") {
+        confirmed_now.push_back(fmt::format("{}/{} on {}: {}{}", text(r[aSuite]), text(r[aModel]),
+                                            text(r[aBackend]), kind, change));
+      }
+    } else if (kind == "not_judged" && run == newest) {
+      ++not_judged_now;
+    }
+  }
   auto mean = [](const std::vector<double>& v) {
     if (v.empty()) return std::nan("");
     double s = 0;
@@ -378,6 +430,25 @@ HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
   // index.html
   std::string body, data = "{", script;
   if (runs.empty()) body += "<p class=\"muted\">The store holds no runs in this window.</p>\n";
+  // The banner: what the newest run confirmed, before anything else.
+  if (!runs.empty()) {
+    std::string items;
+    for (const std::string& c : confirmed_now) items += "<li>" + html_escape(c) + "</li>";
+    body += confirmed_now.empty()
+                ? fmt::format("<div class=\"banner ok\">No regression confirmed by run {}.", newest)
+                : fmt::format(
+                      "<div class=\"banner bad\"><b>{} regression{} confirmed by run {}</b> "
+                      "(<a href=\"regressions.html\">details and bisect commands</a>):<ul>{}</ul>",
+                      confirmed_now.size(), confirmed_now.size() == 1 ? "" : "s", newest, items);
+    if (events_now > 0) {
+      body += fmt::format(" {} machine-wide shift{} (no alert).", events_now,
+                          events_now == 1 ? "" : "s");
+    }
+    if (not_judged_now > 0) {
+      body += fmt::format(" {} series not judged at this run.", not_judged_now);
+    }
+    body += "</div>\n";
+  }
   body +=
       "<h2>Latest run per backend</h2>\n<table><tr><th>backend</th><th>run</th>"
       "<th>accuracy pass rate</th><th>geomean speed-up (passing models)</th>"
@@ -493,12 +564,33 @@ HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
             fmt::format("{}\"{}\": [{}]", kernel_file.size() > 1 ? "," : "", p->result, list);
       }
       kernels += "]";
+      // The detector's alerts on this series and the machine-wide events, at their runs' times.
+      std::string mark_json = "[", said;
+      std::vector<Mark> here = machine;
+      if (const auto m = marks.find({key.first, key.second, backend}); m != marks.end()) {
+        here.insert(here.end(), m->second.begin(), m->second.end());
+      }
+      for (const Mark& m : here) {
+        const auto at =
+            std::find_if(pts.begin(), pts.end(), [&](const Point& p) { return p.run == m.run; });
+        if (at == pts.end()) continue;
+        mark_json +=
+            fmt::format("{}{{\"t\": {}, \"k\": {}, \"l\": {}}}", mark_json.size() > 1 ? "," : "",
+                        json_number(at->t), json_string(m.kind), json_string(m.label));
+        said += fmt::format("{}{} at run {}", said.empty() ? "" : "; ", m.label, m.run);
+      }
+      mark_json += "]";
       d += fmt::format(
           "{}\"b{}\": {{\"t\": {}, \"median\": {}, \"speedup\": {}, \"info\": {}, \"kernels\": "
-          "{}}}",
-          i ? "," : "", i, json_array(t), json_array(med), json_array(speed), info, kernels);
-      b += fmt::format("<h2>{}</h2>\n<div class=\"charts\" id=\"charts{}\"></div>\n",
-                       html_escape(backend), i);
+          "{}, \"marks\": {}}}",
+          i ? "," : "", i, json_array(t), json_array(med), json_array(speed), info, kernels,
+          mark_json);
+      b += fmt::format(
+          "<h2>{}</h2>\n{}<div class=\"charts\" id=\"charts{}\"></div>\n", html_escape(backend),
+          said.empty()
+              ? ""
+              : "<p class=\"alerts\">Marked on the charts: " + html_escape(said) + "</p>\n",
+          i);
       b += "<h3>Recent runs</h3>\n<table><tr><th>run</th><th>started</th><th>commit</th>"
            "<th>status</th><th>median ms</th><th>cv %</th><th>speed-up</th><th>noisy</th>"
            "<th>audit</th></tr>\n";
@@ -520,14 +612,14 @@ HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
       s += fmt::format(
           "{{const d = DATA.b{0}, el = document.getElementById('charts{0}');\n"
           "crChart(el, 'median latency', d.t, [{{label: 'ms', values: d.median}}], 'ms', null, "
-          "d.info);\n"
+          "d.info, d.marks);\n"
           "{1}crKernels(d.kernels, 'ksel{0}', 'ktab{0}');}}\n",
           i,
           // Eager is the denominator: its speed-up over itself is no chart.
           backend == "eager" ? ""
                              : "crChart(el, 'speed-up over eager', d.t, [{label: 'x', values: "
                                "d.speedup}], 'x', null, "
-                               "d.info);\n");
+                               "d.info, d.marks);\n");
       ++i;
     }
     d += fmt::format("{}\"launcher\": {}, \"kernel_file\": {}", i ? "," : "",
@@ -579,7 +671,7 @@ function crKernels(list, selId, tabId) {
   }
 
   write_file(opts.dir / "regressions.html",
-             page("crucible: regressions", regressions_body(store, opts), "{}", ""), st);
+             page("crucible: regressions", regressions_body(store, opts, alerts), "{}", ""), st);
   return st;
 }
 

@@ -117,6 +117,8 @@ Table Store::regressions(const RegressionQuery& q) {
   t.columns = {"kind",       "suite",         "model",     "backend", "mode", "measure",
                "change_pct", "threshold_pct", "noise_pct", "p_value", "run",  "confirmed_by",
                "runs",       "commits",       "kernels",   "note"};
+  t.brief = {"kind", "suite", "model", "backend", "measure", "change_pct", "run", "commits"};
+  t.under = {"note", "kernels"};
   for (const EnvironmentEvent& ev : verdict.events) {
     if (!q.all && ev.confirmed_by != wanted) continue;
     if (!q.backend.empty()) continue;  // the machine's, not one backend's

@@ -152,9 +152,11 @@ Table Store::runs_table(int limit) {
 Table Store::history(const HistoryQuery& q) {
   std::string mode = "performance", value;
   if (q.metric == "speedup") {
-    value = "x.speedup AS speedup, x.median_ms, x.cv";
+    value = "x.speedup AS speedup, x.median_ms, 100 * x.cv AS cv_pct";
   } else if (q.metric == "latency") {
-    value = "x.median_ms, x.p10_ms, x.p90_ms, x.cv, x.instructions_median AS instructions";
+    value =
+        "x.median_ms, x.p10_ms, x.p90_ms, 100 * x.cv AS cv_pct,"
+        " x.instructions_median AS instructions";
   } else if (q.metric == "compile") {
     value = "x.compile_s, x.compile_warm_s";
   } else if (q.metric == "memory") {

@@ -43,18 +43,52 @@ bool numeric(const Cell& c) {
   return std::holds_alternative<int64_t>(c) || std::holds_alternative<double>(c);
 }
 
-void write_console(std::ostream& out, const Table& t) {
-  std::vector<size_t> width(t.columns.size());
-  std::vector<bool> right(t.columns.size(), false);
-  for (size_t i = 0; i < t.columns.size(); ++i) width[i] = t.columns[i].size();
+// Cells cut to fit are no narrower than this, and end in "...".
+constexpr size_t kMinCut = 16;
+
+void write_console(std::ostream& out, const Table& t, bool wide) {
+  std::vector<size_t> shown;
+  for (size_t i = 0; i < t.columns.size(); ++i) {
+    if (wide || t.brief.empty() ||
+        std::find(t.brief.begin(), t.brief.end(), t.columns[i]) != t.brief.end())
+      shown.push_back(i);
+  }
+  std::vector<size_t> width(shown.size());
+  std::vector<bool> right(shown.size(), false);
+  std::vector<std::string> header;
+  for (size_t k = 0; k < shown.size(); ++k) {
+    header.push_back(t.columns[shown[k]]);
+    width[k] = header[k].size();
+  }
   std::vector<std::vector<std::string>> text;
   for (const auto& row : t.rows) {
     text.emplace_back();
-    for (size_t i = 0; i < row.size(); ++i) {
+    for (size_t k = 0; k < shown.size(); ++k) {
       // User text (an error, a tag) must not break the table's lines.
-      text.back().push_back(escape_controls(cell_text(row[i], true)));
-      width[i] = std::max(width[i], text.back().back().size());
-      right[i] = right[i] || numeric(row[i]);
+      text.back().push_back(escape_controls(cell_text(row[shown[k]], true)));
+      width[k] = std::max(width[k], text.back().back().size());
+      right[k] = right[k] || numeric(row[shown[k]]);
+    }
+  }
+  // Narrow the widest text column, a character at a time, until the table fits.
+  auto total = [&] {
+    size_t w = 0;
+    for (size_t x : width) w += x + 2;
+    return w - 2;
+  };
+  while (!wide && !shown.empty() && total() > kConsoleWidth) {
+    size_t widest = shown.size();
+    for (size_t k = 0; k < shown.size(); ++k) {
+      const size_t floor = std::max(kMinCut, header[k].size());
+      if (!right[k] && width[k] > floor && (widest == shown.size() || width[k] > width[widest]))
+        widest = k;
+    }
+    if (widest == shown.size()) break;
+    --width[widest];
+  }
+  for (auto& cells : text) {
+    for (size_t k = 0; k < cells.size(); ++k) {
+      if (cells[k].size() > width[k]) cells[k] = cells[k].substr(0, width[k] - 3) + "...";
     }
   }
   auto line = [&](const std::vector<std::string>& cells) {
@@ -67,16 +101,27 @@ void write_console(std::ostream& out, const Table& t) {
     while (!s.empty() && s.back() == ' ') s.pop_back();
     out << s << "\n";
   };
-  line(t.columns);
-  for (const auto& cells : text) line(cells);
+  line(header);
+  for (size_t r = 0; r < text.size(); ++r) {
+    line(text[r]);
+    for (const std::string& name : wide ? std::vector<std::string>{} : t.under) {
+      const auto c = std::find(t.columns.begin(), t.columns.end(), name);
+      if (c == t.columns.end()) continue;
+      std::string v = escape_controls(cell_text(t.rows[r][c - t.columns.begin()], true));
+      if (v.empty()) continue;
+      v = "  " + name + ": " + v;
+      if (v.size() > kConsoleWidth) v = v.substr(0, kConsoleWidth - 3) + "...";
+      out << v << "\n";
+    }
+  }
 }
 
 }  // namespace
 
-void write_table(std::ostream& out, const Table& t, TableFormat format) {
+void write_table(std::ostream& out, const Table& t, TableFormat format, bool wide) {
   switch (format) {
     case TableFormat::kTable:
-      write_console(out, t);
+      write_console(out, t, wide);
       return;
     case TableFormat::kCsv: {
       for (size_t i = 0; i < t.columns.size(); ++i)

@@ -15,6 +15,9 @@ using Cell = std::variant<std::monostate, int64_t, double, std::string>;  // mon
 struct Table {
   std::vector<std::string> columns;
   std::vector<std::vector<Cell>> rows;  // each as long as `columns`
+  // The columns the console table shows unless asked for all (every one when empty), and those
+  // it shows on a line of their own under each row ("  note: ..."), when not empty.
+  std::vector<std::string> brief, under;
 };
 
 enum class TableFormat { kTable, kCsv, kJson };
@@ -22,7 +25,11 @@ enum class TableFormat { kTable, kCsv, kJson };
 // "table", "csv" or "json"; throws Error naming the bad one.
 TableFormat parse_table_format(const std::string& name);
 
-void write_table(std::ostream& out, const Table& t, TableFormat format);
+// The console table fits kConsoleWidth columns unless `wide`: only `brief` columns, `under` ones
+// below each row, and the widest text cut (ending "...") until it fits. CSV and JSON always
+// carry everything.
+constexpr size_t kConsoleWidth = 120;
+void write_table(std::ostream& out, const Table& t, TableFormat format, bool wide = false);
 
 // One CSV field, quoted when it holds a comma, quote or line break.
 std::string csv_field(const std::string& s);
