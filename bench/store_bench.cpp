@@ -25,7 +25,7 @@ ResultRecord result(const std::string& model, const std::string& backend, int ke
   for (int i = 0; i < 20; ++i) r.samples_ms.push_back(1.0 + 0.001 * ((i + n) % 7));
   r.speedup = 1.5;
   for (int k = 0; k < kernels; ++k) {
-    r.kernels.push_back({"cpp_fused_kernel_" + std::to_string(k), 20, 100000 + k});
+    r.kernels.push_back({"cpp_fused_kernel_" + std::to_string(k), 20, 100000 + k, std::nullopt});
   }
   return r;
 }

@@ -9,7 +9,7 @@ PACKAGES=(
   libfmt-dev libsqlite3-dev sqlite3
   libgtest-dev libgmock-dev libbenchmark-dev
   libdnnl-dev ocl-icd-opencl-dev libomp-dev
-  numactl clang-format
+  numactl clang-format valgrind
   libbenchmark-tools python3-scipy python3-numpy
   chromium fonts-dejavu-core
   slurm-wlm munge python3-yaml

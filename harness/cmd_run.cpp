@@ -161,6 +161,11 @@ bool parse_run_options(const std::string& command, const std::string& usage,
       "and the store's repros table")(
       "no-audit", po::bool_switch(&cfg.no_audit),
       "performance: skip auditing the timed outputs (only to measure what the audit costs)")(
+      "counters", po::value(&cfg.counters),
+      "performance: cachegrind = after timing, run 3 more calls of each timed backend under "
+      "Valgrind's cache simulator (callgrind --cache-sim, one thread, fixed 32K/32K/8M caches), "
+      "counting inside each call only, and store instructions, D1 and LL misses per call: "
+      "deterministic series for the detector where the machine has no PMU")(
       "variant", po::value(&cfg.variant)->default_value("full"),
       "built-in models: full | small (CI-sized)")(
       "batch-size", po::value(&cfg.batch_size)->default_value(0),
@@ -236,6 +241,10 @@ bool parse_run_options(const std::string& command, const std::string& usage,
   if (cfg.variant != "full" && cfg.variant != "small")
     throw po::error(fmt::format("--variant must be full or small, got '{}'", cfg.variant));
   if (cfg.batch_size < 0) throw po::error("--batch-size must be >= 0");
+  if (!cfg.counters.empty() && cfg.counters != "cachegrind")
+    throw po::error(fmt::format("--counters must be cachegrind, got '{}'", cfg.counters));
+  if (!cfg.counters.empty() && find_in_path("valgrind").empty())
+    throw po::error("--counters cachegrind needs valgrind on PATH (apt-get install valgrind)");
   cfg.config = parse_config(config);
   cfg.db = db;
   cfg.output_dir = output_dir;

@@ -9,7 +9,7 @@ int worker_command(const std::vector<std::string>& args) {
   std::vector<std::string> config;
   po::options_description opts("worker options (internal: started by crucible run)");
   opts.add_options()("job", po::value(&job.job)->required(),
-                     "accuracy | profile | timing | run-graph")(
+                     "accuracy | profile | timing | counters | cosim | run-graph")(
       "graph", po::value(&job.graph)->required(), ".graph file")(
       "suite", po::value(&job.suite), "suite name")("model", po::value(&job.model)->required(),
                                                     "model name")(

@@ -24,6 +24,7 @@ struct RunConfig {
   int retry_noisy = 0;         // reruns of a model's timing while a result is noisy
   int processes = 1;           // timing workers per model (one after another), samples pooled
   bool no_audit = false;       // time without the output audit (to measure its cost)
+  std::string counters;        // "cachegrind": count each timed backend's calls under Valgrind
   bool bisect = false;         // minify each new accuracy failure after the run
   double timeout_s = 600;
   int64_t memory_limit_mb = 0;  // 0: none (the CLI defaults to 80% of RAM)

@@ -212,15 +212,19 @@ class Runner {
     return job;
   }
 
+  // `wrapper` (a command the worker runs under) and `extra_env` are for the counters job.
   std::vector<ResultRecord> run_job(WorkerJob& job, const std::string& label,
-                                    double* peak_rss_mb = nullptr, const fs::path& cache_dir = {}) {
+                                    double* peak_rss_mb = nullptr, const fs::path& cache_dir = {},
+                                    const std::vector<std::string>& wrapper = {},
+                                    const std::map<std::string, std::string>& extra_env = {}) {
     const fs::path report = out_ / "reports" / (label + ".report");
     const fs::path log = out_ / "logs" / (label + ".log");
     fs::remove(report);
     job.report = report.string();
-    std::vector<std::string> argv{self_executable().string()};
+    std::vector<std::string> argv = wrapper;
+    argv.push_back(self_executable().string());
     for (auto& a : job.to_args()) argv.push_back(a);
-    std::map<std::string, std::string> env;
+    std::map<std::string, std::string> env = extra_env;
     if (!cache_dir.empty()) env["CRUCIBLE_CACHE_DIR"] = cache_dir.string();
     ChildOutcome outcome = run_child(argv, env, log, limits_);
     if (peak_rss_mb) *peak_rss_mb = outcome.peak_rss_mb;
@@ -326,8 +330,64 @@ class Runner {
         std::cerr << "counters not recorded: " << r.counters_unavailable << "\n";
       }
       if (peak["eager"] > 0 && peak[b] > 0) r.memory_ratio = peak["eager"] / peak[b];
+      if (!cfg_.counters.empty() && r.status == Status::kPass && !g_interrupted) {
+        count_calls(m, batch, r);
+      }
       record(m, r, progress);
     }
+  }
+
+  // --counters cachegrind: a worker under callgrind counts kCountedCalls calls of r's backend
+  // (counters_job.cpp) on one thread, BLAS and OpenMP threads passive, with the profile step's
+  // kernel cache, and fixed simulated caches so counts compare across hosts.
+  void count_calls(const ModelEntry& m, int64_t batch, ResultRecord& r) {
+    WorkerJob job = make_job(m, batch, "counters", {r.backend});
+    job.threads = 1;
+    const std::string label =
+        fmt::format("{}.{}.counters", file_component(m.name), file_component(r.backend));
+    const fs::path dumps = out_ / "counters" / label;
+    fs::create_directories(dumps.parent_path());
+    for (int k = 0; k <= 8; ++k)
+      fs::remove(k ? fs::path(dumps.string() + "." + std::to_string(k)) : dumps);
+    const std::vector<std::string> valgrind = {find_in_path("valgrind"),
+                                               "--tool=callgrind",
+                                               "--instr-atstart=no",
+                                               "--collect-atstart=no",
+                                               "--cache-sim=yes",
+                                               "--I1=32768,8,64",
+                                               "--D1=32768,8,64",
+                                               "--LL=8388608,16,64",
+                                               "--smc-check=all-non-file",
+                                               "-q",
+                                               "--callgrind-out-file=" + dumps.string()};
+    const fs::path cache =
+        out_ / "cache" / fmt::format("{}.{}", file_component(m.name), file_component(r.backend));
+    const std::vector<ResultRecord> got = run_job(job, label, nullptr, cache, valgrind,
+                                                  {{"CRUCIBLE_CALLGRIND_OUT", dumps.string()},
+                                                   {"OPENBLAS_NUM_THREADS", "1"},
+                                                   {"OMP_NUM_THREADS", "1"},
+                                                   {"OMP_WAIT_POLICY", "PASSIVE"}});
+    if (!got.empty() && got[0].status == Status::kPass) {
+      r.sim_instructions = got[0].sim_instructions;
+      r.sim_d1_misses = got[0].sim_d1_misses;
+      r.sim_ll_misses = got[0].sim_ll_misses;
+      // The profile's kernels that are functions of their own (codegen's extern "C" kernels)
+      // get their counts; eager's op names are not symbols and stay without.
+      for (const reports::KernelTiming& counted : got[0].kernels) {
+        for (reports::KernelTiming& k : r.kernels) {
+          if (k.name == counted.name) k.instructions = counted.instructions;
+        }
+      }
+      return;
+    }
+    std::string why = got.empty() ? "no result" : got[0].error;
+    if (why.find("SIGILL") != std::string::npos) {
+      why =
+          "valgrind cannot decode this build's instructions (AVX-512): count with a build "
+          "configured -DCRUCIBLE_ARCH=x86-64-v3";
+    }
+    r.counters_unavailable +=
+        (r.counters_unavailable.empty() ? "" : "; ") + std::string("cachegrind: ") + why;
   }
 
   void record(const ModelEntry& m, ResultRecord r, Progress& progress) {

@@ -150,7 +150,7 @@ void profile_job(Session& s) {
             }
           }
           // Stored per iteration, so figures compare across --warmup settings.
-          r.kernels.push_back({k.name, k.calls / runs, k.total_ns / runs});
+          r.kernels.push_back({k.name, k.calls / runs, k.total_ns / runs, std::nullopt});
         }
       })) {
     return s.report.result(r);
@@ -212,6 +212,8 @@ int run_worker_job(const WorkerJob& job) {
       timing_job(s, *counters);
     } else if (job.job == "cosim") {
       cosim_job(s);
+    } else if (job.job == "counters") {
+      counters_job(s);
     } else {
       throw Error(fmt::format("unknown worker job '{}'", job.job));
     }

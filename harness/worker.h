@@ -12,7 +12,7 @@ namespace crucible {
 inline constexpr int kWorkerExitOom = 3;
 
 struct WorkerJob {
-  std::string job;  // accuracy | profile | timing | run-graph | cosim
+  std::string job;  // accuracy | profile | timing | counters | run-graph | cosim
   std::string graph;
   std::string suite;
   std::string model;

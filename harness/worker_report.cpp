@@ -92,7 +92,12 @@ void ReportWriter::result(const reports::ResultRecord& r) {
           num(a.rmse_eager_vs_fp64), num(a.cosine), a.passed ? "1" : "0"});
   }
   for (const auto& k : r.kernels)
-    line({"kernel", k.name, std::to_string(k.calls), std::to_string(k.total_ns)});
+    if (k.instructions) {
+      line({"kernel", k.name, std::to_string(k.calls), std::to_string(k.total_ns),
+            num(*k.instructions)});
+    } else {
+      line({"kernel", k.name, std::to_string(k.calls), std::to_string(k.total_ns)});
+    }
   if (r.pass_suspicious) line({"pass_suspicious"});
   if (r.calls_per_sample > 0) {
     line({"timing", std::to_string(r.calls_per_sample), num(r.timer_overhead_ns),
@@ -104,7 +109,10 @@ void ReportWriter::result(const reports::ResultRecord& r) {
   if (!r.disturbed_by.empty()) line({"disturbed_by", r.disturbed_by});
   for (const auto& [name, series] :
        {std::pair{"instructions", &r.instructions}, std::pair{"cycles", &r.cycles},
-        std::pair{"page_faults", &r.page_faults}}) {
+        std::pair{"page_faults", &r.page_faults},
+        std::pair{"sim_instructions", &r.sim_instructions},
+        std::pair{"sim_d1_misses", &r.sim_d1_misses},
+        std::pair{"sim_ll_misses", &r.sim_ll_misses}}) {
     if (series->empty()) continue;
     std::vector<std::string> fields{"series", name};
     for (double v : *series) fields.push_back(num(v));
@@ -200,7 +208,8 @@ WorkerReport read_report(const std::filesystem::path& path) {
         a.passed = f[11] == "1";
         cur.accuracy.push_back(a);
       } else if (k == "kernel" && f.size() >= 4) {
-        cur.kernels.push_back({f[1], i64(f[2]), i64(f[3])});
+        cur.kernels.push_back({f[1], i64(f[2]), i64(f[3]),
+                               f.size() >= 5 ? std::optional<double>(d(f[4])) : std::nullopt});
       } else if (k == "pass_suspicious") {
         cur.pass_suspicious = true;
       } else if (k == "timing" && f.size() >= 4) {
@@ -215,10 +224,13 @@ WorkerReport read_report(const std::filesystem::path& path) {
       } else if (k == "disturbed_by") {
         cur.disturbed_by = f.at(1);
       } else if (k == "series" && f.size() >= 2) {
-        std::vector<double>* series = f[1] == "instructions"  ? &cur.instructions
-                                      : f[1] == "cycles"      ? &cur.cycles
-                                      : f[1] == "page_faults" ? &cur.page_faults
-                                                              : nullptr;
+        std::vector<double>* series = f[1] == "instructions"       ? &cur.instructions
+                                      : f[1] == "cycles"           ? &cur.cycles
+                                      : f[1] == "page_faults"      ? &cur.page_faults
+                                      : f[1] == "sim_instructions" ? &cur.sim_instructions
+                                      : f[1] == "sim_d1_misses"    ? &cur.sim_d1_misses
+                                      : f[1] == "sim_ll_misses"    ? &cur.sim_ll_misses
+                                                                   : nullptr;
         if (series == nullptr) throw Error("unknown series '" + f[1] + "'");
         for (size_t i = 2; i < f.size(); ++i) series->push_back(d(f[i]));
       } else if (k == "counters_unavailable") {

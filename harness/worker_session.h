@@ -72,6 +72,9 @@ bool attempt(reports::ResultRecord& r, reports::Status status, F&& body) {
 // The minifier's per-node localization (minify/cosim_job.cpp).
 void cosim_job(Session& s);
 
+// `crucible run --counters cachegrind`'s job, under callgrind (counters_job.cpp).
+void counters_job(Session& s);
+
 class PerfCounters;
 // The timing job (timing_job.cpp); `counters` were opened before any backend was loaded.
 void timing_job(Session& s, PerfCounters& counters);

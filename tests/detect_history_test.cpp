@@ -213,6 +213,42 @@ TEST(DetectHistory, WarmUpLevelChangeRaisesNothingLater) {
   }
 }
 
+TEST(DetectHistory, AnInstructionCountStepIsFoundInOneRun) {
+  // Instruction counts per call as --counters cachegrind stores them: identical calls, runs a
+  // few instructions apart; a 1% step from run 8 and a 0.1% one (below the floor) from run 12.
+  auto h =
+      nightlies(14, 2, 0.05, 0.01, [](int, const std::string&, const std::string&) { return 1.0; });
+  HistorySeries counted = h[index_of(h, "m0", "codegen")];
+  counted.measure = "instructions";
+  for (SeriesPoint& p : counted.points) {
+    const double n =
+        1e7 * (p.run_id >= 8 ? 1.01 : 1.0) * (p.run_id >= 12 ? 1.001 : 1.0) + p.run_id % 3;
+    p.samples.assign(3, n);
+    p.noisy = p.run_id == 8;  // the machine's noise says nothing about counts
+  }
+  h.push_back(counted);
+  // A graph of 20,000 instructions whose count moves by 800 when the command line lays the heap
+  // out differently (measured: up to ~1,100): below the 5,000-instruction floor, no change.
+  HistorySeries small = counted;
+  small.key.model = "tiny";
+  for (SeriesPoint& p : small.points) p.samples.assign(3, p.run_id >= 8 ? 20800.0 : 20000.0);
+  h.push_back(small);
+  const HistoryVerdict v = judge_history(h, {});
+  EXPECT_EQ(changes(v.series.back()), 0) << said(v, h);
+  h.pop_back();
+  const SeriesVerdict& s = v.series[v.series.size() - 2];
+  EXPECT_EQ(s.measure, "instructions");
+  ASSERT_EQ(changes(s), 1) << said(v, h);
+  EXPECT_EQ(s.alerts[0].kind, "regression");
+  EXPECT_EQ(s.alerts[0].run_id, 8);
+  EXPECT_EQ(s.alerts[0].confirmed_by, 8);  // found in the run it happened
+  EXPECT_NEAR(s.alerts[0].change, 0.01, 1e-5);
+  EXPECT_EQ(s.not_judged[2], "not judged (3 of 4 runs)");  // 3 runs of baseline suffice
+  EXPECT_EQ(s.not_judged[4], "");
+  // The time series beside it, with its 5% machine noise, is not paired with the counts.
+  EXPECT_EQ(v.series[index_of(h, "m0", "codegen")].measure, "time/eager");
+}
+
 TEST(DetectHistory, TooNoisyToJudgeIsSaid) {
   auto h = nightlies(12, 1, 0.0, 0.005, [](int r, const std::string&, const std::string& b) {
     return b == "other" ? (r % 2 ? 1.3 : 0.8) : 1.0;

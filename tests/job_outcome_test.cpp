@@ -64,7 +64,7 @@ reports::ResultRecord sample_result() {
   a.mismatches = 2;
   a.first_mismatch = 1;
   r.accuracy.push_back(a);
-  r.kernels.push_back({"cpp_fused_add_0", 3, 4500});
+  r.kernels.push_back({"cpp_fused_add_0", 3, 4500, std::nullopt});
   return r;
 }
 

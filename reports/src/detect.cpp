@@ -70,11 +70,20 @@ double level_cost(const std::vector<double>& logs, size_t from, size_t to) {
   return c;
 }
 
+// The smallest change ever reported at `level` (log units): the relative floor, or the absolute
+// one over the level, whichever is larger.
+double floor_at(const DetectorOptions& o, double level) {
+  const double rel_floor = std::log1p(o.floor);
+  return o.floor_abs > 0 ? std::max(rel_floor, std::log1p(o.floor_abs / std::exp(level)))
+                         : rel_floor;
+}
+
 }  // namespace
 
 size_t latest_level_start(const std::vector<SeriesPoint>& s, const std::vector<size_t>& runs,
                           double sigma, const DetectorOptions& o) {
   std::vector<double> logs;
+  logs.reserve(runs.size());
   for (size_t i : runs) logs.push_back(log_median(s[i]));
   const size_t n = logs.size();
   size_t start = 0;
@@ -93,7 +102,7 @@ size_t latest_level_start(const std::vector<SeriesPoint>& s, const std::vector<s
     const double d =
         median_of({logs.begin() + static_cast<std::ptrdiff_t>(best), logs.end()}) - old_level;
     const double thr =
-        std::max(std::log1p(o.floor),
+        std::max(floor_at(o, old_level),
                  o.k * sigma / std::sqrt(static_cast<double>(std::min<size_t>(n - best, 3))));
     bool held = std::abs(d) > thr;
     for (size_t i = best; i < n && held; ++i) held = (logs[i] - old_level) * (d > 0 ? 1 : -1) > thr;
@@ -244,6 +253,7 @@ class SeriesJudge {
     const std::vector<size_t> w(base_.end() - std::min<size_t>(base_.size(), o_.window),
                                 base_.end());
     std::vector<double> logs;
+    logs.reserve(w.size());
     for (size_t b : w) logs.push_back(log_median(s_[b]));
     level_ = median_of(logs);
     const std::vector<size_t> ref(w.end() - std::min<size_t>(w.size(), 3), w.end());
@@ -256,16 +266,19 @@ class SeriesJudge {
     }
     // A pair must be the newest two: two disturbed runs a run apart are no level.
     if (nr >= 2) windows.push_back({recent_[nr - 2], recent_.back()});
+    // A deterministic measure (instruction counts) changes for good in one run.
+    if (o_.confirm_runs == 1) windows.push_back({recent_.back()});
     // Longest first, then earliest start: the change point is the first run at the new level.
     std::stable_sort(windows.begin(), windows.end(),
                      [](const auto& x, const auto& y) { return x.size() > y.size(); });
-    const double floor = std::log1p(o_.floor);
+    const double floor = floor_at(o_, level_);
     for (const std::vector<size_t>& run : windows) {
       const size_t len = run.size();
       // Every run of the window past the bar for its length, all on one side: one disturbed run
       // next to normal ones is not a change, and a big step cannot pull the quiet runs before
       // it into its window.
       std::vector<double> d;
+      d.reserve(len);
       for (size_t r : run) d.push_back(log_median(s_[r]) - level_);
       std::vector<double> sorted = d;
       std::sort(sorted.begin(), sorted.end());
@@ -274,9 +287,11 @@ class SeriesJudge {
       // ... and the runs agree with each other, as runs at one new level do (two runs of one
       // level differ by noise x sqrt(2)); a disturbed run far past its neighbour is no level.
       // Of three, two must agree: the third may be a disturbed run on top of the new level.
-      const double agree = o_.k * sigma * std::sqrt(2.0);
+      const double agree = std::max(floor, o_.k * sigma * std::sqrt(2.0));
       double rough = 0;
-      if (sorted[1] - sorted[0] <= agree) {
+      if (len == 1) {
+        rough = sorted[0];
+      } else if (sorted[1] - sorted[0] <= agree) {
         rough = (sorted[0] + sorted[1]) / 2;
       } else if (len == 3 && sorted[2] - sorted[1] <= agree) {
         rough = (sorted[1] + sorted[2]) / 2;
@@ -318,6 +333,7 @@ class SeriesJudge {
       }
       // The size is the new level less the old: the median of the runs at it.
       std::vector<double> new_logs;
+      new_logs.reserve(at_level.size());
       for (size_t r : at_level) new_logs.push_back(log_median(s_[r]));
       const double new_level = median_of(new_logs) - level_;
       out_.push_back({new_level > 0 ? "regression" : "improvement", s_[at_level.front()].run_id,
@@ -341,7 +357,7 @@ class SeriesJudge {
   // One run off alone: noted, and said when it leaves `recent` without a change behind it.
   void note_single(size_t i, double sigma) {
     const double d = log_median(s_[i]) - level_;
-    const double thr1 = std::max(std::log1p(o_.floor), o_.k * sigma);
+    const double thr1 = std::max(floor_at(o_, level_), o_.k * sigma);
     if (std::abs(d) <= thr1) return;
     const double pv = mann_whitney_p(s_[i].samples, ref_samples_);
     if (pv < o_.alpha) {

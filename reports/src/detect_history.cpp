@@ -45,8 +45,10 @@ std::map<int64_t, int> run_ranks(const std::vector<HistorySeries>& all) {
 std::vector<int> reference_of(const std::vector<HistorySeries>& all, const std::string& reference) {
   std::vector<int> out(all.size(), -1);
   for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].measure != "time") continue;
     for (size_t j = 0; j < all.size() && !reference.empty(); ++j) {
-      if (all[j].key.backend == reference && same_model(all[i].key, all[j].key)) {
+      if (all[j].key.backend == reference && all[j].measure == "time" &&
+          same_model(all[i].key, all[j].key)) {
         out[i] = static_cast<int>(j);
       }
     }
@@ -173,6 +175,7 @@ std::vector<EnvironmentEvent> find_environment_events(
   for (const auto& [id, r] : rank) run_at[static_cast<size_t>(r)] = id;
   std::vector<std::set<size_t>> judged(rank.size());
   for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].measure != "time") continue;  // the machine does not move instruction counts
     for (size_t k = 0; k < all[i].points.size(); ++k) {
       const SeriesPoint& p = all[i].points[k];
       if (timed(p) && not_judged[i][k].empty()) judged[rank.at(p.run_id)].insert(i);
@@ -185,7 +188,8 @@ std::vector<EnvironmentEvent> find_environment_events(
   std::vector<std::vector<Move>> moves(rank.size());
   for (size_t i = 0; i < all.size(); ++i) {
     for (const Alert& a : alerts[i]) {
-      if (is_change(a)) moves[static_cast<size_t>(rank.at(a.run_id))].push_back({i, &a});
+      if (is_change(a) && all[i].measure == "time")
+        moves[static_cast<size_t>(rank.at(a.run_id))].push_back({i, &a});
     }
   }
   auto model_of = [&](size_t i) {
@@ -270,8 +274,9 @@ std::vector<EnvironmentEvent> find_environment_events(
 HistoryVerdict judge_history(const std::vector<HistorySeries>& all, const HistoryOptions& o) {
   const size_t n = all.size();
   auto judge = [&](const std::vector<SeriesPoint>& points, double prior,
-                   std::vector<int64_t> breaks, std::vector<std::string>* nj) {
-    DetectorOptions d = o.detector;
+                   std::vector<int64_t> breaks, std::vector<std::string>* nj,
+                   bool instructions = false) {
+    DetectorOptions d = instructions ? o.instructions : o.detector;
     d.prior_noise = std::max(d.prior_noise, prior);
     d.level_breaks = std::move(breaks);
     return detect_changes(points, d, nj);
@@ -279,7 +284,16 @@ HistoryVerdict judge_history(const std::vector<HistorySeries>& all, const Histor
   // Absolute times first, to find the machine-wide shifts; then again with their level breaks.
   std::vector<std::vector<Alert>> abs(n);
   std::vector<std::vector<std::string>> abs_nj(n);
-  for (size_t i = 0; i < n; ++i) abs[i] = judge(all[i].points, all[i].prior_noise, {}, &abs_nj[i]);
+  for (size_t i = 0; i < n; ++i) {
+    if (all[i].measure == "instructions") {
+      // The machine's contention cannot move a simulated count: no run of it is noisy.
+      std::vector<SeriesPoint> counted = all[i].points;
+      for (SeriesPoint& p : counted) p.noisy = false;
+      abs[i] = judge(counted, 0, {}, &abs_nj[i], true);
+    } else {
+      abs[i] = judge(all[i].points, all[i].prior_noise, {}, &abs_nj[i]);
+    }
+  }
   HistoryVerdict v;
   v.events = find_environment_events(all, abs, abs_nj, o);
   std::vector<std::vector<int64_t>> breaks(n);
@@ -372,7 +386,7 @@ HistoryVerdict judge_history(const std::vector<HistorySeries>& all, const Histor
         if (unpaired.contains(pts[k].run_id)) out.not_judged[k] = abs_nj[i][k];
       }
     } else {
-      out.measure = "time";
+      out.measure = all[i].measure;
       out.not_judged = abs_nj[i];
       // The reference's own time: said where a paired ratio moved with it, or nothing paired
       // with it ran then; otherwise every backend of the model moved with it (the machine).

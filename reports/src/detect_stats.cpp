@@ -71,6 +71,7 @@ std::pair<double, double> bootstrap_interval(
   }
   std::mt19937_64 rng(0x5eed);
   std::vector<std::vector<double>> resampled;
+  resampled.reserve(sets.size());
   for (const auto* s : sets) resampled.emplace_back(s->size());
   std::vector<double> stats;
   for (int i = 0; i < 1000; ++i) {
@@ -107,6 +108,7 @@ double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b
   const size_t n1 = a.size(), n2 = b.size(), n = n1 + n2;
   if (n1 == 0 || n2 == 0) return 1;
   std::vector<std::pair<double, int>> all;
+  all.reserve(n);
   for (double v : a) all.push_back({v, 0});
   for (double v : b) all.push_back({v, 1});
   std::sort(all.begin(), all.end());

@@ -34,12 +34,13 @@ Loaded load_series(sqlite3* db, const RegressionQuery& q) {
       " 'cpu=' || coalesce(r.cpu_model, '') || ';cores=' || coalesce(r.cores, '') ||"
       " ';compiler=' || coalesce(r.compiler, '') || ';libraries=' || coalesce(r.libraries, '') ||"
       " ';threads=' || coalesce(r.threads, '') || ';launcher=' || r.launcher_json,"
-      " coalesce(r.git_commit, '')"
+      " coalesce(r.git_commit, ''), x.sim_instructions"
       " FROM results x JOIN runs r ON r.id = x.run_id"
       " WHERE (?1 = '' OR x.suite = ?1) AND (?2 = '' OR x.model = ?2)"
       " ORDER BY x.suite, x.model, x.backend, x.mode, r.started_at, r.id");
   rows.bind(1, q.suite).bind(2, q.model);
   Loaded out;
+  std::vector<std::vector<double>> instructions;  // per row, in load order
   while (rows.step()) {
     if (out.series.empty() || out.series.back().key.suite != rows.text(0) ||
         out.series.back().key.model != rows.text(1) ||
@@ -57,6 +58,23 @@ Loaded load_series(sqlite3* db, const RegressionQuery& q) {
     p.commit = rows.text(10);
     out.series.back().points.push_back(std::move(p));
     out.result_ids.back().push_back(rows.int64(5));
+    instructions.push_back(rows.doubles_blob(11));
+  }
+  // Where --counters cachegrind counted a series, its instructions per call are a series of
+  // their own (the same points, the counts as samples).
+  const size_t timed = out.series.size();
+  for (size_t i = 0, at = 0; i < timed; ++i) {
+    HistorySeries counted = out.series[i];
+    counted.measure = "instructions";
+    counted.prior_noise = 0;
+    bool any = false;
+    for (SeriesPoint& p : counted.points) {
+      p.samples = instructions[at++];
+      any = any || !p.samples.empty();
+    }
+    if (!any) continue;
+    out.series.push_back(std::move(counted));
+    out.result_ids.push_back(out.result_ids[i]);
   }
   return out;
 }
@@ -107,7 +125,8 @@ Table Store::regressions(const RegressionQuery& q) {
   }
   for (HistorySeries& s : loaded.series) {
     const auto c = noise.find({s.key.suite, s.key.model, s.key.backend});
-    if (c != noise.end() && s.key.mode == "performance") s.prior_noise = std::log1p(c->second);
+    if (c != noise.end() && s.key.mode == "performance" && s.measure == "time")
+      s.prior_noise = std::log1p(c->second);
   }
   HistoryOptions opts;
   opts.reference = q.reference;

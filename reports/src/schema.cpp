@@ -168,6 +168,13 @@ ALTER TABLE results ADD COLUMN audit_share REAL;
 ALTER TABLE results ADD COLUMN audit_coverage REAL;
 ALTER TABLE results ADD COLUMN disturbed_by TEXT NOT NULL DEFAULT '';
 )sql",
+      R"sql(
+ALTER TABLE results ADD COLUMN sim_instructions BLOB;
+ALTER TABLE results ADD COLUMN sim_d1_misses BLOB;
+ALTER TABLE results ADD COLUMN sim_ll_misses BLOB;
+ALTER TABLE results ADD COLUMN sim_instructions_median REAL;
+ALTER TABLE kernels ADD COLUMN instructions REAL;
+)sql",
   };
   return kMigrations;
 }

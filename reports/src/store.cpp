@@ -191,9 +191,10 @@ int64_t Store::insert_result(int64_t run_id, const ResultRecord& r) {
               " memory_ratio, created_at, p10_ms, p90_ms, cv, calls_per_sample, timer_overhead_ns,"
               " audit, instructions, cycles, page_faults, instructions_median, instructions_cv,"
               " counters_unavailable, noisy, noise_reason, contention_json, attempts,"
-              " pass_suspicious, backend_version, audit_share, audit_coverage, disturbed_by)"
+              " pass_suspicious, backend_version, audit_share, audit_coverage, disturbed_by,"
+              " sim_instructions, sim_d1_misses, sim_ll_misses, sim_instructions_median)"
               " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-              " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+              " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   s.bind(1, run_id)
       .bind(2, r.suite)
       .bind(3, r.model)
@@ -258,6 +259,10 @@ int64_t Store::insert_result(int64_t run_id, const ResultRecord& r) {
       .bind(40, r.audit_share)
       .bind(41, r.audit_coverage)
       .bind(42, r.disturbed_by);
+  bind_doubles(43, r.sim_instructions);
+  bind_doubles(44, r.sim_d1_misses);
+  bind_doubles(45, r.sim_ll_misses);
+  s.bind(46, finite(summarize(r.sim_instructions).median));
   s.run();
   const int64_t id = sqlite3_last_insert_rowid(db_);
   Statement acc(db_,
@@ -281,9 +286,11 @@ int64_t Store::insert_result(int64_t run_id, const ResultRecord& r) {
     acc.run();
     acc.reset();
   }
-  Statement k(db_, "INSERT INTO kernels (result_id, name, calls, total_ns) VALUES (?, ?, ?, ?)");
+  Statement k(db_,
+              "INSERT INTO kernels (result_id, name, calls, total_ns, instructions)"
+              " VALUES (?, ?, ?, ?, ?)");
   for (const KernelTiming& kt : r.kernels) {
-    k.bind(1, id).bind(2, kt.name).bind(3, kt.calls).bind(4, kt.total_ns);
+    k.bind(1, id).bind(2, kt.name).bind(3, kt.calls).bind(4, kt.total_ns).bind(5, kt.instructions);
     k.run();
     k.reset();
   }

@@ -200,7 +200,8 @@ Table Store::kernels_table(int64_t result_id) {
                 "SELECT k.name AS kernel, k.calls, k.total_ns / 1e6 AS total_ms,"
                 " k.total_ns / 1e3 / max(k.calls, 1) AS per_call_us,"
                 " 100.0 * k.total_ns / (SELECT sum(total_ns) FROM kernels WHERE result_id = ?1)"
-                " AS share_pct FROM kernels k WHERE k.result_id = ?1 ORDER BY k.total_ns DESC",
+                " AS share_pct, k.instructions AS sim_instructions_per_call"
+                " FROM kernels k WHERE k.result_id = ?1 ORDER BY k.total_ns DESC",
                 {result_id});
 }
 

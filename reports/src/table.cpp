@@ -109,7 +109,7 @@ void write_console(std::ostream& out, const Table& t, bool wide) {
       if (c == t.columns.end()) continue;
       std::string v = escape_controls(cell_text(t.rows[r][c - t.columns.begin()], true));
       if (v.empty()) continue;
-      v = "  " + name + ": " + v;
+      v = fmt::format("  {}: {}", name, v);
       if (v.size() > kConsoleWidth) v = v.substr(0, kConsoleWidth - 3) + "...";
       out << v << "\n";
     }

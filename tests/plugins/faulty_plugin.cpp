@@ -3,14 +3,15 @@
 
 // -c fault.<graph
 // name>=segv|abort|hang|oom|compile_error|run_error|wrong|nudge|sleep_ms:N|reserve_mb:N|
-//                       gate:DIR|flaky:DIR|hang_without:OP|slower_pct:X
+//                       gate:DIR|flaky:DIR|hang_without:OP|slower_pct:X|extra_loop:N
 // (reserve_mb: N MB of address space allocated and never touched, as stacks and arenas are;
 // gate: run() creates DIR/<graph>.started, then waits for DIR/<graph>.go, so a test can act while
 // a worker is known to be inside run(), without guessing at timings; flaky: every third run()
 // across processes, counted in DIR/<graph>.runs, gives wrong outputs; hang_without: wrong outputs
 // from a graph with a node of OP, a hang from one without, as a minifier's candidate may;
 // slower_pct: every call busy-waits X% of its own work time longer, the way a code change slows
-// a backend, so the change detector can be tested on real runs)
+// a backend, so the change detector can be tested on real runs; extra_loop: every call runs N
+// more iterations of an empty loop, a fixed number of instructions, for the instruction counts)
 #include <signal.h>
 #include <unistd.h>
 
@@ -76,6 +77,10 @@ class FaultyExecutable final : public plugin::Executable {
     const auto work_start = std::chrono::steady_clock::now();
     std::vector<Tensor> out;
     for (const Tensor& t : interpreter_.run(inputs)) out.push_back(t.clone());
+    if (fault_.rfind("extra_loop:", 0) == 0) {
+      const long n = std::stol(fault_.substr(11));
+      for (long i = 0; i < n; ++i) asm volatile("" ::: "memory");
+    }
     if (fault_.rfind("slower_pct:", 0) == 0) {
       // Spin rather than sleep: a sleeping thread would show as idle time, not as work.
       const auto work = std::chrono::steady_clock::now() - work_start;

@@ -40,7 +40,14 @@ std::string env_or_empty(const char* name) {
 // Options
 
 std::vector<std::string> ToolchainOptions::default_flags() {
-  return {"-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17"};
+  // Kernels are built for the instruction set crucible itself was (CRUCIBLE_ARCH), so a build
+  // that Valgrind can run loads kernels it can run too.
+#ifdef CRUCIBLE_KERNEL_ARCH
+  const std::string arch = CRUCIBLE_KERNEL_ARCH;
+#else
+  const std::string arch = "native";
+#endif
+  return {"-O3", "-march=" + arch, "-fopenmp", "-shared", "-fPIC", "-std=c++17"};
 }
 
 std::string ToolchainOptions::default_compiler() {

@@ -23,12 +23,14 @@ struct SeriesPoint {
 
 struct DetectorOptions {
   double floor = 0.01;      // smallest relative change ever reported
+  double floor_abs = 0;     // ... and smallest absolute one, in the samples' unit (0: none)
   double k = 4.0;           // noise multiples a persistent change must exceed (on its mean)
   double alpha = 0.01;      // rank-test significance
   int min_baseline = 8;     // runs of one environment before anything is judged
   int window = 20;          // baseline runs the level and the noise are taken from
   double prior_noise = 0;   // run-to-run noise known from calibration (log units), 0: none
   double max_noise = 0.10;  // a series noisier than this run to run (relative) is not judged
+  int confirm_runs = 2;     // runs at a new level that make a change (1: a deterministic measure)
   // Runs where the history found a machine-wide shift (see detect_history.h): a new level starts
   // there, as after a change, without an alert; the noise history carries on.
   std::vector<int64_t> level_breaks;

@@ -20,11 +20,19 @@ struct HistorySeries {
   SeriesKey key;
   std::vector<SeriesPoint> points;
   double prior_noise = 0;  // calibrated run-to-run noise of its time (log units), 0: none
+  // "time", or "instructions": counts from Valgrind's simulator, per call, deterministic; judged
+  // alone with HistoryOptions::instructions, never paired nor part of a machine-wide event.
+  std::string measure = "time";
 };
 
 struct HistoryOptions {
   std::string reference = "eager";  // the backend others are timed against; "": none
   DetectorOptions detector;
+  // Instruction counts repeat exactly for a fixed command line and environment, but another one
+  // lays the heap out differently and moves a call's bookkeeping by up to ~1,100 instructions:
+  // a floor of 0.3% and of 5,000 instructions per call, 3 runs of baseline, one run to confirm,
+  // and no rank test (identical samples carry no sampling noise to test against).
+  DetectorOptions instructions{0.003, 5000, 4.0, 1.0, 3, 20, 0, 0.10, 1, {}};
   // A machine-wide shift: at least `event_models` models moved on every backend judged at that
   // run, or at least `event_fraction` of the judged series (and 4) moved the same way.
   int event_models = 2;

@@ -53,9 +53,16 @@ struct OutputAccuracy {
 };
 
 struct KernelTiming {
+  KernelTiming() = default;
+  KernelTiming(std::string name_, int64_t calls_, int64_t total_ns_,
+               std::optional<double> instructions_ = std::nullopt)
+      : name(std::move(name_)), calls(calls_), total_ns(total_ns_), instructions(instructions_) {}
+
   std::string name;
   int64_t calls = 0;
   int64_t total_ns = 0;
+  // Simulated instructions per graph call, the kernel's calls included (--counters cachegrind).
+  std::optional<double> instructions;
 };
 
 // How much the machine disturbed a timed result, measured around its samples.
@@ -104,6 +111,9 @@ struct ResultRecord {
   std::string disturbed_by;  // backends whose threads ran while this one was timed ("" for none)
   std::vector<double> instructions, cycles, page_faults;  // per call, parallel to samples_ms
   std::string counters_unavailable;  // counters the kernel refused, and why ("" when all counted)
+  // Per call, from Valgrind's cache simulator (--counters cachegrind): instructions, D1 misses
+  // (reads and writes) and last-level misses, on calls run alone on one thread after the timing.
+  std::vector<double> sim_instructions, sim_d1_misses, sim_ll_misses;
   std::optional<Contention> contention;
   bool noisy = false;
   std::string noise_reason;  // which contention figure passed its threshold

@@ -79,7 +79,7 @@ std::string sqlite_version();
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 7;
+  static constexpr int kSchemaVersion = 8;
 
   // Opens (creating if needed) and migrates the database; marks runs left 'running' by a process
   // that no longer exists on this host as 'incomplete'. Throws StoreError naming the file.
