@@ -193,6 +193,36 @@ TEST_F(DetectorOnRealRuns, AHeldOutRecording) {
                       9, {"bert_base"});
 }
 
+TEST_F(DetectorOnRealRuns, CompareOnAAPairsSaysWhenTheMachineMoved) {
+  // Every pair of consecutive runs of the held-out recording, eager and codegen (A/A): a model
+  // that ran 1.4-2.3x slower on every backend at once is the machine's, said as such; a plain
+  // "faster"/"slower" is left only where one backend moved alone.
+  rows_ = fixture("heldout_runs.csv");
+  judge("compare_aa");
+  const std::string db = (dir_ / "compare_aa.db").string();
+  int plain = 0, machine = 0, judged = 0;
+  for (int a = 1; a < 14; ++a) {
+    const auto r = run_crucible(fmt::format("compare {} {} --format csv --db {}", a, a + 1, db));
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::istringstream lines(r.out);
+    std::string line;
+    std::getline(lines, line);
+    while (std::getline(lines, line)) {
+      const auto f = csv_fields(line);
+      if (f[3] != "performance" || (f[2] != "eager" && f[2] != "codegen")) continue;
+      const std::string& v = f[18];
+      if (v == "noisy: not judged") continue;
+      ++judged;
+      plain += v == "slower" || v == "faster";
+      machine += v.find("on every backend: the machine") != std::string::npos;
+    }
+  }
+  std::printf("compare on A/A pairs: %d judged, %d the machine, %d plain faster/slower\n", judged,
+              machine, plain);
+  EXPECT_GE(machine, 10);
+  EXPECT_LE(plain, 1);  // one backend moving alone between A/A runs is rare here
+}
+
 TEST_F(DetectorOnRealRuns, AOnePercentInstructionStepIsFoundInItsRun) {
   // 6 runs of the tutorial suite on eager, codegen and faulty under --counters cachegrind (the
   // x86-64-v3 build); from run 5 faulty runs 104,600 more loop iterations per add_add_mul_add

@@ -563,6 +563,12 @@ TEST(Regressions, StepsStatusChangesAndNewMachinesAreToldApart) {
   EXPECT_NE(r.out.find("small,sin_cos,eager,performance,pass,pass,2,2,0,"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find(",same,"), std::string::npos) << r.out;
+  // Run 17's CPU slows codegen's sin_cos alone: eager did not move, so it stays plain "slower".
+  r = run_crucible("compare 16 17" + opt);
+  EXPECT_NE(r.out.find("small,sin_cos,codegen,performance,pass,pass,1.3,1.43"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(",slower,\"cpp_fused_sin_0 +130.0 us"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("the machine"), std::string::npos) << r.out;
   r = run_crucible("compare 14 15" + opt);
   EXPECT_NE(r.out.find("small,mlp,codegen,accuracy,pass,fail_accuracy"), std::string::npos);
   EXPECT_NE(r.out.find("status: pass -> fail_accuracy"), std::string::npos) << r.out;
