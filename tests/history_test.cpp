@@ -433,6 +433,50 @@ TEST(Regressions, YearOfSyntheticNightliesThroughTheStoreMeetsTheBars) {
   fs::remove_all(dir);
 }
 
+TEST(Regressions, PmuInstructionCountsAreASeriesOfTheirOwn) {
+  // Where the CPU counts instructions, each timed call's count is stored beside its time; a 2%
+  // step of codegen's count from run 10 is found in that run, as a pmu_instructions change.
+  const fs::path dir = testing::fresh_test_dir("crucible_pmu");
+  const fs::path db = dir / "p.db";
+  {
+    auto s = Store::open(db);
+    for (int n = 1; n <= 12; ++n) {
+      RunInfo info;
+      info.suites = "small";
+      info.backends = "eager,codegen";
+      info.mode = "performance";
+      info.env.cores = 2;
+      const int64_t run = s->begin_run(info);
+      std::vector<ResultRecord> rs;
+      for (const char* backend : {"eager", "codegen"}) {
+        ResultRecord r = make_result("small", "mlp", backend, "performance", 4);
+        r.status = Status::kPass;
+        const double base = backend == std::string("eager") ? 2e6 : 1e6;
+        for (int k = 0; k < 15; ++k) {
+          r.samples_ms.push_back((backend == std::string("eager") ? 2.0 : 1.0) + 0.001 * (k % 5));
+          r.instructions.push_back(base *
+                                       (n >= 10 && backend == std::string("codegen") ? 1.02 : 1) +
+                                   (k * 37 + n * 11) % 300);
+        }
+        rs.push_back(std::move(r));
+      }
+      s->add_results(run, rs);
+      s->finish_run(run, "complete");
+    }
+  }
+  const auto r = run_crucible("regressions --all --format csv --db " + db.string());
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.out.find("regression,small,mlp,codegen,performance,pmu_instructions,2.0"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(",10,10,1,"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(",instructions,"), std::string::npos) << r.out;  // nothing simulated
+  // The header, the step, and its series not judged at run 12 (a new level: 3 of 5 runs).
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 3) << r.out;
+  EXPECT_NE(r.out.find("not judged (a new level: 3 of 5 runs)"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
 TEST(Regressions, StepsStatusChangesAndNewMachinesAreToldApart) {
   const fs::path dir = fs::temp_directory_path() / ("crucible_regr_" + std::to_string(::getpid()));
   fs::remove_all(dir);

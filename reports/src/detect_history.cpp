@@ -285,8 +285,8 @@ HistoryVerdict judge_history(const std::vector<HistorySeries>& all, const Histor
   std::vector<std::vector<Alert>> abs(n);
   std::vector<std::vector<std::string>> abs_nj(n);
   for (size_t i = 0; i < n; ++i) {
-    if (all[i].measure == "instructions") {
-      // The machine's contention cannot move a simulated count: no run of it is noisy.
+    if (all[i].measure != "time") {
+      // Contention adds no instructions to a call: no run of a count is noisy.
       std::vector<SeriesPoint> counted = all[i].points;
       for (SeriesPoint& p : counted) p.noisy = false;
       abs[i] = judge(counted, 0, {}, &abs_nj[i], true);

@@ -34,13 +34,14 @@ Loaded load_series(sqlite3* db, const RegressionQuery& q) {
       " 'cpu=' || coalesce(r.cpu_model, '') || ';cores=' || coalesce(r.cores, '') ||"
       " ';compiler=' || coalesce(r.compiler, '') || ';libraries=' || coalesce(r.libraries, '') ||"
       " ';threads=' || coalesce(r.threads, '') || ';launcher=' || r.launcher_json,"
-      " coalesce(r.git_commit, ''), x.sim_instructions"
+      " coalesce(r.git_commit, ''), x.sim_instructions, x.instructions"
       " FROM results x JOIN runs r ON r.id = x.run_id"
       " WHERE (?1 = '' OR x.suite = ?1) AND (?2 = '' OR x.model = ?2)"
       " ORDER BY x.suite, x.model, x.backend, x.mode, r.started_at, r.id");
   rows.bind(1, q.suite).bind(2, q.model);
   Loaded out;
-  std::vector<std::vector<double>> instructions;  // per row, in load order
+  // Per row, in load order: simulated instructions per call, and the PMU's.
+  std::vector<std::vector<double>> simulated, counted_by_pmu;
   while (rows.step()) {
     if (out.series.empty() || out.series.back().key.suite != rows.text(0) ||
         out.series.back().key.model != rows.text(1) ||
@@ -58,23 +59,28 @@ Loaded load_series(sqlite3* db, const RegressionQuery& q) {
     p.commit = rows.text(10);
     out.series.back().points.push_back(std::move(p));
     out.result_ids.back().push_back(rows.int64(5));
-    instructions.push_back(rows.doubles_blob(11));
+    simulated.push_back(rows.doubles_blob(11));
+    counted_by_pmu.push_back(rows.doubles_blob(12));
   }
-  // Where --counters cachegrind counted a series, its instructions per call are a series of
-  // their own (the same points, the counts as samples).
+  // Where a series was counted, its instructions per call are series of their own (the same
+  // points, the counts as samples): the PMU's where the machine has one, `instructions` from
+  // --counters cachegrind; never mixed, since the two count different things.
   const size_t timed = out.series.size();
-  for (size_t i = 0, at = 0; i < timed; ++i) {
-    HistorySeries counted = out.series[i];
-    counted.measure = "instructions";
-    counted.prior_noise = 0;
-    bool any = false;
-    for (SeriesPoint& p : counted.points) {
-      p.samples = instructions[at++];
-      any = any || !p.samples.empty();
+  for (const auto& [measure, counts] :
+       {std::pair{"pmu_instructions", &counted_by_pmu}, std::pair{"instructions", &simulated}}) {
+    for (size_t i = 0, at = 0; i < timed; ++i) {
+      HistorySeries counted = out.series[i];
+      counted.measure = measure;
+      counted.prior_noise = 0;
+      bool any = false;
+      for (SeriesPoint& p : counted.points) {
+        p.samples = (*counts)[at++];
+        any = any || !p.samples.empty();
+      }
+      if (!any) continue;
+      out.series.push_back(std::move(counted));
+      out.result_ids.push_back(out.result_ids[i]);
     }
-    if (!any) continue;
-    out.series.push_back(std::move(counted));
-    out.result_ids.push_back(out.result_ids[i]);
   }
   return out;
 }

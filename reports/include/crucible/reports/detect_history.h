@@ -20,8 +20,9 @@ struct HistorySeries {
   SeriesKey key;
   std::vector<SeriesPoint> points;
   double prior_noise = 0;  // calibrated run-to-run noise of its time (log units), 0: none
-  // "time", or "instructions": counts from Valgrind's simulator, per call, deterministic; judged
-  // alone with HistoryOptions::instructions, never paired nor part of a machine-wide event.
+  // "time", or a count per call: "instructions" from Valgrind's simulator, "pmu_instructions"
+  // from the CPU's counters where it has them; counts are judged alone with
+  // HistoryOptions::instructions, never paired, never noisy nor part of a machine-wide event.
   std::string measure = "time";
 };
 
