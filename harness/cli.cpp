@@ -52,7 +52,14 @@ bool parse(const std::string& command, const std::string& usage,
   po::options_description all;
   all.add_options()("help,h", "show this help");
   all.add(options);
-  po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+  // No guessing: `--back` must not quietly mean --backends (or --backend).
+  po::store(
+      po::command_line_parser(args)
+          .options(all)
+          .positional(positional)
+          .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
+          .run(),
+      vm);
   if (vm.count("help")) {
     std::cout << fmt::format("usage: crucible {} {}\n\n", command, usage) << all << "\n";
     return false;

@@ -42,10 +42,12 @@ bool parse(const std::string& command, const std::string& usage,
 std::map<std::string, std::string> parse_config(const std::vector<std::string>& pairs);
 
 // `crucible run`'s options (and `extra`, the caller's own) parsed into `cfg` and `launch`;
-// false after printing --help. Shared by run and calibrate.
+// false after printing --help. Shared by run and calibrate; `refused` names run options the
+// caller sets itself, so giving one is an error rather than a value silently overwritten.
 bool parse_run_options(const std::string& command, const std::string& usage,
                        const po::options_description& extra, const std::vector<std::string>& args,
-                       RunConfig& cfg, LaunchOptions& launch);
+                       RunConfig& cfg, LaunchOptions& launch,
+                       const std::vector<std::string>& refused = {});
 // What a run in this process needs before it starts: the fallback CPU affinity, and the note
 // when --memory-limit can only limit address space here.
 void prepare_local_run(const RunConfig& cfg);

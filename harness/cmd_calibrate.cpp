@@ -42,7 +42,7 @@ int calibrate_command(const std::vector<std::string>& args) {
       "backend", po::value(&backend)->default_value("codegen"),
       "the backend to calibrate (eager is timed beside it as the speed-up baseline)");
   if (!parse_run_options("calibrate", "--suite S --backend B --runs N [run options]", own, args,
-                         cfg, launch)) {
+                         cfg, launch, {"backends", "mode"})) {
     return kExitOk;
   }
   if (runs < 2) throw po::error("--runs must be at least 2");

@@ -111,7 +111,8 @@ void prepare_local_run(const RunConfig& cfg) {
 
 bool parse_run_options(const std::string& command, const std::string& usage,
                        const po::options_description& extra, const std::vector<std::string>& args,
-                       RunConfig& cfg, LaunchOptions& launch) {
+                       RunConfig& cfg, LaunchOptions& launch,
+                       const std::vector<std::string>& refused) {
   std::vector<std::string> suites, backends, only, config;
   std::string filter, exclude, shard, mode = "accuracy", seed;
   po::options_description what("what to run");
@@ -195,6 +196,12 @@ bool parse_run_options(const std::string& command, const std::string& usage,
   all.add(extra).add(what).add(how).add(out).add(cpu);
   po::variables_map vm;
   if (!parse(command, usage, all, {}, args, vm)) return false;
+  for (const std::string& name : refused) {
+    if (vm.count(name) && !vm[name].defaulted()) {
+      throw po::error(
+          fmt::format("--{} is not an option of {} (it sets that itself)", name, command));
+    }
+  }
 
   cfg.suites = split_commas(suites);
   cfg.backends = split_commas(backends);
@@ -262,6 +269,9 @@ int run_command(const std::vector<std::string>& args) {
           po::options_description(), args, cfg, launch)) {
     return kExitOk;
   }
+  // Counters are taken after a timing: without one they would be accepted and never taken.
+  if (!cfg.counters.empty() && !cfg.performance())
+    throw po::error("--counters needs --mode performance or both");
   if (launch.requested() && std::getenv("CRUCIBLE_LAUNCHED") == nullptr) {
     LaunchPlan plan = plan_launch(launch, LaunchHost::detect(), self_executable().string(),
                                   strip_launcher_args(args));

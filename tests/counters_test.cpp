@@ -66,6 +66,10 @@ TEST(Counters, BadValuesAreOneLine) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--counters must be cachegrind, got 'perf'"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  // Counters follow a timing: an accuracy run would accept the flag and never count.
+  r = run_crucible("run --suite tutorial --counters cachegrind");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--counters needs --mode performance or both"), std::string::npos) << r.err;
   // Without Valgrind on PATH the run refuses to start rather than count nothing.
   r = run_crucible("run --suite tutorial --mode performance --counters cachegrind",
                    "PATH=/nonexistent");
