@@ -249,30 +249,59 @@ class SeriesJudge {
 
   // A persistent change: the newest 2 runs, or 3 of the runs since the baseline with the newest
   // among them (a disturbed run between them may be skipped), all past the bar on one side.
-  bool confirm_change(size_t i, double sigma) {
-    const std::vector<size_t> w(base_.end() - std::min<size_t>(base_.size(), o_.window),
-                                base_.end());
+  // The level of the baseline: the median log level of its newest o.window runs.
+  double base_level() const {
     std::vector<double> logs;
-    logs.reserve(w.size());
-    for (size_t b : w) logs.push_back(log_median(s_[b]));
-    level_ = median_of(logs);
-    const std::vector<size_t> ref(w.end() - std::min<size_t>(w.size(), 3), w.end());
-    ref_samples_ = pooled(s_, ref);
+    logs.reserve(std::min<size_t>(base_.size(), o_.window));
+    for (size_t k = base_.size() - std::min<size_t>(base_.size(), o_.window); k < base_.size(); ++k)
+      logs.push_back(log_median(s_[base_[k]]));
+    return median_of(logs);
+  }
+
+  // The windows of recent runs a change may be confirmed by: 3 of them with the newest (a
+  // disturbed run between may be skipped), the newest 2 (two disturbed runs a run apart are no
+  // level), and for a deterministic measure the newest alone. Longest first, then earliest
+  // start: the change point is the first run at the new level.
+  std::vector<std::vector<size_t>> candidate_windows() const {
     std::vector<std::vector<size_t>> windows;
     const size_t nr = recent_.size();
     for (size_t a = 0; a + 1 < nr; ++a) {
       for (size_t b = a + 1; b + 1 < nr; ++b)
         windows.push_back({recent_[a], recent_[b], recent_.back()});
     }
-    // A pair must be the newest two: two disturbed runs a run apart are no level.
     if (nr >= 2) windows.push_back({recent_[nr - 2], recent_.back()});
-    // A deterministic measure (instruction counts) changes for good in one run.
     if (o_.confirm_runs == 1) windows.push_back({recent_.back()});
-    // Longest first, then earliest start: the change point is the first run at the new level.
     std::stable_sort(windows.begin(), windows.end(),
                      [](const auto& x, const auto& y) { return x.size() > y.size(); });
+    return windows;
+  }
+
+  // A change that began in the newest baseline runs (the last runs of a warm-up, or a run
+  // judged before the bar for one run alone could be met): those at the new level `rough`, each
+  // past the one-run bar, leave the baseline and start it, oldest first; the old level is then
+  // the baseline's without them. At most 3: more would have been a change of their own.
+  std::vector<size_t> take_earlier_runs_at(double rough, double agree, double one_run) {
+    std::vector<size_t> earlier;
+    while (earlier.size() < 3 && base_.size() > earlier.size() + kMinLevelRuns) {
+      const size_t b = base_[base_.size() - 1 - earlier.size()];
+      const double db = log_median(s_[b]) - level_;
+      if (std::abs(db - rough) > agree || std::abs(db) <= one_run || (db > 0) != (rough > 0)) break;
+      earlier.push_back(b);
+    }
+    if (!earlier.empty()) {
+      base_.resize(base_.size() - earlier.size());
+      std::reverse(earlier.begin(), earlier.end());
+      level_ = base_level();
+    }
+    return earlier;
+  }
+
+  bool confirm_change(size_t i, double sigma) {
+    level_ = base_level();
+    const size_t n_ref = std::min<size_t>(base_.size(), 3);
+    ref_samples_ = pooled(s_, {base_.end() - static_cast<std::ptrdiff_t>(n_ref), base_.end()});
     const double floor = floor_at(o_, level_);
-    for (const std::vector<size_t>& run : windows) {
+    for (const std::vector<size_t>& run : candidate_windows()) {
       const size_t len = run.size();
       // Every run of the window past the bar for its length, all on one side: one disturbed run
       // next to normal ones is not a change, and a big step cannot pull the quiet runs before
@@ -308,29 +337,11 @@ class SeriesJudge {
       for (size_t k = first; k < len; ++k) {
         if (std::abs(d[k] - rough) <= agree) at_level.push_back(run[k]);
       }
-      // A change that began in the newest baseline runs (the last runs of a warm-up, or a run
-      // judged before the bar for one run alone could be met): those at the new level, each past
-      // the one-run bar, start it. At most 3: more would have been a change of their own.
-      std::vector<size_t> earlier;
-      if (at_level.front() == recent_.front()) {
-        const double one_run = std::max(floor, o_.k * sigma);
-        while (earlier.size() < 3 && base_.size() > earlier.size() + kMinLevelRuns) {
-          const double db = log_median(s_[base_[base_.size() - 1 - earlier.size()]]) - level_;
-          if (std::abs(db - rough) > agree || std::abs(db) <= one_run || (db > 0) != (rough > 0))
-            break;
-          earlier.push_back(base_[base_.size() - 1 - earlier.size()]);
-        }
-      }
-      if (!earlier.empty()) {
-        base_.resize(base_.size() - earlier.size());
-        std::reverse(earlier.begin(), earlier.end());
-        at_level.insert(at_level.begin(), earlier.begin(), earlier.end());
-        std::vector<double> old_logs;
-        for (size_t b : std::vector<size_t>(base_.end() - std::min<size_t>(base_.size(), o_.window),
-                                            base_.end()))
-          old_logs.push_back(log_median(s_[b]));
-        level_ = median_of(old_logs);
-      }
+      const std::vector<size_t> earlier =
+          at_level.front() == recent_.front()
+              ? take_earlier_runs_at(rough, agree, std::max(floor, o_.k * sigma))
+              : std::vector<size_t>{};
+      at_level.insert(at_level.begin(), earlier.begin(), earlier.end());
       // The size is the new level less the old: the median of the runs at it.
       std::vector<double> new_logs;
       new_logs.reserve(at_level.size());
