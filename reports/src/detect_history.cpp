@@ -271,67 +271,59 @@ std::vector<EnvironmentEvent> find_environment_events(
   return events;
 }
 
-HistoryVerdict judge_history(const std::vector<HistorySeries>& all, const HistoryOptions& o) {
-  const size_t n = all.size();
-  auto judge = [&](const std::vector<SeriesPoint>& points, double prior,
-                   std::vector<int64_t> breaks, std::vector<std::string>* nj,
-                   bool instructions = false) {
-    DetectorOptions d = instructions ? o.instructions : o.detector;
-    d.prior_noise = std::max(d.prior_noise, prior);
-    d.level_breaks = std::move(breaks);
-    return detect_changes(points, d, nj);
-  };
-  // Absolute times first, to find the machine-wide shifts; then again with their level breaks.
-  std::vector<std::vector<Alert>> abs(n);
-  std::vector<std::vector<std::string>> abs_nj(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (all[i].measure != "time") {
-      // Contention adds no instructions to a call: no run of a count is noisy.
-      std::vector<SeriesPoint> counted = all[i].points;
-      for (SeriesPoint& p : counted) p.noisy = false;
-      abs[i] = judge(counted, 0, {}, &abs_nj[i], true);
-    } else {
-      abs[i] = judge(all[i].points, all[i].prior_noise, {}, &abs_nj[i]);
-    }
+namespace {
+
+std::vector<Alert> judge_points(const std::vector<SeriesPoint>& points, DetectorOptions d,
+                                double prior, std::vector<int64_t> breaks,
+                                std::vector<std::string>* not_judged) {
+  d.prior_noise = std::max(d.prior_noise, prior);
+  d.level_breaks = std::move(breaks);
+  return detect_changes(points, d, not_judged);
+}
+
+// A series on its own measure: a time with its calibrated noise and the events' level breaks; a
+// count with the count options and no run noisy (contention adds no instructions to a call).
+std::vector<Alert> judge_own(const HistorySeries& s, const HistoryOptions& o,
+                             std::vector<int64_t> breaks, std::vector<std::string>* not_judged) {
+  if (s.measure == "time") {
+    return judge_points(s.points, o.detector, s.prior_noise, std::move(breaks), not_judged);
   }
-  HistoryVerdict v;
-  v.events = find_environment_events(all, abs, abs_nj, o);
-  std::vector<std::vector<int64_t>> breaks(n);
-  for (const EnvironmentEvent& ev : v.events) {
-    for (size_t i : ev.series) breaks[i].push_back(ev.run_id);
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (!breaks[i].empty())
-      abs[i] = judge(all[i].points, all[i].prior_noise, breaks[i], &abs_nj[i]);
-  }
-  // Ratios: the primary series wherever a reference ran beside the backend.
-  std::vector<std::vector<SeriesPoint>> ratio = pair_with_reference(all, o.reference);
-  set_aside_disturbed_runs(all, ratio, o.reference, o.detector);
-  std::vector<std::vector<Alert>> rat(n);
-  std::vector<std::vector<std::string>> rat_nj(n);
-  for (size_t i = 0; i < n; ++i) {
-    // A calibrated noise of the backend's time stays a floor for its ratio: calibration is how
-    // an owner says a series is noisier than a few runs show.
-    if (!ratio[i].empty()) rat[i] = judge(ratio[i], all[i].prior_noise, {}, &rat_nj[i]);
-  }
-  const std::map<int64_t, int> rank = run_ranks(all);
-  auto near = [&](const Alert& a, const Alert& b) {
+  std::vector<SeriesPoint> counted = s.points;
+  for (SeriesPoint& p : counted) p.noisy = false;
+  return judge_points(counted, o.instructions, 0, {}, not_judged);
+}
+
+// Two alerts one run apart or less, across series (by the history's run ranks).
+struct Nearness {
+  std::map<int64_t, int> rank;
+  bool operator()(const Alert& a, const Alert& b) const {
     return std::abs(rank.at(a.run_id) - rank.at(b.run_id)) <= 1;
-  };
-  const std::vector<int> ref = reference_of(all, o.reference);
-  // Attribution: a ratio change is the reference's own when the reference moved against every
-  // backend of the model: two thirds of the other paired backends' ratios moved the same way at
-  // the same run or, with no other backend, the reference's own time moved the other way and
-  // the backend's did not. The reference's alert near it then stands for it.
-  auto moved_near = [&](const std::vector<Alert>& alerts, const Alert& a, int sign) {
+  }
+  bool moved(const std::vector<Alert>& alerts, const Alert& a, int sign) const {
     return std::any_of(alerts.begin(), alerts.end(), [&](const Alert& b) {
-      return is_change(b) && near(a, b) && (b.change > 0 ? 1 : -1) == sign;
+      return is_change(b) && (*this)(a, b) && (b.change > 0 ? 1 : -1) == sign;
     });
-  };
-  std::vector<std::vector<bool>> drop(n);
-  std::set<const Alert*> reference_kept;
+  }
+};
+
+struct Attribution {
+  std::vector<std::vector<bool>> drop;    // per series, per ratio alert: the reference's doing
+  std::set<const Alert*> reference_kept;  // the reference's own alerts that stand for those
+};
+
+// Step 4. A ratio change is the reference's own when the reference moved against every backend
+// of the model: two thirds of the other paired backends' ratios moved the same way at the same
+// run or, with no other backend, the reference's own time moved the other way and the
+// backend's did not. The reference's alert near it then stands for it.
+Attribution attribute_to_reference(const std::vector<std::vector<SeriesPoint>>& ratio,
+                                   const std::vector<std::vector<Alert>>& rat,
+                                   const std::vector<std::vector<Alert>>& abs,
+                                   const std::vector<int>& ref, const Nearness& near) {
+  const size_t n = ratio.size();
+  Attribution at;
+  at.drop.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    drop[i].assign(rat[i].size(), false);
+    at.drop[i].assign(rat[i].size(), false);
     if (ref[i] < 0) continue;
     const size_t r = static_cast<size_t>(ref[i]);
     for (size_t a = 0; a < rat[i].size(); ++a) {
@@ -342,68 +334,109 @@ HistoryVerdict judge_history(const std::vector<HistorySeries>& all, const Histor
       for (size_t j = 0; j < n; ++j) {
         if (j == i || ref[j] != ref[i] || ratio[j].empty()) continue;
         ++peers;
-        agree += moved_near(rat[j], al, sign) ? 1 : 0;
+        agree += near.moved(rat[j], al, sign) ? 1 : 0;
       }
       const bool theirs = peers > 0
                               ? 3 * agree >= 2 * peers && agree > 0
-                              : moved_near(abs[r], al, -sign) && !moved_near(abs[i], al, sign);
+                              : near.moved(abs[r], al, -sign) && !near.moved(abs[i], al, sign);
       if (!theirs) continue;
-      drop[i][a] = true;
+      at.drop[i][a] = true;
       for (const Alert& b : abs[r]) {
         if (is_change(b) && near(al, b) && (b.change > 0 ? 1 : -1) == -sign)
-          reference_kept.insert(&b);
+          at.reference_kept.insert(&b);
       }
     }
   }
+  return at;
+}
+
+// What a paired series is told: its ratio's alerts (less the reference's doing, each with its
+// time's own move), and on runs without the reference beside it, its time's.
+SeriesVerdict paired_verdict(const std::vector<SeriesPoint>& pts,
+                             const std::vector<SeriesPoint>& ratio, const std::vector<Alert>& rat,
+                             const std::vector<bool>& drop, const std::vector<std::string>& rat_nj,
+                             const std::vector<Alert>& abs, const std::vector<std::string>& abs_nj,
+                             const std::string& reference) {
+  SeriesVerdict out;
+  out.measure = "time/" + reference;
+  for (size_t a = 0; a < rat.size(); ++a) {
+    if (drop[a]) continue;
+    Alert al = rat[a];
+    if (is_change(al)) {
+      al.note += fmt::format("; {} {:+.1f}%, time itself {:+.1f}%", out.measure, 100 * al.change,
+                             100 * rel(level_shift(pts, al.run_id, al.confirmed_by)));
+    }
+    out.alerts.push_back(std::move(al));
+  }
+  std::set<int64_t> unpaired;
+  for (size_t k = 0; k < pts.size(); ++k) {
+    if (ratio[k].samples.empty() && !pts[k].samples.empty()) unpaired.insert(pts[k].run_id);
+  }
+  for (const Alert& al : abs) {
+    if ((is_change(al) || al.kind == "suspicious") && unpaired.contains(al.run_id)) {
+      out.alerts.push_back(al);
+    }
+  }
+  out.not_judged = rat_nj;
+  for (size_t k = 0; k < pts.size(); ++k) {
+    if (unpaired.contains(pts[k].run_id)) out.not_judged[k] = abs_nj[k];
+  }
+  return out;
+}
+
+}  // namespace
+
+HistoryVerdict judge_history(const std::vector<HistorySeries>& all, const HistoryOptions& o) {
+  const size_t n = all.size();
+  // Absolute times (and counts) first, to find the machine-wide shifts; then the times again
+  // with their level breaks.
+  std::vector<std::vector<Alert>> abs(n);
+  std::vector<std::vector<std::string>> abs_nj(n);
+  for (size_t i = 0; i < n; ++i) abs[i] = judge_own(all[i], o, {}, &abs_nj[i]);
+  HistoryVerdict v;
+  v.events = find_environment_events(all, abs, abs_nj, o);
+  std::vector<std::vector<int64_t>> breaks(n);
+  for (const EnvironmentEvent& ev : v.events) {
+    for (size_t i : ev.series) breaks[i].push_back(ev.run_id);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!breaks[i].empty()) abs[i] = judge_own(all[i], o, breaks[i], &abs_nj[i]);
+  }
+  // Ratios: the primary series wherever a reference ran beside the backend. A calibrated noise
+  // of the backend's time stays a floor for its ratio: calibration is how an owner says a series
+  // is noisier than a few runs show.
+  std::vector<std::vector<SeriesPoint>> ratio = pair_with_reference(all, o.reference);
+  set_aside_disturbed_runs(all, ratio, o.reference, o.detector);
+  std::vector<std::vector<Alert>> rat(n);
+  std::vector<std::vector<std::string>> rat_nj(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!ratio[i].empty())
+      rat[i] = judge_points(ratio[i], o.detector, all[i].prior_noise, {}, &rat_nj[i]);
+  }
+  const std::vector<int> ref = reference_of(all, o.reference);
+  const Attribution at = attribute_to_reference(ratio, rat, abs, ref, Nearness{run_ranks(all)});
   v.series.resize(n);
   for (size_t i = 0; i < n; ++i) {
     SeriesVerdict& out = v.series[i];
-    const std::vector<SeriesPoint>& pts = all[i].points;
     if (!ratio[i].empty()) {
-      out.measure = "time/" + o.reference;
-      for (size_t a = 0; a < rat[i].size(); ++a) {
-        if (drop[i][a]) continue;
-        Alert al = rat[i][a];
-        if (is_change(al)) {
-          al.note +=
-              fmt::format("; {} {:+.1f}%, time itself {:+.1f}%", out.measure, 100 * al.change,
-                          100 * rel(level_shift(pts, al.run_id, al.confirmed_by)));
-        }
-        out.alerts.push_back(std::move(al));
-      }
-      // Runs with no reference beside them are judged on time alone.
-      std::set<int64_t> unpaired;
-      for (size_t k = 0; k < pts.size(); ++k) {
-        if (ratio[i][k].samples.empty() && !pts[k].samples.empty()) unpaired.insert(pts[k].run_id);
-      }
-      for (const Alert& al : abs[i]) {
-        if ((is_change(al) || al.kind == "suspicious") && unpaired.contains(al.run_id)) {
-          out.alerts.push_back(al);
-        }
-      }
-      out.not_judged = rat_nj[i];
-      for (size_t k = 0; k < pts.size(); ++k) {
-        if (unpaired.contains(pts[k].run_id)) out.not_judged[k] = abs_nj[i][k];
-      }
+      out = paired_verdict(all[i].points, ratio[i], rat[i], at.drop[i], rat_nj[i], abs[i],
+                           abs_nj[i], o.reference);
     } else {
       out.measure = all[i].measure;
       out.not_judged = abs_nj[i];
       // The reference's own time: said where a paired ratio moved with it, or nothing paired
       // with it ran then; otherwise every backend of the model moved with it (the machine).
-      bool is_reference = false;
-      for (size_t j = 0; j < n; ++j) is_reference |= ref[j] == static_cast<int>(i) && j != i;
-      for (const Alert& al : abs[i]) {
-        if (is_reference && is_change(al) && !reference_kept.contains(&al)) {
-          bool paired_then = false;
-          for (size_t j = 0; j < n; ++j) {
-            if (ref[j] != static_cast<int>(i) || ratio[j].empty()) continue;
-            for (const SeriesPoint& p : ratio[j]) {
-              paired_then |= p.run_id == al.run_id && !p.samples.empty();
-            }
-          }
-          if (paired_then) continue;
+      std::set<int64_t> paired_runs;
+      for (size_t j = 0; j < n; ++j) {
+        if (j == i || ref[j] != static_cast<int>(i)) continue;
+        for (const SeriesPoint& p : ratio[j]) {
+          if (!p.samples.empty()) paired_runs.insert(p.run_id);
         }
-        out.alerts.push_back(al);
+      }
+      for (const Alert& al : abs[i]) {
+        const bool drowned =
+            is_change(al) && !at.reference_kept.contains(&al) && paired_runs.contains(al.run_id);
+        if (!drowned) out.alerts.push_back(al);
       }
     }
     std::stable_sort(out.alerts.begin(), out.alerts.end(),
