@@ -23,12 +23,8 @@ namespace {
 // backend 1.4-2.3x at once): those verdicts say so; the speed-up columns tell what moved
 // against eager.
 void machine_wide_verdicts(Table& t) {
-  const auto col = [&](const char* name) {
-    return static_cast<size_t>(std::find(t.columns.begin(), t.columns.end(), name) -
-                               t.columns.begin());
-  };
-  const size_t suite = col("suite"), model = col("model"), backend = col("backend"),
-               mode = col("mode"), verdict = col("verdict");
+  const size_t suite = t.column("suite"), model = t.column("model"), backend = t.column("backend"),
+               mode = t.column("mode"), verdict = t.column("verdict");
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<size_t>> groups;
   for (size_t r = 0; r < t.rows.size(); ++r) {
     const auto& row = t.rows[r];

@@ -200,18 +200,11 @@ std::string audit_cell(const Point& p) {
                      100 * p.audit_coverage);
 }
 
-// The position of column `name` in `t` (the regressions table's, named so a new column cannot
-// shift what a page reads).
-size_t column_of(const Table& t, const char* name) {
-  return static_cast<size_t>(std::find(t.columns.begin(), t.columns.end(), name) -
-                             t.columns.begin());
-}
-
 // regressions.html's body: the detector's verdicts over the whole history, newest first, each with
 // the commands that reproduce it and find its commit, the machine-wide shifts it set aside, and
 // how much was not judged.
 std::string regressions_body(Store& store, const HtmlReportOptions& opts, const Table& alerts) {
-  auto column = [&](const char* name) { return column_of(alerts, name); };
+  const auto column = [&](const char* name) { return alerts.column(name); };
   const size_t kKind = column("kind"), kSuite = column("suite"), kModel = column("model"),
                kBackend = column("backend"), kMeasure = column("measure"),
                kChange = column("change_pct"), kRunCol = column("run"),
@@ -386,10 +379,10 @@ HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
   RegressionQuery everything;
   everything.all = true;
   const Table alerts = store.regressions(everything);
-  const size_t aKind = column_of(alerts, "kind"), aSuite = column_of(alerts, "suite"),
-               aModel = column_of(alerts, "model"), aBackend = column_of(alerts, "backend"),
-               aChange = column_of(alerts, "change_pct"), aRun = column_of(alerts, "run"),
-               aConfirmed = column_of(alerts, "confirmed_by");
+  const size_t aKind = alerts.column("kind"), aSuite = alerts.column("suite"),
+               aModel = alerts.column("model"), aBackend = alerts.column("backend"),
+               aChange = alerts.column("change_pct"), aRun = alerts.column("run"),
+               aConfirmed = alerts.column("confirmed_by");
   struct Mark {
     int64_t run;
     std::string kind, label;

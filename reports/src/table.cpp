@@ -105,9 +105,9 @@ void write_console(std::ostream& out, const Table& t, bool wide) {
   for (size_t r = 0; r < text.size(); ++r) {
     line(text[r]);
     for (const std::string& name : wide ? std::vector<std::string>{} : t.under) {
-      const auto c = std::find(t.columns.begin(), t.columns.end(), name);
-      if (c == t.columns.end()) continue;
-      std::string v = escape_controls(cell_text(t.rows[r][c - t.columns.begin()], true));
+      const size_t c = t.column(name);
+      if (c == t.columns.size()) continue;
+      std::string v = escape_controls(cell_text(t.rows[r][c], true));
       if (v.empty()) continue;
       v = fmt::format("  {}: {}", name, v);
       if (v.size() > kConsoleWidth) v = v.substr(0, kConsoleWidth - 3) + "...";

@@ -2,9 +2,11 @@
 // CSV (RFC 4180 quoting) and JSON (an array of objects, numbers as numbers, NULL as null).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -18,6 +20,12 @@ struct Table {
   // The columns the console table shows unless asked for all (every one when empty), and those
   // it shows on a line of their own under each row ("  note: ..."), when not empty.
   std::vector<std::string> brief, under;
+
+  // The position of column `name` (columns.size() when there is none): read by name, so a new
+  // column cannot shift what a reader takes.
+  size_t column(std::string_view name) const {
+    return static_cast<size_t>(std::find(columns.begin(), columns.end(), name) - columns.begin());
+  }
 };
 
 enum class TableFormat { kTable, kCsv, kJson };
