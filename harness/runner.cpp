@@ -345,10 +345,12 @@ class Runner {
     job.threads = 1;
     const std::string label =
         fmt::format("{}.{}.counters", file_component(m.name), file_component(r.backend));
-    const fs::path dumps = out_ / "counters" / label;
-    fs::create_directories(dumps.parent_path());
-    for (int k = 0; k <= 8; ++k)
-      fs::remove(k ? fs::path(dumps.string() + "." + std::to_string(k)) : dumps);
+    // A directory of its own, emptied first: callgrind adds .1, .2, ... to the file's name per
+    // dump.
+    const fs::path dir = out_ / "counters" / label;
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const fs::path dumps = dir / "callgrind.out";
     const std::vector<std::string> valgrind = {find_in_path("valgrind"),
                                                "--tool=callgrind",
                                                "--instr-atstart=no",
