@@ -167,6 +167,33 @@ void set_aside_disturbed_runs(const std::vector<HistorySeries>& all,
   }
 }
 
+namespace {
+
+using ModelKey = std::tuple<std::string, std::string, std::string>;  // suite, model, mode
+
+ModelKey model_of(const HistorySeries& s) { return {s.key.suite, s.key.model, s.key.mode}; }
+
+// The models that moved as a whole at one run: at least 2 of the series judged there (`seen`)
+// among `movers`, two thirds of the model's judged series, and none of `against` (the series
+// that moved the other way).
+std::set<ModelKey> models_moved_whole(const std::vector<HistorySeries>& all,
+                                      const std::set<size_t>& seen,
+                                      const std::vector<size_t>& movers,
+                                      const std::set<size_t>& against) {
+  std::map<ModelKey, int> judged, moved;
+  std::set<ModelKey> split;
+  for (size_t i : seen) ++judged[model_of(all[i])];
+  for (size_t i : movers) ++moved[model_of(all[i])];
+  for (size_t i : against) split.insert(model_of(all[i]));
+  std::set<ModelKey> whole;
+  for (const auto& [model, n] : moved) {
+    if (n >= 2 && 3 * n >= 2 * judged[model] && !split.contains(model)) whole.insert(model);
+  }
+  return whole;
+}
+
+}  // namespace
+
 std::vector<EnvironmentEvent> find_environment_events(
     const std::vector<HistorySeries>& all, const std::vector<std::vector<Alert>>& alerts,
     const std::vector<std::vector<std::string>>& not_judged, const HistoryOptions& o) {
@@ -192,9 +219,6 @@ std::vector<EnvironmentEvent> find_environment_events(
         moves[static_cast<size_t>(rank.at(a.run_id))].push_back({i, &a});
     }
   }
-  auto model_of = [&](size_t i) {
-    return std::tuple{all[i].key.suite, all[i].key.model, all[i].key.mode};
-  };
   std::vector<EnvironmentEvent> events;
   std::set<const Alert*> used;
   for (size_t r = 0; r < rank.size(); ++r) {
@@ -223,19 +247,12 @@ std::vector<EnvironmentEvent> find_environment_events(
         }
       }
       if (same.empty()) continue;
-      // Models that moved as a whole: every judged backend of them (at least 2, two thirds
-      // moving, none the other way).
-      std::map<std::tuple<std::string, std::string, std::string>, std::pair<int, int>> per_model;
-      for (size_t i : seen) ++per_model[model_of(i)].first;
-      for (const Move& m : same) ++per_model[model_of(m.series)].second;
-      std::set<std::tuple<std::string, std::string, std::string>> whole;
-      for (size_t i : other) per_model[model_of(i)].second = -1'000'000;
-      for (const auto& [model, counts] : per_model) {
-        if (counts.second >= 2 && 3 * counts.second >= 2 * counts.first) whole.insert(model);
-      }
+      std::vector<size_t> movers;
+      for (const Move& m : same) movers.push_back(m.series);
+      const std::set<ModelKey> whole = models_moved_whole(all, seen, movers, other);
       std::set<std::string> models, backends;
       for (const Move& m : same) {
-        models.insert(std::get<1>(model_of(m.series)));
+        models.insert(all[m.series].key.model);
         backends.insert(all[m.series].key.backend);
       }
       const bool widespread =
@@ -256,7 +273,7 @@ std::vector<EnvironmentEvent> find_environment_events(
         used.insert(m.alert);
       }
       for (size_t i = 0; i < all.size(); ++i) {
-        if (whole.contains(model_of(i))) members.insert(i);
+        if (whole.contains(model_of(all[i]))) members.insert(i);
       }
       ev.series.assign(members.begin(), members.end());
       ev.change = median_of(changes);
