@@ -296,6 +296,69 @@ std::string regressions_body(Store& store, const HtmlReportOptions& opts, const 
   return rb;
 }
 
+// The detector's verdicts as the index and the charts show them: each series' alerts and the
+// machine-wide events at their runs, and what the newest run confirmed.
+struct Mark {
+  int64_t run;
+  std::string kind, label;
+};
+struct AlertMarks {
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<Mark>> series;
+  std::vector<Mark> machine;               // environment events: every chart's
+  std::vector<std::string> confirmed_now;  // regressions and status changes of the newest run
+  int events_now = 0, not_judged_now = 0;
+};
+
+AlertMarks mark_alerts(const Table& alerts, int64_t newest) {
+  const size_t aKind = alerts.column("kind"), aSuite = alerts.column("suite"),
+               aModel = alerts.column("model"), aBackend = alerts.column("backend"),
+               aChange = alerts.column("change_pct"), aRun = alerts.column("run"),
+               aConfirmed = alerts.column("confirmed_by");
+  AlertMarks m;
+  for (const auto& r : alerts.rows) {
+    const std::string kind = text(r[aKind]);
+    const int64_t run = std::get<int64_t>(r[aRun]);
+    const bool now = std::get<int64_t>(r[aConfirmed]) == newest;
+    const std::string change = std::holds_alternative<double>(r[aChange])
+                                   ? fmt::format(" {:+.1f}%", std::get<double>(r[aChange]))
+                                   : "";
+    if (kind == "environment_event") {
+      m.machine.push_back({run, kind, "machine" + change});
+      m.events_now += now ? 1 : 0;
+    } else if (kind == "regression" || kind == "improvement" || kind == "status") {
+      m.series[{text(r[aSuite]), text(r[aModel]), text(r[aBackend])}].push_back(
+          {run, kind, kind + change});
+      if (now && kind != "improvement") {
+        m.confirmed_now.push_back(fmt::format("{}/{} on {}: {}{}", text(r[aSuite]), text(r[aModel]),
+                                              text(r[aBackend]), kind, change));
+      }
+    } else if (kind == "not_judged" && run == newest) {
+      ++m.not_judged_now;
+    }
+  }
+  return m;
+}
+
+// The index's banner: what the newest run confirmed, before anything else.
+std::string index_banner(const AlertMarks& m, int64_t newest) {
+  std::string items;
+  for (const std::string& c : m.confirmed_now) items += "<li>" + html_escape(c) + "</li>";
+  std::string b =
+      m.confirmed_now.empty()
+          ? fmt::format("<div class=\"banner ok\">No regression confirmed by run {}.", newest)
+          : fmt::format(
+                "<div class=\"banner bad\"><b>{} regression{} confirmed by run {}</b> "
+                "(<a href=\"regressions.html\">details and bisect commands</a>):<ul>{}</ul>",
+                m.confirmed_now.size(), m.confirmed_now.size() == 1 ? "" : "s", newest, items);
+  if (m.events_now > 0) {
+    b += fmt::format(" {} machine-wide shift{} (no alert).", m.events_now,
+                     m.events_now == 1 ? "" : "s");
+  }
+  if (m.not_judged_now > 0)
+    b += fmt::format(" {} series not judged at this run.", m.not_judged_now);
+  return b + "</div>\n";
+}
+
 }  // namespace
 
 HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
@@ -379,40 +442,8 @@ HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
   RegressionQuery everything;
   everything.all = true;
   const Table alerts = store.regressions(everything);
-  const size_t aKind = alerts.column("kind"), aSuite = alerts.column("suite"),
-               aModel = alerts.column("model"), aBackend = alerts.column("backend"),
-               aChange = alerts.column("change_pct"), aRun = alerts.column("run"),
-               aConfirmed = alerts.column("confirmed_by");
-  struct Mark {
-    int64_t run;
-    std::string kind, label;
-  };
-  std::map<std::tuple<std::string, std::string, std::string>, std::vector<Mark>> marks;
-  std::vector<Mark> machine;  // environment events: every chart's
   const int64_t newest = runs.empty() ? 0 : *runs.rbegin();
-  std::vector<std::string> confirmed_now;
-  int events_now = 0, not_judged_now = 0;
-  for (const auto& r : alerts.rows) {
-    const std::string kind = text(r[aKind]);
-    const int64_t run = std::get<int64_t>(r[aRun]);
-    const bool now = std::get<int64_t>(r[aConfirmed]) == newest;
-    const std::string change = std::holds_alternative<double>(r[aChange])
-                                   ? fmt::format(" {:+.1f}%", std::get<double>(r[aChange]))
-                                   : "";
-    if (kind == "environment_event") {
-      machine.push_back({run, kind, "machine" + change});
-      events_now += now ? 1 : 0;
-    } else if (kind == "regression" || kind == "improvement" || kind == "status") {
-      marks[{text(r[aSuite]), text(r[aModel]), text(r[aBackend])}].push_back(
-          {run, kind, kind + change});
-      if (now && kind != "improvement") {
-        confirmed_now.push_back(fmt::format("{}/{} on {}: {}{}", text(r[aSuite]), text(r[aModel]),
-                                            text(r[aBackend]), kind, change));
-      }
-    } else if (kind == "not_judged" && run == newest) {
-      ++not_judged_now;
-    }
-  }
+  const AlertMarks marked = mark_alerts(alerts, newest);
   auto mean = [](const std::vector<double>& v) {
     if (v.empty()) return std::nan("");
     double s = 0;
@@ -423,25 +454,7 @@ HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
   // index.html
   std::string body, data = "{", script;
   if (runs.empty()) body += "<p class=\"muted\">The store holds no runs in this window.</p>\n";
-  // The banner: what the newest run confirmed, before anything else.
-  if (!runs.empty()) {
-    std::string items;
-    for (const std::string& c : confirmed_now) items += "<li>" + html_escape(c) + "</li>";
-    body += confirmed_now.empty()
-                ? fmt::format("<div class=\"banner ok\">No regression confirmed by run {}.", newest)
-                : fmt::format(
-                      "<div class=\"banner bad\"><b>{} regression{} confirmed by run {}</b> "
-                      "(<a href=\"regressions.html\">details and bisect commands</a>):<ul>{}</ul>",
-                      confirmed_now.size(), confirmed_now.size() == 1 ? "" : "s", newest, items);
-    if (events_now > 0) {
-      body += fmt::format(" {} machine-wide shift{} (no alert).", events_now,
-                          events_now == 1 ? "" : "s");
-    }
-    if (not_judged_now > 0) {
-      body += fmt::format(" {} series not judged at this run.", not_judged_now);
-    }
-    body += "</div>\n";
-  }
+  if (!runs.empty()) body += index_banner(marked, newest);
   body +=
       "<h2>Latest run per backend</h2>\n<table><tr><th>backend</th><th>run</th>"
       "<th>accuracy pass rate</th><th>geomean speed-up (passing models)</th>"
@@ -559,8 +572,9 @@ HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
       kernels += "]";
       // The detector's alerts on this series and the machine-wide events, at their runs' times.
       std::string mark_json = "[", said;
-      std::vector<Mark> here = machine;
-      if (const auto m = marks.find({key.first, key.second, backend}); m != marks.end()) {
+      std::vector<Mark> here = marked.machine;
+      if (const auto m = marked.series.find({key.first, key.second, backend});
+          m != marked.series.end()) {
         here.insert(here.end(), m->second.begin(), m->second.end());
       }
       for (const Mark& m : here) {
