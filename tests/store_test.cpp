@@ -1,13 +1,19 @@
-// The SQLite store on its own: schema creation and re-opening, WAL, round trips of every field, the
-// abandoned-run rule, and the errors for a file that is not ours.
+// The SQLite store on its own: schema creation and re-opening (also by many processes at once),
+// WAL and the rollback journal on network file systems, round trips of every field, the
+// abandoned-run rule, merges refusing unfinished runs, and the errors for a file that is not ours.
 #include "crucible/reports/store.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <barrier>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "crucible/reports/json.h"
 #include "schema.h"
@@ -24,7 +30,7 @@ class StoreTest : public ::testing::Test {
     fs::remove(path_);
   }
   void TearDown() override {
-    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path_.string() + suffix);
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(path_.string() + suffix);
   }
   fs::path path_;
 };
@@ -213,6 +219,256 @@ TEST_F(StoreTest, NewerSchemaAndForeignFilesAreRefused) {
   EXPECT_THROW(Store::open(text), StoreError);
   fs::remove(text);
   EXPECT_THROW(Store::open("/nonexistent/dir/x.db"), StoreError);
+}
+
+// Opens the store at `path` in `n` child processes released together (each blocks on a pipe the
+// parent closes once all are forked), each writing one run with one result and finishing it.
+// Returns what each child that failed said.
+std::vector<std::string> open_together_in_processes(const fs::path& path, int n) {
+  int go[2];
+  if (::pipe(go) != 0) return {"pipe failed"};
+  std::vector<std::pair<pid_t, fs::path>> kids;
+  for (int i = 0; i < n; ++i) {
+    const fs::path err = path.string() + ".err" + std::to_string(i);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(go[1]);
+      char c;
+      while (::read(go[0], &c, 1) > 0) {
+      }
+      int status = 0;
+      try {
+        auto store = Store::open(path);
+        RunInfo info;
+        info.tag = "writer" + std::to_string(i);
+        const int64_t run = store->begin_run(info);
+        store->plan_run(run, 1);
+        store->add_result(run, make_result("tutorial", "sin_cos", "eager", "accuracy", 10));
+        store->finish_run(run, "complete");
+      } catch (const std::exception& e) {
+        std::ofstream(err) << e.what();
+        status = 1;
+      }
+      ::_exit(status);
+    }
+    kids.emplace_back(pid, err);
+  }
+  ::close(go[0]);
+  ::close(go[1]);  // every child's read() returns now
+  std::vector<std::string> failures;
+  for (const auto& [pid, err] : kids) {
+    int raw = 0;
+    ::waitpid(pid, &raw, 0);
+    if (!WIFEXITED(raw) || WEXITSTATUS(raw) != 0) {
+      std::ifstream in(err);
+      std::string what((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      failures.push_back(what.empty() ? "child died with status " + std::to_string(raw) : what);
+    }
+    fs::remove(err);
+  }
+  return failures;
+}
+
+void remove_db(const fs::path& p) {
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(p.string() + suffix);
+}
+
+// Issue 31 item 3: `crucible run --db new.db` started four times at once lost three runs to
+// "table runs already exists". Several rounds, each on a new file, so a lucky order cannot pass.
+TEST_F(StoreTest, ProcessesOpeningANewStoreTogetherAllCreateItOnce) {
+  constexpr int kWriters = 6;
+  for (int round = 0; round < 5; ++round) {
+    const fs::path p = path_.string() + ".together" + std::to_string(round);
+    remove_db(p);
+    const auto failures = open_together_in_processes(p, kWriters);
+    EXPECT_TRUE(failures.empty()) << "round " << round << ": " << failures.size() << " of "
+                                  << kWriters << " writers failed, first: " << failures.front();
+    auto store = Store::open_readonly(p);
+    EXPECT_EQ(store->schema_version(), Store::kSchemaVersion);
+    EXPECT_EQ(store->runs(100).size(), static_cast<size_t>(kWriters));
+    EXPECT_TRUE(store->unfinished_runs().empty());
+    EXPECT_EQ(store->integrity_check(), "ok");
+    store.reset();
+    remove_db(p);
+  }
+}
+
+// The same with threads of one process (a tool that opens a store per thread).
+TEST_F(StoreTest, ThreadsOpeningANewStoreTogetherAllCreateItOnce) {
+  constexpr int kWriters = 6;
+  std::barrier start(kWriters);
+  std::atomic<int> failed{0};
+  std::vector<std::string> errors(kWriters);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kWriters; ++i) {
+    threads.emplace_back([&, i] {
+      start.arrive_and_wait();
+      try {
+        auto store = Store::open(path_);
+        const int64_t run = store->begin_run({});
+        store->finish_run(run, "complete");
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+        ++failed;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failed.load(), 0) << errors[0] << errors[1] << errors[2];
+  EXPECT_EQ(Store::open(path_)->runs(100).size(), static_cast<size_t>(kWriters));
+}
+
+// An old store opened by several new crucibles at once is migrated once, its rows kept.
+TEST_F(StoreTest, ProcessesMigratingAnOldStoreTogetherMigrateItOnce) {
+  const std::string sql = std::string(migrations().at(0)) +
+                          "CREATE TABLE schema_version (version INTEGER NOT NULL);"
+                          "INSERT INTO schema_version VALUES (1);"
+                          "INSERT INTO runs (started_at, status, suites, backends, mode, hostname,"
+                          " pid) VALUES ('2026-01-01', 'complete', 's', 'eager', 'accuracy',"
+                          " 'h', 1);";
+  std::ofstream(path_.string() + ".sql") << sql;
+  ASSERT_EQ(std::system(("sqlite3 " + path_.string() + " < " + path_.string() + ".sql").c_str()),
+            0);
+  fs::remove(path_.string() + ".sql");
+  const auto failures = open_together_in_processes(path_, 4);
+  EXPECT_TRUE(failures.empty()) << failures.size() << " failed, first: " << failures.front();
+  auto store = Store::open(path_);
+  EXPECT_EQ(store->schema_version(), Store::kSchemaVersion);
+  EXPECT_EQ(store->runs(100).size(), 5u);
+}
+
+// Issue 31 item 11: WAL's index is shared memory of one host; on NFS, SMB, Lustre, GPFS, CephFS,
+// FUSE ... the store keeps a rollback journal.
+TEST(JournalMode, NetworkFileSystemsGetARollbackJournal) {
+  for (int64_t network : {0x6969L, 0xFF534D42L, 0xFE534D42L, 0x517BL, 0x65735546L, 0x0BD00BD0L,
+                          0x47504653L, 0x00C36400L, 0x01021997L, 0x19830326L}) {
+    EXPECT_TRUE(is_network_filesystem(network)) << std::hex << network;
+    EXPECT_EQ(journal_mode_for(network), "delete") << std::hex << network;
+    EXPECT_EQ(journal_mode_for(network, "auto"), "delete");
+    EXPECT_EQ(journal_mode_for(network, "wal"), "wal");  // the operator's word wins
+  }
+  // ext4, xfs, btrfs, tmpfs, overlayfs, zfs: local.
+  for (int64_t local : {0xEF53L, 0x58465342L, 0x9123683EL, 0x01021994L, 0x794C7630L, 0x2FC12FC1L}) {
+    EXPECT_FALSE(is_network_filesystem(local)) << std::hex << local;
+    EXPECT_EQ(journal_mode_for(local), "wal") << std::hex << local;
+    EXPECT_EQ(journal_mode_for(local, "truncate"), "truncate");
+  }
+  EXPECT_THROW(journal_mode_for(0xEF53, "off"), StoreError);  // no journal: not a store's mode
+  EXPECT_THROW(journal_mode_for(0xEF53, "WAL2"), StoreError);
+}
+
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST_F(StoreTest, StoreOnANetworkFileSystemUsesARollbackJournal) {
+  {
+    // What a store on NFS gets; CRUCIBLE_JOURNAL_MODE stands in for the mount here.
+    ScopedEnv env("CRUCIBLE_JOURNAL_MODE", "delete");
+    EXPECT_EQ(journal_mode_for_path(path_), "delete");
+    auto store = Store::open(path_);
+    EXPECT_EQ(store->journal_mode(), "delete");
+    const int64_t run = store->begin_run({});
+    store->add_result(run, make_result("tutorial", "sin_cos", "eager", "accuracy", 10));
+    store->finish_run(run, "complete");
+    EXPECT_FALSE(fs::exists(path_.string() + "-wal"));
+    EXPECT_FALSE(fs::exists(path_.string() + "-shm"));
+  }
+  {
+    ScopedEnv env("CRUCIBLE_JOURNAL_MODE", "delete");
+    // Writers released together work under the rollback journal's locks too.
+    const auto failures = open_together_in_processes(path_, 4);
+    EXPECT_TRUE(failures.empty()) << failures.size() << " failed, first: " << failures.front();
+    EXPECT_EQ(Store::open(path_)->runs(100).size(), 5u);
+  }
+  {
+    ScopedEnv env("CRUCIBLE_JOURNAL_MODE", "nfs");
+    EXPECT_THROW(Store::open(path_), StoreError);
+  }
+  // Back on a local file system without the override: WAL again (the temp directory is local).
+  EXPECT_EQ(Store::open(path_)->journal_mode(), "wal");
+}
+
+// Issue 31 item 10: a shard killed mid-run leaves its run 'running' with part of its results; the
+// merge must refuse it, naming the file and the run, unless told to take it anyway.
+TEST_F(StoreTest, MergeRefusesAShardWhoseRunDidNotFinish) {
+  const fs::path good = path_.string() + ".good.db", lost = path_.string() + ".lost.db",
+                 short_one = path_.string() + ".short.db", out = path_.string() + ".out.db";
+  for (const auto& p : {good, lost, short_one, out}) remove_db(p);
+  {
+    auto s = Store::open(good);
+    RunInfo info;
+    info.tag = "shard0";
+    const int64_t run = s->begin_run(info);
+    s->plan_run(run, 2);
+    s->add_result(run, make_result("tutorial", "sin_cos", "eager", "accuracy", 10));
+    s->add_result(run, make_result("tutorial", "add_add_mul_add", "eager", "accuracy", 10));
+    s->finish_run(run, "complete");
+    EXPECT_TRUE(s->unfinished_runs().empty());
+  }
+  {
+    auto s = Store::open(lost);
+    RunInfo info;
+    info.tag = "shard1";
+    const int64_t run = s->begin_run(info);
+    s->plan_run(run, 3);
+    s->add_result(run, make_result("tutorial", "neg_maximum_cat_u8", "eager", "accuracy", 1));
+    // killed here: never finished
+  }
+  {
+    auto s = Store::open(short_one);  // says complete, but holds fewer results than it planned
+    RunInfo info;
+    info.tag = "shard2";
+    const int64_t run = s->begin_run(info);
+    s->plan_run(run, 2);
+    s->add_result(run, make_result("tutorial", "linear_layernorm_relu", "eager", "accuracy", 1));
+    s->finish_run(run, "complete");
+  }
+  {
+    auto u = Store::open_readonly(lost)->unfinished_runs();
+    ASSERT_EQ(u.size(), 1u);
+    EXPECT_EQ(u[0].status, "running");
+    EXPECT_EQ(u[0].results, 1);
+    EXPECT_EQ(u[0].planned, 3);
+    EXPECT_NE(describe(u[0]).find("'running'"), std::string::npos) << describe(u[0]);
+    EXPECT_NE(describe(u[0]).find("1 of 3 planned results"), std::string::npos) << describe(u[0]);
+    EXPECT_NE(describe(u[0]).find("tag shard1"), std::string::npos) << describe(u[0]);
+  }
+  auto merged = Store::open(out);
+  merged->merge(good);
+  for (const auto& [file, what] :
+       {std::pair{lost, std::string("'running'")}, {short_one, std::string("1 of 2 planned")}}) {
+    try {
+      merged->merge(file);
+      ADD_FAILURE() << file << " was merged";
+    } catch (const StoreError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find(file.string()), std::string::npos) << m;
+      EXPECT_NE(m.find("run 1 "), std::string::npos) << m;
+      EXPECT_NE(m.find(what), std::string::npos) << m;
+      EXPECT_NE(m.find("merge refused"), std::string::npos) << m;
+    }
+  }
+  EXPECT_EQ(merged->runs(100).size(), 1u);  // nothing of the refused shards
+  const MergeStats st = merged->merge(lost, MergeOptions{true});
+  EXPECT_EQ(st.runs, 1);
+  EXPECT_EQ(st.results, 1);
+  // Once here, the run is not copied again, so merging that shard is no longer an error.
+  EXPECT_EQ(merged->merge(lost).runs, 0);
+  EXPECT_EQ(merged->unfinished_runs().size(), 1u);  // and the merged store says what it lacks
+  for (const auto& p : {good, lost, short_one, out}) remove_db(p);
 }
 
 }  // namespace

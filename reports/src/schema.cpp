@@ -3,6 +3,8 @@
 // Migration 2 -> 3: A/A calibrations (each series' measured run-to-run noise).
 // Migration 3 -> 4: minified repros. Migration 4 -> 5: the backend version behind each result.
 // Migration 5 -> 6: a run's uuid (what `db merge` knows a run by) and an index per series.
+// Migration 6 -> 7: the audit's share and coverage. Migration 7 -> 8: simulated counters.
+// Migration 8 -> 9: a run's planned result count, so a merge can tell a shard that lost models.
 #include "schema.h"
 
 namespace crucible::reports {
@@ -174,6 +176,9 @@ ALTER TABLE results ADD COLUMN sim_d1_misses BLOB;
 ALTER TABLE results ADD COLUMN sim_ll_misses BLOB;
 ALTER TABLE results ADD COLUMN sim_instructions_median REAL;
 ALTER TABLE kernels ADD COLUMN instructions REAL;
+)sql",
+      R"sql(
+ALTER TABLE runs ADD COLUMN planned_results INTEGER;
 )sql",
   };
   return kMigrations;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -60,13 +61,69 @@ sqlite3* Store::open_connection(const std::filesystem::path& path, int flags) {
   return db;
 }
 
+bool is_network_filesystem(int64_t fs_type) {
+  // statfs(2) f_type values (linux/magic.h and the file systems' own headers) of file systems
+  // whose files other machines share: SQLite's WAL index is shared memory of one host, and their
+  // byte-range locks are at best advisory across nodes. FUSE is counted with them: sshfs, s3fs and
+  // gcsfuse are FUSE, and a local FUSE file system loses only WAL's concurrent readers.
+  switch (static_cast<uint32_t>(fs_type)) {
+    case 0x6969u:      // NFS
+    case 0x517Bu:      // SMB (smbfs)
+    case 0xFF534D42u:  // CIFS
+    case 0xFE534D42u:  // SMB2 (cifs.ko)
+    case 0x65735546u:  // FUSE
+    case 0x0BD00BD0u:  // Lustre
+    case 0x47504653u:  // GPFS / IBM Storage Scale
+    case 0x00C36400u:  // CephFS
+    case 0x01021997u:  // 9p (v9fs)
+    case 0x5346414Fu:  // OpenAFS
+    case 0x6B414653u:  // kAFS
+    case 0x73757245u:  // Coda
+    case 0x7461636Fu:  // OCFS2
+    case 0x01161970u:  // GFS2
+    case 0x19830326u:  // BeeGFS
+    case 0xAAD7AAEAu:  // PanFS
+    case 0x20030528u:  // OrangeFS / PVFS2
+    case 0x564Cu:      // NCP
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string journal_mode_for(int64_t fs_type, const std::string& override_mode) {
+  if (!override_mode.empty() && override_mode != "auto") {
+    for (const char* m : {"wal", "delete", "truncate", "persist"}) {
+      if (override_mode == m) return override_mode;
+    }
+    throw StoreError(fmt::format(
+        "CRUCIBLE_JOURNAL_MODE={}: not a journal mode crucible uses (auto, wal, delete, truncate "
+        "or persist)",
+        override_mode));
+  }
+  return is_network_filesystem(fs_type) ? "delete" : "wal";
+}
+
+std::string journal_mode_for_path(const std::filesystem::path& path) {
+  const char* env = std::getenv("CRUCIBLE_JOURNAL_MODE");
+  std::filesystem::path dir = path.parent_path();
+  if (dir.empty()) dir = ".";
+  struct statfs fs {};
+  // A directory statfs cannot see makes the open fail with its own message; assume local here.
+  const int64_t type = ::statfs(dir.c_str(), &fs) == 0 ? static_cast<int64_t>(fs.f_type) : 0;
+  return journal_mode_for(type, env ? env : "");
+}
+
 std::unique_ptr<Store> Store::open(const std::filesystem::path& path) {
+  const std::string journal = journal_mode_for_path(path);
   sqlite3* db = open_connection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   std::unique_ptr<Store> store(new Store(db, path));
   try {
-    // WAL keeps readers (dashboards) working while a run writes; synchronous=FULL makes each
-    // committed result durable against power loss, not only against a killed process.
-    exec(db, "PRAGMA journal_mode=WAL");
+    // WAL keeps readers (dashboards) working while a run writes, but needs every process on one
+    // host: on a network file system the store keeps a rollback journal (journal_mode_for, and
+    // docs/scale_out.md). synchronous=FULL makes each committed result durable against power
+    // loss, not only against a killed process.
+    exec(db, "PRAGMA journal_mode=" + journal);
     exec(db, "PRAGMA synchronous=FULL");
     exec(db, "PRAGMA foreign_keys=ON");
     store->migrate();
@@ -91,20 +148,40 @@ int Store::schema_version() {
   return v.step() ? static_cast<int>(v.int64(0)) : 0;
 }
 
+std::string Store::journal_mode() {
+  Statement q(db_, "PRAGMA journal_mode");
+  return q.step() ? q.text(0) : "";
+}
+
 void Store::migrate() {
   const auto& steps = migrations();
-  int version = schema_version();
-  if (version > static_cast<int>(steps.size())) {
-    throw StoreError(fmt::format("{}: database schema version {} is newer than this crucible's {}",
-                                 path_.string(), version, steps.size()));
-  }
-  for (int v = version; v < static_cast<int>(steps.size()); ++v) {
+  const int latest = static_cast<int>(steps.size());
+  auto check_not_newer = [&](int version) {
+    if (version > latest) {
+      throw StoreError(
+          fmt::format("{}: database schema version {} is newer than this crucible's {}",
+                      path_.string(), version, latest));
+    }
+  };
+  int version = schema_version();  // the common case, up to date, takes no write lock
+  check_not_newer(version);
+  // Several processes may open a new (or old) store at the same moment: shards of one job, runs
+  // started together. Each step reads the version again inside its write transaction (BEGIN
+  // IMMEDIATE waits for the lock under the busy timeout), so a step another process applied while
+  // this one waited is seen, never applied twice ("table runs already exists").
+  while (version < latest) {
     Transaction tx(db_);
-    exec(db_, steps[v]);
+    version = schema_version();
+    check_not_newer(version);
+    if (version == latest) break;
+    exec(db_, steps[version]);
     exec(db_, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
     exec(db_, "DELETE FROM schema_version");
-    Statement(db_, "INSERT INTO schema_version (version) VALUES (?)").bind(1, int64_t{v + 1}).run();
+    Statement(db_, "INSERT INTO schema_version (version) VALUES (?)")
+        .bind(1, int64_t{version + 1})
+        .run();
     tx.commit();
+    ++version;
   }
 }
 
@@ -303,6 +380,47 @@ void Store::finish_run(int64_t run_id, const std::string& status) {
       .bind(2, now_utc())
       .bind(3, run_id)
       .run();
+}
+
+void Store::plan_run(int64_t run_id, int64_t planned_results) {
+  Statement(db_, "UPDATE runs SET planned_results = ? WHERE id = ?")
+      .bind(1, planned_results)
+      .bind(2, run_id)
+      .run();
+}
+
+std::vector<UnfinishedRun> Store::unfinished_runs() {
+  Statement q(db_,
+              "SELECT r.id, coalesce(r.uuid, ''), r.status, r.tag, r.hostname, r.started_at,"
+              " (SELECT count(*) FROM results x WHERE x.run_id = r.id) AS n, r.planned_results"
+              " FROM runs r WHERE r.status <> 'complete' OR n < coalesce(r.planned_results, 0)"
+              " ORDER BY r.id");
+  std::vector<UnfinishedRun> out;
+  while (q.step()) {
+    UnfinishedRun u;
+    u.id = q.int64(0);
+    u.uuid = q.text(1);
+    u.status = q.text(2);
+    u.tag = q.text(3);
+    u.hostname = q.text(4);
+    u.started_at = q.text(5);
+    u.results = q.int64(6);
+    if (auto p = q.optional_real(7)) u.planned = static_cast<int64_t>(*p);
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+std::string describe(const UnfinishedRun& r) {
+  std::string where = r.tag.empty() ? "" : "tag " + r.tag + ", ";
+  where += "host " + r.hostname + ", started " + r.started_at;
+  const std::string count = r.planned
+                                ? fmt::format("{} of {} planned results", r.results, *r.planned)
+                                : fmt::format("{} result{}", r.results, r.results == 1 ? "" : "s");
+  const char* why = r.status == "running"      ? " (its process was killed or is still running)"
+                    : r.status == "incomplete" ? " (interrupted, or its process died)"
+                                               : "";
+  return fmt::format("run {} ({}) is '{}'{} with {}", r.id, where, r.status, why, count);
 }
 
 std::vector<RunRow> Store::runs(int limit) { return run_rows(0, limit); }

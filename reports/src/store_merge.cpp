@@ -50,9 +50,36 @@ int64_t copy_mapped(sqlite3* db, const std::string& select, const std::string& i
 
 }  // namespace
 
-MergeStats Store::merge(const std::filesystem::path& shard) {
-  // Checks the shard as a reader would (exists, is a crucible database, same schema) first.
-  open_readonly(shard).reset();
+std::string describe_unfinished(const std::filesystem::path& file,
+                                const std::vector<UnfinishedRun>& runs) {
+  std::string msg = fmt::format(
+      "{}: {} run{} did not finish, merge refused (nothing added; --allow-incomplete merges {} "
+      "anyway):",
+      file.string(), runs.size(), runs.size() == 1 ? "" : "s", runs.size() == 1 ? "it" : "them");
+  for (const UnfinishedRun& r : runs) msg += "\n  " + describe(r);
+  return msg;
+}
+
+MergeStats Store::merge(const std::filesystem::path& shard) { return merge(shard, {}); }
+
+MergeStats Store::merge(const std::filesystem::path& shard, const MergeOptions& options) {
+  // Checks the shard as a reader would (exists, is a crucible database, same schema) first, then
+  // that every run it would bring finished: a shard killed mid-run (SIGKILL, a node lost, a time
+  // limit) leaves its run 'running' with part of its results, and a merged store that silently
+  // lacks them reads as a night where those models were never asked for.
+  {
+    auto source = open_readonly(shard);
+    std::vector<UnfinishedRun> lost;
+    for (UnfinishedRun& r : source->unfinished_runs()) {
+      Statement here(db_, "SELECT count(*) FROM runs WHERE uuid = ?");
+      here.bind(1, r.uuid);
+      here.step();
+      if (here.int64(0) == 0) lost.push_back(std::move(r));  // one already here is not copied
+    }
+    if (!lost.empty() && !options.allow_incomplete) {
+      throw StoreError(describe_unfinished(shard, lost));
+    }
+  }
   if (std::filesystem::equivalent(shard, path_)) {
     throw StoreError(fmt::format("{}: cannot merge a database into itself", shard.string()));
   }

@@ -77,9 +77,40 @@ struct MergeStats {
 // The SQLite library version in use.
 std::string sqlite_version();
 
+// Whether statfs(2)'s f_type `fs_type` is a network or cluster file system (NFS, SMB/CIFS, FUSE,
+// Lustre, GPFS, CephFS, 9p, AFS, BeeGFS, ...), where SQLite's WAL does not work.
+bool is_network_filesystem(int64_t fs_type);
+// The journal mode a store on a file system of type `fs_type` uses: "wal" on a local one, "delete"
+// (a rollback journal) on a network one. `override_mode` (CRUCIBLE_JOURNAL_MODE) wins unless it is
+// "" or "auto": wal, delete, truncate or persist; anything else throws StoreError.
+std::string journal_mode_for(int64_t fs_type, const std::string& override_mode = "");
+// journal_mode_for the file system holding `path`'s directory and $CRUCIBLE_JOURNAL_MODE.
+std::string journal_mode_for_path(const std::filesystem::path& path);
+
+// A run that did not end as planned: its status is not 'complete' (killed: 'running'; interrupted:
+// 'incomplete'; 'failed'), or it holds fewer results than it planned (Store::plan_run).
+struct UnfinishedRun {
+  int64_t id = 0;
+  std::string uuid, status, tag, hostname, started_at;
+  int64_t results = 0;
+  std::optional<int64_t> planned;  // unknown for runs that did not record a plan
+};
+// "run 3 (tag slurm:7/1, host n01, started ...) is 'running' with 2 of 8 planned results"
+std::string describe(const UnfinishedRun& run);
+// "<file>: 1 run did not finish, merge refused ...:" and one indented describe() line per run.
+std::string describe_unfinished(const std::filesystem::path& file,
+                                const std::vector<UnfinishedRun>& runs);
+
+// How Store::merge treats a source database.
+struct MergeOptions {
+  // Copy runs that did not finish (UnfinishedRun) too; by default the merge refuses such a source
+  // whole, naming the file and the runs, and adds nothing.
+  bool allow_incomplete = false;
+};
+
 class Store {
  public:
-  static constexpr int kSchemaVersion = 8;
+  static constexpr int kSchemaVersion = 9;
 
   // Opens (creating if needed) and migrates the database; marks runs left 'running' by a process
   // that no longer exists on this host as 'incomplete'. Throws StoreError naming the file.
@@ -100,6 +131,13 @@ class Store {
   void add_results(int64_t run_id, const std::vector<ResultRecord>& results);
   // status: "complete" (every result written) or "failed" (the harness stopped on an error).
   void finish_run(int64_t run_id, const std::string& status);
+  // Records how many results the run will write (its (model, backend, mode) jobs), so a reader
+  // can tell a run that covered its models from one that lost some (unfinished_runs).
+  void plan_run(int64_t run_id, int64_t planned_results);
+  // Runs that did not end as planned, oldest first (see UnfinishedRun).
+  std::vector<UnfinishedRun> unfinished_runs();
+  // The journal mode SQLite reports for this connection ("wal", "delete", ...).
+  std::string journal_mode();
 
   std::vector<RunRow> runs(int limit = 20);
   // One run; throws StoreError naming the id when there is none.
@@ -123,6 +161,9 @@ class Store {
   // One SQL statement that only reads; a statement that would write is refused before it runs.
   Table query(const std::string& sql);
   Table runs_table(int limit);
+  // One run's results in the order they were recorded, each error under its row; only those
+  // that did not pass when `failed_only`. Throws StoreError for an unknown run.
+  Table results_table(int64_t run_id, bool failed_only);
   // Throws StoreError when the metric is unknown or no result of (model, backend) exists.
   Table history(const HistoryQuery& q);
   // The kernel timings of one result (by id), slowest first; throws StoreError for an unknown id.
@@ -135,7 +176,10 @@ class Store {
   // accuracy rows, kernels and repros, and calibrations not yet here, in one transaction: merging
   // the same shard twice adds nothing, and a failure adds nothing. The shard is only read; it
   // must be a crucible database of this schema version (store_merge.cpp).
+  // A shard with a run that did not finish (a killed shard) is refused unless
+  // options.allow_incomplete: StoreError names the file and each such run.
   MergeStats merge(const std::filesystem::path& shard);
+  MergeStats merge(const std::filesystem::path& shard, const MergeOptions& options);
 
   // Every (suite, model, backend, mode) of runs `a` and `b` side by side: statuses, medians, the
   // change with its 95% interval and U-test p, the series' noise, speed-ups, a verdict and the
