@@ -114,6 +114,24 @@ std::string journal_mode_for_path(const std::filesystem::path& path) {
   return journal_mode_for(type, env ? env : "");
 }
 
+namespace {
+
+// PRAGMA journal_mode, retried while another connection holds the lock it needs. On a new file
+// opened by several processes at once, switching it to WAL can fail at once with SQLITE_BUSY
+// without calling the busy handler (1 of 6 processes released together did, in most rounds).
+// Waits as long as the busy timeout would.
+void set_journal_mode(sqlite3* db, const std::string& mode) {
+  const std::string sql = "PRAGMA journal_mode=" + mode;
+  for (int waited_ms = 0;; waited_ms += 10) {
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
+    if (rc == SQLITE_OK) return;
+    if ((rc & 0xFF) != SQLITE_BUSY || waited_ms >= 10000) throw_sqlite(db, sql);
+    ::usleep(10000);
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<Store> Store::open(const std::filesystem::path& path) {
   const std::string journal = journal_mode_for_path(path);
   sqlite3* db = open_connection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
@@ -123,7 +141,7 @@ std::unique_ptr<Store> Store::open(const std::filesystem::path& path) {
     // host: on a network file system the store keeps a rollback journal (journal_mode_for, and
     // docs/scale_out.md). synchronous=FULL makes each committed result durable against power
     // loss, not only against a killed process.
-    exec(db, "PRAGMA journal_mode=" + journal);
+    set_journal_mode(db, journal);
     exec(db, "PRAGMA synchronous=FULL");
     exec(db, "PRAGMA foreign_keys=ON");
     store->migrate();
