@@ -21,6 +21,7 @@ const std::vector<Command>& commands() {
       {"bisect", "find the commit that introduced a failure or slowdown (git bisect run)",
        bisect_command},
       {"runs", "list the store's newest runs", runs_command},
+      {"results", "one run's results, each failure's reason under its row", results_command},
       {"history", "one model's metric on one backend over the store's runs", history_command},
       {"kernels", "a result's kernel timings, slowest first", kernels_command},
       {"compare", "two runs side by side: statuses, changes with confidence, kernels",

@@ -64,6 +64,7 @@ int repro_command(const std::vector<std::string>& args);
 int bisect_command(const std::vector<std::string>& args);
 int bisect_step_command(const std::vector<std::string>& args);
 int runs_command(const std::vector<std::string>& args);
+int results_command(const std::vector<std::string>& args);
 int history_command(const std::vector<std::string>& args);
 int kernels_command(const std::vector<std::string>& args);
 int query_command(const std::vector<std::string>& args);

@@ -1,5 +1,5 @@
-// The read-only history commands: `crucible runs`, `history`, `kernels` and `query`. Each opens
-// the store read-only (never creating or migrating it) and prints a table, CSV or JSON.
+// The read-only history commands: `crucible runs`, `results`, `history`, `kernels` and `query`.
+// Each opens the store read-only (never creating or migrating it) and prints a table, CSV or JSON.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -45,6 +45,25 @@ int runs_command(const std::vector<std::string>& args) {
   if (limit < 1) throw po::error("--limit must be at least 1");
   reports::parse_table_format(r.format);  // a bad --format before the store is opened
   return print(reports::Store::open_readonly(r.db)->runs_table(limit), r);
+}
+
+int results_command(const std::vector<std::string>& args) {
+  po::options_description opts("results options");
+  ReadOptions r;
+  int64_t run = 0;
+  bool failed = false;
+  add_read_options(opts, r);
+  opts.add_options()("run", po::value(&run)->required(), "the run id (from crucible runs)")(
+      "failed", po::bool_switch(&failed), "only the results that did not pass");
+  po::positional_options_description pos;
+  pos.add("run", 1);
+  po::variables_map vm;
+  if (!parse("results", "RUN [--failed] [--wide] [--db F] [--format table|csv|json]", opts, pos,
+             args, vm)) {
+    return kExitOk;
+  }
+  reports::parse_table_format(r.format);
+  return print(reports::Store::open_readonly(r.db)->results_table(run, failed), r);
 }
 
 int history_command(const std::vector<std::string>& args) {

@@ -10,6 +10,8 @@
 #include <set>
 #include <utility>
 
+#include "crucible/core/quote.h"
+#include "crucible/reports/error_summary.h"
 #include "crucible/reports/peer.h"
 
 namespace crucible {
@@ -23,7 +25,24 @@ std::string opt(const std::optional<double>& v, const char* spec) {
 
 }  // namespace
 
-std::string format_result_table(const std::vector<reports::ResultRecord>& results) {
+std::string format_reason(const reports::ResultRecord& r, bool verbose) {
+  if (r.status == Status::kPass || r.error.empty()) return "";
+  constexpr size_t kWidth = 120;
+  constexpr std::string_view kIndent = "    ";
+  if (verbose) {
+    std::string out;
+    std::string_view rest = r.error;
+    while (!rest.empty()) {
+      const size_t nl = rest.find('\n');
+      out += fmt::format("{}{}\n", kIndent, escape_controls(std::string(rest.substr(0, nl))));
+      rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+    }
+    return out;
+  }
+  return fmt::format("{}{}\n", kIndent, reports::error_summary(r.error, kWidth - kIndent.size()));
+}
+
+std::string format_result_table(const std::vector<reports::ResultRecord>& results, bool verbose) {
   // With the peer in the run, each speed-up over our eager gets its speed-up over the peer beside.
   const bool peer = reports::has_peer(results);
   const std::string peer_head =
@@ -50,6 +69,7 @@ std::string format_result_table(const std::vector<reports::ResultRecord>& result
         stats.n > 1 ? fmt::format("{:.1f}", 100 * stats.cv) : "-", opt(r.speedup, "{:.2f}x"),
         vs_peer, opt(r.compile_s, "{:.3f}"), opt(r.peak_rss_mb, "{:.0f}"),
         max_err >= 0 ? fmt::format("{:.2g}", max_err) : "-");
+    out += format_reason(r, verbose);
   }
   return out;
 }

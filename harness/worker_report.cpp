@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <fstream>
 
 #include "crucible/core/error.h"
@@ -79,6 +80,12 @@ void ReportWriter::loaded(const std::string& backend, const std::string& version
 }
 
 void ReportWriter::result(const reports::ResultRecord& r) {
+  // The worker's log is the first place a user looks: the reason goes there as well as to the
+  // report the harness reads back.
+  if (!r.error.empty()) {
+    fmt::print(stderr, "{}/{} {} {}: {}: {}\n", r.suite, r.model, r.backend, r.mode,
+               reports::status_name(r.status), r.error);
+  }
   line({"result", r.suite, r.model, r.backend, r.mode, std::to_string(r.batch_size)});
   line({"status", std::string(reports::status_name(r.status))});
   if (!r.error.empty()) line({"error", r.error});

@@ -1,7 +1,10 @@
-// The end-of-run console output: the per-suite geometric-mean speed-up lines.
+// The end-of-run console output: failure reasons under their rows and the per-suite geometric-mean
+// speed-up lines.
 #include "result_table.h"
 
 #include <gtest/gtest.h>
+
+#include "crucible/reports/error_summary.h"
 
 namespace crucible {
 namespace {
@@ -55,6 +58,44 @@ TEST(SpeedupSummary, EmptyWithoutPerformanceResults) {
   acc.status = reports::Status::kPass;
   EXPECT_EQ(
       format_speedup_summary({acc, perf("vision", "a", "eager", reports::Status::kPass, 1.0)}), "");
+}
+
+// Under a failure, its reason in one line: what failed, and the compiler's first error with
+// long paths cut to file names; all of it, indented, with --verbose. A pass has no line.
+TEST(ResultTable, ReasonUnderEachFailure) {
+  auto fail = reports::make_result("tutorial", "m", "codegen", "accuracy", 1);
+  fail.status = reports::Status::kFailToCompile;
+  fail.error =
+      "c++ failed on /root/.cache/crucible/kernels/0123456789abcdef/tu0.cpp:\n"
+      "/root/.cache/crucible/kernels/0123456789abcdef/tu0.cpp: In function 'void k()':\n"
+      "/root/.cache/crucible/kernels/0123456789abcdef/tu0.cpp:296:48: error: no match\n"
+      "  296 |   auto t3 = f(t0, t2);\n";
+  auto pass = reports::make_result("tutorial", "p", "codegen", "accuracy", 1);
+  pass.status = reports::Status::kPass;
+  const std::string table = format_result_table({fail, pass});
+  EXPECT_NE(table.find("\n    c++ failed on .../tu0.cpp: line 296:48: error: no match\n"),
+            std::string::npos)
+      << table;
+  EXPECT_EQ(format_reason(pass, false), "");
+  const std::string all = format_reason(fail, true);
+  EXPECT_NE(all.find("    /root/.cache/crucible/kernels/0123456789abcdef/tu0.cpp:296:48: error"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("    296 |   auto t3"), std::string::npos) << all;
+}
+
+TEST(ErrorSummary, OneLineCutToItsWidthWithControlsEscaped) {
+  EXPECT_EQ(reports::error_summary("", 40), "");
+  EXPECT_EQ(reports::error_summary("SIGSEGV during run", 40), "SIGSEGV during run");
+  // More lines without a diagnosis: the first, marked as cut.
+  EXPECT_EQ(reports::error_summary("first\nsecond", 40), "first ...");
+  const std::string cut = reports::error_summary(std::string(100, 'x'), 40);
+  EXPECT_EQ(cut.size(), 40u);
+  EXPECT_EQ(cut.substr(36), " ...");
+  EXPECT_EQ(reports::error_summary("bell\a here", 40), "bell\\x07 here");
+  // A path of the error keeps its quote and loses its folders.
+  EXPECT_EQ(reports::error_summary("cannot open '/very/long/folder/of/a/kernel/cache/x.so'", 80),
+            "cannot open '.../x.so'");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "crucible/core/quote.h"
+#include "crucible/reports/error_summary.h"
 #include "crucible/reports/store.h"
 #include "sqlite_db.h"
 
@@ -188,6 +189,31 @@ Table Store::history(const HistoryQuery& q) {
                                    escape_controls(q.model), escape_controls(q.backend)));
     }
   }
+  return t;
+}
+
+Table Store::results_table(int64_t run_id, bool failed_only) {
+  run(run_id);  // an unknown run is an error, not an empty table
+  Table t = select(
+      db_,
+      "SELECT x.id AS result, x.suite || '/' || x.model AS model, x.backend, x.mode, x.status,"
+      " trim(CASE WHEN x.noisy THEN 'noisy ' ELSE '' END ||"
+      " CASE WHEN x.pass_suspicious THEN 'suspicious' ELSE '' END) AS flags,"
+      " x.median_ms, 100 * x.cv AS cv_pct, x.speedup, x.compile_s, x.peak_rss_mb,"
+      " (SELECT max(a.max_abs_err) FROM accuracy a WHERE a.result_id = x.id) AS max_abs_err,"
+      " x.error FROM results x WHERE x.run_id = ?1 AND (?2 = 0 OR x.status != 'pass')"
+      " ORDER BY x.id",
+      {run_id, static_cast<int64_t>(failed_only)});
+  // The console shows each error's one-line summary; CSV and JSON carry the error whole.
+  t.columns.push_back("reason");
+  const size_t error = t.column("error");
+  for (auto& row : t.rows) {
+    const auto* text = std::get_if<std::string>(&row[error]);
+    row.push_back(error_summary(text ? *text : "", kConsoleWidth - 10));
+  }
+  t.brief = {"result", "model",     "backend", "mode",       "status",
+             "flags",  "median_ms", "speedup", "max_abs_err"};
+  t.under = {"reason"};
   return t;
 }
 
