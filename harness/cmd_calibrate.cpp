@@ -13,6 +13,7 @@
 #include "crucible/core/quote.h"
 #include "crucible/reports/store.h"
 #include "launcher.h"
+#include "output_dir.h"
 #include "run_config.h"
 
 namespace crucible::cli {
@@ -54,6 +55,9 @@ int calibrate_command(const std::vector<std::string>& args) {
   cfg.mode = "performance";
   cfg.backends = {backend};
   if (cfg.tag.empty()) cfg.tag = "calibrate";
+  // Each of its runs writes a folder of its own under the one given.
+  if (!cfg.output_dir.empty() && !has_run_placeholder(cfg.output_dir.string()))
+    cfg.output_dir /= "run_{run}";
   prepare_local_run(cfg);
 
   std::vector<int64_t> run_ids;

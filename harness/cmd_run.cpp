@@ -18,6 +18,7 @@
 #include "memory_cgroup.h"
 #include "run_config.h"
 #include "subprocess.h"
+#include "toolchain_check.h"
 
 namespace crucible::cli {
 
@@ -176,8 +177,12 @@ bool parse_run_options(const std::string& command, const std::string& usage,
   po::options_description out("where results go");
   std::string db = "crucible.db", output_dir;
   out.add_options()("db", po::value(&db)->default_value("crucible.db"), "SQLite database")(
-      "output-dir,o", po::value(&output_dir), "logs and CSVs (default crucible_out/run_<id>)")(
-      "tag", po::value(&cfg.tag), "a label stored with the run");
+      "output-dir,o", po::value(&output_dir),
+      "logs, CSVs and repros: a folder no other run has written to ('{run}' in the name becomes "
+      "the run id); default crucible_out/<store name>-<hash of its path>/run_<id>")(
+      "tag", po::value(&cfg.tag), "a label stored with the run")(
+      "verbose,v", po::bool_switch(&cfg.verbose),
+      "print each failure's whole error under its row (default: its first line)");
   po::options_description cpu("CPU launcher (re-runs under numactl with these settings)");
   cpu.add_options()("cores", po::value(&launch.cores), "core list, e.g. 0-3")(
       "membind", po::value(&launch.membind), "NUMA node for memory")(
@@ -277,6 +282,7 @@ int run_command(const std::vector<std::string>& args) {
                                   strip_launcher_args(args));
     return execute_launch(plan, launch.dry_run);
   }
+  check_toolchain(cfg.backends);  // codegen needs a compiler on this node (toolchain_check.h)
   prepare_local_run(cfg);
   return execute_run(cfg);
 }

@@ -33,8 +33,9 @@ struct RunConfig {
   std::string variant = "full";  // of built-in models: full | small
   int64_t batch_size = 0;        // overrides built-in models' batch size (0: theirs)
   std::filesystem::path db = "crucible.db";
-  std::filesystem::path output_dir;  // default: crucible_out/run_<id>
+  std::filesystem::path output_dir;  // "{run}" becomes the id; default: see output_dir.h
   std::string tag;
+  bool verbose = false;  // whole errors under the result table, not their first lines
   std::map<std::string, std::string> config;  // -c (see backend_config.h for which backend)
   std::vector<std::string> plugin_paths;
   std::vector<std::string> suite_paths;

@@ -23,6 +23,7 @@
 #include "crucible/reports/store.h"
 #include "environment.h"
 #include "job_outcome.h"
+#include "output_dir.h"
 #include "result_table.h"
 #include "run_config.h"
 #include "timing_pool.h"
@@ -99,6 +100,12 @@ class Runner {
     for (const auto& b : cfg.backends) {
       if (b != "eager") perf_backends_.push_back(b);
     }
+  }
+
+  // One result per (backend, mode), whatever workers it takes (a skipped model's included).
+  size_t results_per_model() const {
+    return (cfg_.accuracy() ? cfg_.backends.size() : 0) +
+           (cfg_.performance() ? perf_backends_.size() : 0);
   }
 
   size_t jobs_per_model() const {
@@ -414,6 +421,18 @@ class Runner {
   bool counters_note_shown_ = false;
 };
 
+// The run's own folder from the default or a "{run}" pattern; a folder left by another store's run
+// of that id (a store deleted and made anew) is kept, and this run takes the next free name.
+fs::path claim_run_output_dir(const RunConfig& cfg, int64_t run_id) {
+  const fs::path base = cfg.output_dir.empty() ? default_output_dir(cfg.db, run_id)
+                                               : expand_output_dir(cfg.output_dir, run_id);
+  for (int n = 1; n < 1000; ++n) {
+    fs::path dir = n == 1 ? base : fs::path(fmt::format("{}.{}", base.string(), n));
+    if (claim_output_dir(dir, cfg.db, run_id)) return dir;
+  }
+  throw Error(fmt::format("{}: no free output folder of that name", base.string()));
+}
+
 }  // namespace
 
 int execute_run(const RunConfig& cfg, int64_t* run_id_out) {
@@ -425,6 +444,9 @@ int execute_run(const RunConfig& cfg, int64_t* run_id_out) {
     Suite adhoc{"graphs", {}, {}};
     for (const auto& g : cfg.graphs) {
       if (!fs::exists(g)) throw Error(fmt::format("{}: cannot read: No such file or directory", g));
+      // A file given on the command line is the request itself: a syntax error in it is bad
+      // input (exit 2, no run recorded), as run-graph says it, not a model that failed to load.
+      check_side_files(load_graph_file(g));
       ModelEntry m;
       m.suite = "graphs";
       m.name = fs::path(g).stem().string();
@@ -453,6 +475,22 @@ int execute_run(const RunConfig& cfg, int64_t* run_id_out) {
     }
   }
 
+  // A folder named outright is claimed before the run exists, so a clash records nothing.
+  const std::string out_pattern = cfg.output_dir.string();
+  const bool out_per_run = out_pattern.empty() || has_run_placeholder(out_pattern);
+  if (!out_per_run && !claim_output_dir(cfg.output_dir, cfg.db, 0)) {
+    throw Error(fmt::format(
+        "{}: the folder holds the outputs of {}; give --output-dir a new folder (or one with "
+        "{{run}} in its name), or remove it",
+        out_pattern, output_dir_owner(cfg.output_dir)));
+  }
+  struct Unclaim {
+    fs::path dir;
+    ~Unclaim() {
+      if (!dir.empty()) release_output_dir(dir);
+    }
+  } unclaim{out_per_run ? fs::path() : cfg.output_dir};
+
   auto store = reports::Store::open(cfg.db);
   reports::RunInfo info;
   info.tag = cfg.tag;
@@ -466,9 +504,9 @@ int execute_run(const RunConfig& cfg, int64_t* run_id_out) {
   info.env.command = cfg.command_line;
   const int64_t run_id = store->begin_run(info);
   if (run_id_out != nullptr) *run_id_out = run_id;
-  const fs::path out_dir = cfg.output_dir.empty()
-                               ? fs::path("crucible_out") / fmt::format("run_{}", run_id)
-                               : cfg.output_dir;
+  unclaim.dir.clear();
+  const fs::path out_dir = out_per_run ? claim_run_output_dir(cfg, run_id) : cfg.output_dir;
+  mark_output_dir(out_dir, cfg.db, run_id);
   for (const char* sub : {"logs", "reports", "cache"}) fs::create_directories(out_dir / sub);
   write_builtin_models(builtins, models, out_dir / "graphs");
 
@@ -486,6 +524,8 @@ int execute_run(const RunConfig& cfg, int64_t* run_id_out) {
                              escape_controls(b), why);
   }
   Runner runner(cfg, *store, run_id, out_dir, load_errors);
+  // A reader (db merge, db check) tells a run that covered its models from one that lost some.
+  store->plan_run(run_id, static_cast<int64_t>(models.size() * runner.results_per_model()));
   Progress progress(models.size() * runner.jobs_per_model());
   for (const ModelEntry& m : models) {
     if (g_interrupted) break;
@@ -497,7 +537,7 @@ int execute_run(const RunConfig& cfg, int64_t* run_id_out) {
   if (cfg.bisect && !g_interrupted) {
     bisect_new_failures(cfg, *store, run_id, models, results, out_dir);
   }
-  std::cout << format_result_table(results) << format_speedup_summary(results);
+  std::cout << format_result_table(results, cfg.verbose) << format_speedup_summary(results);
   for (const auto& f : reports::write_dynamo_csvs(out_dir, results))
     std::cout << "wrote " << f.string() << "\n";
   std::cout << fmt::format("run {} recorded in {}\n", run_id, cfg.db.string());

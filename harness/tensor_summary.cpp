@@ -3,14 +3,13 @@
 
 #include <fmt/format.h>
 
+#include "crucible/core/fnv1a.h"
+
 namespace crucible {
 
 uint64_t tensor_fnv1a(const Tensor& t) {
   Tensor c = t.contiguous();
-  const auto* p = static_cast<const unsigned char*>(c.raw_data());
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < c.nbytes(); ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
+  return fnv1a(std::string_view(static_cast<const char*>(c.raw_data()), c.nbytes()));
 }
 
 double tensor_sum(const Tensor& t) {

@@ -38,9 +38,11 @@ class HarnessRun : public ::testing::Test {
 
   std::string run_args(const std::string& extra) const {
     return "run --suite " + (dir_ / "suite" / "suite.manifest").string() + " --db " +
-           (dir_ / "r.db").string() + " --output-dir " + (dir_ / "out").string() +
+           (dir_ / "r.db").string() + " --output-dir " + (dir_ / "out" / "run_{run}").string() +
            " --plugin-path " + CRUCIBLE_TEST_PLUGIN_DIR + " " + extra;
   }
+  // The output folder of run_args' run `id`.
+  fs::path out(int64_t id = 1) const { return dir_ / "out" / ("run_" + std::to_string(id)); }
 
   std::map<std::string, reports::ResultRow> results_by_model(reports::Store& store,
                                                              int64_t run_id) {
@@ -106,9 +108,91 @@ TEST_F(HarnessRun, EveryFaultBecomesItsStatusAndTheRunFinishes) {
   EXPECT_TRUE(ok[0].passed);
   EXPECT_EQ(ok[0].shape, "[4,8]");
   // CSV in dynamo's accuracy format.
-  std::string csv = testing::read_all(dir_ / "out" / "faulty_accuracy.csv");
+  std::string csv = testing::read_all(out() / "faulty_accuracy.csv");
   EXPECT_EQ(csv.substr(0, csv.find('\n')), "dev,name,batch_size,accuracy");
   EXPECT_NE(csv.find("cpu,m_segv,4,crash"), std::string::npos) << csv;
+
+  // Each failure's reason reaches the console under its row, and the worker's log.
+  // The model's row and the line after it.
+  const auto row_and_reason = [&](const std::string& model) -> std::string {
+    const size_t row = r.out.find("suite/" + model + " ");
+    if (row == std::string::npos) return "";
+    const size_t next = r.out.find('\n', r.out.find('\n', row) + 1);
+    return r.out.substr(row, next == std::string::npos ? std::string::npos : next - row);
+  };
+  EXPECT_NE(row_and_reason("m_compile").find("    faulty: cannot lower op 'neg' for u8"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(row_and_reason("m_segv").find("SIGSEGV during run of faulty"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(row_and_reason("m_ok").find("\n    "), std::string::npos) << r.out;
+  EXPECT_NE(testing::read_all(out() / "logs" / "m_run.faulty.accuracy.log")
+                .find("fail_to_run: faulty: kernel launch failed"),
+            std::string::npos);
+  // And `crucible results` lists them again, only the failures with --failed.
+  auto listed = run_crucible("results " + std::to_string(runs[0].id) + " --failed --db " +
+                             (dir_ / "r.db").string());
+  EXPECT_EQ(listed.status, 0) << listed.err;
+  EXPECT_EQ(listed.out.find("suite/m_ok "), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("reason: faulty: cannot lower op 'neg' for u8"), std::string::npos)
+      << listed.out;
+  auto all = run_crucible("results " + std::to_string(runs[0].id) + " --format csv --db " +
+                          (dir_ / "r.db").string());
+  EXPECT_NE(all.out.find("suite/m_ok"), std::string::npos) << all.out;
+  EXPECT_EQ(run_crucible("results 99 --db " + (dir_ / "r.db").string()).status, 2);
+}
+
+// Output folders are one per store and run: two stores used from one folder get folders of their
+// own, a folder named outright that holds another run's outputs is refused before the run is
+// recorded, and "{run}" in the name gives each run its own.
+TEST_F(HarnessRun, OutputFoldersAreOnePerStoreAndRun) {
+  add_model("m_a");
+  const std::string suite = "--suite " + (dir_ / "suite" / "suite.manifest").string() +
+                            " --backends eager --plugin-path " + CRUCIBLE_TEST_PLUGIN_DIR;
+  const std::string cd = "cd " + dir_.string() + " && ";
+  fs::create_directories(dir_ / "a");
+  fs::create_directories(dir_ / "b");
+  for (const char* db : {"a/crucible.db", "b/crucible.db"}) {
+    auto r = testing::run_command(cd + CRUCIBLE_BIN_DIR + "/crucible run " + suite + " --db " + db);
+    ASSERT_EQ(r.status, 0) << r.err;
+  }
+  // Both stores have a run 1; each wrote its own folder, which says whose it is.
+  std::vector<fs::path> folders;
+  for (const auto& e : fs::directory_iterator(dir_ / "crucible_out")) folders.push_back(e.path());
+  ASSERT_EQ(folders.size(), 2u);
+  for (const auto& f : folders) {
+    EXPECT_EQ(f.filename().string().rfind("crucible-", 0), 0u) << f;
+    EXPECT_TRUE(fs::exists(f / "run_1" / "eager_accuracy.csv")) << f;
+  }
+  EXPECT_NE(testing::read_all(folders[0] / "run_1" / ".crucible_run"),
+            testing::read_all(folders[1] / "run_1" / ".crucible_run"));
+
+  const std::string db = " --db " + (dir_ / "r.db").string();
+  auto first = run_crucible("run " + suite + db + " -o " + (dir_ / "out").string());
+  ASSERT_EQ(first.status, 0) << first.err;
+  auto again = run_crucible("run " + suite + db + " -o " + (dir_ / "out").string());
+  EXPECT_EQ(again.status, 2);
+  EXPECT_NE(again.err.find("holds the outputs of run 1 of"), std::string::npos) << again.err;
+  EXPECT_EQ(reports::Store::open(dir_ / "r.db")->runs().size(), 1u);  // nothing recorded
+
+  for (int i = 0; i < 2; ++i) {
+    auto r = run_crucible("run " + suite + db + " -o " + (dir_ / "per_run" / "r{run}").string());
+    ASSERT_EQ(r.status, 0) << r.err;
+  }
+  EXPECT_TRUE(fs::exists(dir_ / "per_run" / "r2" / "eager_accuracy.csv"));
+  EXPECT_TRUE(fs::exists(dir_ / "per_run" / "r3" / "eager_accuracy.csv"));
+}
+
+// A --graph file that does not parse is the request's fault: exit 2 with file:line:col, and no
+// run (nor database) is made.
+TEST_F(HarnessRun, AGraphThatDoesNotParseIsRefusedBeforeTheRun) {
+  std::ofstream(dir_ / "bad.graph") << "graph g\ninput x f32[2,3\n";
+  auto r = run_crucible("run --graph " + (dir_ / "bad.graph").string() + " --db " +
+                        (dir_ / "r.db").string() + " -o " + (dir_ / "out").string());
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("bad.graph:2:1: expected '('"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "r.db"));
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
 }
 
 TEST_F(HarnessRun, BothModesRecordSamplesSpeedupAndKernels) {
@@ -146,7 +230,7 @@ TEST_F(HarnessRun, BothModesRecordSamplesSpeedupAndKernels) {
   EXPECT_EQ(res["m_x/faulty/accuracy"].status, "xfail");
   EXPECT_EQ(res["m_x/faulty/performance"].status,
             "skipped");  // not timed: it did not pass accuracy
-  std::string csv = testing::read_all(dir_ / "out" / "faulty_performance.csv");
+  std::string csv = testing::read_all(out() / "faulty_performance.csv");
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "dev,name,batch_size,speedup,abs_latency,compilation_latency,compression_ratio,eager_"
             "peak_mem,dynamo_peak_mem,audited,audit_share,audit_coverage");
@@ -195,7 +279,8 @@ TEST_F(HarnessRun, MinTimeSamplesFastGraphsLongerAndThreadsAreBound) {
     EXPECT_NE(launcher.find("\"OMP_PLACES\": \"cores\""), std::string::npos) << launcher;
   }
 
-  fs::remove(dir_ / "r.db");
+  fs::remove(dir_ / "r.db");  // a store anew, and its run 1's outputs with it
+  fs::remove_all(dir_ / "out");
   r = run_crucible(run_args("--backends eager --mode performance --repeat 3 --min-time-ms 0"));
   ASSERT_EQ(r.status, 0) << r.err;
   store = reports::Store::open(dir_ / "r.db");
@@ -204,6 +289,7 @@ TEST_F(HarnessRun, MinTimeSamplesFastGraphsLongerAndThreadsAreBound) {
 
   // --processes 3: three timing workers, each with its own log, their samples pooled.
   fs::remove(dir_ / "r.db");
+  fs::remove_all(dir_ / "out");
   r =
       run_crucible(run_args("--backends eager,faulty --mode performance --repeat 2 --min-time-ms 0 "
                             "--processes 3"));
@@ -217,8 +303,7 @@ TEST_F(HarnessRun, MinTimeSamplesFastGraphsLongerAndThreadsAreBound) {
   }
   EXPECT_TRUE(res["m_a/faulty/performance"].speedup.has_value());
   for (int p = 1; p <= 3; ++p) {
-    EXPECT_TRUE(fs::exists(dir_ / "out" / "logs" / ("m_a.timing.p" + std::to_string(p) + ".log")))
-        << p;
+    EXPECT_TRUE(fs::exists(out() / "logs" / ("m_a.timing.p" + std::to_string(p) + ".log"))) << p;
   }
   r = run_crucible(run_args("--backends eager --mode performance --processes 0"));
   EXPECT_EQ(r.status, 2);
@@ -301,6 +386,7 @@ TEST_F(HarnessRun, CodegenInjectedBugsGetTheirStatuses) {
   };
   for (const auto& c : cases) {
     fs::remove(dir_ / "r.db");
+    fs::remove_all(dir_ / "out");
     auto r = run_crucible("run --suite tutorial --only " + c.model +
                               " --backends codegen -c inject=" + c.inject + " --db " +
                               (dir_ / "r.db").string() + " --output-dir " + (dir_ / "out").string(),

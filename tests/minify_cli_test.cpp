@@ -180,7 +180,7 @@ TEST_F(MinifyCli, RunBisectMinifiesNewFailuresOnceAndStoresThem) {
   const std::string args =
       "run --suite tutorial --only neg_maximum_cat_f32,sin_cos --backends "
       "codegen -c inject=neg:times2 --mode accuracy --bisect --db " +
-      (dir_ / "r.db").string() + " -o " + (dir_ / "out").string();
+      (dir_ / "r.db").string() + " -o " + (dir_ / "out" / "run_{run}").string();
   auto r = run_crucible(args);
   EXPECT_EQ(r.status, 1) << r.out << r.err;  // the planted failure fails the run
   EXPECT_NE(r.err.find("bisect: tutorial/neg_maximum_cat_f32 on codegen: fail_accuracy f32 band 0: "

@@ -370,6 +370,9 @@ TEST_F(TimingAudit, CalibrateStoresEachSeriesRunToRunNoise) {
     }
   }
   EXPECT_NE(r.out.find("calibration of runs"), std::string::npos);
+  // Each run wrote a folder of its own under --output-dir, not the same one twice.
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "run_1" / "codegen_performance.csv"));
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "run_2" / "codegen_performance.csv"));
   auto bad = run_crucible("calibrate --suite tutorial --runs 1");
   EXPECT_EQ(bad.status, 2);
   EXPECT_EQ(testing::count_lines(bad.err), 1) << bad.err;

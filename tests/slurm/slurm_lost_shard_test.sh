@@ -18,7 +18,8 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 start=$(date +%s)
 
-# The wrapper: logs every call; `run --shard 1/2` is killed with SIGKILL once its run is recorded.
+# The wrapper: logs every call; `run --shard 1/2` is killed with SIGKILL once its run is recorded
+# with its plan (it may have written its first result by then: at most 1 of its 2).
 cat > "$work/crucible" <<WRAP
 #!/usr/bin/env bash
 real="$bin"
@@ -29,7 +30,7 @@ if [ "\${1:-}" = run ] && [[ " \$* " == *" --shard 1/2 "* ]]; then
   for ((i = 0; i < \${#args[@]}; ++i)); do [ "\${args[i]}" = --db ] && db=\${args[i + 1]}; done
   "\$real" "\$@" & pid=\$!
   for _ in \$(seq 1200); do
-    n=\$("\$real" query "SELECT count(*) FROM runs" --db "\$db" --format csv 2>/dev/null | tail -n 1) || true
+    n=\$("\$real" query "SELECT count(*) FROM runs WHERE planned_results = 2" --db "\$db" --format csv 2>/dev/null | tail -n 1) || true
     [ "\$n" = 1 ] && break
     sleep 0.05
   done
@@ -64,7 +65,7 @@ cat "$work/calls.log"
 
 ((status != 0)) || fail "submit.sh --wait exited 0 although shard 1 was killed"
 merge_log=$(cat "$out"/crucible-merge-*.log)
-for needed in "shard 1 of 2 ($out/shard_1.db)" "'running'" "with 0 " "1 of 2 shards lost"; do
+for needed in "shard 1 of 2 ($out/shard_1.db)" "'running'" "of 2 planned results" "1 of 2 shards lost"; do
   [[ "$merge_log" == *"$needed"* ]] || fail "the merge log does not say '$needed':
 $merge_log"
 done

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "crucible/core/error.h"
+#include "crucible/core/fnv1a.h"
 #include "crucible/core/tensor.h"
 #include "dnnl_runtime.h"
 #include "vision_internal.h"
@@ -52,11 +53,8 @@ struct ConvKey {
 
 struct ConvKeyHash {
   size_t operator()(const ConvKey& key) const {
-    uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields
-    for (int64_t x : key.v) {
-      auto u = static_cast<uint64_t>(x);
-      for (int i = 0; i < 8; ++i, u >>= 8) h = (h ^ (u & 0xff)) * 1099511628211ull;
-    }
+    uint64_t h = kFnv1aOffset;
+    for (int64_t x : key.v) h = fnv1a_u64(static_cast<uint64_t>(x), h);
     return static_cast<size_t>(h);
   }
 };

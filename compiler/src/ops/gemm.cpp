@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "crucible/core/error.h"
+#include "crucible/core/fnv1a.h"
 
 namespace crucible {
 namespace {
@@ -27,15 +28,12 @@ struct GemmKey {
 
 struct GemmKeyHash {
   size_t operator()(const GemmKey& key) const {
-    uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields
-    auto mix = [&h](uint64_t x) {
-      for (int i = 0; i < 8; ++i, x >>= 8) h = (h ^ (x & 0xff)) * 1099511628211ull;
-    };
-    for (int64_t x : key.v) mix(static_cast<uint64_t>(x));
+    uint64_t h = kFnv1aOffset;
+    for (int64_t x : key.v) h = fnv1a_u64(static_cast<uint64_t>(x), h);
     uint32_t a, b;
     std::memcpy(&a, &key.alpha, sizeof a);
     std::memcpy(&b, &key.beta, sizeof b);
-    mix((static_cast<uint64_t>(a) << 32) | b);
+    h = fnv1a_u64((static_cast<uint64_t>(a) << 32) | b, h);
     return static_cast<size_t>(h);
   }
 };

@@ -1,0 +1,85 @@
+// Output folders claimed one run at a time (see output_dir.h).
+#include "output_dir.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "crucible/core/error.h"
+#include "crucible/core/fnv1a.h"
+
+namespace crucible {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kMarker = ".crucible_run";
+constexpr std::string_view kPlaceholder = "{run}";
+
+std::string marker_text(const fs::path& db, int64_t run_id) {
+  return fmt::format("run {} of {}\n", run_id, fs::weakly_canonical(fs::absolute(db)).string());
+}
+
+}  // namespace
+
+fs::path default_output_dir(const fs::path& db, int64_t run_id) {
+  const std::string where = fs::weakly_canonical(fs::absolute(db)).string();
+  return fs::path("crucible_out") /
+         fmt::format("{}-{:08x}", db.stem().string(), fnv1a(where) & 0xffffffffu) /
+         fmt::format("run_{}", run_id);
+}
+
+bool has_run_placeholder(const std::string& pattern) {
+  return pattern.find(kPlaceholder) != std::string::npos;
+}
+
+fs::path expand_output_dir(const std::string& pattern, int64_t run_id) {
+  std::string out = pattern;
+  for (size_t at = out.find(kPlaceholder); at != std::string::npos;
+       at = out.find(kPlaceholder, at)) {
+    out.replace(at, kPlaceholder.size(), std::to_string(run_id));
+  }
+  return out;
+}
+
+bool claim_output_dir(const fs::path& dir, const fs::path& db, int64_t run_id) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw Error(fmt::format("{}: cannot create the output folder: {}", dir.string(), ec.message()));
+  const fs::path marker = dir / kMarker;
+  // O_EXCL: of two runs claiming one folder at once, exactly one gets it.
+  const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == EEXIST) return false;
+    throw Error(fmt::format("{}: cannot write: {}", marker.string(), std::strerror(errno)));
+  }
+  const std::string text = marker_text(db, run_id);
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (!ok) throw Error(fmt::format("{}: cannot write", marker.string()));
+  return true;
+}
+
+void mark_output_dir(const fs::path& dir, const fs::path& db, int64_t run_id) {
+  std::ofstream(dir / kMarker, std::ios::trunc) << marker_text(db, run_id);
+}
+
+void release_output_dir(const fs::path& dir) {
+  std::error_code ec;
+  fs::remove(dir / kMarker, ec);
+}
+
+std::string output_dir_owner(const fs::path& dir) {
+  std::ifstream in(dir / kMarker);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+}  // namespace crucible
