@@ -94,7 +94,7 @@ TEST_P(PlantedBug, MinifiesToThePlantedNodeWithoutDrift) {
       } else {
         r = run_crucible("run --graph " + file.string() + " --backends codegen --mode accuracy" +
                          " -c inject=" + spec + " --db " + (dir / "probe.db").string() + " -o " +
-                         (dir / "probe").string());
+                         (dir / "probe" / "run_{run}").string());
         shows = r.status == 1 && r.out.find("fail_accuracy") != std::string::npos;
       }
       if (shows) {

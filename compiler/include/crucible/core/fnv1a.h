@@ -7,7 +7,7 @@
 
 namespace crucible {
 
-constexpr uint64_t kFnv1aOffset = 1469598103934665603ull;
+constexpr uint64_t kFnv1aOffset = 14695981039346656037ull;  // 0xcbf29ce484222325
 
 // Folds `bytes` into `h` (start from kFnv1aOffset).
 constexpr uint64_t fnv1a(std::string_view bytes, uint64_t h = kFnv1aOffset) {
