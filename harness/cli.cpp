@@ -2,8 +2,12 @@
 #include "cli.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <iostream>
+
+#include "crucible/plugin_api.h"
+#include "memory_cgroup.h"
 
 namespace crucible::cli {
 
@@ -44,6 +48,47 @@ const std::vector<Command>& commands() {
        bisect_step_command},
   };
   return kCommands;
+}
+
+std::string version_text() {
+  return fmt::format("crucible {}\nplugin ABI {}\nbuilt by {} with -march={}\n", CRUCIBLE_VERSION,
+                     CRUCIBLE_PLUGIN_ABI_VERSION,
+#if defined(__clang__)
+                     "clang " __clang_version__,
+#elif defined(__GNUC__)
+                      "GCC " __VERSION__,
+#else
+                      "an unknown compiler",
+#endif
+                     CRUCIBLE_BUILT_ARCH);
+}
+
+std::string memory_limit_help(const std::string& who) {
+  return fmt::format(
+      "MB per {0} (0: none, -1: 80% of RAM): the resident memory (RSS, page cache, kernel "
+      "memory) of the {0} and the compilers it starts, in a memory cgroup of its own with swap "
+      "off, the {0} ending as oom when the kernel's OOM killer acts; where no cgroup can be made, "
+      "the address space (RLIMIT_AS) of each process instead. At least 64 (128 under RLIMIT_AS)",
+      who);
+}
+
+int64_t checked_memory_limit(int64_t mb) {
+  if (mb < -1) throw po::error("--memory-limit must be -1, 0 or a size in MB");
+  if (mb == -1) {
+    // A runaway worker should fail alone, not push the whole machine into swap or the OOM killer.
+    mb = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE) / (1 << 20) * 8 / 10;
+  }
+  if (mb > 0) {
+    const MemoryLimitKind kind = memory_limit_support().kind;
+    const int64_t floor = memory_limit_floor_mb(kind);
+    if (mb < floor) {
+      throw po::error(fmt::format(
+          "--memory-limit {} MB is below the {} MB a worker needs to start and compile here "
+          "(the limit is on {}); give at least {}, or 0 for no limit",
+          mb, floor, describe(kind), floor));
+    }
+  }
+  return mb;
 }
 
 bool parse(const std::string& command, const std::string& usage,

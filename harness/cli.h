@@ -31,6 +31,9 @@ struct Command {
 
 const std::vector<Command>& commands();
 
+// `crucible --version`: the version, the plugin ABI, and how this binary was built.
+std::string version_text();
+
 // Parses `args` against `options` (plus --help); positional names map to options in order.
 // Returns false after printing help when --help was given. Throws po::error on bad usage.
 bool parse(const std::string& command, const std::string& usage,
@@ -38,16 +41,24 @@ bool parse(const std::string& command, const std::string& usage,
            const po::positional_options_description& positional,
            const std::vector<std::string>& args, po::variables_map& vm);
 
+// --memory-limit's help, for a run's workers or a minify's candidates ("worker").
+std::string memory_limit_help(const std::string& who);
+// --memory-limit checked against what this machine can enforce: -1 becomes 80% of RAM, a value
+// below the floor a worker needs is refused (po::error). Returns the limit in MB (0: none).
+int64_t checked_memory_limit(int64_t mb);
+
 // Parses repeated -c key=value options; throws po::error naming a malformed one.
 std::map<std::string, std::string> parse_config(const std::vector<std::string>& pairs);
 
 // `crucible run`'s options (and `extra`, the caller's own) parsed into `cfg` and `launch`;
 // false after printing --help. Shared by run and calibrate; `refused` names run options the
-// caller sets itself, so giving one is an error rather than a value silently overwritten.
+// caller sets itself, so giving one is an error rather than a value silently overwritten, and
+// `preset` sets them (after parsing, before the options are checked against mode and backends).
 bool parse_run_options(const std::string& command, const std::string& usage,
                        const po::options_description& extra, const std::vector<std::string>& args,
                        RunConfig& cfg, LaunchOptions& launch,
-                       const std::vector<std::string>& refused = {});
+                       const std::vector<std::string>& refused = {},
+                       const std::function<void(RunConfig&)>& preset = {});
 // What a run in this process needs before it starts: the fallback CPU affinity, and the note
 // when --memory-limit can only limit address space here.
 void prepare_local_run(const RunConfig& cfg);

@@ -42,8 +42,12 @@ int calibrate_command(const std::vector<std::string>& args) {
                     "timing runs of the same build (at least 2)")(
       "backend", po::value(&backend)->default_value("codegen"),
       "the backend to calibrate (eager is timed beside it as the speed-up baseline)");
+  const auto preset = [&](RunConfig& c) {
+    c.mode = "performance";
+    c.backends = {backend};
+  };
   if (!parse_run_options("calibrate", "--suite S --backend B --runs N [run options]", own, args,
-                         cfg, launch, {"backends", "mode"})) {
+                         cfg, launch, {"backends", "mode"}, preset)) {
     return kExitOk;
   }
   if (runs < 2) throw po::error("--runs must be at least 2");
@@ -52,8 +56,6 @@ int calibrate_command(const std::vector<std::string>& args) {
         "calibrate takes no launcher options; start it under the launch `crucible run "
         "--dry-run` prints");
   }
-  cfg.mode = "performance";
-  cfg.backends = {backend};
   if (cfg.tag.empty()) cfg.tag = "calibrate";
   // Each of its runs writes a folder of its own under the one given.
   if (!cfg.output_dir.empty() && !has_run_placeholder(cfg.output_dir.string()))

@@ -113,7 +113,8 @@ void prepare_local_run(const RunConfig& cfg) {
 bool parse_run_options(const std::string& command, const std::string& usage,
                        const po::options_description& extra, const std::vector<std::string>& args,
                        RunConfig& cfg, LaunchOptions& launch,
-                       const std::vector<std::string>& refused) {
+                       const std::vector<std::string>& refused,
+                       const std::function<void(RunConfig&)>& preset) {
   std::vector<std::string> suites, backends, only, config;
   std::string filter, exclude, shard, mode = "accuracy", seed;
   po::options_description what("what to run");
@@ -135,14 +136,10 @@ bool parse_run_options(const std::string& command, const std::string& usage,
                     "timed repeats per backend")("warmup", po::value(&cfg.warmup)->default_value(3),
                                                  "warm-up runs per backend")(
       "timeout", po::value(&cfg.timeout_s)->default_value(600),
-      "seconds before a worker is killed")(
-      "memory-limit", po::value(&cfg.memory_limit_mb)->default_value(0),
-      "MB per worker (0: none, -1: 80% of RAM): the resident memory (RSS, page cache, kernel "
-      "memory) of the worker and the compilers it starts, in a memory cgroup of its own with "
-      "swap off, the worker ending as oom when the kernel's OOM killer acts; where no cgroup can "
-      "be made, the address space (RLIMIT_AS) of each process instead. At least 64 (128 under "
-      "RLIMIT_AS)")("threads,t", po::value(&cfg.threads)->default_value(0),
-                    "OpenMP threads per worker (0: all)")(
+      "seconds before a worker is killed")("memory-limit",
+                                           po::value(&cfg.memory_limit_mb)->default_value(0),
+                                           memory_limit_help("worker").c_str())(
+      "threads,t", po::value(&cfg.threads)->default_value(0), "OpenMP threads per worker (0: all)")(
       "seed", po::value(&seed)->default_value("0"),
       "seed of every input and parameter recipe: a number, or 'daily' for the seed of the day "
       "(YYYYMMDD in UTC), as the nightly runs")(
@@ -219,27 +216,13 @@ bool parse_run_options(const std::string& command, const std::string& usage,
     throw po::error(fmt::format("--mode must be accuracy, performance or both, got '{}'", mode));
   }
   cfg.mode = mode;
+  if (preset) preset(cfg);  // the caller's own mode and backends, before they are checked against
   if (cfg.suites.empty() && cfg.graphs.empty())
     throw po::error("give at least one --suite or --graph");
   if (cfg.repeat < 1) throw po::error("--repeat must be at least 1");
   if (cfg.warmup < 0) throw po::error("--warmup must be >= 0");
   if (!(cfg.timeout_s > 0)) throw po::error("--timeout must be positive");
-  if (cfg.memory_limit_mb < -1) throw po::error("--memory-limit must be -1, 0 or a size in MB");
-  if (cfg.memory_limit_mb == -1) {
-    // A runaway worker should fail alone, not push the whole machine into swap or the OOM killer.
-    cfg.memory_limit_mb =
-        static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE) / (1 << 20) * 8 / 10;
-  }
-  if (cfg.memory_limit_mb > 0) {
-    const MemoryLimitKind kind = memory_limit_support().kind;
-    const int64_t floor = memory_limit_floor_mb(kind);
-    if (cfg.memory_limit_mb < floor) {
-      throw po::error(fmt::format(
-          "--memory-limit {} MB is below the {} MB a worker needs to start and compile here "
-          "(the limit is on {}); give at least {}, or 0 for no limit",
-          cfg.memory_limit_mb, floor, describe(kind), floor));
-    }
-  }
+  cfg.memory_limit_mb = checked_memory_limit(cfg.memory_limit_mb);
   if (cfg.threads < 0) throw po::error("--threads must be >= 0");
   cfg.seed = parse_seed(seed);
   if (!(cfg.min_sample_ms > 0) || cfg.min_sample_ms > 60'000)
@@ -257,7 +240,40 @@ bool parse_run_options(const std::string& command, const std::string& usage,
     throw po::error(fmt::format("--counters must be cachegrind, got '{}'", cfg.counters));
   if (!cfg.counters.empty() && find_in_path("valgrind").empty())
     throw po::error("--counters cachegrind needs valgrind on PATH (apt-get install valgrind)");
+  // Options of one mode, given for a run without it, would be accepted and do nothing.
+  for (const char* name : {"repeat", "min-sample-ms", "min-time-ms", "retry-noisy", "processes",
+                           "no-audit", "counters"}) {
+    if (!cfg.performance() && vm.count(name) && !vm[name].defaulted()) {
+      throw po::error(fmt::format("--{} applies to timing: give --mode performance or both", name));
+    }
+  }
+  if (cfg.suites.empty()) {
+    for (const char* name : {"variant", "batch-size"}) {
+      if (vm.count(name) && !vm[name].defaulted()) {
+        throw po::error(fmt::format(
+            "--{} applies to built-in models, and --graph files keep their own shapes", name));
+      }
+    }
+  }
   cfg.config = parse_config(config);
+  // A -c option no backend of the run receives would be accepted and do nothing.
+  const bool only_eager = std::all_of(cfg.backends.begin(), cfg.backends.end(),
+                                      [](const std::string& b) { return b == "eager"; });
+  for (const auto& [key, value] : cfg.config) {
+    const size_t colon = key.find(':');
+    if (colon == std::string::npos && only_eager) {
+      throw po::error(
+          fmt::format("-c {}={} reaches every backend but eager, and this run has no other (give "
+                      "eager:{}={} for eager)",
+                      key, value, key, value));
+    }
+    const std::string scope = colon == std::string::npos ? "" : key.substr(0, colon);
+    if (!scope.empty() && scope != "eager" &&
+        std::find(cfg.backends.begin(), cfg.backends.end(), scope) == cfg.backends.end()) {
+      throw po::error(
+          fmt::format("-c {}={}: backend '{}' is not in this run's --backends", key, value, scope));
+    }
+  }
   cfg.db = db;
   cfg.output_dir = output_dir;
   cfg.command_line = "crucible " + command;
@@ -274,9 +290,6 @@ int run_command(const std::vector<std::string>& args) {
           po::options_description(), args, cfg, launch)) {
     return kExitOk;
   }
-  // Counters are taken after a timing: without one they would be accepted and never taken.
-  if (!cfg.counters.empty() && !cfg.performance())
-    throw po::error("--counters needs --mode performance or both");
   if (launch.requested() && std::getenv("CRUCIBLE_LAUNCHED") == nullptr) {
     LaunchPlan plan = plan_launch(launch, LaunchHost::detect(), self_executable().string(),
                                   strip_launcher_args(args));

@@ -5,13 +5,15 @@
 #include <iostream>
 
 #include "cli.h"
+#include "crucible/core/did_you_mean.h"
 #include "crucible/core/error.h"
 #include "crucible/core/quote.h"
 
 namespace {
 void print_usage() {
   std::cout
-      << "usage: crucible <command> [options]   (crucible <command> --help for its options)\n\n"
+      << "usage: crucible <command> [options]   (crucible help <command>, or <command> --help, "
+         "for its options; crucible --version)\n\n"
          "A benchmarking and accuracy-regression harness for tensor-graph "
          "compilers.\n\ncommands:\n";
   for (const auto& c : crucible::cli::commands())
@@ -28,8 +30,21 @@ int main(int argc, char** argv) {
     print_usage();
     return argc < 2 ? kExitUsage : kExitOk;
   }
-  const std::string name = argv[1];
+  if (std::string(argv[1]) == "--version" || std::string(argv[1]) == "version") {
+    std::cout << version_text();
+    return kExitOk;
+  }
+  std::string name = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
+  // `crucible help CMD` is `crucible CMD --help`.
+  if (name == "help") {
+    if (args.empty()) {
+      print_usage();
+      return kExitOk;
+    }
+    name = args[0];
+    args = {"--help"};
+  }
   for (const auto& c : commands()) {
     if (c.name != name) continue;
     try {
@@ -50,7 +65,11 @@ int main(int argc, char** argv) {
       return kExitFailed;
     }
   }
-  std::cerr << fmt::format("crucible: unknown command '{}' (see crucible --help)\n",
-                           escape_controls(name));
+  std::vector<std::string> names;
+  for (const auto& c : commands()) names.push_back(c.name);
+  const std::string near = crucible::closest_name(name, names);
+  std::cerr << fmt::format("crucible: unknown command '{}'{} (see crucible --help)\n",
+                           escape_controls(name),
+                           near.empty() ? "" : fmt::format("; did you mean '{}'?", near));
   return kExitUsage;
 }

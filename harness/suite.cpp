@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "crucible/core/did_you_mean.h"
 #include "crucible/core/error.h"
 #include "crucible/models/model_zoo.h"
 
@@ -177,8 +178,15 @@ Suite find_suite(const std::string& name, const std::vector<fs::path>& dirs) {
     if (fs::exists(p)) return load_suite_file(p);
     looked.push_back(d.string());
   }
-  throw Error(
-      fmt::format("suite '{}': no {}/suite.manifest in {}", name, name, fmt::join(looked, ", ")));
+  std::vector<std::string> known;
+  for (const fs::path& d : dirs) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(d, ec)) {
+      if (fs::exists(e.path() / "suite.manifest")) known.push_back(e.path().filename().string());
+    }
+  }
+  throw Error(fmt::format("suite '{}': no {}/suite.manifest in {}; {}", name, name,
+                          fmt::join(looked, ", "), suggest_names(name, known)));
 }
 
 void parse_shard(const std::string& spec, ModelFilter& filter) {
@@ -207,8 +215,13 @@ std::vector<ModelEntry> select_models(const std::vector<Suite>& suites, const Mo
     }
   }
   for (const std::string& o : f.only) {
-    if (!seen_only.contains(o))
-      throw Error(fmt::format("--only {}: no such model in the selected suites", o));
+    if (seen_only.contains(o)) continue;
+    std::vector<std::string> known;
+    for (const Suite& s : suites) {
+      for (const ModelEntry& m : s.models) known.push_back(m.name);
+    }
+    throw Error(fmt::format("--only {}: no such model in the selected suites; {}", o,
+                            suggest_names(o, known)));
   }
   std::vector<ModelEntry> out;
   for (size_t k = 0; k < matched.size(); ++k) {

@@ -69,7 +69,9 @@ TEST(Counters, BadValuesAreOneLine) {
   // Counters follow a timing: an accuracy run would accept the flag and never count.
   r = run_crucible("run --suite tutorial --counters cachegrind");
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("--counters needs --mode performance or both"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--counters applies to timing: give --mode performance or both"),
+            std::string::npos)
+      << r.err;
   // Without Valgrind on PATH the run refuses to start rather than count nothing.
   r = run_crucible("run --suite tutorial --mode performance --counters cachegrind",
                    "PATH=/nonexistent");

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <set>
 
+#include "crucible/core/did_you_mean.h"
 #include "crucible/core/quote.h"
 #include "crucible/plugin_file.h"
 
@@ -43,6 +44,12 @@ std::vector<fs::path> plugin_search_path(const std::vector<std::string>& extra) 
   return dirs;
 }
 
+std::string backend_name_of(const fs::path& plugin_file) {
+  std::string stem = plugin_file.stem().string();
+  constexpr std::string_view kPrefix = "crucible_backend_";
+  return stem.starts_with(kPrefix) ? stem.substr(kPrefix.size()) : stem;
+}
+
 fs::path find_plugin(const std::string& name, const std::vector<fs::path>& dirs) {
   // Anything under the name counts as found (a dangling symlink, a directory, a FIFO): load_plugin
   // then says what is wrong with it, rather than "missing" or a later directory's file.
@@ -59,8 +66,11 @@ fs::path find_plugin(const std::string& name, const std::vector<fs::path>& dirs)
     if (path_entry_exists(p)) return p;
     looked.push_back(escape_controls(d.string()));
   }
-  throw PluginError(fmt::format("backend '{}': no {} in {}", escape_controls(name),
-                                escape_controls(file), fmt::join(looked, ", ")));
+  std::vector<std::string> known;
+  for (const fs::path& p : list_plugins(dirs)) known.push_back(backend_name_of(p));
+  throw PluginError(fmt::format("backend '{}': no {} in {}; {}", escape_controls(name),
+                                escape_controls(file), fmt::join(looked, ", "),
+                                escape_controls(suggest_names(name, known))));
 }
 
 std::unique_ptr<LoadedBackend> load_plugin(const fs::path& file) {

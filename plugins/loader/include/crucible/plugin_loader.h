@@ -51,5 +51,7 @@ std::unique_ptr<LoadedBackend> load_plugin(const std::filesystem::path& file);
 
 // Every crucible_backend_*.so in `dirs` (first one wins per name), for listing.
 std::vector<std::filesystem::path> list_plugins(const std::vector<std::filesystem::path>& dirs);
+// "codegen" for .../crucible_backend_codegen.so: the name find_plugin looks the file up by.
+std::string backend_name_of(const std::filesystem::path& plugin_file);
 
 }  // namespace crucible
