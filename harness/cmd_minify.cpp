@@ -83,14 +83,16 @@ int minify_command(const std::vector<std::string>& args) {
       "backend,b", po::value(&backend)->required(), "the backend that fails")(
       "config,c", po::value(&config)->composing(), "backend option key=value (repeatable)")(
       "signature", po::value(&want)->default_value("auto"),
-      "which failure to keep: auto (the one observed) | accuracy | compile | crash | timeout")(
-      "output-dir,o", po::value(&out), "the repro directory (default minify_out/<graph name>)")(
+      "which failure to keep: auto (the one observed) | accuracy | compile | crash | timeout | "
+      "suspicious (a pass far from fp64, pass_suspicious: reduced while it stays suspicious or "
+      "fails accuracy in the same dtype)")("output-dir,o", po::value(&out),
+                                           "the repro directory (default minify_out/<graph name>)")(
       "seed", po::value(&seed)->default_value(0), "seed of the inputs and parameter recipes")(
       "threads,t", po::value(&mo.oracle.threads)->default_value(0), "OpenMP threads per worker")(
       "timeout", po::value(&timeout_s)->default_value(120),
       "seconds before a candidate's worker is killed (a hang is a timeout verdict)")(
       "memory-limit", po::value(&mo.oracle.limits.memory_limit_mb)->default_value(0),
-      "MB of address space per candidate's worker (0: none)")(
+      memory_limit_help("candidate's worker").c_str())(
       "tolerance", po::value(&tolerance)->default_value(0),
       "accuracy tolerance (0: the model's, else 1e-4)")(
       "determinism", po::value(&mo.determinism)->default_value(3),
@@ -116,20 +118,21 @@ int minify_command(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse("minify",
              "(FILE.graph | --suite S --only M) --backend B [-c key=value] "
-             "[--signature auto|accuracy|compile|crash|timeout] [-o DIR]",
+             "[--signature auto|accuracy|compile|crash|timeout|suspicious] [-o DIR]",
              opts, pos, args, vm)) {
     return kExitOk;
   }
   if (file.empty() == suite.empty()) throw po::error("give a .graph file or --suite, not both");
   if (!suite.empty() && only.empty()) throw po::error("--suite needs --only MODEL");
   if (want != "auto" && want != "accuracy" && want != "compile" && want != "crash" &&
-      want != "timeout") {
+      want != "timeout" && want != "suspicious") {
     throw po::error(fmt::format(
-        "--signature must be auto, accuracy, compile, crash or timeout, got '{}'", want));
+        "--signature must be auto, accuracy, compile, crash, timeout or suspicious, got '{}'",
+        want));
   }
   if (!(timeout_s > 0)) throw po::error("--timeout must be positive");
   if (mo.oracle.threads < 0) throw po::error("--threads must be >= 0");
-  if (mo.oracle.limits.memory_limit_mb < 0) throw po::error("--memory-limit must be >= 0");
+  mo.oracle.limits.memory_limit_mb = checked_memory_limit(mo.oracle.limits.memory_limit_mb);
   if (mo.determinism < 1 || mo.replays < 1)
     throw po::error("--determinism and --replays must be at least 1");
   if (tolerance < 0) throw po::error("--tolerance must be >= 0");
@@ -213,7 +216,8 @@ int repro_command(const std::vector<std::string>& args) {
       "0 (good) not, 125 (skip) when the backend cannot be loaded")(
       "times", po::value(&times)->default_value(5), "fresh-worker reruns")(
       "timeout", po::value(&timeout_s)->default_value(120), "seconds per rerun")(
-      "plugin-path", po::value(&plugin_paths)->composing(), "extra plugin directories");
+      "plugin-path", po::value(&plugin_paths)->composing(),
+      "plugin directories searched before the one the repro recorded (its plugin_file's)");
   po::positional_options_description pos;
   pos.add("dir", 1);
   po::variables_map vm;
@@ -225,6 +229,7 @@ int repro_command(const std::vector<std::string>& args) {
   const bool bisect = exit_code == "bisect";
 
   const minify::LoadedRepro repro = minify::load_repro(dir);
+  plugin_paths = minify::repro_plugin_paths(repro.info, plugin_paths);
   try {
     validate_plugin_file(find_plugin(repro.info.backend, plugin_search_path(plugin_paths)));
   } catch (const Error& e) {

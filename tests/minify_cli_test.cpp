@@ -94,6 +94,33 @@ TEST_F(MinifyCli, TutorialNegTimes2MinifiesToNegAndReproduces) {
   EXPECT_NE(r.out.find("not reproduced: 0/2"), std::string::npos) << r.out;
 }
 
+// A pass far from fp64 (inject=sin:drift, inside allclose) is minified to its op when asked for,
+// and named but left alone otherwise.
+TEST_F(MinifyCli, SuspiciousPassMinifiesToItsOpWhenAskedFor) {
+  const std::string what =
+      "--suite tutorial --only sin_cos --backend codegen -c inject=sin:drift" + minify_db();
+  auto run = run_crucible(
+      "run --suite tutorial --only sin_cos --backends codegen -c inject=sin:drift --db " +
+      (dir_ / "r.db").string() + " -o " + (dir_ / "run").string());
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("suspicious"), std::string::npos) << run.out;
+
+  auto plain = run_crucible("minify " + what + " -o " + (dir_ / "plain").string());
+  EXPECT_EQ(plain.status, 1) << plain.out << plain.err;
+  EXPECT_NE(plain.out.find("pass_suspicious f32 in 3 runs) (--signature suspicious minifies it)"),
+            std::string::npos)
+      << plain.out;
+
+  const fs::path out = dir_ / "suspicious";
+  auto r = run_crucible("minify " + what + " --signature suspicious -o " + out.string());
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(ops(out), (std::set<std::string>{"sin"})) << r.out;
+  EXPECT_EQ(line_of(out / "manifest.txt", "signature"), "pass_suspicious f32");
+  r = run_crucible("repro " + out.string() + " --times 2");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("reproduced 2/2"), std::string::npos) << r.out;
+}
+
 TEST_F(MinifyCli, TutorialU8NoCastKeepsTheCompileErrorAndItsTwoNodes) {
   const fs::path out = dir_ / "u8";
   auto r = run_crucible(

@@ -80,6 +80,46 @@ TEST(MinifySignature, AccuracyBandsDtypesAndRoundTrips) {
   EXPECT_FALSE(Signature::parse("fail_accuracy f32 banana 3"));
 }
 
+// A pass far from fp64 is a signature of its own: the dtype of the output farthest from fp64
+// relative to eager; matched by the same or by an accuracy failure of that dtype, nothing else.
+TEST(MinifySignature, SuspiciousPassKeepsItsDtypeAndAcceptsTheGrownError) {
+  reports::ResultRecord r = reports::make_result("s", "m", "b", "accuracy", 1);
+  r.status = Status::kPass;
+  r.pass_suspicious = true;
+  reports::OutputAccuracy near, far;
+  near.passed = far.passed = true;
+  near.dtype = "f64";
+  near.rmse_vs_fp64 = 2e-12;
+  near.rmse_eager_vs_fp64 = 1e-12;
+  far.dtype = "f32";
+  far.rmse_vs_fp64 = 3e-5;
+  far.rmse_eager_vs_fp64 = 3e-8;
+  r.accuracy = {near, far};
+  const Signature s = signature_of(r);
+  EXPECT_TRUE(s.failing());
+  EXPECT_EQ(s.str(), "pass_suspicious f32");
+  auto parsed = Signature::parse(s.str());
+  ASSERT_TRUE(parsed);
+  EXPECT_TRUE(parsed->suspicious);
+  EXPECT_TRUE(same_failure(s, *parsed));
+  EXPECT_FALSE(Signature::parse("pass_suspicious "));
+
+  reports::ResultRecord grown = reports::make_result("s", "m", "b", "accuracy", 1);
+  grown.status = Status::kFailAccuracy;
+  reports::OutputAccuracy bad;
+  bad.dtype = "f32";
+  bad.max_abs_err = 2e-3;
+  grown.accuracy = {bad};
+  EXPECT_TRUE(same_failure(s, signature_of(grown)));
+  grown.accuracy[0].dtype = "f64";
+  EXPECT_FALSE(same_failure(s, signature_of(grown)));
+  // A clean pass is not it, and a suspicious pass is no accuracy failure's match.
+  r.pass_suspicious = false;
+  EXPECT_FALSE(same_failure(s, signature_of(r)));
+  grown.accuracy[0].dtype = "f32";
+  EXPECT_FALSE(same_failure(signature_of(grown), s));
+}
+
 const char* kChain =
     "graph chain(%x: f32[4,8], %y: f32[4,8]) {\n"
     "  param %w: f32[8] = randn(seed=5)\n"

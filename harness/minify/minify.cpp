@@ -6,6 +6,7 @@
 #include <chrono>
 #include <optional>
 
+#include "crucible/plugin_loader.h"
 #include "reducer.h"
 
 namespace crucible::minify {
@@ -14,7 +15,9 @@ using reports::Status;
 
 namespace {
 
-bool wanted(const std::string& want, Status s) {
+bool wanted(const std::string& want, const Signature& sig) {
+  const Status s = sig.status;
+  if (want == "suspicious") return sig.suspicious;
   if (want.empty() || want == "auto") return true;
   if (want == "accuracy") return s == Status::kFailAccuracy;
   if (want == "compile") return s == Status::kFailToCompile;
@@ -94,18 +97,23 @@ MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& o
   std::optional<Verdict> first;
   for (int i = 0; i < opts.determinism; ++i) {
     runs.push_back(oracle.run(original));
-    if (!first && runs.back().signature.failing()) first = runs.back();
+    // A suspicious pass counts only when asked for: it fails no run.
+    const Signature& sig = runs.back().signature;
+    if (!first && sig.failing() && (!sig.suspicious || opts.want == "suspicious")) {
+      first = runs.back();
+    }
   }
   res.backend_version = runs.front().backend_version;
   if (!first) {
     const Verdict& v = runs.front();
     return finish(
         MinifyResult::Outcome::kNoFailure,
-        fmt::format("{} does not fail on this graph ({} in {} runs){}", opts.oracle.backend,
-                    v.signature.str(), runs.size(), v.error.empty() ? "" : ": " + v.error));
+        fmt::format("{} does not fail on this graph ({} in {} runs){}{}", opts.oracle.backend,
+                    v.signature.str(), runs.size(), v.error.empty() ? "" : ": " + v.error,
+                    v.signature.suspicious ? " (--signature suspicious minifies it)" : ""));
   }
   res.signature = first->signature;
-  if (!wanted(opts.want, first->signature.status)) {
+  if (!wanted(opts.want, first->signature)) {
     return finish(MinifyResult::Outcome::kOtherFailure,
                   fmt::format("the failure is {}, not the {} asked for with --signature",
                               first->signature.str(), opts.want));
@@ -179,6 +187,10 @@ MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& o
   info.code_hash = res.culprit.code_hash;
   info.seed = opts.seed;
   info.backend_version = res.backend_version;
+  info.plugin_file = std::filesystem::absolute(
+                         find_plugin(info.backend, plugin_search_path(opts.oracle.plugin_paths)))
+                         .lexically_normal()
+                         .string();
   write_repro(opts.out, found, info);
   if (res.replays_ok < opts.replays) {
     return finish(MinifyResult::Outcome::kNotReproduced,

@@ -61,6 +61,15 @@ Candidate bind_params(const Candidate& c) {
   return bound;
 }
 
+std::vector<std::string> repro_plugin_paths(const ReproInfo& info,
+                                            const std::vector<std::string>& given) {
+  std::vector<std::string> dirs = given;
+  // The recorded file is looked up by the backend's name in its folder, so a plugin rebuilt in
+  // place (git bisect) is the one that runs.
+  if (!info.plugin_file.empty()) dirs.push_back(fs::path(info.plugin_file).parent_path().string());
+  return dirs;
+}
+
 void write_repro(const fs::path& dir, const Candidate& c, const ReproInfo& info) {
   check_repro_dir(dir);
   fs::create_directories(dir);
@@ -89,6 +98,10 @@ void write_repro(const fs::path& dir, const Candidate& c, const ReproInfo& info)
   if (!info.backend_version.empty()) {
     check_line_safe("the backend version", info.backend_version);
     m += fmt::format("backend_version {}\n", info.backend_version);
+  }
+  if (!info.plugin_file.empty()) {
+    check_line_safe("the plugin file", info.plugin_file);
+    m += fmt::format("plugin_file {}\n", info.plugin_file);
   }
   for (const auto& [k, v] : info.config) {
     check_line_safe("option " + k, v);
@@ -150,6 +163,10 @@ LoadedRepro load_repro(const fs::path& dir) {
       r.info.backend = rest;
     } else if (key == "backend_version") {
       r.info.backend_version = rest;
+    } else if (key == "plugin_file") {
+      if (!fs::path(rest).is_absolute())
+        throw Error(fmt::format("{}: plugin_file '{}' is not an absolute path", where, rest));
+      r.info.plugin_file = rest;
     } else if (key == "config") {
       const size_t eq = rest.find('=');
       if (eq == std::string::npos || eq == 0)

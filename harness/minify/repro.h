@@ -29,7 +29,15 @@ struct ReproInfo {
   std::string code_hash;    // codegen: hash of the minimized graph's generated code
   uint64_t seed = 0;        // the run seed the original inputs and parameters were drawn with
   std::string backend_version;  // what the backend's plugin said of itself in the failing run
+  // The plugin file that ran (absolute): `crucible repro` looks there first, so an out-of-tree
+  // backend is found again without --plugin-path ("" when unknown).
+  std::string plugin_file;
 };
+
+// The plugin directories `crucible repro` adds to the usual search path: those given (they win),
+// then the recorded plugin file's directory.
+std::vector<std::string> repro_plugin_paths(const ReproInfo& info,
+                                            const std::vector<std::string>& given);
 
 // Throws Error unless `dir` may receive a repro: absent, empty, or an earlier repro (it has a
 // manifest). Anything else is the user's, and write_repro replaces the files it finds.

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <sstream>
@@ -20,13 +21,18 @@ bool is_path_char(char c) {
 
 }  // namespace
 
+constexpr std::string_view kSuspicious = "pass_suspicious";
+
 bool Signature::failing() const {
+  if (suspicious) return true;
   return status != Status::kPass && status != Status::kEagerFailToRun &&
          status != Status::kEagerTwoRunsDiffer && status != Status::kSkipped &&
          status != Status::kXfail;
 }
 
 std::string Signature::str() const {
+  if (suspicious)
+    return detail.empty() ? std::string(kSuspicious) : fmt::format("{} {}", kSuspicious, detail);
   const std::string_view name = reports::status_name(status);
   if (status == Status::kFailAccuracy) {
     return detail.ends_with("nonfinite") ? fmt::format("{} {}", name, detail)
@@ -37,6 +43,15 @@ std::string Signature::str() const {
 
 std::optional<Signature> Signature::parse(const std::string& text) {
   const size_t end = text.find_first_of(" :");
+  if (text.substr(0, end) == kSuspicious) {
+    Signature s;
+    s.suspicious = true;
+    if (end != std::string::npos) {
+      if (text[end] != ' ' || end + 1 == text.size()) return std::nullopt;
+      s.detail = text.substr(end + 1);
+    }
+    return s;
+  }
   const auto status = reports::status_from_name(text.substr(0, end));
   if (!status) return std::nullopt;
   Signature s;
@@ -119,6 +134,19 @@ Signature signature_of(const reports::ResultRecord& r) {
     case Status::kFailToLoad:
       s.detail = normalize_message(r.error);
       break;
+    case Status::kPass:
+      if (r.pass_suspicious) {
+        s.suspicious = true;
+        double worst = -1;
+        for (const auto& a : r.accuracy) {
+          const double ratio = a.rmse_vs_fp64 / std::max(a.rmse_eager_vs_fp64, 1e-300);
+          if (ratio > worst) {
+            worst = ratio;
+            s.detail = a.dtype;
+          }
+        }
+      }
+      break;
     default:
       break;
   }
@@ -126,6 +154,11 @@ Signature signature_of(const reports::ResultRecord& r) {
 }
 
 bool same_failure(const Signature& locked, const Signature& got) {
+  if (locked.suspicious) {
+    const bool accuracy = got.suspicious || got.status == Status::kFailAccuracy;
+    return accuracy && got.detail.substr(0, got.detail.find(' ')) == locked.detail;
+  }
+  if (got.suspicious) return false;
   if (locked.status != got.status || locked.detail != got.detail) return false;
   if (locked.status != Status::kFailAccuracy || locked.detail.ends_with("nonfinite")) return true;
   // Cutting away the nodes after a bug removes what attenuated its error (a linear with small

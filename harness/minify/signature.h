@@ -16,9 +16,14 @@ struct Signature {
   // message with paths, numbers and value names taken out; crash: the signal.
   std::string detail;
   int band = 0;  // fail_accuracy only
+  // A pass far from fp64 (pass_suspicious): status is pass, detail the dtype of the output
+  // farthest from fp64 relative to eager. Minified only when asked (--signature suspicious).
+  bool suspicious = false;
 
-  bool failing() const;     // any status but pass (and the eager-side ones, which fail no backend)
-  std::string str() const;  // "fail_accuracy f32 band 0", "fail_to_compile: error: no ..."
+  // Any status but pass (and the eager-side ones, which fail no backend), or a suspicious pass.
+  bool failing() const;
+  // "fail_accuracy f32 band 0", "fail_to_compile: error: no ...", "pass_suspicious f32".
+  std::string str() const;
   // Reads back what str() wrote; nullopt when it is not a signature.
   static std::optional<Signature> parse(const std::string& text);
 };
@@ -28,7 +33,8 @@ Signature signature_of(const reports::ResultRecord& r);
 
 // Whether `got` is the same failure as `locked`: the same status, and the same detail (for
 // accuracy: the same dtype, and an error no more than one decade below the locked one, or both
-// nonfinite).
+// nonfinite). A suspicious pass is matched by a suspicious pass or an accuracy failure of its
+// dtype: the same small error grows past the tolerance once what diluted it is cut away.
 bool same_failure(const Signature& locked, const Signature& got);
 
 // An error message reduced to what identifies the failure: the first line that says "error:"

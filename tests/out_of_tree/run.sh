@@ -8,6 +8,15 @@ src_dir=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
+# Every backend the tree built is installed and found by name (the libtorch peers where built).
+installed=$("$work/prefix/bin/crucible" list backends)
+for plugin in "$build_dir"/lib/crucible/crucible_backend_*.so; do
+  name=$(basename "$plugin" .so)
+  name=${name#crucible_backend_}
+  test -f "$work/prefix/lib/crucible/crucible_backend_$name.so" || { echo "not installed: $plugin" >&2; exit 1; }
+  grep -q "^$name " <<<"$installed" || { echo "the installed crucible does not list $name:" >&2; echo "$installed" >&2; exit 1; }
+done
+echo "every built backend installed: $(ls "$build_dir"/lib/crucible | tr '\n' ' ')"
 cmake -S "$src_dir" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/build" >/dev/null
 test -f "$work/build/crucible_backend_doubling.so"
@@ -29,7 +38,15 @@ echo "out-of-tree plugin built against the installed tree and loaded: ok"
   --replays 2 -o "$work/repro" --db "$work/minify.db" | tee "$work/minify.out"
 grep -q "nodes -> 1 (1 compute), replayed 2/2" "$work/minify.out"
 grep -qx "backend_version 1.0" "$work/repro/manifest.txt"
-"$work/prefix/bin/crucible" repro "$work/repro" --plugin-path "$work/build" --times 2 | grep -q "reproduced 2/2"
+# The manifest records the plugin file, so the repro finds the out-of-tree backend on its own.
+grep -qx "plugin_file $work/build/crucible_backend_doubling.so" "$work/repro/manifest.txt"
+"$work/prefix/bin/crucible" repro "$work/repro" --times 2 | grep -q "reproduced 2/2"
+# --plugin-path still comes first: an eager build under the doubling name does not reproduce.
+mkdir "$work/override"
+cp "$work/prefix/lib/crucible/crucible_backend_eager.so" "$work/override/crucible_backend_doubling.so"
+if "$work/prefix/bin/crucible" repro "$work/repro" --plugin-path "$work/override" --times 1 >"$work/override.out" 2>&1; then
+  echo "--plugin-path did not override the recorded plugin" >&2; cat "$work/override.out" >&2; exit 1
+fi
 echo "out-of-tree plugin minified and its repro rerun: ok"
 
 # The host: no CMAKE_CXX_STANDARD of its own, so C++20 must come from the exported targets.

@@ -26,8 +26,8 @@ size_t parse_count(const std::string& key, const std::string& v) {
 }
 
 Injection parse_injection(const std::string& spec) {
-  static const std::set<std::string> kKinds = {"times2", "no_cast", "offbyone", "bad_init",
-                                               "crash"};
+  static const std::set<std::string> kKinds = {"times2",   "drift",    "no_cast",
+                                               "offbyone", "bad_init", "crash"};
   const size_t colon = spec.find(':');
   const size_t at = spec.find('@');
   const std::string kind =
@@ -37,8 +37,8 @@ Injection parse_injection(const std::string& spec) {
   if (colon == std::string::npos || colon == 0 || !kKinds.contains(kind) ||
       (at != std::string::npos && (at < colon || at + 1 == spec.size()))) {
     throw Error(fmt::format(
-        "codegen: -c inject={} is not OP:KIND[@NAME] with KIND one of times2, no_cast, offbyone, "
-        "bad_init, crash",
+        "codegen: -c inject={} is not OP:KIND[@NAME] with KIND one of times2, drift, no_cast, "
+        "offbyone, bad_init, crash",
         spec));
   }
   Injection inj{spec.substr(0, colon), kind, at == std::string::npos ? "" : spec.substr(at + 1)};
