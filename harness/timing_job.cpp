@@ -27,6 +27,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <optional>
 #include <set>
@@ -58,6 +59,14 @@ double working_set_mb(const Graph& g) {
 }
 
 using Clock = std::chrono::steady_clock;
+
+// The CPU time of every thread of this process, in ms: a sample's cpu_time (Google Benchmark's
+// column) beside its wall time.
+double process_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
 using reports::Status;
 
 constexpr uint64_t kSecondSetStream = 0x5e7b;  // derive_seed(seed, this): input set B
@@ -661,6 +670,7 @@ class TimingJob {
       attribute_cpu(watch_->read(active_), "");
       const ContentionSnapshot before = take_contention_snapshot();
       const PerfCounters::Reading c0 = counters_.read();
+      const double cpu0 = process_cpu_ms();
       int64_t next = 0;
       bool restore = false;
       for (int64_t at : {std::min(fresh_at, control_at), std::max(fresh_at, control_at)}) {
@@ -690,6 +700,7 @@ class TimingJob {
       // following calls to complete in; they are audited below.)
       last_at_return = audit_off() ? std::vector<uint64_t>() : digest_all(outs.back());
       const PerfCounters::Reading c1 = counters_.read();
+      const double cpu1 = process_cpu_ms();
       b.meter.add_sample(before, take_contention_snapshot());
       attribute_cpu(watch_->read(b.name), b.name);
       active_ = b.name;
@@ -703,6 +714,7 @@ class TimingJob {
       if (std::isfinite(c0.cycles)) b.r.cycles.push_back((c1.cycles - c0.cycles) / kd);
       if (std::isfinite(c0.page_faults))
         b.r.page_faults.push_back((c1.page_faults - c0.page_faults) / kd);
+      b.r.cpu_ms.push_back((cpu1 - cpu0) / kd);
     });
     if (b.ok && !audit_off()) {
       // Single calls, less what reading the clock costs.

@@ -23,6 +23,7 @@ void pool_timing(reports::ResultRecord& into, const reports::ResultRecord& more)
   append(into.instructions, more.instructions);
   append(into.cycles, more.cycles);
   append(into.page_faults, more.page_faults);
+  append(into.cpu_ms, more.cpu_ms);
   into.calls_per_sample = std::max(into.calls_per_sample, more.calls_per_sample);
   if (into.counters_unavailable.empty()) into.counters_unavailable = more.counters_unavailable;
   // The pooled audit: the worst share of the worker's time, the least coverage of any process.

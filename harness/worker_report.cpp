@@ -55,6 +55,18 @@ std::vector<std::string> split(const std::string& line) {
 
 std::string num(double v) { return fmt::format("{}", v); }
 
+// The per-call series a result carries, by the name their report lines use.
+using Series = std::vector<double> reports::ResultRecord::*;
+constexpr std::pair<const char*, Series> kSeries[] = {
+    {"instructions", &reports::ResultRecord::instructions},
+    {"cycles", &reports::ResultRecord::cycles},
+    {"page_faults", &reports::ResultRecord::page_faults},
+    {"cpu_ms", &reports::ResultRecord::cpu_ms},
+    {"sim_instructions", &reports::ResultRecord::sim_instructions},
+    {"sim_d1_misses", &reports::ResultRecord::sim_d1_misses},
+    {"sim_ll_misses", &reports::ResultRecord::sim_ll_misses},
+};
+
 }  // namespace
 
 ReportWriter::ReportWriter(const std::filesystem::path& path) : f_(std::fopen(path.c_str(), "a")) {
@@ -114,12 +126,8 @@ void ReportWriter::result(const reports::ResultRecord& r) {
   if (r.audit_share && r.audit_coverage)
     line({"audit_cost", num(*r.audit_share), num(*r.audit_coverage)});
   if (!r.disturbed_by.empty()) line({"disturbed_by", r.disturbed_by});
-  for (const auto& [name, series] :
-       {std::pair{"instructions", &r.instructions}, std::pair{"cycles", &r.cycles},
-        std::pair{"page_faults", &r.page_faults},
-        std::pair{"sim_instructions", &r.sim_instructions},
-        std::pair{"sim_d1_misses", &r.sim_d1_misses},
-        std::pair{"sim_ll_misses", &r.sim_ll_misses}}) {
+  for (const auto& [name, member] : kSeries) {
+    const std::vector<double>* series = &(r.*member);
     if (series->empty()) continue;
     std::vector<std::string> fields{"series", name};
     for (double v : *series) fields.push_back(num(v));
@@ -231,13 +239,10 @@ WorkerReport read_report(const std::filesystem::path& path) {
       } else if (k == "disturbed_by") {
         cur.disturbed_by = f.at(1);
       } else if (k == "series" && f.size() >= 2) {
-        std::vector<double>* series = f[1] == "instructions"       ? &cur.instructions
-                                      : f[1] == "cycles"           ? &cur.cycles
-                                      : f[1] == "page_faults"      ? &cur.page_faults
-                                      : f[1] == "sim_instructions" ? &cur.sim_instructions
-                                      : f[1] == "sim_d1_misses"    ? &cur.sim_d1_misses
-                                      : f[1] == "sim_ll_misses"    ? &cur.sim_ll_misses
-                                                                   : nullptr;
+        std::vector<double>* series = nullptr;
+        for (const auto& [name, member] : kSeries) {
+          if (f[1] == name) series = &(cur.*member);
+        }
         if (series == nullptr) throw Error("unknown series '" + f[1] + "'");
         for (size_t i = 2; i < f.size(); ++i) series->push_back(d(f[i]));
       } else if (k == "counters_unavailable") {

@@ -235,6 +235,29 @@ TEST_F(HarnessRun, BothModesRecordSamplesSpeedupAndKernels) {
             "dev,name,batch_size,speedup,abs_latency,compilation_latency,compression_ratio,eager_"
             "peak_mem,dynamo_peak_mem,audited,audit_share,audit_coverage");
   EXPECT_EQ(store->integrity_check(), "ok");
+
+  // Each timed call's CPU time is taken beside its wall time, and Google Benchmark's JSON carries
+  // it as cpu_time, in a unit its compare.py prints (a graph of microseconds in ns), with the
+  // mean/median/stddev/cv aggregates and the run's threads.
+  ASSERT_EQ(perf.cpu_ms.size(), perf.samples_ms.size());
+  for (double c : perf.cpu_ms) EXPECT_GT(c, 0);
+  const fs::path json = dir_ / "gbench.json";
+  ASSERT_EQ(run_crucible("export-results " + std::to_string(run.id) + " --format gbench-json -o " +
+                         json.string() + " --db " + (dir_ / "r.db").string())
+                .status,
+            0);
+  auto py = testing::run_command(
+      "/usr/bin/python3 -c 'import sys, json\n"
+      "b = [x for x in json.load(open(sys.argv[1]))[\"benchmarks\"] if "
+      "x[\"run_name\"] == \"suite/m_a/faulty\"]\n"
+      "it = [x for x in b if x[\"run_type\"] == \"iteration\"]\n"
+      "agg = {x[\"aggregate_name\"]: x for x in b if x[\"run_type\"] == \"aggregate\"}\n"
+      "print(len(it), sorted(agg), it[0][\"time_unit\"], it[0][\"threads\"] >= 1, "
+      "all(x[\"cpu_time\"] > 0 for x in it), agg[\"cv\"][\"aggregate_unit\"], "
+      "it[0][\"real_time\"] > 100)' " +
+      json.string());
+  ASSERT_EQ(py.status, 0) << py.err;
+  EXPECT_EQ(py.out, "4 ['cv', 'mean', 'median', 'stddev'] ns True True percentage True\n");
 }
 
 // Waits for a file another process creates; false after two minutes (a hang, not a timing).

@@ -281,6 +281,11 @@ TEST_F(History, ExportsReadByTheirTools) {
   // 2 profiled results x 2 kernels x 10 calls each: one event per kernel call.
   EXPECT_EQ(r.out, "40 2 cpp_fused_add_0 extern::gemm\n");
 
+  // A result that is not the run's is said as such, not as "no kernel timings".
+  r = run_crucible("export-results 1 --format chrome-trace --result 999" + db());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("run 1 has no result 999 (its results are"), std::string::npos) << r.err;
+
   r = run_crucible("export-results 1 --format csv -o " + (dir_ / "csv").string() + db());
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(testing::read_all(dir_ / "csv" / "codegen_performance.csv").find("cpu,sin_cos,4,2."),

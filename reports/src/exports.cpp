@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "crucible/reports/html_report.h"
@@ -29,8 +30,21 @@ std::string xml_escape(const std::string& s) {
 
 }  // namespace
 
+namespace {
+
+// Google Benchmark's unit for a benchmark whose calls take `ms`: compare.py prints times with no
+// decimals, so a sub-millisecond graph in ms would read 0.
+struct TimeUnit {
+  const char* name;
+  double per_ms;
+};
+TimeUnit unit_for(double ms) { return ms < 1 ? TimeUnit{"ns", 1e6} : TimeUnit{"us", 1e3}; }
+
+}  // namespace
+
 void write_gbench_json(Store& store, int64_t run_id, std::ostream& out) {
   const RunRow run = store.run(run_id);
+  const int threads = run.threads > 0 ? run.threads : std::max(run.cores, 1);
   out << "{\n  \"context\": {\n";
   out << fmt::format(
       "    \"date\": {},\n    \"host_name\": {},\n    \"num_cpus\": {},\n"
@@ -39,19 +53,51 @@ void write_gbench_json(Store& store, int64_t run_id, std::ostream& out) {
       json_string(run.started_at), json_string(run.hostname), run.cores, run.id,
       json_string(run.git_commit));
   bool first = true;
+  int family = 0;
   for (const ResultRow& r : store.results(run_id)) {
     if (r.mode != "performance" || r.samples_ms.empty()) continue;
-    const std::string name = json_string(fmt::format("{}/{}/{}", r.suite, r.model, r.backend));
-    for (size_t i = 0; i < r.samples_ms.size(); ++i) {
+    const std::string run_name = fmt::format("{}/{}/{}", r.suite, r.model, r.backend);
+    const TimeUnit unit = unit_for(r.stats.median);
+    // cpu_time from the worker's CPU clock (every thread's); results stored before it was
+    // measured carry their wall time there, as a single-threaded benchmark would.
+    const bool have_cpu = r.cpu_ms.size() == r.samples_ms.size();
+    const std::vector<double>& cpu = have_cpu ? r.cpu_ms : r.samples_ms;
+    auto row = [&](const std::string& name, const std::string& kind, double real_ms, double cpu_ms,
+                   const std::string& extra) {
       out << (first ? "\n" : ",\n");
       first = false;
       out << fmt::format(
-          "    {{\"name\": {0}, \"run_name\": {0}, \"run_type\": \"iteration\", "
-          "\"repetitions\": {1}, \"repetition_index\": {2}, \"threads\": 1, "
-          "\"iterations\": {3}, \"real_time\": {4}, \"cpu_time\": {4}, \"time_unit\": \"ms\"}}",
-          name, r.samples_ms.size(), i, std::max<int64_t>(r.calls_per_sample, 1),
-          json_number(r.samples_ms[i]));
+          "    {{\"name\": {}, \"family_index\": {}, \"per_family_instance_index\": 0, "
+          "\"run_name\": {}, \"run_type\": \"{}\", \"repetitions\": {}, {}\"threads\": {}, "
+          "\"iterations\": {}, \"real_time\": {}, \"cpu_time\": {}, \"time_unit\": \"{}\"}}",
+          json_string(name), family, json_string(run_name), kind, r.samples_ms.size(), extra,
+          threads, std::max<int64_t>(r.calls_per_sample, 1), json_number(real_ms * unit.per_ms),
+          json_number(cpu_ms * unit.per_ms), unit.name);
+    };
+    for (size_t i = 0; i < r.samples_ms.size(); ++i) {
+      row(run_name, "iteration", r.samples_ms[i], cpu[i],
+          fmt::format("\"repetition_index\": {}, ", i));
     }
+    // The aggregates Google Benchmark writes after repetitions, which compare.py's U test and
+    // its per-aggregate lines read.
+    const SampleStats real = summarize(r.samples_ms), cpus = summarize(cpu);
+    const auto aggregate = [&](const char* what, const char* unit_kind, double real_v, double cpu_v,
+                               double scale) {
+      out << (first ? "\n" : ",\n");
+      out << fmt::format(
+          "    {{\"name\": {}, \"family_index\": {}, \"per_family_instance_index\": 0, "
+          "\"run_name\": {}, \"run_type\": \"aggregate\", \"repetitions\": {}, "
+          "\"threads\": {}, \"aggregate_name\": \"{}\", \"aggregate_unit\": \"{}\", "
+          "\"iterations\": {}, \"real_time\": {}, \"cpu_time\": {}, \"time_unit\": \"{}\"}}",
+          json_string(run_name + "_" + what), family, json_string(run_name), r.samples_ms.size(),
+          threads, what, unit_kind, r.samples_ms.size(), json_number(real_v * scale),
+          json_number(cpu_v * scale), unit.name);
+    };
+    aggregate("mean", "time", real.mean, cpus.mean, unit.per_ms);
+    aggregate("median", "time", real.median, cpus.median, unit.per_ms);
+    aggregate("stddev", "time", real.stdev, cpus.stdev, unit.per_ms);
+    aggregate("cv", "percentage", real.cv, cpus.cv, 1.0);
+    ++family;
   }
   out << "\n  ]\n}\n";
 }
@@ -105,7 +151,17 @@ void write_junit(Store& store, int64_t run_id, std::ostream& out) {
 void write_chrome_trace(Store& store, int64_t run_id, int64_t result_id, std::ostream& out) {
   store.run(run_id);  // a run that does not exist is said as such
   std::vector<std::pair<ResultRow, std::vector<KernelTiming>>> profiled;
-  for (ResultRow& r : store.results(run_id)) {
+  std::vector<ResultRow> rows = store.results(run_id);
+  if (result_id != 0 && std::none_of(rows.begin(), rows.end(),
+                                     [&](const ResultRow& r) { return r.id == result_id; })) {
+    throw StoreError(
+        rows.empty()
+            ? fmt::format("run {} has no results, so no result {}", run_id, result_id)
+            : fmt::format("run {} has no result {} (its results are {} to {}; crucible results {} "
+                          "lists them)",
+                          run_id, result_id, rows.front().id, rows.back().id, run_id));
+  }
+  for (ResultRow& r : rows) {
     if (result_id != 0 && r.id != result_id) continue;
     std::vector<KernelTiming> ks = store.kernels(r.id, true);
     if (!ks.empty()) profiled.push_back({std::move(r), std::move(ks)});

@@ -5,6 +5,7 @@
 // Migration 5 -> 6: a run's uuid (what `db merge` knows a run by) and an index per series.
 // Migration 6 -> 7: the audit's share and coverage. Migration 7 -> 8: simulated counters.
 // Migration 8 -> 9: a run's planned result count, so a merge can tell a shard that lost models.
+// Migration 9 -> 10: each timed call's CPU time (Google Benchmark's cpu_time).
 #include "schema.h"
 
 namespace crucible::reports {
@@ -179,6 +180,9 @@ ALTER TABLE kernels ADD COLUMN instructions REAL;
 )sql",
       R"sql(
 ALTER TABLE runs ADD COLUMN planned_results INTEGER;
+)sql",
+      R"sql(
+ALTER TABLE results ADD COLUMN cpu_ms BLOB;
 )sql",
   };
   return kMigrations;

@@ -287,9 +287,9 @@ int64_t Store::insert_result(int64_t run_id, const ResultRecord& r) {
               " audit, instructions, cycles, page_faults, instructions_median, instructions_cv,"
               " counters_unavailable, noisy, noise_reason, contention_json, attempts,"
               " pass_suspicious, backend_version, audit_share, audit_coverage, disturbed_by,"
-              " sim_instructions, sim_d1_misses, sim_ll_misses, sim_instructions_median)"
+              " sim_instructions, sim_d1_misses, sim_ll_misses, sim_instructions_median, cpu_ms)"
               " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-              " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+              " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   s.bind(1, run_id)
       .bind(2, r.suite)
       .bind(3, r.model)
@@ -358,6 +358,7 @@ int64_t Store::insert_result(int64_t run_id, const ResultRecord& r) {
   bind_doubles(44, r.sim_d1_misses);
   bind_doubles(45, r.sim_ll_misses);
   s.bind(46, finite(summarize(r.sim_instructions).median));
+  bind_doubles(47, r.cpu_ms);
   s.run();
   const int64_t id = sqlite3_last_insert_rowid(db_);
   Statement acc(db_,
@@ -454,7 +455,7 @@ std::vector<RunRow> Store::run_rows(int64_t run_id, int limit) {
               "SELECT r.id, r.started_at, coalesce(r.finished_at, ''), r.status, r.tag, r.suites, "
               "r.backends, r.mode,"
               " r.hostname, coalesce(r.git_commit, ''), coalesce(r.cores, 0),"
-              " (SELECT count(*) FROM results x WHERE x.run_id = r.id)"
+              " (SELECT count(*) FROM results x WHERE x.run_id = r.id), coalesce(r.threads, 0)"
               " FROM runs r WHERE ?1 = 0 OR r.id = ?1 ORDER BY r.id DESC LIMIT ?2");
   q.bind(1, run_id).bind(2, static_cast<int64_t>(limit));
   std::vector<RunRow> out;
@@ -472,6 +473,7 @@ std::vector<RunRow> Store::run_rows(int64_t run_id, int limit) {
     r.git_commit = q.text(9);
     r.cores = static_cast<int>(q.int64(10));
     r.results = q.int64(11);
+    r.threads = static_cast<int>(q.int64(12));
     out.push_back(std::move(r));
   }
   return out;
@@ -484,7 +486,7 @@ std::vector<ResultRow> Store::results(int64_t run_id) {
               " compile_warm_s, peak_rss_mb, memory_ratio,"
               " (SELECT max(max_abs_err) FROM accuracy a WHERE a.result_id = results.id),"
               " noisy, pass_suspicious, audit, coalesce(calls_per_sample, 0), instructions_median,"
-              " backend_version, audit_share, audit_coverage, disturbed_by"
+              " backend_version, audit_share, audit_coverage, disturbed_by, cpu_ms"
               " FROM results WHERE run_id = ? ORDER BY id");
   q.bind(1, run_id);
   std::vector<ResultRow> out;
@@ -516,6 +518,7 @@ std::vector<ResultRow> Store::results(int64_t run_id) {
     r.audit_share = q.optional_real(22);
     r.audit_coverage = q.optional_real(23);
     r.disturbed_by = q.text(24);
+    r.cpu_ms = q.doubles_blob(25);
     out.push_back(std::move(r));
   }
   return out;

@@ -110,6 +110,8 @@ struct ResultRecord {
   std::optional<double> audit_coverage;  // timed calls whose outputs were checked / timed calls
   std::string disturbed_by;  // backends whose threads ran while this one was timed ("" for none)
   std::vector<double> instructions, cycles, page_faults;  // per call, parallel to samples_ms
+  // Per call, parallel to samples_ms: the timing worker's CPU time (every thread's), in ms.
+  std::vector<double> cpu_ms;
   std::string counters_unavailable;  // counters the kernel refused, and why ("" when all counted)
   // Per call, from Valgrind's cache simulator (--counters cachegrind): instructions, D1 misses
   // (reads and writes) and last-level misses, on calls run alone on one thread after the timing.

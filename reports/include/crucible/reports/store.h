@@ -26,6 +26,7 @@ struct RunRow {
   int64_t id = 0;
   std::string started_at, finished_at, status, tag, suites, backends, mode, hostname, git_commit;
   int cores = 0;
+  int threads = 0;  // OpenMP threads per worker as the run recorded them (0: unknown)
   int64_t results = 0;
 };
 
@@ -46,6 +47,7 @@ struct ResultRow {
   std::string disturbed_by;
   int64_t calls_per_sample = 0;
   std::optional<double> instructions_median;
+  std::vector<double> cpu_ms;  // per call, parallel to samples_ms (empty before schema 10)
 };
 
 // `crucible history`: one series (model, backend) over runs, oldest first.
@@ -110,7 +112,7 @@ struct MergeOptions {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 9;
+  static constexpr int kSchemaVersion = 10;
 
   // Opens (creating if needed) and migrates the database; marks runs left 'running' by a process
   // that no longer exists on this host as 'incomplete'. Throws StoreError naming the file.
