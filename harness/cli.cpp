@@ -56,9 +56,9 @@ std::string version_text() {
 #if defined(__clang__)
                      "clang " __clang_version__,
 #elif defined(__GNUC__)
-                      "GCC " __VERSION__,
+                     "GCC " __VERSION__,
 #else
-                      "an unknown compiler",
+                     "an unknown compiler",
 #endif
                      CRUCIBLE_BUILT_ARCH);
 }
