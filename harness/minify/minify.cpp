@@ -187,10 +187,16 @@ MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& o
   info.code_hash = res.culprit.code_hash;
   info.seed = opts.seed;
   info.backend_version = res.backend_version;
-  info.plugin_file = std::filesystem::absolute(
-                         find_plugin(info.backend, plugin_search_path(opts.oracle.plugin_paths)))
-                         .lexically_normal()
-                         .string();
+  // Where the backend was found, so `crucible repro` finds it again; an oracle that loads no
+  // plugin file (a test's) records none.
+  try {
+    info.plugin_file = std::filesystem::absolute(
+                           find_plugin(info.backend, plugin_search_path(opts.oracle.plugin_paths)))
+                           .lexically_normal()
+                           .string();
+  } catch (const PluginError&) {
+    info.plugin_file.clear();  // nothing to record; repro searches the usual path
+  }
   write_repro(opts.out, found, info);
   if (res.replays_ok < opts.replays) {
     return finish(MinifyResult::Outcome::kNotReproduced,
