@@ -75,7 +75,8 @@ int calibrate_command(const std::vector<std::string>& args) {
   std::map<std::pair<std::string, std::string>, std::map<std::string, Series>> by_model;
   for (int64_t id : run_ids) {
     for (const auto& r : store->results(id)) {
-      if (r.mode != "performance" || r.status != "pass" || r.samples_ms.empty()) continue;
+      if (r.mode != "performance" || r.status != reports::Status::kPass || r.samples_ms.empty())
+        continue;
       Series& s = by_model[{r.suite, r.model}][r.backend];
       s.medians.push_back(r.stats.median);
       s.within_cv.push_back(r.stats.cv);

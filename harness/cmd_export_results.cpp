@@ -23,7 +23,7 @@ std::vector<reports::ResultRecord> as_records(reports::Store& store, int64_t run
   for (const reports::ResultRow& row : store.results(run_id)) {
     reports::ResultRecord r =
         reports::make_result(row.suite, row.model, row.backend, row.mode, row.batch_size);
-    r.status = reports::status_from_name(row.status).value_or(reports::Status::kFailToRun);
+    r.status = row.status;
     r.samples_ms = row.samples_ms;
     r.speedup = row.speedup;
     r.compile_s = row.compile_s;

@@ -35,7 +35,7 @@ std::vector<HistorySeries> nightlies(int runs, int models, double machine, doubl
     for (HistorySeries& s : out) {
       SeriesPoint p;
       p.run_id = r;
-      p.status = "pass";
+      p.status = reports::Status::kPass;
       p.fingerprint = "cpu=A";
       p.commit = "c" + std::to_string(r);
       const double level = factor * shape(r, s.key.model, s.key.backend) *

@@ -38,7 +38,7 @@ TEST(Detector, AccuracyAndEnvironmentAreSaidNotMeasured) {
     SeriesPoint p;
     p.run_id = r + 1;
     p.fingerprint = "e";
-    p.status = r == 2 ? "fail_accuracy" : "pass";
+    p.status = r == 2 ? reports::Status::kFailAccuracy : reports::Status::kPass;
     s.push_back(p);
   }
   const auto alerts = detect_changes(s);

@@ -84,7 +84,7 @@ TEST_F(HarnessRun, EveryFaultBecomesItsStatusAndTheRunFinishes) {
   for (const auto& [model, status] : expected) {
     ASSERT_TRUE(res.contains(model + "/faulty/accuracy")) << model;
     const auto& row = res[model + "/faulty/accuracy"];
-    EXPECT_EQ(row.status, status) << model << ": " << row.error;
+    EXPECT_EQ(reports::status_name(row.status), status) << model << ": " << row.error;
     // The plugin's own version, from the worker's report: kept even when the worker died.
     EXPECT_EQ(row.backend_version, "test") << model;
   }
@@ -207,7 +207,7 @@ TEST_F(HarnessRun, BothModesRecordSamplesSpeedupAndKernels) {
   auto run = store->runs().at(0);
   auto res = results_by_model(*store, run.id);
   const auto& perf = res["m_a/faulty/performance"];
-  EXPECT_EQ(perf.status, "pass") << perf.error;
+  EXPECT_EQ(perf.status, reports::Status::kPass) << perf.error;
   EXPECT_EQ(perf.samples_ms.size(), 4u);
   ASSERT_TRUE(perf.speedup.has_value());
   EXPECT_GT(*perf.speedup, 0);
@@ -225,11 +225,11 @@ TEST_F(HarnessRun, BothModesRecordSamplesSpeedupAndKernels) {
     EXPECT_TRUE(k.name == "eager::mul" || k.name == "eager::neg") << k.name;
     EXPECT_EQ(k.calls, 1);  // per iteration
   }
-  EXPECT_EQ(res["m_skip/eager/accuracy"].status, "skipped");
+  EXPECT_EQ(res["m_skip/eager/accuracy"].status, reports::Status::kSkipped);
   EXPECT_EQ(res["m_skip/eager/accuracy"].error, "needs conv2d");
-  EXPECT_EQ(res["m_x/faulty/accuracy"].status, "xfail");
-  EXPECT_EQ(res["m_x/faulty/performance"].status,
-            "skipped");  // not timed: it did not pass accuracy
+  EXPECT_EQ(res["m_x/faulty/accuracy"].status, reports::Status::kXfail);
+  // Not timed: it did not pass accuracy.
+  EXPECT_EQ(res["m_x/faulty/performance"].status, reports::Status::kSkipped);
   std::string csv = testing::read_all(out() / "faulty_performance.csv");
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "dev,name,batch_size,speedup,abs_latency,compilation_latency,compression_ratio,eager_"
@@ -284,7 +284,7 @@ TEST_F(HarnessRun, MinTimeSamplesFastGraphsLongerAndThreadsAreBound) {
   auto res = results_by_model(*store, run_id);
   for (const std::string b : {"eager", "faulty"}) {
     const auto& perf = res["m_a/" + b + "/performance"];
-    EXPECT_EQ(perf.status, "pass") << perf.error;
+    EXPECT_EQ(perf.status, reports::Status::kPass) << perf.error;
     EXPECT_GT(perf.samples_ms.size(), 3u) << b;
     EXPECT_LE(perf.samples_ms.size(), 300u) << b;
     double timed = 0;
@@ -321,7 +321,7 @@ TEST_F(HarnessRun, MinTimeSamplesFastGraphsLongerAndThreadsAreBound) {
   res = results_by_model(*store, store->runs().at(0).id);
   for (const std::string b : {"eager", "faulty"}) {
     const auto& perf = res["m_a/" + b + "/performance"];
-    EXPECT_EQ(perf.status, "pass") << perf.error;
+    EXPECT_EQ(perf.status, reports::Status::kPass) << perf.error;
     EXPECT_EQ(perf.samples_ms.size(), 6u) << b;
   }
   EXPECT_TRUE(res["m_a/faulty/performance"].speedup.has_value());
@@ -386,7 +386,8 @@ TEST_F(HarnessRun, KilledRunLeavesCompleteRowsOnlyAndIsMarkedIncomplete) {
       for (const char* b : {"eager", "faulty"}) {
         auto it = rows.find(m + "/" + b + "/accuracy");
         if (it == rows.end()) continue;
-        EXPECT_EQ(it->second.status, "pass") << m << " " << b << ": " << it->second.error;
+        EXPECT_EQ(it->second.status, reports::Status::kPass)
+            << m << " " << b << ": " << it->second.error;
         EXPECT_EQ(store->accuracy(it->second.id).size(), 1u) << m << " " << b;
       }
     }
@@ -417,7 +418,7 @@ TEST_F(HarnessRun, CodegenInjectedBugsGetTheirStatuses) {
     auto store = reports::Store::open(dir_ / "r.db");
     auto rows = store->results(store->runs().at(0).id);
     ASSERT_EQ(rows.size(), 1u) << c.inject << r.err;
-    EXPECT_EQ(rows[0].status, c.status) << c.inject << ": " << rows[0].error;
+    EXPECT_EQ(reports::status_name(rows[0].status), c.status) << c.inject << ": " << rows[0].error;
     EXPECT_EQ(r.status, c.status == "pass" ? 0 : 1) << c.inject;
   }
 }
@@ -480,20 +481,20 @@ TEST_F(HarnessRun, UnloadablePluginIsFailToLoadPerModelAndTheOthersRun) {
   for (const std::string m : {"m_a", "m_b"}) {
     for (const std::string mode : {"accuracy", "performance"}) {
       const auto& eager = res[m + "/eager/" + mode];
-      EXPECT_EQ(eager.status, "pass") << m << " " << mode << ": " << eager.error;
+      EXPECT_EQ(eager.status, reports::Status::kPass) << m << " " << mode << ": " << eager.error;
       const auto& abi = res[m + "/" + wrong_abi + "/" + mode];
-      EXPECT_EQ(abi.status, "fail_to_load") << m << " " << mode;
+      EXPECT_EQ(abi.status, reports::Status::kFailToLoad) << m << " " << mode;
       EXPECT_NE(abi.error.find("wrong_abi_plugin.so: plugin ABI version 999 does not match"),
                 std::string::npos)
           << abi.error;
       const auto& cut = res[m + "/" + truncated.string() + "/" + mode];
-      EXPECT_EQ(cut.status, "fail_to_load") << m << " " << mode;
+      EXPECT_EQ(cut.status, reports::Status::kFailToLoad) << m << " " << mode;
       EXPECT_NE(cut.error.find("truncated.so: not a loadable shared library (truncated"),
                 std::string::npos)
           << cut.error;
     }
     const auto& exited = res[m + "/exit0/accuracy"];
-    EXPECT_EQ(exited.status, "fail_to_run") << exited.error;
+    EXPECT_EQ(exited.status, reports::Status::kFailToRun) << exited.error;
     EXPECT_NE(exited.error.find("worker exited with status 0 during run of exit0"),
               std::string::npos)
         << exited.error;
@@ -509,8 +510,9 @@ TEST_F(HarnessRun, UnloadablePluginIsFailToLoadPerModelAndTheOthersRun) {
   ASSERT_EQ(runs2.size(), 2u);
   const int64_t second = runs2[0].id == runs[0].id ? runs2[1].id : runs2[0].id;
   auto res2 = results_by_model(*store, second);
-  EXPECT_EQ(res2["m_a/eager/performance"].status, "pass") << res2["m_a/eager/performance"].error;
-  EXPECT_EQ(res2["m_a/" + wrong_abi + "/performance"].status, "fail_to_load");
+  EXPECT_EQ(res2["m_a/eager/performance"].status, reports::Status::kPass)
+      << res2["m_a/eager/performance"].error;
+  EXPECT_EQ(res2["m_a/" + wrong_abi + "/performance"].status, reports::Status::kFailToLoad);
 }
 
 TEST_F(HarnessRun, UnloadableEagerReferenceFailsEveryBackendToLoad) {
@@ -525,8 +527,8 @@ TEST_F(HarnessRun, UnloadableEagerReferenceFailsEveryBackendToLoad) {
   EXPECT_EQ(r.status, 1) << r.err;
   auto store = reports::Store::open(dir_ / "r.db");
   auto res = results_by_model(*store, store->runs().at(0).id);
-  EXPECT_EQ(res["m_a/eager/accuracy"].status, "fail_to_load");
-  EXPECT_EQ(res["m_a/faulty/accuracy"].status, "fail_to_load");
+  EXPECT_EQ(res["m_a/eager/accuracy"].status, reports::Status::kFailToLoad);
+  EXPECT_EQ(res["m_a/faulty/accuracy"].status, reports::Status::kFailToLoad);
   EXPECT_NE(res["m_a/faulty/accuracy"].error.find(
                 "the eager reference: " + (plugins / "crucible_backend_eager.so").string() +
                 ": not a loadable shared library (not an ELF"),
@@ -562,11 +564,12 @@ TEST_F(HarnessRun, MemoryLimitIsResidentMemoryInACgroup) {
   EXPECT_EQ(r.err.find("RLIMIT_AS"), std::string::npos) << r.err;
   auto store = reports::Store::open(dir_ / "r.db");
   auto res = results_by_model(*store, store->runs().at(0).id);
-  EXPECT_EQ(res["m_ok/faulty/accuracy"].status, "pass") << res["m_ok/faulty/accuracy"].error;
-  EXPECT_EQ(res["m_reserve/faulty/accuracy"].status, "pass")
+  EXPECT_EQ(res["m_ok/faulty/accuracy"].status, reports::Status::kPass)
+      << res["m_ok/faulty/accuracy"].error;
+  EXPECT_EQ(res["m_reserve/faulty/accuracy"].status, reports::Status::kPass)
       << res["m_reserve/faulty/accuracy"].error;
   const auto& oom = res["m_oom/faulty/accuracy"];
-  EXPECT_EQ(oom.status, "oom") << oom.error;
+  EXPECT_EQ(oom.status, reports::Status::kOom) << oom.error;
   EXPECT_NE(oom.error.find("resident-memory limit 200 MB, killed by the kernel's OOM killer"),
             std::string::npos)
       << oom.error;
@@ -589,7 +592,8 @@ TEST_F(HarnessRun, SmallModelsPassAtTheLowestAcceptedLimit) {
   auto store = reports::Store::open(dir_ / "r.db");
   auto rows = store->results(store->runs().at(0).id);
   EXPECT_EQ(rows.size(), 4u);
-  for (const auto& row : rows) EXPECT_EQ(row.status, "pass") << row.model << " " << row.error;
+  for (const auto& row : rows)
+    EXPECT_EQ(row.status, reports::Status::kPass) << row.model << " " << row.error;
 }
 
 TEST_F(HarnessRun, MemoryLimitBelowWhatAWorkerNeedsIsRefused) {
@@ -627,9 +631,10 @@ TEST_F(HarnessRun, MemoryLimitBelowWhatAWorkerNeedsIsRefused) {
   EXPECT_EQ(fallback.err.find(note, at + 1), std::string::npos) << "said more than once";
   auto store = reports::Store::open(dir_ / "r.db");
   auto res = results_by_model(*store, store->runs().at(0).id);
-  EXPECT_EQ(res["m_a/faulty/accuracy"].status, "pass") << res["m_a/faulty/accuracy"].error;
+  EXPECT_EQ(res["m_a/faulty/accuracy"].status, reports::Status::kPass)
+      << res["m_a/faulty/accuracy"].error;
   // Untouched address space counts against RLIMIT_AS: that is what the cgroup limit fixes.
-  EXPECT_EQ(res["m_reserve/faulty/accuracy"].status, "oom");
+  EXPECT_EQ(res["m_reserve/faulty/accuracy"].status, reports::Status::kOom);
   EXPECT_NE(res["m_reserve/faulty/accuracy"].error.find("address-space limit 256 MB"),
             std::string::npos)
       << res["m_reserve/faulty/accuracy"].error;

@@ -207,7 +207,8 @@ TEST(ModelZooCli, SmallSuitesPassOnEagerAndCodegen) {
   auto results = store->results(store->runs().back().id);
   EXPECT_EQ(results.size(), 18u);
   for (const auto& row : results)
-    EXPECT_EQ(row.status, "pass") << row.model << " " << row.backend << ": " << row.error;
+    EXPECT_EQ(row.status, reports::Status::kPass)
+        << row.model << " " << row.backend << ": " << row.error;
   EXPECT_TRUE(fs::exists(dir / "out" / "graphs" / "transformer.gpt2.graph"));
   fs::remove_all(dir);
 }

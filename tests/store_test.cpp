@@ -172,6 +172,33 @@ TEST_F(StoreTest, RunOfADeadProcessIsMarkedIncompleteOnOpen) {
   EXPECT_EQ(Store::open(path_)->runs().at(0).status, "incomplete");
 }
 
+// A status is read back as the enum: a name this build does not know (a damaged row, a newer
+// crucible's) is an error naming the result, never a silent "not pass".
+TEST_F(StoreTest, AStatusThisBuildDoesNotKnowIsAnErrorNamingTheResult) {
+  int64_t run;
+  {
+    auto store = Store::open(path_);
+    run = store->begin_run({});
+    ResultRecord r = make_result("s", "m", "eager", "accuracy", 1);
+    r.status = Status::kFailAccuracy;
+    store->add_result(run, r);
+    EXPECT_EQ(store->results(run).at(0).status, Status::kFailAccuracy);
+  }
+  const std::string cmd =
+      "sqlite3 " + path_.string() + " \"UPDATE results SET status = 'fail_sideways'\"";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  auto store = Store::open(path_);
+  try {
+    store->results(run);
+    FAIL() << "an unknown status was read";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("result 1: status 'fail_sideways' is not one"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(store->status_history("s", "m", "eager", "accuracy", run, 10), StoreError);
+}
+
 // A database written by the first schema (before the audited timing) keeps its rows and gains
 // the new columns with their defaults.
 TEST_F(StoreTest, VersionOneDatabaseMigratesAndKeepsItsRows) {

@@ -66,7 +66,7 @@ inline Series make_series(Noise noise, std::vector<Step> steps, std::mt19937_64&
     }
     p.run_id = r + 1;
     p.fingerprint = env;
-    p.status = "pass";
+    p.status = reports::Status::kPass;
     for (int k = 0; k < kSamples; ++k) {
       double v = run_level * std::exp(noise.within * z(rng));
       if (u(rng) < 0.03) v *= 1.5;  // a preempted sample

@@ -86,12 +86,12 @@ void expect_all_caught(std::map<std::string, reports::ResultRow>& perf,
   for (const auto& c : cheats) {
     SCOPED_TRACE(model + " / cheat_" + c);
     const auto& row = perf[model + "/cheat_" + c];
-    if (c == "memo_until_new" && row.status == "pass") {
+    if (c == "memo_until_new" && row.status == reports::Status::kPass) {
       ASSERT_TRUE(row.speedup.has_value());
       EXPECT_LT(*row.speedup, 1.3);
       continue;
     }
-    EXPECT_NE(row.status, "pass") << row.error;
+    EXPECT_NE(row.status, reports::Status::kPass) << row.error;
     EXPECT_FALSE(row.speedup.has_value());
     EXPECT_FALSE(row.error.empty());
   }
@@ -106,7 +106,7 @@ TEST_F(TimingAudit, EveryPlantedCheatIsCaughtAndGetsNoSpeedup) {
   auto perf = performance();
   for (const std::string model : {"dense", "tiny_const"}) {
     const auto& eager = perf[model + "/eager"];
-    EXPECT_EQ(eager.status, "pass") << model << ": " << eager.error;
+    EXPECT_EQ(eager.status, reports::Status::kPass) << model << ": " << eager.error;
     expect_all_caught(perf, kCheats, model);
   }
   EXPECT_NE(r.out.find("fail_audit"), std::string::npos) << r.out;
@@ -175,7 +175,7 @@ TEST_F(TimingAudit, RememberingIsCaughtOnInputsOfMegabytes) {
   EXPECT_EQ(r.status, 1) << r.err << r.out;
   auto perf = performance();
   expect_all_caught(perf, {"memo_contents", "memo_few_words", "count_calls"}, "wide");
-  EXPECT_EQ(perf["wide/eager"].status, "pass") << perf["wide/eager"].error;
+  EXPECT_EQ(perf["wide/eager"].status, reports::Status::kPass) << perf["wide/eager"].error;
 }
 
 TEST_F(TimingAudit, ANonDeterministicHonestBackendPassesWithEveryCallChecked) {
@@ -184,7 +184,7 @@ TEST_F(TimingAudit, ANonDeterministicHonestBackendPassesWithEveryCallChecked) {
   EXPECT_EQ(r.status, 0) << r.err << r.out;
   for (const auto& [key, row] : performance()) {
     SCOPED_TRACE(key);
-    EXPECT_EQ(row.status, "pass") << row.error;
+    EXPECT_EQ(row.status, reports::Status::kPass) << row.error;
     ASSERT_TRUE(row.audit_coverage.has_value());
     EXPECT_EQ(*row.audit_coverage, 1.0);  // every timed call's outputs checked
     ASSERT_TRUE(row.audit_share.has_value());
@@ -206,8 +206,8 @@ TEST_F(TimingAudit, ABackendOverItsShareOfTheTimeoutTimesOutAlone) {
                "--timeout 20"));
   EXPECT_EQ(r.status, 1) << r.err << r.out;
   auto perf = performance();
-  EXPECT_EQ(perf["dense/eager"].status, "pass") << perf["dense/eager"].error;
-  EXPECT_EQ(perf["dense/cheat_slow"].status, "timeout");
+  EXPECT_EQ(perf["dense/eager"].status, reports::Status::kPass) << perf["dense/eager"].error;
+  EXPECT_EQ(perf["dense/cheat_slow"].status, reports::Status::kTimeout);
   EXPECT_NE(perf["dense/cheat_slow"].error.find("over its share"), std::string::npos)
       << perf["dense/cheat_slow"].error;
 }
@@ -219,7 +219,7 @@ TEST_F(TimingAudit, HonestBackendsPassWithABitwiseAuditOfEveryCall) {
   EXPECT_EQ(r.status, 0) << r.err << r.out;
   for (const auto& [key, row] : performance()) {
     SCOPED_TRACE(key);
-    EXPECT_EQ(row.status, "pass") << row.error;
+    EXPECT_EQ(row.status, reports::Status::kPass) << row.error;
     EXPECT_NE(row.audit.find("bitwise: every call of 6 samples"), std::string::npos) << row.audit;
     // A graph of a few microseconds is called many times per sample (--min-sample-ms 1).
     if (key.rfind("tiny_const/", 0) == 0) {
@@ -343,7 +343,7 @@ TEST_F(TimingAudit, AllcloseWithAFarWorseRmseThanEagerIsPassSuspicious) {
   std::map<std::string, reports::ResultRow> rows;
   for (auto& row : store->results(store->runs().at(0).id))
     rows[row.model + "/" + row.backend] = row;
-  EXPECT_EQ(rows["tiny_const/faulty"].status, "pass");
+  EXPECT_EQ(rows["tiny_const/faulty"].status, reports::Status::kPass);
   EXPECT_TRUE(rows["tiny_const/faulty"].pass_suspicious);
   EXPECT_FALSE(rows["dense/faulty"].pass_suspicious);
   EXPECT_FALSE(rows["tiny_const/eager"].pass_suspicious);

@@ -111,15 +111,17 @@ Table Store::compare(int64_t a, int64_t b) {
                              std::get<1>(k),
                              std::get<2>(k),
                              std::get<3>(k),
-                             x ? Cell{x->status} : Cell{},
-                             y ? Cell{y->status} : Cell{}};
+                             x ? Cell{std::string(status_name(x->status))} : Cell{},
+                             y ? Cell{std::string(status_name(y->status))} : Cell{}};
     std::string verdict;
     Cell med_a, med_b, change, lo, hi, pv, noise, kernels, sp_change, sp_lo, sp_hi;
     if (!x || !y) {
       verdict = x ? "only in A" : "only in B";
     } else if (x->status != y->status) {
-      verdict = y->status == "pass" ? "fixed: " + x->status + " -> pass"
-                                    : "status: " + x->status + " -> " + y->status;
+      verdict =
+          y->status == Status::kPass
+              ? fmt::format("fixed: {} -> pass", status_name(x->status))
+              : fmt::format("status: {} -> {}", status_name(x->status), status_name(y->status));
     } else if (!x->samples_ms.empty() && !y->samples_ms.empty()) {
       const double ma = x->stats.median, mb = y->stats.median;
       const double c = mb / ma - 1, p = mann_whitney_p(x->samples_ms, y->samples_ms);

@@ -128,14 +128,14 @@ class SeriesJudge {
 
   std::vector<Alert> run() {
     std::optional<size_t> last_timed;
-    std::string last_status;
+    std::optional<Status> last_status;
     for (size_t i = 0; i < s_.size(); ++i) {
       const SeriesPoint& p = s_[i];
-      if (last_status == "pass" && p.status != "pass") {
-        out_.push_back(
-            {"status", p.run_id, p.run_id, 1, 0, 0, 0, 1, fmt::format("pass -> {}", p.status)});
+      if (last_status == Status::kPass && p.status && p.status != Status::kPass) {
+        out_.push_back({"status", p.run_id, p.run_id, 1, 0, 0, 0, 1,
+                        fmt::format("pass -> {}", status_name(*p.status))});
       }
-      if (!p.status.empty()) last_status = p.status;
+      if (p.status) last_status = p.status;
       if (p.samples.empty()) continue;
       if (p.noisy) {
         unjudged(i, p.set_aside.empty() ? "not judged (the harness flagged this run noisy)"

@@ -117,10 +117,11 @@ void write_junit(Store& store, int64_t run_id, std::ostream& out) {
       seconds += t;
       cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\"",
                            xml_escape(name), xml_escape(r.model + " (" + r.mode + ")"), t);
-      const auto status = status_from_name(r.status);
-      const bool pass = r.status == "pass";
-      const bool skip = r.status == "skipped" || r.status == "xfail";
-      const bool wrong = r.status.rfind("fail_accuracy", 0) == 0;
+      const std::string status(status_name(r.status));
+      const bool pass = r.status == Status::kPass;
+      const bool skip = r.status == Status::kSkipped || r.status == Status::kXfail;
+      const bool wrong =
+          r.status == Status::kFailAccuracy || r.status == Status::kFailAccuracyInPerf;
       if (pass) {
         cases += "/>\n";
         continue;
@@ -128,8 +129,7 @@ void write_junit(Store& store, int64_t run_id, std::ostream& out) {
       const char* tag = skip ? "skipped" : wrong ? "failure" : "error";
       (skip ? s : wrong ? f : e) += 1;
       cases += fmt::format(">\n      <{} message=\"{}\" type=\"{}\">{}</{}>\n    </testcase>\n",
-                           tag, xml_escape(r.status), status ? xml_escape(r.status) : "unknown",
-                           xml_escape(r.error), tag);
+                           tag, xml_escape(status), xml_escape(status), xml_escape(r.error), tag);
     }
     tests += static_cast<int>(rows.size());
     failures += f;

@@ -18,6 +18,7 @@
 
 #include "crucible/core/error.h"
 #include "crucible/reports/json.h"
+#include "sqlite_db.h"
 
 namespace crucible::reports {
 
@@ -181,16 +182,62 @@ std::string fmt_opt(double v, const char* spec) {
   return std::isfinite(v) ? fmt::format(fmt::runtime(spec), v) : "–";
 }
 
+// One row of Store::report_rows(), read by column name: a new column cannot shift what is read.
 struct Point {
-  int64_t run;
-  double t;
-  std::string started, commit, status;
-  double median_ms, cv, speedup;
-  bool noisy;
-  int64_t result;
-  bool unaudited;  // timed under --no-audit
-  double audit_share, audit_coverage;
+  int64_t run = 0;
+  double t = 0;  // the run's start, seconds since the epoch
+  std::string started, commit, suite, model, backend, mode;
+  Status status = Status::kFailToRun;
+  double median_ms = NAN, cv = NAN, speedup = NAN, compile_s = NAN, memory_ratio = NAN;
+  bool noisy = false;
+  int64_t result = 0;
+  bool unaudited = false;  // timed under --no-audit
+  double audit_share = NAN, audit_coverage = NAN;
+
+  bool pass() const { return status == Status::kPass; }
+  std::string status_text() const { return std::string(status_name(status)); }
 };
+
+std::vector<Point> read_points(const Table& rows, const std::string& where) {
+  const auto col = [&](std::string_view name) {
+    const size_t c = rows.column(name);
+    if (c == rows.columns.size())
+      throw StoreError(fmt::format("{}: the report's rows have no column '{}'", where, name));
+    return c;
+  };
+  const size_t run = col("run"), started = col("started_at"), commit = col("git_commit"),
+               suite = col("suite"), model = col("model"), backend = col("backend"),
+               mode = col("mode"), status = col("status"), median = col("median_ms"),
+               cv = col("cv"), speedup = col("speedup"), compile = col("compile_s"),
+               memory = col("memory_ratio"), noisy = col("noisy"), result = col("result"),
+               unaudited = col("unaudited"), share = col("audit_share"),
+               coverage = col("audit_coverage");
+  std::vector<Point> out;
+  for (const auto& r : rows.rows) {
+    Point p;
+    p.run = std::get<int64_t>(r[run]);
+    p.started = text(r[started]);
+    p.t = epoch_of(p.started);
+    p.commit = text(r[commit]);
+    p.suite = text(r[suite]);
+    p.model = text(r[model]);
+    p.backend = text(r[backend]);
+    p.mode = text(r[mode]);
+    p.status = stored_status(text(r[status]), where);
+    p.median_ms = number(r[median]);
+    p.cv = number(r[cv]);
+    p.speedup = number(r[speedup]);
+    p.compile_s = number(r[compile]);
+    p.memory_ratio = number(r[memory]);
+    p.noisy = number(r[noisy]) > 0;
+    p.result = std::get<int64_t>(r[result]);
+    p.unaudited = number(r[unaudited]) > 0;
+    p.audit_share = number(r[share]);
+    p.audit_coverage = number(r[coverage]);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
 
 // What the audit did for one performance result, for the model pages.
 std::string audit_cell(const Point& p) {
@@ -359,108 +406,70 @@ std::string index_banner(const AlertMarks& m, int64_t newest) {
   return b + "</div>\n";
 }
 
-}  // namespace
+// Per (run, backend): accuracy statuses, speed-ups of models whose accuracy passed, compile
+// times and memory ratios.
+struct RunSummary {
+  double t = 0;
+  int checked = 0, passed = 0;
+  std::vector<double> log_speedup, compile, log_memory;
+};
 
-HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
-  HtmlReportStats st;
-  const Table rows = store.report_rows(opts.since);  // before any file: a bad store leaves none
-  fs::create_directories(opts.dir);
-  // Column positions of report_rows().
-  enum {
-    kRun,
-    kStarted,
-    kCommit,
-    kSuite,
-    kModel,
-    kBackend,
-    kMode,
-    kStatus,
-    kMedian,
-    kCv,
-    kSpeedup,
-    kCompile,
-    kMemory,
-    kNoisy,
-    kResult,
-    kUnaudited,
-    kAuditShare,
-    kAuditCoverage
-  };
-
-  // Per (run, backend): accuracy statuses, speed-ups of models whose accuracy passed, compile
-  // times and memory ratios.
-  struct RunSummary {
-    double t = 0;
-    int checked = 0, passed = 0;
-    std::vector<double> log_speedup, compile, log_memory;
-  };
-  std::map<std::string, std::map<int64_t, RunSummary>> summary;     // backend -> run -> summary
-  std::map<std::pair<int64_t, std::string>, std::string> accuracy;  // (run, suite/model/backend)
-  for (const auto& r : rows.rows) {
-    if (text(r[kMode]) == "accuracy") {
-      accuracy[{std::get<int64_t>(r[kRun]), text(r[kSuite]) + "/" + text(r[kModel]) + "/" +
-                                                text(r[kBackend])}] = text(r[kStatus]);
-    }
-  }
+// What the pages are built from, in one pass over the rows.
+struct Dashboard {
+  std::map<std::string, std::map<int64_t, RunSummary>> summary;  // backend -> run -> summary
+  // (suite, model) -> backend -> its performance results, oldest first
   std::map<std::pair<std::string, std::string>, std::map<std::string, std::vector<Point>>> models;
   std::set<int64_t> runs;
-  for (const auto& r : rows.rows) {
-    const int64_t run = std::get<int64_t>(r[kRun]);
-    runs.insert(run);
-    const std::string backend = text(r[kBackend]), mode = text(r[kMode]);
-    const bool unaudited = number(r[kUnaudited]) > 0;
-    const double t = epoch_of(text(r[kStarted]));
-    if (mode == "performance") {
-      models[{text(r[kSuite]), text(r[kModel])}][backend].push_back(
-          {run, t, text(r[kStarted]), text(r[kCommit]), text(r[kStatus]), number(r[kMedian]),
-           number(r[kCv]), number(r[kSpeedup]), number(r[kNoisy]) > 0,
-           std::get<int64_t>(r[kResult]), unaudited, number(r[kAuditShare]),
-           number(r[kAuditCoverage])});
-    } else {
-      models[{text(r[kSuite]), text(r[kModel])}];
-    }
-    if (backend == "eager") continue;
+};
+
+Dashboard gather(const std::vector<Point>& points) {
+  Dashboard d;
+  // (run, suite/model/backend) -> the accuracy status beside a timing
+  std::map<std::pair<int64_t, std::string>, Status> accuracy;
+  for (const Point& p : points) {
+    if (p.mode == "accuracy")
+      accuracy[{p.run, p.suite + "/" + p.model + "/" + p.backend}] = p.status;
+  }
+  for (const Point& p : points) {
+    d.runs.insert(p.run);
+    auto& model = d.models[{p.suite, p.model}];
+    if (p.mode == "performance") model[p.backend].push_back(p);
+    if (p.backend == "eager") continue;
     // Speed-ups timed under --no-audit are summarised apart, never averaged with audited ones.
-    RunSummary& s = summary[unaudited ? backend + " (unaudited)" : backend][run];
-    s.t = t;
-    if (mode == "accuracy") {
+    RunSummary& s = d.summary[p.unaudited ? p.backend + " (unaudited)" : p.backend][p.run];
+    s.t = p.t;
+    if (p.mode == "accuracy") {
       ++s.checked;
-      s.passed += text(r[kStatus]) == "pass" ? 1 : 0;
+      s.passed += p.pass() ? 1 : 0;
       continue;
     }
-    const auto acc = accuracy.find({run, text(r[kSuite]) + "/" + text(r[kModel]) + "/" + backend});
-    const bool accurate =
-        acc == accuracy.end() ? text(r[kStatus]) == "pass" : acc->second == "pass";
-    if (accurate && number(r[kSpeedup]) > 0) s.log_speedup.push_back(std::log(number(r[kSpeedup])));
-    if (std::isfinite(number(r[kCompile]))) s.compile.push_back(number(r[kCompile]));
-    if (number(r[kMemory]) > 0) s.log_memory.push_back(std::log(number(r[kMemory])));
+    const auto acc = accuracy.find({p.run, p.suite + "/" + p.model + "/" + p.backend});
+    const bool accurate = acc == accuracy.end() ? p.pass() : acc->second == Status::kPass;
+    if (accurate && p.speedup > 0) s.log_speedup.push_back(std::log(p.speedup));
+    if (std::isfinite(p.compile_s)) s.compile.push_back(p.compile_s);
+    if (p.memory_ratio > 0) s.log_memory.push_back(std::log(p.memory_ratio));
   }
-  st.runs = static_cast<int>(runs.size());
-  st.models = static_cast<int>(models.size());
-  // The detector's verdicts over the whole history: the regressions page, the index's banner for
-  // the newest run, and the marks on each model's charts.
-  RegressionQuery everything;
-  everything.all = true;
-  const Table alerts = store.regressions(everything);
-  const int64_t newest = runs.empty() ? 0 : *runs.rbegin();
-  const AlertMarks marked = mark_alerts(alerts, newest);
-  auto mean = [](const std::vector<double>& v) {
-    if (v.empty()) return std::nan("");
-    double s = 0;
-    for (double x : v) s += x;
-    return s / static_cast<double>(v.size());
-  };
+  return d;
+}
 
-  // index.html
+double mean_of(const std::vector<double>& v) {
+  if (v.empty()) return std::nan("");
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+// index.html: the banner, the latest run per backend with its charts over time, the models.
+std::string index_page(const Dashboard& d, const AlertMarks& marked, int64_t newest) {
   std::string body, data = "{", script;
-  if (runs.empty()) body += "<p class=\"muted\">The store holds no runs in this window.</p>\n";
-  if (!runs.empty()) body += index_banner(marked, newest);
+  if (d.runs.empty()) body += "<p class=\"muted\">The store holds no runs in this window.</p>\n";
+  if (!d.runs.empty()) body += index_banner(marked, newest);
   body +=
       "<h2>Latest run per backend</h2>\n<table><tr><th>backend</th><th>run</th>"
       "<th>accuracy pass rate</th><th>geomean speed-up (passing models)</th>"
       "<th>mean compile s</th><th>geomean memory ratio</th></tr>\n";
   int chart = 0;
-  for (const auto& [backend, by_run] : summary) {
+  for (const auto& [backend, by_run] : d.summary) {
     const auto& [last_run, last] = *by_run.rbegin();
     body += fmt::format(
         "<tr><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td>"
@@ -469,16 +478,17 @@ HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
         last.checked ? fmt::format("{}/{} ({:.0f}%)", last.passed, last.checked,
                                    100.0 * last.passed / last.checked)
                      : "–",
-        fmt_opt(std::exp(mean(last.log_speedup)), "{:.3f}x"), fmt_opt(mean(last.compile), "{:.2f}"),
-        fmt_opt(std::exp(mean(last.log_memory)), "{:.2f}"));
+        fmt_opt(std::exp(mean_of(last.log_speedup)), "{:.3f}x"),
+        fmt_opt(mean_of(last.compile), "{:.2f}"),
+        fmt_opt(std::exp(mean_of(last.log_memory)), "{:.2f}"));
     std::vector<double> t, pass, speed, compile, memory, run_ids;
     for (const auto& [run, s] : by_run) {
       t.push_back(s.t);
       run_ids.push_back(static_cast<double>(run));
       pass.push_back(s.checked ? 100.0 * s.passed / s.checked : std::nan(""));
-      speed.push_back(std::exp(mean(s.log_speedup)));
-      compile.push_back(mean(s.compile));
-      memory.push_back(std::exp(mean(s.log_memory)));
+      speed.push_back(std::exp(mean_of(s.log_speedup)));
+      compile.push_back(mean_of(s.compile));
+      memory.push_back(std::exp(mean_of(s.log_memory)));
     }
     data += fmt::format(
         "{}\"c{}\": {{\"t\": {}, \"run\": {}, \"pass\": {}, \"speedup\": {}, "
@@ -501,7 +511,7 @@ HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
   }
   body += "</table>\n";
   chart = 0;
-  for (const auto& [backend, by_run] : summary) {
+  for (const auto& [backend, by_run] : d.summary) {
     body += fmt::format("<h2>{} over time</h2>\n<div class=\"charts\" id=\"charts{}\"></div>\n",
                         html_escape(backend), chart++);
   }
@@ -509,15 +519,15 @@ HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
   body +=
       "<h2>Models</h2>\n<table><tr><th>suite</th><th>model</th><th>latest (backend: median, "
       "speed-up)</th></tr>\n";
-  for (const auto& [key, by_backend] : models) {
+  for (const auto& [key, by_backend] : d.models) {
     std::string latest;
     for (const auto& [backend, pts] : by_backend) {
       if (pts.empty()) continue;
       const Point& p = pts.back();
       latest +=
           fmt::format("{}{}: <span class=\"{}\">{}</span> {} ms{}", latest.empty() ? "" : "; ",
-                      html_escape(backend), p.status == "pass" ? "pass" : "fail",
-                      html_escape(p.status), fmt_opt(p.median_ms, "{:.4g}"),
+                      html_escape(backend), p.pass() ? "pass" : "fail",
+                      html_escape(p.status_text()), fmt_opt(p.median_ms, "{:.4g}"),
                       std::isfinite(p.speedup) ? fmt::format(", {:.2f}x", p.speedup) : "");
     }
     body += fmt::format("<tr><td>{}</td><td><a href=\"{}\">{}</a></td><td>{}</td></tr>\n",
@@ -525,115 +535,12 @@ HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
                         html_escape(key.second), latest);
   }
   body += "</table>\n";
-  write_file(opts.dir / "index.html", page("crucible: summary", body, data, script), st);
+  return page("crucible: summary", body, data, script);
+}
 
-  // Model pages.
-  const std::string launcher = store.latest_launcher_json();
-  for (const auto& [key, by_backend] : models) {
-    std::string b = fmt::format("<p>suite <b>{}</b></p>\n", html_escape(key.first)), d = "{", s,
-                kernel_file = "{";
-    const std::string page_file = page_name(key.first, key.second);
-    const std::string kernels_js = page_file.substr(0, page_file.size() - 5) + ".kernels.js";
-    int i = 0;
-    for (const auto& [backend, pts] : by_backend) {
-      std::vector<double> t, med, speed;
-      std::string info = "[";
-      for (const Point& p : pts) {
-        t.push_back(p.t);
-        med.push_back(p.median_ms);
-        speed.push_back(p.speedup);
-        info += fmt::format(
-            "{}{}", info.size() > 1 ? "," : "",
-            json_string(fmt::format("run {} · {} · commit {} · {} · cv {} %{}{}", p.run,
-                                    p.started.substr(0, 10),
-                                    p.commit.empty() ? "–" : p.commit.substr(0, 12), p.status,
-                                    fmt_opt(100 * p.cv, "{:.1f}"), p.noisy ? " · noisy" : "",
-                                    p.unaudited ? " · unaudited" : "")));
-      }
-      info += "]";
-      // Every profiled result of this backend, newest first, chosen in a list: the newest one's
-      // kernels inline, the others in the model's kernel file, loaded when one is chosen.
-      std::string kernels = "[";
-      for (auto p = pts.rbegin(); p != pts.rend(); ++p) {
-        const auto ks = store.kernels(p->result);
-        if (ks.empty()) continue;
-        std::string list;
-        for (const KernelTiming& k : ks) {
-          list += fmt::format("{}[{},{},{}]", list.empty() ? "" : ",", json_string(k.name), k.calls,
-                              json_number(static_cast<double>(k.total_ns) / 1e6));
-        }
-        const bool first = kernels.size() == 1;
-        kernels += fmt::format("{}{{\"run\": {}, \"started\": {}, \"result\": {}{}}}",
-                               first ? "" : ",", p->run, json_string(p->started), p->result,
-                               first ? ", \"kernels\": [" + list + "]" : "");
-        kernel_file +=
-            fmt::format("{}\"{}\": [{}]", kernel_file.size() > 1 ? "," : "", p->result, list);
-      }
-      kernels += "]";
-      // The detector's alerts on this series and the machine-wide events, at their runs' times.
-      std::string mark_json = "[", said;
-      std::vector<Mark> here = marked.machine;
-      if (const auto m = marked.series.find({key.first, key.second, backend});
-          m != marked.series.end()) {
-        here.insert(here.end(), m->second.begin(), m->second.end());
-      }
-      for (const Mark& m : here) {
-        const auto at =
-            std::find_if(pts.begin(), pts.end(), [&](const Point& p) { return p.run == m.run; });
-        if (at == pts.end()) continue;
-        mark_json +=
-            fmt::format("{}{{\"t\": {}, \"k\": {}, \"l\": {}}}", mark_json.size() > 1 ? "," : "",
-                        json_number(at->t), json_string(m.kind), json_string(m.label));
-        said += fmt::format("{}{} at run {}", said.empty() ? "" : "; ", m.label, m.run);
-      }
-      mark_json += "]";
-      d += fmt::format(
-          "{}\"b{}\": {{\"t\": {}, \"median\": {}, \"speedup\": {}, \"info\": {}, \"kernels\": "
-          "{}, \"marks\": {}}}",
-          i ? "," : "", i, json_array(t), json_array(med), json_array(speed), info, kernels,
-          mark_json);
-      b += fmt::format(
-          "<h2>{}</h2>\n{}<div class=\"charts\" id=\"charts{}\"></div>\n", html_escape(backend),
-          said.empty()
-              ? ""
-              : "<p class=\"alerts\">Marked on the charts: " + html_escape(said) + "</p>\n",
-          i);
-      b += "<h3>Recent runs</h3>\n<table><tr><th>run</th><th>started</th><th>commit</th>"
-           "<th>status</th><th>median ms</th><th>cv %</th><th>speed-up</th><th>noisy</th>"
-           "<th>audit</th></tr>\n";
-      for (size_t k = pts.size() > 15 ? pts.size() - 15 : 0; k < pts.size(); ++k) {
-        const Point& p = pts[k];
-        b += fmt::format(
-            "<tr><td class=n>{}</td><td>{}</td><td><code>{}</code></td><td class=\"{}\">{}</td>"
-            "<td class=n>{}</td><td class=n>{}</td><td "
-            "class=n>{}</td><td>{}</td><td>{}</td></tr>\n",
-            p.run, html_escape(p.started), html_escape(p.commit.substr(0, 12)),
-            p.status == "pass" ? "pass" : "fail", html_escape(p.status),
-            fmt_opt(p.median_ms, "{:.4g}"), fmt_opt(100 * p.cv, "{:.1f}"),
-            fmt_opt(p.speedup, "{:.3f}"), p.noisy ? "noisy" : "", audit_cell(p));
-      }
-      b += fmt::format(
-          "</table>\n<h3>Kernels</h3>\n<select id=\"ksel{0}\"></select>\n"
-          "<table id=\"ktab{0}\"></table>\n",
-          i);
-      s += fmt::format(
-          "{{const d = DATA.b{0}, el = document.getElementById('charts{0}');\n"
-          "crChart(el, 'median latency', d.t, [{{label: 'ms', values: d.median}}], 'ms', null, "
-          "d.info, d.marks);\n"
-          "{1}crKernels(d.kernels, 'ksel{0}', 'ktab{0}');}}\n",
-          i,
-          // Eager is the denominator: its speed-up over itself is no chart.
-          backend == "eager" ? ""
-                             : "crChart(el, 'speed-up over eager', d.t, [{label: 'x', values: "
-                               "d.speedup}], 'x', null, "
-                               "d.info, d.marks);\n");
-      ++i;
-    }
-    d += fmt::format("{}\"launcher\": {}, \"kernel_file\": {}", i ? "," : "",
-                     launcher.empty() ? "{}" : launcher, json_string(kernels_js));
-    write_asset(opts.dir / kernels_js, "crKernelsLoaded(" + script_safe(kernel_file) + "});\n", st);
-    b += "<h2>Launcher settings (newest run)</h2>\n<table id=\"launcher\"></table>\n";
-    s = R"js(
+// The model pages' script: kernel tables (older runs' from the model's kernel file) and the
+// launcher settings.
+constexpr const char* kModelPageJs = R"js(
 function crCell(tr, text, cls) { const td = document.createElement('td'); td.textContent = text;
   if (cls) td.className = cls; tr.appendChild(td); }
 // Kernel timings of older runs live in the model's kernel file (a script, which a page opened
@@ -673,10 +580,157 @@ function crKernels(list, selId, tabId) {
 {const t = document.getElementById('launcher');
  Object.entries(DATA.launcher).forEach(([k, v]) => { const tr = document.createElement('tr');
    crCell(tr, k); crCell(tr, String(v)); t.appendChild(tr); });}
-)js" + s;
-    write_file(opts.dir / page_file, page(key.second + " (" + key.first + ")", b, d + "}", s), st);
-  }
+)js";
 
+// One backend's section of a model page: its charts' data (`data`, "b<i>": ...), its HTML and
+// its script; its kernels of older runs go into `kernel_file`.
+struct BackendSection {
+  std::string data, html, script;
+};
+
+BackendSection backend_section(Store& store, const std::pair<std::string, std::string>& key,
+                               const std::string& backend, const std::vector<Point>& pts, int i,
+                               const AlertMarks& marked, std::string& kernel_file) {
+  std::vector<double> t, med, speed;
+  std::string info = "[";
+  for (const Point& p : pts) {
+    t.push_back(p.t);
+    med.push_back(p.median_ms);
+    speed.push_back(p.speedup);
+    info +=
+        fmt::format("{}{}", info.size() > 1 ? "," : "",
+                    json_string(fmt::format(
+                        "run {} · {} · commit {} · {} · cv {} %{}{}", p.run,
+                        p.started.substr(0, 10), p.commit.empty() ? "–" : p.commit.substr(0, 12),
+                        p.status_text(), fmt_opt(100 * p.cv, "{:.1f}"), p.noisy ? " · noisy" : "",
+                        p.unaudited ? " · unaudited" : "")));
+  }
+  info += "]";
+  // Every profiled result of this backend, newest first, chosen in a list: the newest one's
+  // kernels inline, the others in the model's kernel file, loaded when one is chosen.
+  std::string kernels = "[";
+  for (auto p = pts.rbegin(); p != pts.rend(); ++p) {
+    const auto ks = store.kernels(p->result);
+    if (ks.empty()) continue;
+    std::string list;
+    for (const KernelTiming& k : ks) {
+      list += fmt::format("{}[{},{},{}]", list.empty() ? "" : ",", json_string(k.name), k.calls,
+                          json_number(static_cast<double>(k.total_ns) / 1e6));
+    }
+    const bool first = kernels.size() == 1;
+    kernels += fmt::format("{}{{\"run\": {}, \"started\": {}, \"result\": {}{}}}", first ? "" : ",",
+                           p->run, json_string(p->started), p->result,
+                           first ? ", \"kernels\": [" + list + "]" : "");
+    kernel_file +=
+        fmt::format("{}\"{}\": [{}]", kernel_file.size() > 1 ? "," : "", p->result, list);
+  }
+  kernels += "]";
+  // The detector's alerts on this series and the machine-wide events, at their runs' times.
+  std::string mark_json = "[", said;
+  std::vector<Mark> here = marked.machine;
+  if (const auto m = marked.series.find({key.first, key.second, backend});
+      m != marked.series.end()) {
+    here.insert(here.end(), m->second.begin(), m->second.end());
+  }
+  for (const Mark& m : here) {
+    const auto at =
+        std::find_if(pts.begin(), pts.end(), [&](const Point& p) { return p.run == m.run; });
+    if (at == pts.end()) continue;
+    mark_json +=
+        fmt::format("{}{{\"t\": {}, \"k\": {}, \"l\": {}}}", mark_json.size() > 1 ? "," : "",
+                    json_number(at->t), json_string(m.kind), json_string(m.label));
+    said += fmt::format("{}{} at run {}", said.empty() ? "" : "; ", m.label, m.run);
+  }
+  mark_json += "]";
+  BackendSection out;
+  out.data = fmt::format(
+      "\"b{}\": {{\"t\": {}, \"median\": {}, \"speedup\": {}, \"info\": {}, \"kernels\": "
+      "{}, \"marks\": {}}}",
+      i, json_array(t), json_array(med), json_array(speed), info, kernels, mark_json);
+  out.html = fmt::format(
+      "<h2>{}</h2>\n{}<div class=\"charts\" id=\"charts{}\"></div>\n", html_escape(backend),
+      said.empty() ? ""
+                   : "<p class=\"alerts\">Marked on the charts: " + html_escape(said) + "</p>\n",
+      i);
+  out.html +=
+      "<h3>Recent runs</h3>\n<table><tr><th>run</th><th>started</th><th>commit</th>"
+      "<th>status</th><th>median ms</th><th>cv %</th><th>speed-up</th><th>noisy</th>"
+      "<th>audit</th></tr>\n";
+  for (size_t k = pts.size() > 15 ? pts.size() - 15 : 0; k < pts.size(); ++k) {
+    const Point& p = pts[k];
+    out.html += fmt::format(
+        "<tr><td class=n>{}</td><td>{}</td><td><code>{}</code></td><td class=\"{}\">{}</td>"
+        "<td class=n>{}</td><td class=n>{}</td><td "
+        "class=n>{}</td><td>{}</td><td>{}</td></tr>\n",
+        p.run, html_escape(p.started), html_escape(p.commit.substr(0, 12)),
+        p.pass() ? "pass" : "fail", html_escape(p.status_text()), fmt_opt(p.median_ms, "{:.4g}"),
+        fmt_opt(100 * p.cv, "{:.1f}"), fmt_opt(p.speedup, "{:.3f}"), p.noisy ? "noisy" : "",
+        audit_cell(p));
+  }
+  out.html += fmt::format(
+      "</table>\n<h3>Kernels</h3>\n<select id=\"ksel{0}\"></select>\n"
+      "<table id=\"ktab{0}\"></table>\n",
+      i);
+  out.script = fmt::format(
+      "{{const d = DATA.b{0}, el = document.getElementById('charts{0}');\n"
+      "crChart(el, 'median latency', d.t, [{{label: 'ms', values: d.median}}], 'ms', null, "
+      "d.info, d.marks);\n"
+      "{1}crKernels(d.kernels, 'ksel{0}', 'ktab{0}');}}\n",
+      i,
+      // Eager is the denominator: its speed-up over itself is no chart.
+      backend == "eager" ? ""
+                         : "crChart(el, 'speed-up over eager', d.t, [{label: 'x', values: "
+                           "d.speedup}], 'x', null, "
+                           "d.info, d.marks);\n");
+  return out;
+}
+
+// A model page and its kernel file.
+void write_model_page(Store& store, const fs::path& dir,
+                      const std::pair<std::string, std::string>& key,
+                      const std::map<std::string, std::vector<Point>>& by_backend,
+                      const AlertMarks& marked, const std::string& launcher, HtmlReportStats& st) {
+  std::string b = fmt::format("<p>suite <b>{}</b></p>\n", html_escape(key.first)), d = "{", s,
+              kernel_file = "{";
+  const std::string page_file = page_name(key.first, key.second);
+  const std::string kernels_js = page_file.substr(0, page_file.size() - 5) + ".kernels.js";
+  int i = 0;
+  for (const auto& [backend, pts] : by_backend) {
+    const BackendSection sec = backend_section(store, key, backend, pts, i, marked, kernel_file);
+    d += (i ? "," : "") + sec.data;
+    b += sec.html;
+    s += sec.script;
+    ++i;
+  }
+  d += fmt::format("{}\"launcher\": {}, \"kernel_file\": {}", i ? "," : "",
+                   launcher.empty() ? "{}" : launcher, json_string(kernels_js));
+  write_asset(dir / kernels_js, "crKernelsLoaded(" + script_safe(kernel_file) + "});\n", st);
+  b += "<h2>Launcher settings (newest run)</h2>\n<table id=\"launcher\"></table>\n";
+  write_file(dir / page_file,
+             page(key.second + " (" + key.first + ")", b, d + "}", kModelPageJs + s), st);
+}
+
+}  // namespace
+
+HtmlReportStats write_html_report(Store& store, const HtmlReportOptions& opts) {
+  HtmlReportStats st;
+  // Read before any file is made: a bad store leaves none.
+  const Dashboard d = gather(read_points(store.report_rows(opts.since), "the store"));
+  fs::create_directories(opts.dir);
+  st.runs = static_cast<int>(d.runs.size());
+  st.models = static_cast<int>(d.models.size());
+  // The detector's verdicts over the whole history: the regressions page, the index's banner for
+  // the newest run, and the marks on each model's charts.
+  RegressionQuery everything;
+  everything.all = true;
+  const Table alerts = store.regressions(everything);
+  const int64_t newest = d.runs.empty() ? 0 : *d.runs.rbegin();
+  const AlertMarks marked = mark_alerts(alerts, newest);
+  write_file(opts.dir / "index.html", index_page(d, marked, newest), st);
+  const std::string launcher = store.latest_launcher_json();
+  for (const auto& [key, by_backend] : d.models) {
+    write_model_page(store, opts.dir, key, by_backend, marked, launcher, st);
+  }
   write_file(opts.dir / "regressions.html",
              page("crucible: regressions", regressions_body(store, opts, alerts), "{}", ""), st);
   return st;

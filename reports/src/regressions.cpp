@@ -52,7 +52,7 @@ Loaded load_series(sqlite3* db, const RegressionQuery& q) {
     }
     SeriesPoint p;
     p.run_id = rows.int64(4);
-    p.status = rows.text(6);
+    p.status = stored_status(rows.text(6), fmt::format("result {}", rows.int64(5)));
     p.samples = rows.doubles_blob(7);
     p.noisy = rows.int64(8) != 0;
     p.fingerprint = rows.text(9);

@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "crucible/core/quote.h"
+
 namespace crucible::reports {
 
 void throw_sqlite(sqlite3* db, std::string_view what) {
@@ -21,6 +23,12 @@ void exec(sqlite3* db, std::string_view sql) {
     const char* file = sqlite3_db_filename(db, "main");
     throw StoreError(fmt::format("{}: {}", file && *file ? file : "database", msg));
   }
+}
+
+Status stored_status(std::string_view name, std::string_view where) {
+  if (const std::optional<Status> s = status_from_name(name)) return *s;
+  throw StoreError(
+      fmt::format("{}: status '{}' is not one this crucible knows", where, escape_controls(name)));
 }
 
 Statement::Statement(sqlite3* db, std::string_view sql) : db_(db) {

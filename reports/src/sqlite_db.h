@@ -59,4 +59,8 @@ class Transaction {
 
 void exec(sqlite3* db, std::string_view sql);
 
+// A status read back from the store; a name this build does not know (a newer crucible's, or a
+// damaged row) throws StoreError naming `where`.
+Status stored_status(std::string_view name, std::string_view where);
+
 }  // namespace crucible::reports

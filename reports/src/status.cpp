@@ -45,4 +45,6 @@ bool is_success(Status s) {
   return s == Status::kPass || s == Status::kSkipped || s == Status::kXfail;
 }
 
+std::ostream& operator<<(std::ostream& out, Status s) { return out << status_name(s); }
+
 }  // namespace crucible::reports

@@ -498,7 +498,7 @@ std::vector<ResultRow> Store::results(int64_t run_id) {
     r.model = q.text(3);
     r.backend = q.text(4);
     r.mode = q.text(5);
-    r.status = q.text(6);
+    r.status = stored_status(q.text(6), fmt::format("{}: result {}", path_.string(), r.id));
     r.error = q.text(7);
     r.batch_size = q.int64(8);
     r.samples_ms = q.doubles_blob(9);

@@ -242,16 +242,17 @@ std::optional<int64_t> Store::latest_profiled_result(const std::string& model,
   return std::get<int64_t>(t.rows[0][0]);
 }
 
-std::vector<std::string> Store::status_history(const std::string& suite, const std::string& model,
-                                               const std::string& backend, const std::string& mode,
-                                               int64_t run_id, int limit) {
+std::vector<Status> Store::status_history(const std::string& suite, const std::string& model,
+                                          const std::string& backend, const std::string& mode,
+                                          int64_t run_id, int limit) {
   const Table t = select(db_,
                          "SELECT status FROM (SELECT x.status, x.run_id FROM results x WHERE"
                          " x.suite = ?1 AND x.model = ?2 AND x.backend = ?3 AND x.mode = ?4 AND"
                          " x.run_id <= ?5 ORDER BY x.run_id DESC LIMIT ?6) ORDER BY run_id",
                          {suite, model, backend, mode, run_id, static_cast<int64_t>(limit)});
-  std::vector<std::string> out;
-  for (const auto& row : t.rows) out.push_back(cell_text(row[0], false));
+  std::vector<Status> out;
+  for (const auto& row : t.rows)
+    out.push_back(stored_status(cell_text(row[0], false), path_.string()));
   return out;
 }
 

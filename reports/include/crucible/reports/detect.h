@@ -4,9 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "crucible/reports/status.h"
 
 namespace crucible::reports {
 
@@ -14,11 +17,11 @@ namespace crucible::reports {
 struct SeriesPoint {
   int64_t run_id = 0;
   std::string fingerprint;  // the run's environment, "key=value;...": a change starts a baseline
-  std::string status;       // the result's status ("pass", "fail_accuracy", ...)
-  std::vector<double> samples;  // raw timed samples (performance), empty for accuracy
-  bool noisy = false;           // the harness measured contention around it: its time is not judged
-  std::string commit;           // the code it measured (for an alert's commit range), "" unknown
-  std::string set_aside;        // why the history set this run aside (noisy is then true), or ""
+  std::optional<Status> status;  // the result's status (nullopt: none recorded)
+  std::vector<double> samples;   // raw timed samples (performance), empty for accuracy
+  bool noisy = false;     // the harness measured contention around it: its time is not judged
+  std::string commit;     // the code it measured (for an alert's commit range), "" unknown
+  std::string set_aside;  // why the history set this run aside (noisy is then true), or ""
 };
 
 struct DetectorOptions {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <ostream>
 #include <string_view>
 
 namespace crucible::reports {
@@ -30,5 +31,7 @@ std::string_view status_name(Status s);
 std::optional<Status> status_from_name(std::string_view name);
 // Statuses that do not fail a run: pass, skipped and expected failures.
 bool is_success(Status s);
+// Writes the status's name (so a test's failure message reads "fail_accuracy", not 1).
+std::ostream& operator<<(std::ostream& out, Status s);
 
 }  // namespace crucible::reports

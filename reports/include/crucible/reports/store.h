@@ -33,7 +33,8 @@ struct RunRow {
 struct ResultRow {
   int64_t id = 0;
   int64_t run_id = 0;
-  std::string suite, model, backend, mode, status, error;
+  std::string suite, model, backend, mode, error;
+  Status status = Status::kFailToRun;
   std::string backend_version;
   int64_t batch_size = 0;
   SampleStats stats;
@@ -198,9 +199,9 @@ class Store {
 
   // The statuses (suite, model, backend, mode) had in the last `limit` runs up to and including
   // `run_id`, oldest first.
-  std::vector<std::string> status_history(const std::string& suite, const std::string& model,
-                                          const std::string& backend, const std::string& mode,
-                                          int64_t run_id, int limit);
+  std::vector<Status> status_history(const std::string& suite, const std::string& model,
+                                     const std::string& backend, const std::string& mode,
+                                     int64_t run_id, int limit);
   // Runs the change detector (detect.h) over every series of the store and lists its alerts,
   // with the kernels that moved most for a timing change (regressions.cpp). Throws StoreError for
   // a run id that does not exist.
