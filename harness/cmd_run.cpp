@@ -18,6 +18,7 @@
 #include "memory_cgroup.h"
 #include "run_config.h"
 #include "subprocess.h"
+#include "timing_settings.h"
 #include "toolchain_check.h"
 
 namespace crucible::cli {
@@ -132,22 +133,15 @@ bool parse_run_options(const std::string& command, const std::string& usage,
       "option key=value for every backend but eager, or BACKEND:key=value for that backend "
       "alone (repeatable)");
   po::options_description how("how to run");
-  how.add_options()("repeat", po::value(&cfg.repeat)->default_value(10),
-                    "timed repeats per backend")("warmup", po::value(&cfg.warmup)->default_value(3),
-                                                 "warm-up runs per backend")(
-      "timeout", po::value(&cfg.timeout_s)->default_value(600),
-      "seconds before a worker is killed")("memory-limit",
-                                           po::value(&cfg.memory_limit_mb)->default_value(0),
-                                           memory_limit_help("worker").c_str())(
-      "threads,t", po::value(&cfg.threads)->default_value(0), "OpenMP threads per worker (0: all)")(
+  add_timing_options(how, cfg.timing);  // the options a timing worker is told (timing_settings.h)
+  how.add_options()("timeout", po::value(&cfg.timeout_s)->default_value(600),
+                    "seconds before a worker is killed")(
+      "memory-limit", po::value(&cfg.memory_limit_mb)->default_value(0),
+      memory_limit_help("worker").c_str())("threads,t", po::value(&cfg.threads)->default_value(0),
+                                           "OpenMP threads per worker (0: all)")(
       "seed", po::value(&seed)->default_value("0"),
       "seed of every input and parameter recipe: a number, or 'daily' for the seed of the day "
       "(YYYYMMDD in UTC), as the nightly runs")(
-      "min-sample-ms", po::value(&cfg.min_sample_ms)->default_value(1.0),
-      "performance: each timed sample calls the graph back to back until it lasts this long")(
-      "min-time-ms", po::value(&cfg.min_time_ms)->default_value(200),
-      "performance: after --repeat samples, keep sampling (interleaved, at most 100 x --repeat "
-      "samples) until every backend has spent this long in timed calls; 0: exactly --repeat")(
       "retry-noisy", po::value(&cfg.retry_noisy)->default_value(0),
       "performance: rerun a model's timing up to N times while a result is noisy")(
       "processes", po::value(&cfg.processes)->default_value(1),
@@ -158,8 +152,6 @@ bool parse_run_options(const std::string& command, const std::string& usage,
       "accuracy: after the run, minify every new failure (one the previous run of that model and "
       "backend did not have) with `crucible minify`'s machinery; repros go to <output>/repros "
       "and the store's repros table")(
-      "no-audit", po::bool_switch(&cfg.no_audit),
-      "performance: skip auditing the timed outputs (only to measure what the audit costs)")(
       "counters", po::value(&cfg.counters),
       "performance: cachegrind = after timing, run 3 more calls of each timed backend under "
       "Valgrind's cache simulator (callgrind --cache-sim, one thread, fixed 32K/32K/8M caches), "
@@ -219,15 +211,15 @@ bool parse_run_options(const std::string& command, const std::string& usage,
   if (preset) preset(cfg);  // the caller's own mode and backends, before they are checked against
   if (cfg.suites.empty() && cfg.graphs.empty())
     throw po::error("give at least one --suite or --graph");
-  if (cfg.repeat < 1) throw po::error("--repeat must be at least 1");
-  if (cfg.warmup < 0) throw po::error("--warmup must be >= 0");
+  if (cfg.timing.repeat < 1) throw po::error("--repeat must be at least 1");
+  if (cfg.timing.warmup < 0) throw po::error("--warmup must be >= 0");
   if (!(cfg.timeout_s > 0)) throw po::error("--timeout must be positive");
   cfg.memory_limit_mb = checked_memory_limit(cfg.memory_limit_mb);
   if (cfg.threads < 0) throw po::error("--threads must be >= 0");
   cfg.seed = parse_seed(seed);
-  if (!(cfg.min_sample_ms > 0) || cfg.min_sample_ms > 60'000)
+  if (!(cfg.timing.min_sample_ms > 0) || cfg.timing.min_sample_ms > 60'000)
     throw po::error("--min-sample-ms must be above 0 and at most 60000");
-  if (!(cfg.min_time_ms >= 0) || cfg.min_time_ms > 3'600'000)
+  if (!(cfg.timing.min_time_ms >= 0) || cfg.timing.min_time_ms > 3'600'000)
     throw po::error("--min-time-ms must be between 0 and 3600000");
   if (cfg.retry_noisy < 0) throw po::error("--retry-noisy must be >= 0");
   if (cfg.bisect && !cfg.accuracy()) throw po::error("--bisect needs --mode accuracy or both");
@@ -241,8 +233,11 @@ bool parse_run_options(const std::string& command, const std::string& usage,
   if (!cfg.counters.empty() && find_in_path("valgrind").empty())
     throw po::error("--counters cachegrind needs valgrind on PATH (apt-get install valgrind)");
   // Options of one mode, given for a run without it, would be accepted and do nothing.
-  for (const char* name : {"repeat", "min-sample-ms", "min-time-ms", "retry-noisy", "processes",
-                           "no-audit", "counters"}) {
+  std::vector<std::string> timing_only = {"retry-noisy", "processes", "counters"};
+  for (const TimingOption& o : timing_options()) {
+    if (o.timing_only) timing_only.push_back(o.name);
+  }
+  for (const std::string& name : timing_only) {
     if (!cfg.performance() && vm.count(name) && !vm[name].defaulted()) {
       throw po::error(fmt::format("--{} applies to timing: give --mode performance or both", name));
     }

@@ -20,15 +20,11 @@ int worker_command(const std::vector<std::string>& args) {
                                                             "accuracy tolerance")(
       "cosine", po::bool_switch(&job.cosine), "cosine-similarity accuracy")(
       "profile", po::bool_switch(&job.profile), "run-graph: per-kernel timings")(
-      "repeat", po::value(&job.repeat), "timed repeats")("warmup", po::value(&job.warmup),
-                                                         "warm-up runs")(
-      "min-sample-ms", po::value(&job.min_sample_ms), "timing: shortest sample")(
-      "min-time-ms", po::value(&job.min_time_ms), "timing: shortest timed total per backend")(
-      "no-audit", po::bool_switch(&job.no_audit), "timing: skip the output audit")(
       "budget-s", po::value(&job.budget_s), "timing: the worker's time, split among backends")(
       "report", po::value(&job.report)->required(), "report file")(
       "plugin-path", po::value(&job.plugin_paths)->composing(), "plugin directories")(
       "config,c", po::value(&config)->composing(), "backend option key=value");
+  add_timing_options(opts, job.timing);  // as run declared them (timing_settings.h)
   po::variables_map vm;
   if (!parse("worker", "--job J --graph F --model M --backend B --report FILE ...", opts, {}, args,
              vm))

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "suite.h"
+#include "timing_settings.h"
 
 namespace crucible {
 
@@ -17,15 +18,11 @@ struct RunConfig {
   ModelFilter filter;
   std::vector<std::string> backends;  // as given
   std::string mode = "accuracy";      // accuracy | performance | both
-  int repeat = 10;
-  int warmup = 3;
-  double min_sample_ms = 1.0;  // a timed sample calls the graph until it lasts this long
-  double min_time_ms = 200;    // samples past `repeat` until each backend was timed this long
-  int retry_noisy = 0;         // reruns of a model's timing while a result is noisy
-  int processes = 1;           // timing workers per model (one after another), samples pooled
-  bool no_audit = false;       // time without the output audit (to measure its cost)
-  std::string counters;        // "cachegrind": count each timed backend's calls under Valgrind
-  bool bisect = false;         // minify each new accuracy failure after the run
+  TimingSettings timing;              // what each timing worker is told
+  int retry_noisy = 0;                // reruns of a model's timing while a result is noisy
+  int processes = 1;     // timing workers per model (one after another), samples pooled
+  std::string counters;  // "cachegrind": count each timed backend's calls under Valgrind
+  bool bisect = false;   // minify each new accuracy failure after the run
   double timeout_s = 600;
   int64_t memory_limit_mb = 0;  // 0: none (the CLI defaults to 80% of RAM)
   int threads = 0;

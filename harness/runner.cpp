@@ -208,11 +208,7 @@ class Runner {
     job.threads = cfg_.threads;
     job.tolerance = m.tolerance;
     job.cosine = m.cosine;
-    job.repeat = cfg_.repeat;
-    job.warmup = cfg_.warmup;
-    job.min_sample_ms = cfg_.min_sample_ms;
-    job.min_time_ms = cfg_.min_time_ms;
-    job.no_audit = cfg_.no_audit;
+    job.timing = cfg_.timing;
     job.budget_s = cfg_.timeout_s;
     job.plugin_paths = cfg_.plugin_paths;
     job.config = cfg_.config;
@@ -283,14 +279,14 @@ class Runner {
     // Under --processes N each attempt is N timing workers in turn, each sampling --min-time-ms /
     // N, whose samples are pooled per backend.
     for (int attempt = 1; !loadable.empty() && !g_interrupted; ++attempt) {
-      WorkerJob timing = make_job(m, batch, "timing", loadable);
-      timing.min_time_ms /= cfg_.processes;
+      WorkerJob job = make_job(m, batch, "timing", loadable);
+      job.timing.min_time_ms /= cfg_.processes;
       by_backend.clear();
       for (int p = 0; p < cfg_.processes && !g_interrupted; ++p) {
         const std::string log = cfg_.processes == 1
                                     ? fmt::format("{}.timing", file_component(m.name))
                                     : fmt::format("{}.timing.p{}", file_component(m.name), p + 1);
-        for (auto& r : run_job(timing, log)) {
+        for (auto& r : run_job(job, log)) {
           auto [it, first] = by_backend.try_emplace(r.backend, r);
           if (!first) pool_timing(it->second, r);
         }

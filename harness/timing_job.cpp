@@ -184,7 +184,7 @@ class TimingJob {
       : s_(s),
         counters_(counters),
         varied_(with_varied_inputs(s.graph)),
-        schedule_(os_secret(), s.job.repeat) {}
+        schedule_(os_secret(), s.job.timing.repeat) {}
 
   void run() {
     const auto started = Clock::now();
@@ -216,8 +216,8 @@ class TimingJob {
     // was timed --min-time-ms in all: a graph of microseconds gets hundreds of samples for the
     // cost of ten of a large model, and its median stops moving between runs.
     int rep = 0;
-    for (; rep < s_.job.repeat ||
-           (rep < kMaxSampleFactor * s_.job.repeat && least_timed_ms() < s_.job.min_time_ms);
+    for (; rep < s_.job.timing.repeat || (rep < kMaxSampleFactor * s_.job.timing.repeat &&
+                                          least_timed_ms() < s_.job.timing.min_time_ms);
          ++rep) {
       round(rep, schedule_.fresh_round(rep));
     }
@@ -264,7 +264,7 @@ class TimingJob {
   }
 
  private:
-  bool audit_off() const { return s_.job.no_audit; }
+  bool audit_off() const { return s_.job.timing.no_audit; }
 
   // The smallest total timed time of the backends still timed (infinite when none is).
   double least_timed_ms() const {
@@ -372,7 +372,8 @@ class TimingJob {
     b.ok = attempt(b.r, Status::kFailToRun, [&] {
       load_set(b, sets_[0]);
       // The audit's check calls ran the same code on the same inputs: they count as warm-up.
-      const int left = audit_off() ? s_.job.warmup : std::max(0, s_.job.warmup - kCheckCalls);
+      const int left =
+          audit_off() ? s_.job.timing.warmup : std::max(0, s_.job.timing.warmup - kCheckCalls);
       for (int i = 0; i < left; ++i) call(b);
       b.calls = calls_per_sample(b);
     });
@@ -384,7 +385,7 @@ class TimingJob {
   // --min-sample-ms, predicting from the last trial with 40% headroom. Trials keep every call's
   // outputs alive as a timed sample does, so the allocator is warm for that pattern too.
   int64_t calls_per_sample(Backend& b) {
-    const double target = s_.job.min_sample_ms;
+    const double target = s_.job.timing.min_sample_ms;
     auto trial = [&](int64_t n) {
       std::vector<std::vector<Tensor>> outs(static_cast<size_t>(n));
       const auto t0 = Clock::now();
@@ -474,7 +475,7 @@ class TimingJob {
     after_code_of(b, "while checked");
     const double ms = ms_between(t0, Clock::now());
     // The calls that stand in for warm-up calls are no cost of the audit.
-    const double warm_up_ms = calls_ms * std::min(s_.job.warmup, kCheckCalls) / kCheckCalls;
+    const double warm_up_ms = calls_ms * std::min(s_.job.timing.warmup, kCheckCalls) / kCheckCalls;
     b.audit_ms += std::max(0.0, ms - warm_up_ms);
     charge(b, ms);
   }

@@ -129,14 +129,14 @@ void profile_job(Session& s) {
   r.compile_warm_s = seconds_since(t0);
   s.report.phase("run", backend);
   if (!attempt(r, Status::kFailToRun, [&] {
-        for (int i = 0; i < std::max(1, s.job.warmup); ++i) exe->run(s.inputs);
+        for (int i = 0; i < std::max(1, s.job.timing.warmup); ++i) exe->run(s.inputs);
       })) {
     return s.report.result(r);
   }
   exe.reset();
   // Kernel timings come from their own executable so the timed samples never carry profiling cost.
   s.report.phase("profile", backend);
-  const int runs = std::max(1, s.job.warmup);
+  const int runs = std::max(1, s.job.timing.warmup);
   if (!attempt(r, Status::kFailToRun, [&] {
         auto prof = be->backend().compile(s.graph, s.options(backend, true));
         prof->run(s.inputs);  // warm caches outside the profile window
@@ -179,11 +179,7 @@ std::vector<std::string> WorkerJob::to_args() const {
   add(flag("threads", std::to_string(threads)));
   add(flag("tolerance", fmt::format("{}", tolerance)));
   if (cosine) a.push_back("--cosine");
-  add(flag("repeat", std::to_string(repeat)));
-  add(flag("warmup", std::to_string(warmup)));
-  add(flag("min-sample-ms", fmt::format("{}", min_sample_ms)));
-  add(flag("min-time-ms", fmt::format("{}", min_time_ms)));
-  if (no_audit) a.push_back("--no-audit");
+  add(timing_args(timing));
   if (budget_s > 0) add(flag("budget-s", fmt::format("{}", budget_s)));
   if (profile) a.push_back("--profile");
   add(flag("report", report));

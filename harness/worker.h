@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "timing_settings.h"
+
 namespace crucible {
 
 // Exit code of a worker that ran out of memory in a way it could catch (std::bad_alloc).
@@ -22,14 +24,9 @@ struct WorkerJob {
   int threads = 0;
   double tolerance = 1e-4;
   bool cosine = false;
-  int repeat = 10;
-  int warmup = 3;
-  double min_sample_ms = 1.0;  // timing: a sample runs the graph enough times to last this long
-  double min_time_ms = 0;      // timing: more samples than `repeat` until each backend was timed
-                               // this long in total
-  bool no_audit = false;       // timing: skip the audit (to measure what it costs)
-  double budget_s = 0;   // timing: the worker's time limit, split among its backends (0: none)
-  bool profile = false;  // run-graph: per-kernel timings
+  TimingSettings timing;  // the run's timing options (timing_settings.h)
+  double budget_s = 0;    // timing: the worker's time limit, split among its backends (0: none)
+  bool profile = false;   // run-graph: per-kernel timings
   std::string report;
   std::vector<std::string> plugin_paths;
   std::map<std::string, std::string> config;  // -c: see backend_config.h (run-graph: all)

@@ -96,15 +96,16 @@ TEST(Launcher, MissingAllocatorOrRuntimeStops) {
 }
 
 TEST(Launcher, DryRunThroughTheCliOnThisMachine) {
-  auto r =
-      testing::run_crucible("run --suite tutorial --ninstances 2 --membind 1 --dry-run --repeat 3");
+  auto r = testing::run_crucible(
+      "run --suite tutorial --ninstances 2 --membind 1 --dry-run --mode performance --repeat 3");
   ASSERT_EQ(r.status, 0) << r.err;
   // Two instances, one core each, the run's own flags kept and the launcher's removed.
   EXPECT_EQ(testing::count_lines(r.out), 2) << r.out;
   EXPECT_NE(r.out.find("instance 0: "), std::string::npos);
   EXPECT_NE(r.out.find("instance 1: "), std::string::npos);
   EXPECT_NE(r.out.find("OMP_NUM_THREADS=1 "), std::string::npos);
-  EXPECT_NE(r.out.find(" run --suite tutorial --repeat 3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" run --suite tutorial --mode performance --repeat 3"), std::string::npos)
+      << r.out;
   EXPECT_EQ(r.out.find("--ninstances"), std::string::npos);
   EXPECT_EQ(r.out.find("--dry-run"), std::string::npos);
   // This VM has one NUMA node: the fallback is said in one line.
