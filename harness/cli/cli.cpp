@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "crucible/plugin_api.h"
@@ -112,6 +113,19 @@ bool parse(const std::string& command, const std::string& usage,
   }
   po::notify(vm);
   return true;
+}
+
+std::vector<std::string> split_commas(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const auto& item : items) {
+    size_t start = 0;
+    while (start <= item.size()) {
+      const size_t comma = std::min(item.find(',', start), item.size());
+      if (comma > start) out.push_back(item.substr(start, comma - start));
+      start = comma + 1;
+    }
+  }
+  return out;
 }
 
 std::map<std::string, std::string> parse_config(const std::vector<std::string>& pairs) {

@@ -13,19 +13,6 @@ namespace crucible::cli {
 
 namespace {
 
-std::vector<std::string> split_list(const std::vector<std::string>& items) {
-  std::vector<std::string> out;
-  for (const auto& item : items) {
-    size_t start = 0;
-    while (start <= item.size()) {
-      const size_t comma = std::min(item.find(',', start), item.size());
-      if (comma > start) out.push_back(item.substr(start, comma - start));
-      start = comma + 1;
-    }
-  }
-  return out;
-}
-
 // Digits grouped by thousands, so a count can be compared with a paper's at a glance.
 std::string grouped(int64_t n) {
   std::string digits = std::to_string(n), out;
@@ -63,7 +50,7 @@ int models_command(const std::vector<std::string>& args) {
       entries.push_back(e);
     }
   } else {
-    for (const auto& s : split_list(suites)) {
+    for (const auto& s : split_commas(suites)) {
       Suite suite = find_suite(s, suite_search_path(suite_paths));
       entries.insert(entries.end(), suite.models.begin(), suite.models.end());
     }

@@ -25,18 +25,6 @@ namespace crucible::cli {
 
 namespace {
 
-std::vector<std::string> split_commas(const std::vector<std::string>& items) {
-  std::vector<std::string> out;
-  for (const auto& item : items) {
-    std::stringstream ss(item);
-    std::string part;
-    while (std::getline(ss, part, ',')) {
-      if (!part.empty()) out.push_back(part);
-    }
-  }
-  return out;
-}
-
 std::regex compile_regex(const std::string& re, const char* flag) {
   try {
     return std::regex(re);

@@ -47,6 +47,9 @@ std::string memory_limit_help(const std::string& who);
 // below the floor a worker needs is refused (po::error). Returns the limit in MB (0: none).
 int64_t checked_memory_limit(int64_t mb);
 
+// Repeated, comma-separated list options ("a,b" "c") as one list, empty items dropped.
+std::vector<std::string> split_commas(const std::vector<std::string>& items);
+
 // Parses repeated -c key=value options; throws po::error naming a malformed one.
 std::map<std::string, std::string> parse_config(const std::vector<std::string>& pairs);
 
