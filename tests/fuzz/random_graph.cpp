@@ -289,7 +289,9 @@ class Generator {
     const int64_t c = t.shape[1];
     switch (uni(0, 3)) {
       case 0: {
-        const int64_t groups = chance(0.3) ? c : 1, o = groups == c ? c : uni(1, 5);
+        // Depthwise needs a channel: with c == 0, groups = c would divide by zero below.
+        const bool depthwise = chance(0.3) && c > 0;
+        const int64_t groups = depthwise ? c : 1, o = groups == c ? c : uni(1, 5);
         const int64_t kk = uni(1, 3);
         p = {"conv2d",
              {a, new_param({t.dtype, {o, c / groups, kk, kk}})},
