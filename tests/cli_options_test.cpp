@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <regex>
+#include <sstream>
 #include <string>
 
 #include "cli_util.h"
@@ -96,6 +98,30 @@ TEST(CliOptions, VersionAndHelpForACommand) {
   EXPECT_EQ(testing::run_command("bash " + std::string(CRUCIBLE_SOURCE_DIR) + "/ci/nightly --bogus")
                 .status,
             2);
+}
+
+// The user guide documents every option `crucible run` takes: the options are one table in the
+// code (run_option_table, timing_options), and --help is made from it, so this reads --help.
+TEST(CliOptions, EveryRunOptionIsInTheUserGuide) {
+  std::string guide;
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(CRUCIBLE_SOURCE_DIR) + "/docs/guide")) {
+    guide += testing::read_all(e.path());
+  }
+  const auto help = testing::run_crucible("run --help");
+  ASSERT_EQ(help.status, 0);
+  std::istringstream lines(help.out);
+  int options = 0;
+  for (std::string line; std::getline(lines, line);) {
+    // "  --repeat arg (=10)" or "  -c [ --config ] arg"
+    std::smatch m;
+    if (!std::regex_search(line, m, std::regex("^  (-([a-z]) \\[ )?--([a-z0-9-]+)"))) continue;
+    ++options;
+    const bool documented = guide.find("--" + m[3].str()) != std::string::npos ||
+                            (m[2].matched && guide.find("`-" + m[2].str()) != std::string::npos);
+    EXPECT_TRUE(documented) << "--" << m[3] << " is not in docs/guide/";
+  }
+  EXPECT_GE(options, 35);
 }
 
 // Two plugin files that report one name: both listed under the name --backends loads them by,

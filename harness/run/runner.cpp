@@ -429,13 +429,19 @@ fs::path claim_run_output_dir(const RunConfig& cfg, int64_t run_id) {
   throw Error(fmt::format("{}: no free output folder of that name", base.string()));
 }
 
-}  // namespace
-
-int execute_run(const RunConfig& cfg, int64_t* run_id_out) {
-  // Everything that can be wrong with the request is checked before the run row exists.
+// The request, checked before the run row exists: its suites and models (a --graph file that
+// does not parse is bad input), the built-in models, and each backend's plugin file.
+struct RunPlan {
   std::vector<Suite> suites;
+  std::vector<ModelEntry> models;
+  std::vector<BuiltGraph> builtins;
+  std::map<std::string, std::string> load_errors;  // backend -> why its file cannot load
+};
+
+RunPlan plan_run(const RunConfig& cfg) {
+  RunPlan plan;
   for (const auto& s : cfg.suites)
-    suites.push_back(find_suite(s, suite_search_path(cfg.suite_paths)));
+    plan.suites.push_back(find_suite(s, suite_search_path(cfg.suite_paths)));
   if (!cfg.graphs.empty()) {
     Suite adhoc{"graphs", {}, {}};
     for (const auto& g : cfg.graphs) {
@@ -449,28 +455,65 @@ int execute_run(const RunConfig& cfg, int64_t* run_id_out) {
       m.graph = fs::absolute(g);
       adhoc.models.push_back(m);
     }
-    suites.push_back(adhoc);
+    plan.suites.push_back(adhoc);
   }
-  std::vector<ModelEntry> models = select_models(suites, cfg.filter);
-  if (models.empty())
+  plan.models = select_models(plan.suites, cfg.filter);
+  if (plan.models.empty())
     throw Error("no models selected (check --suite, --only, --filter, --exclude and --shard)");
-  const std::vector<BuiltGraph> builtins =
-      build_builtin_models(models, models::parse_variant(cfg.variant), cfg.batch_size);
+  plan.builtins =
+      build_builtin_models(plan.models, models::parse_variant(cfg.variant), cfg.batch_size);
   // A backend that cannot be found is a bad request (exit 2). One that is found but cannot load is
   // recorded as fail_to_load for every model while the others run: its file is checked here
   // (without loading it: plugin code runs only in workers), the rest of loading in the workers.
   std::set<std::string> all_backends(cfg.backends.begin(), cfg.backends.end());
   all_backends.insert("eager");
-  std::map<std::string, std::string> load_errors;
   for (const auto& b : all_backends) {
     const fs::path file = find_plugin(b, plugin_search_path(cfg.plugin_paths));
     try {
       validate_plugin_file(file);
     } catch (const PluginError& e) {
-      load_errors[b] = e.what();
+      plan.load_errors[b] = e.what();
     }
   }
+  return plan;
+}
 
+// The run's row, with the machine it runs on.
+reports::RunInfo run_info(const RunConfig& cfg, const RunPlan& plan) {
+  reports::RunInfo info;
+  info.tag = cfg.tag;
+  for (const auto& s : plan.suites) info.suites += (info.suites.empty() ? "" : ",") + s.name;
+  for (const auto& b : cfg.backends) info.backends += (info.backends.empty() ? "" : ",") + b;
+  info.mode = cfg.mode;
+  bind_worker_threads();
+  info.env = capture_environment(cfg.threads);
+  info.env.canary_ms = noise_canary_ms();
+  info.env.seed = cfg.seed;
+  info.env.command = cfg.command_line;
+  return info;
+}
+
+// The table, summary and CSVs after the run; the exit code (130 interrupted, 1 a model failed).
+int report_run(const RunConfig& cfg, int64_t run_id, const fs::path& out_dir,
+               const std::vector<ResultRecord>& results) {
+  std::cout << format_result_table(results, cfg.verbose) << format_speedup_summary(results);
+  for (const auto& f : reports::write_dynamo_csvs(out_dir, results))
+    std::cout << "wrote " << f.string() << "\n";
+  std::cout << fmt::format("run {} recorded in {}\n", run_id, cfg.db.string());
+  if (g_interrupted) {
+    std::cerr << fmt::format("run {} interrupted: recorded as incomplete\n", run_id);
+    return 130;
+  }
+  for (const auto& r : results) {
+    if (!reports::is_success(r.status)) return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int execute_run(const RunConfig& cfg, int64_t* run_id_out) {
+  RunPlan plan = plan_run(cfg);  // its models point at their written graphs below
   // A folder named outright is claimed before the run exists, so a clash records nothing.
   const std::string out_pattern = cfg.output_dir.string();
   const bool out_per_run = out_pattern.empty() || has_run_placeholder(out_pattern);
@@ -488,23 +531,14 @@ int execute_run(const RunConfig& cfg, int64_t* run_id_out) {
   } unclaim{out_per_run ? fs::path() : cfg.output_dir};
 
   auto store = reports::Store::open(cfg.db);
-  reports::RunInfo info;
-  info.tag = cfg.tag;
-  for (const auto& s : suites) info.suites += (info.suites.empty() ? "" : ",") + s.name;
-  for (const auto& b : cfg.backends) info.backends += (info.backends.empty() ? "" : ",") + b;
-  info.mode = cfg.mode;
-  bind_worker_threads();
-  info.env = capture_environment(cfg.threads);
-  info.env.canary_ms = noise_canary_ms();
-  info.env.seed = cfg.seed;
-  info.env.command = cfg.command_line;
+  const reports::RunInfo info = run_info(cfg, plan);
   const int64_t run_id = store->begin_run(info);
   if (run_id_out != nullptr) *run_id_out = run_id;
   unclaim.dir.clear();
   const fs::path out_dir = out_per_run ? claim_run_output_dir(cfg, run_id) : cfg.output_dir;
   mark_output_dir(out_dir, cfg.db, run_id);
   for (const char* sub : {"logs", "reports", "cache"}) fs::create_directories(out_dir / sub);
-  write_builtin_models(builtins, models, out_dir / "graphs");
+  write_builtin_models(plan.builtins, plan.models, out_dir / "graphs");
 
   struct sigaction sa {};
   sa.sa_handler = on_signal;
@@ -513,38 +547,25 @@ int execute_run(const RunConfig& cfg, int64_t* run_id_out) {
 
   std::cerr << fmt::format(
       "run {}: {} model(s) x {} on {} ({} cores), noise canary {:.1f} ms, output in {}\n", run_id,
-      models.size(), info.backends, info.env.cpu_model, info.env.cores, info.env.canary_ms,
+      plan.models.size(), info.backends, info.env.cpu_model, info.env.cores, info.env.canary_ms,
       out_dir.string());
-  for (const auto& [b, why] : load_errors) {
+  for (const auto& [b, why] : plan.load_errors) {
     std::cerr << fmt::format("backend '{}' cannot be loaded, recorded as fail_to_load: {}\n",
                              escape_controls(b), why);
   }
-  Runner runner(cfg, *store, run_id, out_dir, load_errors);
+  Runner runner(cfg, *store, run_id, out_dir, plan.load_errors);
   // A reader (db merge, db check) tells a run that covered its models from one that lost some.
-  store->plan_run(run_id, static_cast<int64_t>(models.size() * runner.results_per_model()));
-  Progress progress(models.size() * runner.jobs_per_model());
-  for (const ModelEntry& m : models) {
+  store->plan_run(run_id, static_cast<int64_t>(plan.models.size() * runner.results_per_model()));
+  Progress progress(plan.models.size() * runner.jobs_per_model());
+  for (const ModelEntry& m : plan.models) {
     if (g_interrupted) break;
     runner.run_model(m, progress);
   }
   store->finish_run(run_id, g_interrupted ? "incomplete" : "complete");
-
-  const auto& results = runner.results();
   if (cfg.bisect && !g_interrupted) {
-    bisect_new_failures(cfg, *store, run_id, models, results, out_dir);
+    bisect_new_failures(cfg, *store, run_id, plan.models, runner.results(), out_dir);
   }
-  std::cout << format_result_table(results, cfg.verbose) << format_speedup_summary(results);
-  for (const auto& f : reports::write_dynamo_csvs(out_dir, results))
-    std::cout << "wrote " << f.string() << "\n";
-  std::cout << fmt::format("run {} recorded in {}\n", run_id, cfg.db.string());
-  if (g_interrupted) {
-    std::cerr << fmt::format("run {} interrupted: recorded as incomplete\n", run_id);
-    return 130;
-  }
-  for (const auto& r : results) {
-    if (!reports::is_success(r.status)) return 1;
-  }
-  return 0;
+  return report_run(cfg, run_id, out_dir, runner.results());
 }
 
 }  // namespace crucible

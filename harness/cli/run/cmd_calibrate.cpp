@@ -46,8 +46,10 @@ int calibrate_command(const std::vector<std::string>& args) {
     c.mode = "performance";
     c.backends = {backend};
   };
-  if (!parse_run_options("calibrate", "--suite S --backend B --runs N [run options]", own, args,
-                         cfg, launch, {"backends", "mode"}, preset)) {
+  if (!parse_run_options("calibrate",
+                         "--suite S --backend B --runs N [run options but --backends, --mode and "
+                         "the CPU launcher's]",
+                         own, args, cfg, launch, {"backends", "mode"}, preset)) {
     return kExitOk;
   }
   if (runs < 2) throw po::error("--runs must be at least 2");

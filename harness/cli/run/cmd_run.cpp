@@ -99,25 +99,28 @@ void prepare_local_run(const RunConfig& cfg) {
   }
 }
 
-bool parse_run_options(const std::string& command, const std::string& usage,
-                       const po::options_description& extra, const std::vector<std::string>& args,
-                       RunConfig& cfg, LaunchOptions& launch,
-                       const std::vector<std::string>& refused,
-                       const std::function<void(RunConfig&)>& preset) {
+namespace {
+
+// What the options give as text, before it becomes a RunConfig.
+struct RunArgs {
   std::vector<std::string> suites, backends, only, config;
-  std::string filter, exclude, shard, mode = "accuracy", seed;
+  std::string filter, exclude, shard, mode = "accuracy", seed, db = "crucible.db", output_dir;
+};
+
+// Every option of a run, in its four groups: a table, read by --help and the parser.
+po::options_description run_option_table(RunConfig& cfg, RunArgs& raw, LaunchOptions& launch) {
   po::options_description what("what to run");
-  what.add_options()("suite,s", po::value(&suites)->composing(),
+  what.add_options()("suite,s", po::value(&raw.suites)->composing(),
                      "suite names or manifest paths (comma-separated)")(
       "graph,g", po::value(&cfg.graphs)->composing(), "run a .graph file as a model (repeatable)")(
-      "only", po::value(&only)->composing(), "run only these models (comma-separated)")(
-      "filter", po::value(&filter), "run models whose name matches this regex")(
-      "exclude", po::value(&exclude), "skip models whose name matches this regex")(
-      "shard", po::value(&shard), "run shard I of N (0-based), e.g. 0/4")(
-      "backends,b", po::value(&backends)->composing(),
+      "only", po::value(&raw.only)->composing(), "run only these models (comma-separated)")(
+      "filter", po::value(&raw.filter), "run models whose name matches this regex")(
+      "exclude", po::value(&raw.exclude), "skip models whose name matches this regex")(
+      "shard", po::value(&raw.shard), "run shard I of N (0-based), e.g. 0/4")(
+      "backends,b", po::value(&raw.backends)->composing(),
       "backends to compare (comma-separated; default eager)")(
-      "mode,m", po::value(&mode)->default_value("accuracy"), "accuracy | performance | both")(
-      "config,c", po::value(&config)->composing(),
+      "mode,m", po::value(&raw.mode)->default_value("accuracy"), "accuracy | performance | both")(
+      "config,c", po::value(&raw.config)->composing(),
       "option key=value for every backend but eager, or BACKEND:key=value for that backend "
       "alone (repeatable)");
   po::options_description how("how to run");
@@ -127,7 +130,7 @@ bool parse_run_options(const std::string& command, const std::string& usage,
       "memory-limit", po::value(&cfg.memory_limit_mb)->default_value(0),
       memory_limit_help("worker").c_str())("threads,t", po::value(&cfg.threads)->default_value(0),
                                            "OpenMP threads per worker (0: all)")(
-      "seed", po::value(&seed)->default_value("0"),
+      "seed", po::value(&raw.seed)->default_value("0"),
       "seed of every input and parameter recipe: a number, or 'daily' for the seed of the day "
       "(YYYYMMDD in UTC), as the nightly runs")(
       "retry-noisy", po::value(&cfg.retry_noisy)->default_value(0),
@@ -152,9 +155,8 @@ bool parse_run_options(const std::string& command, const std::string& usage,
       "plugin-path", po::value(&cfg.plugin_paths)->composing(), "extra plugin directories")(
       "suite-path", po::value(&cfg.suite_paths)->composing(), "extra suite directories");
   po::options_description out("where results go");
-  std::string db = "crucible.db", output_dir;
-  out.add_options()("db", po::value(&db)->default_value("crucible.db"), "SQLite database")(
-      "output-dir,o", po::value(&output_dir),
+  out.add_options()("db", po::value(&raw.db)->default_value("crucible.db"), "SQLite database")(
+      "output-dir,o", po::value(&raw.output_dir),
       "logs, CSVs and repros: a folder no other run has written to ('{run}' in the name becomes "
       "the run id); default crucible_out/<store name>-<hash of its path>/run_<id>")(
       "tag", po::value(&cfg.tag), "a label stored with the run")(
@@ -175,28 +177,12 @@ bool parse_run_options(const std::string& command, const std::string& usage,
       "dry-run", po::bool_switch(&launch.dry_run),
       "print the launch command and environment, run nothing");
   po::options_description all;
-  all.add(extra).add(what).add(how).add(out).add(cpu);
-  po::variables_map vm;
-  if (!parse(command, usage, all, {}, args, vm)) return false;
-  for (const std::string& name : refused) {
-    if (vm.count(name) && !vm[name].defaulted()) {
-      throw po::error(
-          fmt::format("--{} is not an option of {} (it sets that itself)", name, command));
-    }
-  }
+  all.add(what).add(how).add(out).add(cpu);
+  return all;
+}
 
-  cfg.suites = split_commas(suites);
-  cfg.backends = split_commas(backends);
-  if (cfg.backends.empty()) cfg.backends = {"eager"};
-  cfg.filter.only = split_commas(only);
-  if (!filter.empty()) cfg.filter.include = compile_regex(filter, "--filter");
-  if (!exclude.empty()) cfg.filter.exclude = compile_regex(exclude, "--exclude");
-  if (!shard.empty()) parse_shard(shard, cfg.filter);
-  if (mode != "accuracy" && mode != "performance" && mode != "both") {
-    throw po::error(fmt::format("--mode must be accuracy, performance or both, got '{}'", mode));
-  }
-  cfg.mode = mode;
-  if (preset) preset(cfg);  // the caller's own mode and backends, before they are checked against
+// The values each option may take.
+void check_values(RunConfig& cfg, const RunArgs& raw) {
   if (cfg.suites.empty() && cfg.graphs.empty())
     throw po::error("give at least one --suite or --graph");
   if (cfg.timing.repeat < 1) throw po::error("--repeat must be at least 1");
@@ -204,7 +190,7 @@ bool parse_run_options(const std::string& command, const std::string& usage,
   if (!(cfg.timeout_s > 0)) throw po::error("--timeout must be positive");
   cfg.memory_limit_mb = checked_memory_limit(cfg.memory_limit_mb);
   if (cfg.threads < 0) throw po::error("--threads must be >= 0");
-  cfg.seed = parse_seed(seed);
+  cfg.seed = parse_seed(raw.seed);
   if (!(cfg.timing.min_sample_ms > 0) || cfg.timing.min_sample_ms > 60'000)
     throw po::error("--min-sample-ms must be above 0 and at most 60000");
   if (!(cfg.timing.min_time_ms >= 0) || cfg.timing.min_time_ms > 3'600'000)
@@ -220,6 +206,10 @@ bool parse_run_options(const std::string& command, const std::string& usage,
     throw po::error(fmt::format("--counters must be cachegrind, got '{}'", cfg.counters));
   if (!cfg.counters.empty() && find_in_path("valgrind").empty())
     throw po::error("--counters cachegrind needs valgrind on PATH (apt-get install valgrind)");
+}
+
+// An option nothing in the run would take is refused, never accepted and ignored.
+void refuse_unused(const po::variables_map& vm, const RunConfig& cfg) {
   // Options of one mode, given for a run without it, would be accepted and do nothing.
   std::vector<std::string> timing_only = {"retry-noisy", "processes", "counters"};
   for (const TimingOption& o : timing_options()) {
@@ -238,7 +228,6 @@ bool parse_run_options(const std::string& command, const std::string& usage,
       }
     }
   }
-  cfg.config = parse_config(config);
   // A -c option no backend of the run receives would be accepted and do nothing.
   const bool only_eager = std::all_of(cfg.backends.begin(), cfg.backends.end(),
                                       [](const std::string& b) { return b == "eager"; });
@@ -257,8 +246,44 @@ bool parse_run_options(const std::string& command, const std::string& usage,
           fmt::format("-c {}={}: backend '{}' is not in this run's --backends", key, value, scope));
     }
   }
-  cfg.db = db;
-  cfg.output_dir = output_dir;
+}
+
+}  // namespace
+
+bool parse_run_options(const std::string& command, const std::string& usage,
+                       const po::options_description& extra, const std::vector<std::string>& args,
+                       RunConfig& cfg, LaunchOptions& launch,
+                       const std::vector<std::string>& refused,
+                       const std::function<void(RunConfig&)>& preset) {
+  RunArgs raw;
+  po::options_description all;
+  all.add(extra).add(run_option_table(cfg, raw, launch));
+  po::variables_map vm;
+  if (!parse(command, usage, all, {}, args, vm)) return false;
+  for (const std::string& name : refused) {
+    if (vm.count(name) && !vm[name].defaulted()) {
+      throw po::error(
+          fmt::format("--{} is not an option of {} (it sets that itself)", name, command));
+    }
+  }
+  cfg.suites = split_commas(raw.suites);
+  cfg.backends = split_commas(raw.backends);
+  if (cfg.backends.empty()) cfg.backends = {"eager"};
+  cfg.filter.only = split_commas(raw.only);
+  if (!raw.filter.empty()) cfg.filter.include = compile_regex(raw.filter, "--filter");
+  if (!raw.exclude.empty()) cfg.filter.exclude = compile_regex(raw.exclude, "--exclude");
+  if (!raw.shard.empty()) parse_shard(raw.shard, cfg.filter);
+  if (raw.mode != "accuracy" && raw.mode != "performance" && raw.mode != "both") {
+    throw po::error(
+        fmt::format("--mode must be accuracy, performance or both, got '{}'", raw.mode));
+  }
+  cfg.mode = raw.mode;
+  if (preset) preset(cfg);  // the caller's own mode and backends, before they are checked against
+  cfg.config = parse_config(raw.config);
+  check_values(cfg, raw);
+  refuse_unused(vm, cfg);
+  cfg.db = raw.db;
+  cfg.output_dir = raw.output_dir;
   cfg.command_line = "crucible " + command;
   for (const auto& a : args) cfg.command_line += " " + a;
   return true;
