@@ -124,6 +124,50 @@ LaunchHost LaunchHost::detect() {
   return h;
 }
 
+namespace {
+
+// The libraries LD_PRELOAD carries for the asked OpenMP runtime and allocator; Error when one is
+// unknown or not installed.
+std::vector<std::string> preload_libraries(const LaunchOptions& o, const LaunchHost& host) {
+  const auto installed = [&](const std::string& name) {
+    return host.libraries.count(name) ? host.libraries.at(name) : std::string();
+  };
+  std::vector<std::string> preload;
+  if (o.omp_runtime != "gomp") {
+    if (o.omp_runtime != "llvm" && o.omp_runtime != "intel") {
+      throw Error(
+          fmt::format("--omp-runtime must be gomp, llvm or intel, got '{}'", o.omp_runtime));
+    }
+    const std::string lib = installed(o.omp_runtime);
+    if (lib.empty()) {
+      throw Error(fmt::format("launcher: OpenMP runtime '{}' requested but {} is not installed{}",
+                              o.omp_runtime, o.omp_runtime == "intel" ? "libiomp5.so" : "libomp.so",
+                              o.omp_runtime == "llvm" ? " (apt-get install libomp-dev)" : ""));
+    }
+    preload.push_back(lib);
+  } else if (o.kmp_blocktime >= 0 || !o.kmp_affinity.empty()) {
+    throw Error(
+        "--kmp-blocktime and --kmp-affinity need --omp-runtime llvm or intel (GNU OpenMP ignores "
+        "KMP_*)");
+  }
+  if (o.allocator != "default") {
+    if (o.allocator != "jemalloc" && o.allocator != "tcmalloc") {
+      throw Error(
+          fmt::format("--allocator must be default, jemalloc or tcmalloc, got '{}'", o.allocator));
+    }
+    const std::string lib = installed(o.allocator);
+    if (lib.empty()) {
+      throw Error(fmt::format(
+          "launcher: allocator '{}' requested but it is not installed (apt-get install {})",
+          o.allocator, o.allocator == "jemalloc" ? "libjemalloc2" : "libgoogle-perftools4"));
+    }
+    preload.push_back(lib);
+  }
+  return preload;
+}
+
+}  // namespace
+
 LaunchPlan plan_launch(const LaunchOptions& o, const LaunchHost& host, const std::string& self,
                        const std::vector<std::string>& run_args) {
   LaunchPlan plan;
@@ -159,39 +203,7 @@ LaunchPlan plan_launch(const LaunchOptions& o, const LaunchHost& host, const std
         "sched_setaffinity instead" +
         std::string(membind >= 0 ? " and without memory binding" : ""));
   }
-  std::vector<std::string> preload;
-  if (o.omp_runtime != "gomp") {
-    if (o.omp_runtime != "llvm" && o.omp_runtime != "intel") {
-      throw Error(
-          fmt::format("--omp-runtime must be gomp, llvm or intel, got '{}'", o.omp_runtime));
-    }
-    const std::string& lib =
-        host.libraries.count(o.omp_runtime) ? host.libraries.at(o.omp_runtime) : "";
-    if (lib.empty()) {
-      throw Error(fmt::format("launcher: OpenMP runtime '{}' requested but {} is not installed{}",
-                              o.omp_runtime, o.omp_runtime == "intel" ? "libiomp5.so" : "libomp.so",
-                              o.omp_runtime == "llvm" ? " (apt-get install libomp-dev)" : ""));
-    }
-    preload.push_back(lib);
-  } else if (o.kmp_blocktime >= 0 || !o.kmp_affinity.empty()) {
-    throw Error(
-        "--kmp-blocktime and --kmp-affinity need --omp-runtime llvm or intel (GNU OpenMP ignores "
-        "KMP_*)");
-  }
-  if (o.allocator != "default") {
-    if (o.allocator != "jemalloc" && o.allocator != "tcmalloc") {
-      throw Error(
-          fmt::format("--allocator must be default, jemalloc or tcmalloc, got '{}'", o.allocator));
-    }
-    const std::string& lib =
-        host.libraries.count(o.allocator) ? host.libraries.at(o.allocator) : "";
-    if (lib.empty()) {
-      throw Error(fmt::format(
-          "launcher: allocator '{}' requested but it is not installed (apt-get install {})",
-          o.allocator, o.allocator == "jemalloc" ? "libjemalloc2" : "libgoogle-perftools4"));
-    }
-    preload.push_back(lib);
-  }
+  const std::vector<std::string> preload = preload_libraries(o, host);
   for (int i = 0; i < o.ninstances; ++i) {
     LaunchInstance inst;
     inst.cores.assign(cores.begin() + i * per, cores.begin() + (i + 1) * per);

@@ -98,6 +98,8 @@ size_t format_pid(pid_t v, char* buf) {
 
 }  // namespace
 
+// One function on purpose: everything between fork and exec must be async-signal-safe and see the
+// descriptors and cgroup prepared before the fork; split, that contract would span functions.
 ChildOutcome run_child(const std::vector<std::string>& argv,
                        const std::map<std::string, std::string>& env, const fs::path& log,
                        const ChildLimits& limits) {

@@ -77,6 +77,9 @@ reports::ReproRecord repro_record(const MinifyResult& r, const MinifyOptions& op
   return rec;
 }
 
+// The pipeline in order, as Halide's Lower.cpp reads: determinism, dead code, cosim cut, the
+// passes to a fixpoint, data simplification, replays, kernel bisection, the repro. Read top to
+// bottom it is the algorithm, so it stays one function.
 MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& oracle,
                     const MinifyOptions& opts) {
   const auto t0 = std::chrono::steady_clock::now();

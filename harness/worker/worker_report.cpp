@@ -151,6 +151,8 @@ void ReportWriter::reply(int exit_code, const std::string& out, const std::strin
   line({"end"});
 }
 
+// Long as the report format is: one branch per line kind, in the order write() emits them, so the
+// writer and this reader can be read side by side.
 WorkerReport read_report(const std::filesystem::path& path) {
   WorkerReport rep;
   std::ifstream in(path);

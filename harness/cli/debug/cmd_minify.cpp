@@ -42,6 +42,32 @@ ModelEntry suite_model(const std::string& suite, const std::string& only,
   return models[0];
 }
 
+// The graph of --suite S --only M, with the model's tolerance and accuracy rule into `mo`.
+Graph suite_graph(const std::string& suite, const std::string& only, const std::string& variant,
+                  int64_t batch_size, const std::vector<std::string>& suite_paths,
+                  const fs::path& dir, double& tolerance, minify::MinifyOptions& mo) {
+  const ModelEntry m = suite_model(suite, only, variant, batch_size, suite_paths, dir);
+  tolerance = m.tolerance;
+  mo.oracle.cosine = m.cosine;
+  mo.original = fmt::format("--suite {} --only {}", suite, only);
+  return load_graph_file(m.graph);
+}
+
+void print_minify_result(const minify::MinifyResult& r, const fs::path& out) {
+  std::cout << fmt::format("minify: {}\n", r.message);
+  if (r.culprit.oracle_calls > 0) std::cout << "culprit: " << r.culprit.str() << "\n";
+  if (!r.cosim_node.empty()) {
+    std::cout << fmt::format("cosim: first diverging node %{}{}\n", r.cosim_node,
+                             r.cosim_cut ? "" : " (cutting to it lost the failure)");
+  }
+  std::cout << fmt::format("oracle calls {}, cache hits {}, flipped verdicts {}, {:.1f} s\n",
+                           r.oracle_calls, r.cache_hits, r.flipped, r.wall_s);
+  if (r.outcome == minify::MinifyResult::Outcome::kMinimized ||
+      r.outcome == minify::MinifyResult::Outcome::kNotReproduced) {
+    std::cout << fmt::format("repro: {}\nrerun: crucible repro {}\n", out.string(), out.string());
+  }
+}
+
 // Ctrl-C or a kill: no worker may outlive the command (each runs in its own process group), and a
 // half-minimized graph is not a result; async-signal-safe to the end.
 void on_signal(int) {
@@ -67,6 +93,8 @@ void print_progress(const std::string& line) {
 
 }  // namespace
 
+// Over 100 lines for its option table (45 of them), which reads best beside the checks of the
+// values it binds; the work itself is minify::minify.
 int minify_command(const std::vector<std::string>& args) {
   po::options_description opts("minify options");
   std::string file, suite, only, variant, want, out, backend, db;
@@ -144,19 +172,11 @@ int minify_command(const std::vector<std::string>& args) {
     throw po::error(fmt::format("--variant must be full or small, got '{}'", variant));
 
   TempDir work("crucible_minify_");
-  Graph g;
   double model_tolerance = 1e-4;
-  if (!file.empty()) {
-    g = load_graph_file(file);
-    mo.original = fs::absolute(file).string();
-  } else {
-    const ModelEntry m =
-        suite_model(suite, only, variant, batch_size, suite_paths, work.path() / "models");
-    g = load_graph_file(m.graph);
-    model_tolerance = m.tolerance;
-    mo.oracle.cosine = m.cosine;
-    mo.original = fmt::format("--suite {} --only {}", suite, only);
-  }
+  Graph g = file.empty() ? suite_graph(suite, only, variant, batch_size, suite_paths,
+                                       work.path() / "models", model_tolerance, mo)
+                         : load_graph_file(file);
+  if (!file.empty()) mo.original = fs::absolute(file).string();
   check_side_files(g);
   const fs::path plugin = find_plugin(backend, plugin_search_path(plugin_paths));
   validate_plugin_file(plugin);
@@ -184,19 +204,7 @@ int minify_command(const std::vector<std::string>& args) {
   store->add_repro(minify::repro_record(r, mo, suite.empty() ? "graph" : suite,
                                         suite.empty() ? g.name() : only));
   if (isatty(STDERR_FILENO)) std::cerr << "\n";
-  std::cout << fmt::format("minify: {}\n", r.message);
-  if (r.culprit.oracle_calls > 0) std::cout << "culprit: " << r.culprit.str() << "\n";
-  if (!r.cosim_node.empty()) {
-    std::cout << fmt::format("cosim: first diverging node %{}{}\n", r.cosim_node,
-                             r.cosim_cut ? "" : " (cutting to it lost the failure)");
-  }
-  std::cout << fmt::format("oracle calls {}, cache hits {}, flipped verdicts {}, {:.1f} s\n",
-                           r.oracle_calls, r.cache_hits, r.flipped, r.wall_s);
-  if (r.outcome == minify::MinifyResult::Outcome::kMinimized ||
-      r.outcome == minify::MinifyResult::Outcome::kNotReproduced) {
-    std::cout << fmt::format("repro: {}\nrerun: crucible repro {}\n", mo.out.string(),
-                             mo.out.string());
-  }
+  print_minify_result(r, mo.out);
   return r.outcome == minify::MinifyResult::Outcome::kMinimized ? kExitOk : kExitFailed;
 }
 

@@ -46,6 +46,44 @@ std::string when(const WorkerReport& report, const std::string& graph_file) {
   return fmt::format("during {}", escape_controls(p));
 }
 
+// What the child's end means for run-graph: a timeout, crash or early exit said in one line
+// (exit 1); otherwise the plugin's own output and run-graph's result, as in-process.
+int relay_child(const WorkerReport& report, const ChildOutcome& outcome, const fs::path& log,
+                const std::string& backend_name, const std::string& file, double timeout_s) {
+  const std::string backend = escape_controls(backend_name);
+  const std::string tail = log_tail(log);
+  const std::string detail = tail.empty() ? "" : ": " + tail;
+  if (outcome.timed_out) {
+    std::cerr << fmt::format("crucible run-graph: {} timed out after {} s {} (--timeout){}\n",
+                             backend, timeout_s, when(report, file), detail);
+    return kExitFailed;
+  }
+  if (!outcome.exited) {
+    std::cerr << fmt::format("crucible run-graph: {} crashed with {} {}{}\n", backend,
+                             signal_name(outcome.signal), when(report, file), detail);
+    return kExitFailed;
+  }
+  if (!report.reply) {
+    std::cerr << fmt::format(
+        "crucible run-graph: {} ended the process with exit status {} {}, before run-graph had "
+        "its result{}\n",
+        backend, outcome.exit_code, when(report, file), detail);
+    return kExitFailed;
+  }
+  if (outcome.exit_code != report.reply->exit_code) {
+    std::cerr << fmt::format(
+        "crucible run-graph: {} ended the process with exit status {} {} (run-graph's status "
+        "was {}){}\n",
+        backend, outcome.exit_code, when(report, file), report.reply->exit_code, detail);
+    return kExitFailed;
+  }
+  // The plugin's own output (warnings, debug prints), as it would have appeared in-process.
+  if (std::ifstream in(log, std::ios::binary); in && in.peek() != EOF) std::cerr << in.rdbuf();
+  std::cerr << report.reply->err;
+  std::cout << report.reply->out;
+  return report.reply->exit_code;
+}
+
 }  // namespace
 
 int run_graph_command(const std::vector<std::string>& args) {
@@ -115,39 +153,7 @@ int run_graph_command(const std::vector<std::string>& args) {
     return 130;
   }
 
-  const WorkerReport report = read_report(job.report);
-  const std::string backend = escape_controls(backend_name);
-  const std::string tail = log_tail(log);
-  const std::string detail = tail.empty() ? "" : ": " + tail;
-  if (outcome.timed_out) {
-    std::cerr << fmt::format("crucible run-graph: {} timed out after {} s {} (--timeout){}\n",
-                             backend, timeout_s, when(report, file), detail);
-    return kExitFailed;
-  }
-  if (!outcome.exited) {
-    std::cerr << fmt::format("crucible run-graph: {} crashed with {} {}{}\n", backend,
-                             signal_name(outcome.signal), when(report, file), detail);
-    return kExitFailed;
-  }
-  if (!report.reply) {
-    std::cerr << fmt::format(
-        "crucible run-graph: {} ended the process with exit status {} {}, before run-graph had "
-        "its result{}\n",
-        backend, outcome.exit_code, when(report, file), detail);
-    return kExitFailed;
-  }
-  if (outcome.exit_code != report.reply->exit_code) {
-    std::cerr << fmt::format(
-        "crucible run-graph: {} ended the process with exit status {} {} (run-graph's status "
-        "was {}){}\n",
-        backend, outcome.exit_code, when(report, file), report.reply->exit_code, detail);
-    return kExitFailed;
-  }
-  // The plugin's own output (warnings, debug prints), as it would have appeared in-process.
-  if (std::ifstream in(log, std::ios::binary); in && in.peek() != EOF) std::cerr << in.rdbuf();
-  std::cerr << report.reply->err;
-  std::cout << report.reply->out;
-  return report.reply->exit_code;
+  return relay_child(read_report(job.report), outcome, log, backend_name, file, timeout_s);
 }
 
 }  // namespace crucible::cli
