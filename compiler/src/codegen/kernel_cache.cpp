@@ -371,22 +371,11 @@ bool link_only(const std::string& f) {
          f.rfind("-Wl,", 0) == 0;
 }
 
-}  // namespace
-
-BuildResult build_shared_library(const std::vector<std::string>& sources,
-                                 const ToolchainOptions& opts) {
-  const std::string compiler =
-      opts.compiler.empty() ? ToolchainOptions::default_compiler() : opts.compiler;
-  const fs::path cache_dir =
-      fs::absolute(opts.cache_dir.empty() ? ToolchainOptions::default_cache_dir() : opts.cache_dir);
-  std::vector<std::string> flags = opts.flags;
-  if (opts.fast_math && !has_flag(flags, "-ffast-math")) flags.push_back("-ffast-math");
-  const std::vector<std::string> compiler_argv = detail::split_words(compiler);
-  if (compiler_argv.empty()) throw ToolchainError("no compiler given");
-
-  // The key covers everything that decides the machine code we would load. The compiler command
-  // is in as well as its version line, which two different drivers could share. -march=native
-  // means "this CPU", so a cache shared between machines (an NFS home) must also key on the CPU.
+// The key covers everything that decides the machine code we would load. The compiler command
+// is in as well as its version line, which two different drivers could share. -march=native
+// means "this CPU", so a cache shared between machines (an NFS home) must also key on the CPU.
+std::string cache_key(const std::string& compiler, const std::vector<std::string>& flags,
+                      const std::vector<std::string>& sources) {
   Sha256 hasher;
   hasher.update_field(kCacheFormat);
   hasher.update_field(compiler);
@@ -400,16 +389,18 @@ BuildResult build_shared_library(const std::vector<std::string>& sources,
   if (native) hasher.update_field(detail::host_cpu_id());
   hasher.update_field(std::to_string(sources.size()));
   for (const std::string& s : sources) hasher.update_field(s);
-  const std::string key = hasher.hex_digest();
+  return hasher.hex_digest();
+}
 
+// The entry's paths, its directory made ours: anything else under its name (a symlink to a
+// directory elsewhere, a file, a FIFO) is removed, never followed.
+EntryPaths open_entry(const fs::path& cache_dir, const std::string& key) {
   ensure_private_dir(cache_dir, "kernel cache directory");
   EntryPaths entry;
   entry.dir = cache_dir / key;
   entry.library = entry.dir / (key + ".so");
   entry.meta = entry.dir / (key + ".meta");
   entry.lock = entry.dir / ".lock";
-  // The entry directory is ours alone: anything else under its name (a symlink to a directory
-  // elsewhere, a file, a FIFO) is removed, never followed.
   if (const CacheFile d = inspect(entry.dir); d.exists && !d.directory) {
     if (!remove_any(entry.dir)) {
       throw ToolchainError(fmt::format("kernel cache entry {} is {} and cannot be removed",
@@ -417,6 +408,44 @@ BuildResult build_shared_library(const std::vector<std::string>& sources,
     }
   }
   ensure_private_dir(entry.dir, "kernel cache entry");
+  return entry;
+}
+
+// Leftovers of killed builds, and anything that is not a regular file (only regular files are
+// ever written here): renaming a new source or object over a directory would fail. Every writer
+// of the entry holds its lock, so none of them is live.
+void remove_stale_files(const EntryPaths& entry) {
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (const fs::directory_entry& f : fs::directory_iterator(entry.dir, ec)) {
+    if (f.path() == entry.lock) continue;
+    const CacheFile found = inspect(f.path());
+    if (is_temp_name(f.path().filename().string()) || !found.regular) stale.push_back(f.path());
+  }
+  for (const fs::path& p : stale) {
+    if (!remove_any(p)) {
+      throw ToolchainError(fmt::format("kernel cache entry {}: cannot remove {} ({})",
+                                       entry.dir.string(), p.filename().string(), inspect(p).kind));
+    }
+  }
+}
+
+}  // namespace
+
+BuildResult build_shared_library(const std::vector<std::string>& sources,
+                                 const ToolchainOptions& opts) {
+  const std::string compiler =
+      opts.compiler.empty() ? ToolchainOptions::default_compiler() : opts.compiler;
+  const fs::path cache_dir =
+      fs::absolute(opts.cache_dir.empty() ? ToolchainOptions::default_cache_dir() : opts.cache_dir);
+  std::vector<std::string> flags = opts.flags;
+  if (opts.fast_math && !has_flag(flags, "-ffast-math")) flags.push_back("-ffast-math");
+  const std::vector<std::string> compiler_argv = detail::split_words(compiler);
+  if (compiler_argv.empty()) throw ToolchainError("no compiler given");
+
+  const std::string key = cache_key(compiler, flags, sources);
+
+  const EntryPaths entry = open_entry(cache_dir, key);
 
   BuildResult result;
   result.key = key;
@@ -436,22 +465,7 @@ BuildResult build_shared_library(const std::vector<std::string>& sources,
   // The .meta first: without it the entry stays invalid even if removing the .so fails.
   remove_any(entry.meta);
   remove_any(entry.library);
-  // Leftovers of killed builds, and anything that is not a regular file (only regular files are
-  // ever written here): renaming a new source or object over a directory would fail. Every writer
-  // of this entry holds the lock, so none of them is live.
-  std::error_code ec;
-  std::vector<fs::path> stale;
-  for (const fs::directory_entry& f : fs::directory_iterator(entry.dir, ec)) {
-    if (f.path() == entry.lock) continue;
-    const CacheFile found = inspect(f.path());
-    if (is_temp_name(f.path().filename().string()) || !found.regular) stale.push_back(f.path());
-  }
-  for (const fs::path& p : stale) {
-    if (!remove_any(p)) {
-      throw ToolchainError(fmt::format("kernel cache entry {}: cannot remove {} ({})",
-                                       entry.dir.string(), p.filename().string(), inspect(p).kind));
-    }
-  }
+  remove_stale_files(entry);
 
   std::vector<Compile> compiles(result.sources.size());
   for (size_t i = 0; i < compiles.size(); ++i) {

@@ -179,24 +179,8 @@ class Fd {
   int fd_;
 };
 
-void check_elf(const fs::path& file) {
-  // O_NONBLOCK: if the file was swapped for a FIFO since the stat above, open must not wait for a
-  // writer. fstat below then sees what was really opened.
-  Fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-  if (fd.get() < 0) fail(file, fmt::format("cannot open the plugin file: {}", strerror(errno)));
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) {
-    fail(file, fmt::format("cannot read the plugin file: {}", strerror(errno)));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    fail(file, fmt::format("is {}, not a plugin (a shared library file)", kind_of(st.st_mode)));
-  }
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (size == 0) not_loadable(file, "empty file");
-
-  unsigned char ident[EI_NIDENT] = {};
-  const bool have_ident = read_at(fd.get(), ident, std::min<uint64_t>(size, EI_NIDENT), 0);
-  if (!have_ident) fail(file, fmt::format("cannot read the plugin file: {}", strerror(errno)));
+// The ELF identification: magic, class, byte order and version of this host.
+void check_ident(const fs::path& file, const unsigned char* ident, uint64_t size) {
   if (size < SELFMAG || memcmp(ident, ELFMAG, SELFMAG) != 0) {
     not_loadable(file, "not an ELF file");
   }
@@ -220,6 +204,67 @@ void check_elf(const fs::path& file) {
   if (ident[EI_VERSION] != EV_CURRENT) {
     not_loadable(file, fmt::format("unknown ELF version {}", ident[EI_VERSION]));
   }
+}
+
+// The section header table (`first`: its section 0, nullptr when it could not be read), every
+// section's bytes inside the file. A library without the table (as sstrip leaves one) is fine.
+void check_sections(const fs::path& file, int fd, const Ehdr& eh, const Shdr* first,
+                    uint64_t size) {
+  if (eh.e_shoff == 0) return;
+  if (eh.e_shentsize != sizeof(Shdr)) {
+    not_loadable(file,
+                 fmt::format("section header size {}, expected {}", eh.e_shentsize, sizeof(Shdr)));
+  }
+  if (first == nullptr) {
+    not_loadable(file, fmt::format("truncated: the section header table at offset {} lies past "
+                                   "the end of the file ({} bytes)",
+                                   eh.e_shoff, size));
+  }
+  const uint64_t shnum = eh.e_shnum != 0 ? eh.e_shnum : first->sh_size;
+  if (shnum > kMaxTableEntries) {
+    not_loadable(file, fmt::format("implausible section header count {}", shnum));
+  }
+  if (!inside(eh.e_shoff, shnum * sizeof(Shdr), size)) {
+    not_loadable(file, fmt::format("truncated: the section header table (offset {}, {} bytes) ends "
+                                   "past the end of the file ({} bytes)",
+                                   eh.e_shoff, shnum * sizeof(Shdr), size));
+  }
+  if (shnum > 0) {
+    std::vector<Shdr> shdrs(shnum);
+    if (!read_at(fd, shdrs.data(), shnum * sizeof(Shdr), eh.e_shoff)) {
+      fail(file, fmt::format("cannot read the plugin file: {}", strerror(errno)));
+    }
+    for (size_t i = 1; i < shdrs.size(); ++i) {
+      const Shdr& sh = shdrs[i];
+      if (sh.sh_type == SHT_NOBITS || sh.sh_size == 0) continue;
+      if (!inside(sh.sh_offset, sh.sh_size, size)) {
+        not_loadable(file, fmt::format("truncated: section {} (file bytes {} to {}) ends past the "
+                                       "end of the file ({} bytes)",
+                                       i, sh.sh_offset, sh.sh_offset + sh.sh_size, size));
+      }
+    }
+  }
+}
+
+void check_elf(const fs::path& file) {
+  // O_NONBLOCK: if the file was swapped for a FIFO since the stat above, open must not wait for a
+  // writer. fstat below then sees what was really opened.
+  Fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (fd.get() < 0) fail(file, fmt::format("cannot open the plugin file: {}", strerror(errno)));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    fail(file, fmt::format("cannot read the plugin file: {}", strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    fail(file, fmt::format("is {}, not a plugin (a shared library file)", kind_of(st.st_mode)));
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size == 0) not_loadable(file, "empty file");
+
+  unsigned char ident[EI_NIDENT] = {};
+  const bool have_ident = read_at(fd.get(), ident, std::min<uint64_t>(size, EI_NIDENT), 0);
+  if (!have_ident) fail(file, fmt::format("cannot read the plugin file: {}", strerror(errno)));
+  check_ident(file, ident, size);
   if (size < sizeof(Ehdr)) {
     not_loadable(file, fmt::format("truncated: {} bytes, shorter than the {}-byte ELF header", size,
                                    sizeof(Ehdr)));
@@ -295,40 +340,7 @@ void check_elf(const fs::path& file) {
   if (loads == 0) not_loadable(file, "no loadable (PT_LOAD) segment");
   if (!dynamic) not_loadable(file, "no dynamic section (PT_DYNAMIC)");
 
-  if (eh.e_shoff == 0) return;  // no section header table (as sstrip leaves a library): fine
-  if (eh.e_shentsize != sizeof(Shdr)) {
-    not_loadable(file,
-                 fmt::format("section header size {}, expected {}", eh.e_shentsize, sizeof(Shdr)));
-  }
-  if (!have_first) {
-    not_loadable(file, fmt::format("truncated: the section header table at offset {} lies past "
-                                   "the end of the file ({} bytes)",
-                                   eh.e_shoff, size));
-  }
-  const uint64_t shnum = eh.e_shnum != 0 ? eh.e_shnum : first.sh_size;
-  if (shnum > kMaxTableEntries) {
-    not_loadable(file, fmt::format("implausible section header count {}", shnum));
-  }
-  if (!inside(eh.e_shoff, shnum * sizeof(Shdr), size)) {
-    not_loadable(file, fmt::format("truncated: the section header table (offset {}, {} bytes) ends "
-                                   "past the end of the file ({} bytes)",
-                                   eh.e_shoff, shnum * sizeof(Shdr), size));
-  }
-  if (shnum > 0) {
-    std::vector<Shdr> shdrs(shnum);
-    if (!read_at(fd.get(), shdrs.data(), shnum * sizeof(Shdr), eh.e_shoff)) {
-      fail(file, fmt::format("cannot read the plugin file: {}", strerror(errno)));
-    }
-    for (size_t i = 1; i < shdrs.size(); ++i) {
-      const Shdr& sh = shdrs[i];
-      if (sh.sh_type == SHT_NOBITS || sh.sh_size == 0) continue;
-      if (!inside(sh.sh_offset, sh.sh_size, size)) {
-        not_loadable(file, fmt::format("truncated: section {} (file bytes {} to {}) ends past the "
-                                       "end of the file ({} bytes)",
-                                       i, sh.sh_offset, sh.sh_offset + sh.sh_size, size));
-      }
-    }
-  }
+  check_sections(file, fd.get(), eh, have_first ? &first : nullptr, size);
 }
 
 }  // namespace
