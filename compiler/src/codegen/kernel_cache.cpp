@@ -430,6 +430,42 @@ void remove_stale_files(const EntryPaths& entry) {
   }
 }
 
+// One compile per source (the last is the key's own): written into the entry, compiled to a
+// temporary object that is renamed once every compile succeeded.
+std::vector<Compile> plan_compiles(const std::vector<fs::path>& paths,
+                                   const std::vector<std::string>& sources, const std::string& key,
+                                   const std::vector<std::string>& compiler_argv,
+                                   const std::vector<std::string>& flags) {
+  std::vector<Compile> compiles(paths.size());
+  for (size_t i = 0; i < compiles.size(); ++i) {
+    Compile& c = compiles[i];
+    c.source = paths[i];
+    write_file_atomically(c.source, i < sources.size() ? sources[i] : key_source(key));
+    c.object = fs::path(c.source).replace_extension(".o");
+    c.temp_object = temp_name(c.object);
+    c.argv = compiler_argv;
+    for (const std::string& f : flags) {
+      if (!link_only(f)) c.argv.push_back(f);
+    }
+    if (!has_flag(flags, "-fPIC")) c.argv.push_back("-fPIC");
+    c.argv.insert(c.argv.end(), {"-c", c.source.string(), "-o", c.temp_object.string()});
+  }
+  return compiles;
+}
+
+std::vector<std::string> link_command(const std::vector<Compile>& compiles,
+                                      const std::vector<std::string>& compiler_argv,
+                                      const std::vector<std::string>& flags,
+                                      const fs::path& output) {
+  std::vector<std::string> link = compiler_argv;
+  for (const Compile& c : compiles) link.push_back(c.object.string());
+  // Flags after the objects, so a -l in them resolves the objects' references.
+  for (const std::string& f : flags) link.push_back(f);
+  if (!has_flag(flags, "-shared")) link.push_back("-shared");
+  link.insert(link.end(), {"-o", output.string()});
+  return link;
+}
+
 }  // namespace
 
 BuildResult build_shared_library(const std::vector<std::string>& sources,
@@ -467,28 +503,11 @@ BuildResult build_shared_library(const std::vector<std::string>& sources,
   remove_any(entry.library);
   remove_stale_files(entry);
 
-  std::vector<Compile> compiles(result.sources.size());
-  for (size_t i = 0; i < compiles.size(); ++i) {
-    Compile& c = compiles[i];
-    c.source = result.sources[i];
-    write_file_atomically(c.source, i < sources.size() ? sources[i] : key_source(key));
-    c.object = fs::path(c.source).replace_extension(".o");
-    c.temp_object = temp_name(c.object);
-    c.argv = compiler_argv;
-    for (const std::string& f : flags) {
-      if (!link_only(f)) c.argv.push_back(f);
-    }
-    if (!has_flag(flags, "-fPIC")) c.argv.push_back("-fPIC");
-    c.argv.insert(c.argv.end(), {"-c", c.source.string(), "-o", c.temp_object.string()});
-    result.command_lines.push_back(detail::quote_command(c.argv));
-  }
-  std::vector<std::string> link = compiler_argv;
-  for (const Compile& c : compiles) link.push_back(c.object.string());
-  // Flags after the objects, so a -l in them resolves the objects' references.
-  for (const std::string& f : flags) link.push_back(f);
-  if (!has_flag(flags, "-shared")) link.push_back("-shared");
+  // The sources written into the entry, one compile each, then the link.
+  std::vector<Compile> compiles = plan_compiles(result.sources, sources, key, compiler_argv, flags);
   const fs::path temp_library = temp_name(entry.library);
-  link.insert(link.end(), {"-o", temp_library.string()});
+  const std::vector<std::string> link = link_command(compiles, compiler_argv, flags, temp_library);
+  for (const Compile& c : compiles) result.command_lines.push_back(detail::quote_command(c.argv));
   result.command_lines.push_back(detail::quote_command(link));
 
   const auto start = std::chrono::steady_clock::now();
