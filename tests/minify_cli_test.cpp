@@ -121,6 +121,25 @@ TEST_F(MinifyCli, SuspiciousPassMinifiesToItsOpWhenAskedFor) {
   EXPECT_NE(r.out.find("reproduced 2/2"), std::string::npos) << r.out;
 }
 
+// Without -o, a second minify of the same graph writes beside the first repro, never over it:
+// the store's rows point at both.
+TEST_F(MinifyCli, DefaultReproFoldersDoNotReplaceEachOther) {
+  const std::string cmd = "cd " + dir_.string() + " && " + CRUCIBLE_BIN_DIR +
+                          "/crucible minify --suite tutorial --only neg_maximum_cat_f32 --backend "
+                          "codegen -c inject=neg:times2 --determinism 1 --replays 1 "
+                          "--no-kernel-bisect --no-cosim" +
+                          minify_db();
+  for (int i = 0; i < 2; ++i) {
+    auto r = testing::run_command(cmd);
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+  }
+  EXPECT_TRUE(fs::exists(dir_ / "minify_out" / "neg_maximum_cat_f32" / "manifest.txt"));
+  EXPECT_TRUE(fs::exists(dir_ / "minify_out" / "neg_maximum_cat_f32.2" / "manifest.txt"));
+  const auto repros = reports::Store::open(dir_ / "m.db")->repros();
+  ASSERT_EQ(repros.size(), 2u);
+  EXPECT_NE(repros[0].path, repros[1].path);
+}
+
 TEST_F(MinifyCli, TutorialU8NoCastKeepsTheCompileErrorAndItsTwoNodes) {
   const fs::path out = dir_ / "u8";
   auto r = run_crucible(

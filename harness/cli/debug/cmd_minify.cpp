@@ -68,6 +68,17 @@ void print_minify_result(const minify::MinifyResult& r, const fs::path& out) {
   }
 }
 
+// `base`, or base.2, base.3, ... : the first name nothing has taken, so a minify never replaces
+// the repro an earlier one wrote (and the store recorded) by default.
+fs::path unused_dir(const fs::path& base) {
+  for (int n = 1; n < 10000; ++n) {
+    const fs::path dir = n == 1 ? base : fs::path(fmt::format("{}.{}", base.string(), n));
+    std::error_code ec;
+    if (!fs::exists(fs::symlink_status(dir, ec))) return dir;
+  }
+  throw Error(fmt::format("{}: no free repro directory of that name", base.string()));
+}
+
 // Ctrl-C or a kill: no worker may outlive the command (each runs in its own process group), and a
 // half-minimized graph is not a result; async-signal-safe to the end.
 void on_signal(int) {
@@ -113,8 +124,10 @@ int minify_command(const std::vector<std::string>& args) {
       "signature", po::value(&want)->default_value("auto"),
       "which failure to keep: auto (the one observed) | accuracy | compile | crash | timeout | "
       "suspicious (a pass far from fp64, pass_suspicious: reduced while it stays suspicious or "
-      "fails accuracy in the same dtype)")("output-dir,o", po::value(&out),
-                                           "the repro directory (default minify_out/<graph name>)")(
+      "fails accuracy in the same dtype)")(
+      "output-dir,o", po::value(&out),
+      "the repro directory (default minify_out/<graph name>, or <graph name>.N when that holds "
+      "an earlier repro: the store's rows point at them)")(
       "seed", po::value(&seed)->default_value(0), "seed of the inputs and parameter recipes")(
       "threads,t", po::value(&mo.oracle.threads)->default_value(0), "OpenMP threads per worker")(
       "timeout", po::value(&timeout_s)->default_value(120),
@@ -193,7 +206,7 @@ int minify_command(const std::vector<std::string>& args) {
   mo.seed = seed;
   mo.cosim = !vm["no-cosim"].as<bool>();
   mo.bisect_codegen = !vm["no-kernel-bisect"].as<bool>();
-  mo.out = out.empty() ? fs::path("minify_out") / g.name() : fs::path(out);
+  mo.out = out.empty() ? unused_dir(fs::path("minify_out") / g.name()) : fs::path(out);
   minify::check_repro_dir(mo.out);  // before any work: a user's directory is never overwritten
   mo.progress = print_progress;
 
