@@ -1,6 +1,8 @@
 // Status names (see status.h).
 #include "crucible/reports/status.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <utility>
 
@@ -43,6 +45,14 @@ std::optional<Status> status_from_name(std::string_view name) {
 
 bool is_success(Status s) {
   return s == Status::kPass || s == Status::kSkipped || s == Status::kXfail;
+}
+
+std::string sql_success_names() {
+  std::string out;
+  for (const auto& [status, name] : kNames) {
+    if (is_success(status)) out += fmt::format("{}'{}'", out.empty() ? "" : ", ", name);
+  }
+  return out;
 }
 
 std::ostream& operator<<(std::ostream& out, Status s) { return out << status_name(s); }

@@ -141,12 +141,16 @@ Table Store::query(const std::string& sql) {
 }
 
 Table Store::runs_table(int limit) {
+  // "failed" counts what fails a run (is_success), not skipped or expected failures.
   return select(db_,
-                "SELECT r.id AS run, r.started_at, r.status, r.tag, r.suites, r.backends, r.mode,"
-                " r.hostname, r.cores, coalesce(r.git_commit, '') AS git_commit, r.seed,"
-                " (SELECT count(*) FROM results x WHERE x.run_id = r.id) AS results,"
-                " (SELECT count(*) FROM results x WHERE x.run_id = r.id AND x.status != 'pass')"
-                " AS failed FROM runs r ORDER BY r.id DESC LIMIT ?",
+                fmt::format("SELECT r.id AS run, r.started_at, r.status, r.tag, r.suites,"
+                            " r.backends, r.mode, r.hostname, r.cores,"
+                            " coalesce(r.git_commit, '') AS git_commit, r.seed,"
+                            " (SELECT count(*) FROM results x WHERE x.run_id = r.id) AS results,"
+                            " (SELECT count(*) FROM results x WHERE x.run_id = r.id AND"
+                            " x.status NOT IN ({})) AS failed FROM runs r ORDER BY r.id DESC"
+                            " LIMIT ?",
+                            sql_success_names()),
                 {static_cast<int64_t>(limit)});
 }
 

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <ostream>
+#include <string>
 #include <string_view>
 
 namespace crucible::reports {
@@ -31,6 +32,9 @@ std::string_view status_name(Status s);
 std::optional<Status> status_from_name(std::string_view name);
 // Statuses that do not fail a run: pass, skipped and expected failures.
 bool is_success(Status s);
+// "'pass', 'skipped', 'xfail'": the success statuses for an SQL IN list, so a query counts
+// failures as is_success does.
+std::string sql_success_names();
 // Writes the status's name (so a test's failure message reads "fail_accuracy", not 1).
 std::ostream& operator<<(std::ostream& out, Status s);
 
