@@ -181,6 +181,24 @@ TEST_F(HarnessRun, OutputFoldersAreOnePerStoreAndRun) {
   }
   EXPECT_TRUE(fs::exists(dir_ / "per_run" / "r2" / "eager_accuracy.csv"));
   EXPECT_TRUE(fs::exists(dir_ / "per_run" / "r3" / "eager_accuracy.csv"));
+
+  // A run folder that cannot be made (under a regular file) fails the request, and the run row
+  // made for its id goes again: exit 2, nothing recorded.
+  std::ofstream(dir_ / "blocker") << "a file\n";
+  auto blocked =
+      run_crucible("run " + suite + db + " -o " + (dir_ / "blocker" / "r{run}").string());
+  EXPECT_EQ(blocked.status, 2) << blocked.err;
+  EXPECT_EQ(std::count(blocked.err.begin(), blocked.err.end(), '\n'), 1) << blocked.err;
+  EXPECT_EQ(reports::Store::open(dir_ / "r.db")->runs().size(), 3u);
+
+  // A claim left by a run killed while starting (its process gone) is taken over.
+  fs::create_directories(dir_ / "stale");
+  std::ofstream(dir_ / "stale" / ".crucible_run")
+      << "a run of " << (dir_ / "r.db").string() << " still starting (pid 2147483000)\n";
+  auto taken = run_crucible("run " + suite + db + " -o " + (dir_ / "stale").string());
+  EXPECT_EQ(taken.status, 0) << taken.err;
+  EXPECT_NE(testing::read_all(dir_ / "stale" / ".crucible_run").find("run 4 of"),
+            std::string::npos);
 }
 
 // A --graph file that does not parse is the request's fault: exit 2 with file:line:col, and no
@@ -203,6 +221,11 @@ TEST_F(HarnessRun, BothModesRecordSamplesSpeedupAndKernels) {
       run_crucible(run_args("--backends eager,faulty --mode both --repeat 4 --min-time-ms 0 "
                             "--warmup 1 -c fault.m_x=wrong"));
   EXPECT_EQ(r.status, 0) << r.err << r.out;  // skipped and expected failures do not fail the run
+  // ...nor count as failed in `crucible runs` (its last column).
+  auto runs = run_crucible("runs --format csv --db " + (dir_ / "r.db").string());
+  ASSERT_EQ(runs.status, 0) << runs.err;
+  const std::string row = runs.out.substr(runs.out.find('\n') + 1);
+  EXPECT_EQ(row.substr(row.rfind(',') + 1), "0\n") << runs.out;
   auto store = reports::Store::open(dir_ / "r.db");
   auto run = store->runs().at(0);
   auto res = results_by_model(*store, run.id);

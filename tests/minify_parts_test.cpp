@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <set>
 
@@ -103,6 +104,12 @@ TEST(MinifySignature, SuspiciousPassKeepsItsDtypeAndAcceptsTheGrownError) {
   EXPECT_TRUE(parsed->suspicious);
   EXPECT_TRUE(same_failure(s, *parsed));
   EXPECT_FALSE(Signature::parse("pass_suspicious "));
+  // No finite ratio (eager's own error not a number): the first output's dtype, never "".
+  reports::ResultRecord nan_ratio = r;
+  for (auto& a : nan_ratio.accuracy) a.rmse_eager_vs_fp64 = NAN;
+  nan_ratio.accuracy[0].rmse_vs_fp64 = NAN;
+  nan_ratio.accuracy[1].rmse_vs_fp64 = NAN;
+  EXPECT_EQ(signature_of(nan_ratio).str(), "pass_suspicious f64");
 
   reports::ResultRecord grown = reports::make_result("s", "m", "b", "accuracy", 1);
   grown.status = Status::kFailAccuracy;

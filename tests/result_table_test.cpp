@@ -93,6 +93,12 @@ TEST(ErrorSummary, OneLineCutToItsWidthWithControlsEscaped) {
   EXPECT_EQ(cut.size(), 40u);
   EXPECT_EQ(cut.substr(36), " ...");
   EXPECT_EQ(reports::error_summary("bell\a here", 40), "bell\\x07 here");
+  // A trailing newline is no more text; a cut never splits a UTF-8 sequence or an escape.
+  EXPECT_EQ(reports::error_summary("boom\n", 40), "boom");
+  EXPECT_EQ(reports::error_summary(std::string(35, 'a') + "\u2018x\u2019 and more", 40),
+            std::string(35, 'a') + " ...");
+  EXPECT_EQ(reports::error_summary(std::string(34, 'a') + "\x1b and more text", 40),
+            std::string(34, 'a') + " ...");
   // A path of the error keeps its quote and loses its folders.
   EXPECT_EQ(reports::error_summary("cannot open '/very/long/folder/of/a/kernel/cache/x.so'", 80),
             "cannot open '.../x.so'");

@@ -138,9 +138,10 @@ Signature signature_of(const reports::ResultRecord& r) {
       if (r.pass_suspicious) {
         s.suspicious = true;
         double worst = -1;
+        if (!r.accuracy.empty()) s.detail = r.accuracy.front().dtype;  // when no ratio is finite
         for (const auto& a : r.accuracy) {
           const double ratio = a.rmse_vs_fp64 / std::max(a.rmse_eager_vs_fp64, 1e-300);
-          if (ratio > worst) {
+          if (std::isfinite(ratio) && ratio > worst) {
             worst = ratio;
             s.detail = a.dtype;
           }

@@ -3,9 +3,11 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -21,8 +23,23 @@ namespace {
 constexpr const char* kMarker = ".crucible_run";
 constexpr std::string_view kPlaceholder = "{run}";
 
+// Run 0 is a run still starting (its row not yet made): the marker names its process, so a claim
+// left by one that was killed is taken over, not honoured for ever.
 std::string marker_text(const fs::path& db, int64_t run_id) {
-  return fmt::format("run {} of {}\n", run_id, fs::weakly_canonical(fs::absolute(db)).string());
+  const std::string store = fs::weakly_canonical(fs::absolute(db)).string();
+  return run_id == 0 ? fmt::format("a run of {} still starting (pid {})\n", store, ::getpid())
+                     : fmt::format("run {} of {}\n", run_id, store);
+}
+
+// A starting run's marker whose process is gone.
+bool abandoned(const fs::path& marker) {
+  std::ifstream in(marker);
+  std::string line;
+  std::getline(in, line);
+  const size_t at = line.rfind("(pid ");
+  if (at == std::string::npos || line.find("still starting") == std::string::npos) return false;
+  const long pid = std::strtol(line.c_str() + at + 5, nullptr, 10);
+  return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
 }  // namespace
@@ -54,7 +71,11 @@ bool claim_output_dir(const fs::path& dir, const fs::path& db, int64_t run_id) {
     throw Error(fmt::format("{}: cannot create the output folder: {}", dir.string(), ec.message()));
   const fs::path marker = dir / kMarker;
   // O_EXCL: of two runs claiming one folder at once, exactly one gets it.
-  const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == EEXIST && abandoned(marker)) {
+    fs::remove(marker, ec);
+    fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  }
   if (fd < 0) {
     if (errno == EEXIST) return false;
     throw Error(fmt::format("{}: cannot write: {}", marker.string(), std::strerror(errno)));
@@ -79,7 +100,7 @@ std::string output_dir_owner(const fs::path& dir) {
   std::ifstream in(dir / kMarker);
   std::string line;
   std::getline(in, line);
-  return line;
+  return line.empty() ? "another run" : line;
 }
 
 }  // namespace crucible

@@ -534,11 +534,23 @@ int execute_run(const RunConfig& cfg, int64_t* run_id_out) {
   const reports::RunInfo info = run_info(cfg, plan);
   const int64_t run_id = store->begin_run(info);
   if (run_id_out != nullptr) *run_id_out = run_id;
-  unclaim.dir.clear();
-  const fs::path out_dir = out_per_run ? claim_run_output_dir(cfg, run_id) : cfg.output_dir;
-  mark_output_dir(out_dir, cfg.db, run_id);
-  for (const char* sub : {"logs", "reports", "cache"}) fs::create_directories(out_dir / sub);
-  write_builtin_models(plan.builtins, plan.models, out_dir / "graphs");
+  // The output folder needs the run's id; if it cannot be made, the run row goes again, so a
+  // request that ends in an error records nothing.
+  fs::path out_dir;
+  try {
+    out_dir = out_per_run ? claim_run_output_dir(cfg, run_id) : cfg.output_dir;
+    unclaim.dir.clear();
+    mark_output_dir(out_dir, cfg.db, run_id);
+    for (const char* sub : {"logs", "reports", "cache"}) fs::create_directories(out_dir / sub);
+    write_builtin_models(plan.builtins, plan.models, out_dir / "graphs");
+  } catch (const fs::filesystem_error& e) {
+    store->discard_run(run_id);
+    throw Error(fmt::format("{}: cannot write the run's outputs: {}", e.path1().string(),
+                            e.code().message()));
+  } catch (...) {
+    store->discard_run(run_id);
+    throw;
+  }
 
   struct sigaction sa {};
   sa.sa_handler = on_signal;

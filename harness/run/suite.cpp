@@ -185,8 +185,9 @@ Suite find_suite(const std::string& name, const std::vector<fs::path>& dirs) {
       if (fs::exists(e.path() / "suite.manifest")) known.push_back(e.path().filename().string());
     }
   }
-  throw Error(fmt::format("suite '{}': no {}/suite.manifest in {}; {}", name, name,
-                          fmt::join(looked, ", "), suggest_names(name, known)));
+  const std::string suggestion = suggest_names(name, known);
+  throw Error(fmt::format("suite '{}': no {}/suite.manifest in {}{}", name, name,
+                          fmt::join(looked, ", "), suggestion.empty() ? "" : "; " + suggestion));
 }
 
 void parse_shard(const std::string& spec, ModelFilter& filter) {

@@ -63,8 +63,18 @@ std::string error_summary(std::string_view error, size_t width) {
     line += " " + where + std::string(diagnosis.substr(at));
   }
   line = escape_controls(line);
-  const bool more = error.size() > first_line(error).size() && diagnosis.empty();
-  if (line.size() > width || more) line = line.substr(0, std::min(line.size(), width - 4)) + " ...";
+  std::string_view rest = error.substr(std::min(error.size(), first_line(error).size()));
+  while (!rest.empty() && (rest.front() == '\n' || rest.front() == '\r')) rest.remove_prefix(1);
+  const bool more = !rest.empty() && diagnosis.empty();
+  if (line.size() > width || more) {
+    size_t cut = std::min(line.size(), width - 4);
+    // Never inside a UTF-8 sequence (GCC quotes with ‘ ’) or an escape ("\x1b").
+    while (cut > 0 && cut < line.size() && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80)
+      --cut;
+    if (const size_t esc = line.rfind("\\x", cut); esc != std::string::npos && esc + 4 > cut)
+      cut = esc;
+    line = line.substr(0, cut) + " ...";
+  }
   return line;
 }
 

@@ -401,6 +401,14 @@ void Store::finish_run(int64_t run_id, const std::string& status) {
       .run();
 }
 
+void Store::discard_run(int64_t run_id) {
+  Statement(db_,
+            "DELETE FROM runs WHERE id = ?1 AND NOT EXISTS"
+            " (SELECT 1 FROM results WHERE run_id = ?1)")
+      .bind(1, run_id)
+      .run();
+}
+
 void Store::plan_run(int64_t run_id, int64_t planned_results) {
   Statement(db_, "UPDATE runs SET planned_results = ? WHERE id = ?")
       .bind(1, planned_results)

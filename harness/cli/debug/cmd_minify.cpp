@@ -249,8 +249,13 @@ int repro_command(const std::vector<std::string>& args) {
     throw po::error("--exit-code must be repro or bisect, not '" + exit_code + "'");
   const bool bisect = exit_code == "bisect";
 
-  const minify::LoadedRepro repro = minify::load_repro(dir);
+  minify::LoadedRepro repro = minify::load_repro(dir);
   plugin_paths = minify::repro_plugin_paths(repro.info, plugin_paths);
+  // A backend given as a file path is that file, wherever repro runs from.
+  const bool by_path = repro.info.backend.find('/') != std::string::npos ||
+                       fs::path(repro.info.backend).extension() == ".so";
+  if (by_path && !repro.info.plugin_file.empty() && fs::path(repro.info.backend).is_relative())
+    repro.info.backend = repro.info.plugin_file;
   try {
     validate_plugin_file(find_plugin(repro.info.backend, plugin_search_path(plugin_paths)));
   } catch (const Error& e) {

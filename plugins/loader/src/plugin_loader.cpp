@@ -68,9 +68,10 @@ fs::path find_plugin(const std::string& name, const std::vector<fs::path>& dirs)
   }
   std::vector<std::string> known;
   for (const fs::path& p : list_plugins(dirs)) known.push_back(backend_name_of(p));
-  throw PluginError(fmt::format("backend '{}': no {} in {}; {}", escape_controls(name),
+  const std::string suggestion = suggest_names(name, known);
+  throw PluginError(fmt::format("backend '{}': no {} in {}{}", escape_controls(name),
                                 escape_controls(file), fmt::join(looked, ", "),
-                                escape_controls(suggest_names(name, known))));
+                                suggestion.empty() ? "" : "; " + escape_controls(suggestion)));
 }
 
 std::unique_ptr<LoadedBackend> load_plugin(const fs::path& file) {

@@ -134,6 +134,9 @@ class Store {
   void add_results(int64_t run_id, const std::vector<ResultRecord>& results);
   // status: "complete" (every result written) or "failed" (the harness stopped on an error).
   void finish_run(int64_t run_id, const std::string& status);
+  // Removes a run that recorded no result (its command failed before the first): a request that
+  // ends in an error leaves no row. A run with results is kept.
+  void discard_run(int64_t run_id);
   // Records how many results the run will write (its (model, backend, mode) jobs), so a reader
   // can tell a run that covered its models from one that lost some (unfinished_runs).
   void plan_run(int64_t run_id, int64_t planned_results);
