@@ -62,8 +62,9 @@ void write_gbench_json(Store& store, int64_t run_id, std::ostream& out) {
     // measured carry their wall time there, as a single-threaded benchmark would.
     const bool have_cpu = r.cpu_ms.size() == r.samples_ms.size();
     const std::vector<double>& cpu = have_cpu ? r.cpu_ms : r.samples_ms;
-    auto row = [&](const std::string& name, const std::string& kind, double real_ms, double cpu_ms,
-                   const std::string& extra) {
+    // One benchmark row; `extra` holds the fields of its kind, `real`/`cpu` are in `unit`.
+    auto row = [&](const std::string& name, const std::string& kind, const std::string& extra,
+                   size_t iterations, double real, double cpu) {
       out << (first ? "\n" : ",\n");
       first = false;
       out << fmt::format(
@@ -71,27 +72,21 @@ void write_gbench_json(Store& store, int64_t run_id, std::ostream& out) {
           "\"run_name\": {}, \"run_type\": \"{}\", \"repetitions\": {}, {}\"threads\": {}, "
           "\"iterations\": {}, \"real_time\": {}, \"cpu_time\": {}, \"time_unit\": \"{}\"}}",
           json_string(name), family, json_string(run_name), kind, r.samples_ms.size(), extra,
-          threads, std::max<int64_t>(r.calls_per_sample, 1), json_number(real_ms * unit.per_ms),
-          json_number(cpu_ms * unit.per_ms), unit.name);
+          threads, iterations, json_number(real), json_number(cpu), unit.name);
     };
+    const auto calls = static_cast<size_t>(std::max<int64_t>(r.calls_per_sample, 1));
     for (size_t i = 0; i < r.samples_ms.size(); ++i) {
-      row(run_name, "iteration", r.samples_ms[i], cpu[i],
-          fmt::format("\"repetition_index\": {}, ", i));
+      row(run_name, "iteration", fmt::format("\"repetition_index\": {}, ", i), calls,
+          r.samples_ms[i] * unit.per_ms, cpu[i] * unit.per_ms);
     }
     // The aggregates Google Benchmark writes after repetitions, which compare.py's U test and
     // its per-aggregate lines read.
     const SampleStats real = summarize(r.samples_ms), cpus = summarize(cpu);
     const auto aggregate = [&](const char* what, const char* unit_kind, double real_v, double cpu_v,
                                double scale) {
-      out << (first ? "\n" : ",\n");
-      out << fmt::format(
-          "    {{\"name\": {}, \"family_index\": {}, \"per_family_instance_index\": 0, "
-          "\"run_name\": {}, \"run_type\": \"aggregate\", \"repetitions\": {}, "
-          "\"threads\": {}, \"aggregate_name\": \"{}\", \"aggregate_unit\": \"{}\", "
-          "\"iterations\": {}, \"real_time\": {}, \"cpu_time\": {}, \"time_unit\": \"{}\"}}",
-          json_string(run_name + "_" + what), family, json_string(run_name), r.samples_ms.size(),
-          threads, what, unit_kind, r.samples_ms.size(), json_number(real_v * scale),
-          json_number(cpu_v * scale), unit.name);
+      row(run_name + "_" + what, "aggregate",
+          fmt::format("\"aggregate_name\": \"{}\", \"aggregate_unit\": \"{}\", ", what, unit_kind),
+          r.samples_ms.size(), real_v * scale, cpu_v * scale);
     };
     aggregate("mean", "time", real.mean, cpus.mean, unit.per_ms);
     aggregate("median", "time", real.median, cpus.median, unit.per_ms);
