@@ -32,13 +32,17 @@ std::vector<pid_t> numeric_entries(const char* dir) {
   return out;
 }
 
-// The CPU time of thread `tid` of this process, in ms; negative when it has exited. Linux encodes
-// a thread's CPU clock as ((~tid) << 3) | CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED.
-double thread_cpu_ms(pid_t tid) {
-  const auto clock = static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6u);
+// A CPU clock in ms; negative when it cannot be read (a thread that has exited).
+double clock_ms(clockid_t clock) {
   timespec ts{};
   if (clock_gettime(clock, &ts) != 0) return -1;
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+// The CPU time of thread `tid` of this process, in ms; negative when it has exited. Linux encodes
+// a thread's CPU clock as ((~tid) << 3) | CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED.
+double thread_cpu_ms(pid_t tid) {
+  return clock_ms(static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6u));
 }
 
 std::vector<std::pair<void*, int>> signal_handlers() {
@@ -88,6 +92,8 @@ int userfaultfd_count() {
 }
 
 }  // namespace
+
+double process_cpu_ms() { return clock_ms(CLOCK_PROCESS_CPUTIME_ID); }
 
 ProcessWatch::ProcessWatch()
     : handlers_(signal_handlers()),

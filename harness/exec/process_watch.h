@@ -12,6 +12,10 @@
 
 namespace crucible {
 
+// The CPU time of every thread of this process, in ms: a timed sample's cpu_time beside its wall
+// time.
+double process_cpu_ms();
+
 class ProcessWatch {
  public:
   // The threads alive now (the harness's own and OpenMP's pool, which every backend shares), the

@@ -27,7 +27,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <ctime>
 #include <map>
 #include <optional>
 #include <set>
@@ -60,13 +59,6 @@ double working_set_mb(const Graph& g) {
 
 using Clock = std::chrono::steady_clock;
 
-// The CPU time of every thread of this process, in ms: a sample's cpu_time (Google Benchmark's
-// column) beside its wall time.
-double process_cpu_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
-}
 using reports::Status;
 
 constexpr uint64_t kSecondSetStream = 0x5e7b;  // derive_seed(seed, this): input set B
