@@ -64,6 +64,14 @@ fs::path expand_output_dir(const std::string& pattern, int64_t run_id) {
   return out;
 }
 
+fs::path first_free_name(const fs::path& base, const std::function<bool(const fs::path&)>& take) {
+  for (int n = 1; n <= 1000; ++n) {
+    const fs::path dir = n == 1 ? base : fs::path(fmt::format("{}.{}", base.string(), n));
+    if (take(dir)) return dir;
+  }
+  throw Error(fmt::format("{}: no free folder of that name (tried .2 to .1000)", base.string()));
+}
+
 bool claim_output_dir(const fs::path& dir, const fs::path& db, int64_t run_id) {
   std::error_code ec;
   fs::create_directories(dir, ec);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 namespace crucible {
@@ -15,6 +16,12 @@ std::filesystem::path default_output_dir(const std::filesystem::path& db, int64_
 // `--output-dir` with "{run}" replaced by the run id (a folder per run under one parent).
 std::filesystem::path expand_output_dir(const std::string& pattern, int64_t run_id);
 bool has_run_placeholder(const std::string& pattern);
+
+// `base`, base.2, base.3, ...: the first name `take` accepts (it may claim it); Error when none
+// of 1000 does. A generated folder name that is taken moves on rather than writing over it.
+std::filesystem::path first_free_name(
+    const std::filesystem::path& base,
+    const std::function<bool(const std::filesystem::path&)>& take);
 
 // Creates `dir` (and its parents) and its marker naming (db, run_id); false when the folder
 // already holds the marker of a run, and then nothing is written. run_id 0: claimed before the

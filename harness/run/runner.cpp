@@ -422,11 +422,8 @@ class Runner {
 fs::path claim_run_output_dir(const RunConfig& cfg, int64_t run_id) {
   const fs::path base = cfg.output_dir.empty() ? default_output_dir(cfg.db, run_id)
                                                : expand_output_dir(cfg.output_dir, run_id);
-  for (int n = 1; n < 1000; ++n) {
-    fs::path dir = n == 1 ? base : fs::path(fmt::format("{}.{}", base.string(), n));
-    if (claim_output_dir(dir, cfg.db, run_id)) return dir;
-  }
-  throw Error(fmt::format("{}: no free output folder of that name", base.string()));
+  return first_free_name(
+      base, [&](const fs::path& dir) { return claim_output_dir(dir, cfg.db, run_id); });
 }
 
 // The request, checked before the run row exists: its suites and models (a --graph file that

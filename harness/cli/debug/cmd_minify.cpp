@@ -14,6 +14,7 @@
 #include "crucible/plugin_loader.h"
 #include "crucible/reports/store.h"
 #include "minify/minify.h"
+#include "output_dir.h"
 #include "subprocess.h"
 #include "temp_dir.h"
 
@@ -66,17 +67,6 @@ void print_minify_result(const minify::MinifyResult& r, const fs::path& out) {
       r.outcome == minify::MinifyResult::Outcome::kNotReproduced) {
     std::cout << fmt::format("repro: {}\nrerun: crucible repro {}\n", out.string(), out.string());
   }
-}
-
-// `base`, or base.2, base.3, ... : the first name nothing has taken, so a minify never replaces
-// the repro an earlier one wrote (and the store recorded) by default.
-fs::path unused_dir(const fs::path& base) {
-  for (int n = 1; n < 10000; ++n) {
-    const fs::path dir = n == 1 ? base : fs::path(fmt::format("{}.{}", base.string(), n));
-    std::error_code ec;
-    if (!fs::exists(fs::symlink_status(dir, ec))) return dir;
-  }
-  throw Error(fmt::format("{}: no free repro directory of that name", base.string()));
 }
 
 // Ctrl-C or a kill: no worker may outlive the command (each runs in its own process group), and a
@@ -206,7 +196,13 @@ int minify_command(const std::vector<std::string>& args) {
   mo.seed = seed;
   mo.cosim = !vm["no-cosim"].as<bool>();
   mo.bisect_codegen = !vm["no-kernel-bisect"].as<bool>();
-  mo.out = out.empty() ? unused_dir(fs::path("minify_out") / g.name()) : fs::path(out);
+  // By default a minify never replaces the repro an earlier one wrote (and the store recorded).
+  mo.out = out.empty() ? first_free_name(fs::path("minify_out") / g.name(),
+                                         [](const fs::path& dir) {
+                                           std::error_code ec;
+                                           return !fs::exists(fs::symlink_status(dir, ec));
+                                         })
+                       : fs::path(out);
   minify::check_repro_dir(mo.out);  // before any work: a user's directory is never overwritten
   mo.progress = print_progress;
 
