@@ -41,6 +41,13 @@ class HarnessRun : public ::testing::Test {
            (dir_ / "r.db").string() + " --output-dir " + (dir_ / "out" / "run_{run}").string() +
            " --plugin-path " + CRUCIBLE_TEST_PLUGIN_DIR + " " + extra;
   }
+  // No store and no outputs: the store's files go with it, as a WAL left beside a new database
+  // would be replayed into it. No connection to it may be open.
+  void start_anew() {
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+      fs::remove(dir_ / ("r.db" + std::string(suffix)));
+    fs::remove_all(dir_ / "out");
+  }
   // The output folder of run_args' run `id`.
   fs::path out(int64_t id = 1) const { return dir_ / "out" / ("run_" + std::to_string(id)); }
 
@@ -325,8 +332,8 @@ TEST_F(HarnessRun, MinTimeSamplesFastGraphsLongerAndThreadsAreBound) {
     EXPECT_NE(launcher.find("\"OMP_PLACES\": \"cores\""), std::string::npos) << launcher;
   }
 
-  fs::remove(dir_ / "r.db");  // a store anew, and its run 1's outputs with it
-  fs::remove_all(dir_ / "out");
+  store.reset();
+  start_anew();  // a store anew, and its run 1's outputs with it
   r = run_crucible(run_args("--backends eager --mode performance --repeat 3 --min-time-ms 0"));
   ASSERT_EQ(r.status, 0) << r.err;
   store = reports::Store::open(dir_ / "r.db");
@@ -334,8 +341,8 @@ TEST_F(HarnessRun, MinTimeSamplesFastGraphsLongerAndThreadsAreBound) {
   EXPECT_EQ(res["m_a/eager/performance"].samples_ms.size(), 3u);
 
   // --processes 3: three timing workers, each with its own log, their samples pooled.
-  fs::remove(dir_ / "r.db");
-  fs::remove_all(dir_ / "out");
+  store.reset();
+  start_anew();
   r =
       run_crucible(run_args("--backends eager,faulty --mode performance --repeat 2 --min-time-ms 0 "
                             "--processes 3"));
@@ -432,8 +439,7 @@ TEST_F(HarnessRun, CodegenInjectedBugsGetTheirStatuses) {
       {"mean:bad_init", "linear_layernorm_relu", "fail_accuracy"},
   };
   for (const auto& c : cases) {
-    fs::remove(dir_ / "r.db");
-    fs::remove_all(dir_ / "out");
+    start_anew();
     auto r = run_crucible("run --suite tutorial --only " + c.model +
                               " --backends codegen -c inject=" + c.inject + " --db " +
                               (dir_ / "r.db").string() + " --output-dir " + (dir_ / "out").string(),
