@@ -14,6 +14,7 @@ PACKAGES=(
   chromium fonts-dejavu-core
   slurm-wlm munge python3-yaml
   libtorch-dev libopenblas0-pthread libjemalloc2
+  libonnx-dev libprotobuf-dev libonnx-testdata python3-onnx
 )
 
 missing=()

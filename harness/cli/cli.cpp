@@ -40,6 +40,8 @@ const std::vector<Command>& commands() {
        check_expected_command},
       {"export-results", "write a stored run as CSV, Google Benchmark JSON, JUnit or a trace",
        export_results_command},
+      {"import", "import an ONNX model as a .graph file with its weights beside it",
+       import_command},
       {"run-graph", "run one .graph file on a backend and print its outputs", run_graph_command},
       {"list", "list registered ops or available backend plugins", list_command},
       {"models", "list models with parameter counts, nodes and FLOPs", models_command},

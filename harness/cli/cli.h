@@ -72,6 +72,7 @@ int run_command(const std::vector<std::string>& args);
 int worker_command(const std::vector<std::string>& args);
 int models_command(const std::vector<std::string>& args);
 int export_command(const std::vector<std::string>& args);
+int import_command(const std::vector<std::string>& args);
 int calibrate_command(const std::vector<std::string>& args);
 int minify_command(const std::vector<std::string>& args);
 int repro_command(const std::vector<std::string>& args);

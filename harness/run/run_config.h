@@ -14,7 +14,8 @@ namespace crucible {
 
 struct RunConfig {
   std::vector<std::string> suites;
-  std::vector<std::string> graphs;  // --graph FILE: ad-hoc models
+  std::vector<std::string> graphs;  // --graph FILE: ad-hoc models (.graph or .onnx)
+  std::map<std::string, std::vector<int64_t>> shapes;  // --shape: ONNX inputs' symbolic dims
   ModelFilter filter;
   std::vector<std::string> backends;  // as given
   std::string mode = "accuracy";      // accuracy | performance | both

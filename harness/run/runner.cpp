@@ -17,12 +17,14 @@
 #include "contention.h"
 #include "crucible/core/quote.h"
 #include "crucible/ir/text_format.h"
+#include "crucible/onnx/import.h"
 #include "crucible/plugin_file.h"
 #include "crucible/plugin_loader.h"
 #include "crucible/reports/csv_export.h"
 #include "crucible/reports/store.h"
 #include "environment.h"
 #include "job_outcome.h"
+#include "onnx_models.h"
 #include "output_dir.h"
 #include "result_table.h"
 #include "run_config.h"
@@ -113,7 +115,9 @@ class Runner {
            (cfg_.performance() ? 2 * perf_backends_.size() : 0);
   }
 
-  void run_model(const ModelEntry& m, Progress& progress) {
+  void run_model(const ModelEntry& entry, Progress& progress) {
+    ModelEntry m = entry;
+    if (m.skip.empty() && !m.onnx.empty()) import_onnx(m);
     if (!m.skip.empty()) {
       for (const auto& mode : modes()) {
         for (const auto& b : mode == "accuracy" ? cfg_.backends : perf_backends_) {
@@ -126,16 +130,16 @@ class Runner {
       return;
     }
     int64_t batch = m.batch_size;
-    std::string load_error;
-    try {
-      Graph g = load_graph_file(m.graph);
-      check_side_files(g);
-      if (batch == 0 && !g.inputs().empty() && !g.value(g.inputs()[0]).type.shape.empty()) {
-        batch = g.value(g.inputs()[0]).type.shape[0];
+    std::string load_error = m.import_error;
+    if (load_error.empty()) try {
+        Graph g = load_graph_file(m.graph);
+        check_side_files(g);
+        if (batch == 0 && !g.inputs().empty() && !g.value(g.inputs()[0]).type.shape.empty()) {
+          batch = g.value(g.inputs()[0]).type.shape[0];
+        }
+      } catch (const Error& e) {
+        load_error = e.what();
       }
-    } catch (const Error& e) {
-      load_error = e.what();
-    }
     if (!load_error.empty()) {
       for (const auto& mode : modes()) {
         for (const auto& b : mode == "accuracy" ? cfg_.backends : perf_backends_) {
@@ -174,6 +178,18 @@ class Runner {
   const std::vector<ResultRecord>& results() const { return results_; }
 
  private:
+  // An ONNX model is imported into the run's graphs/ now; what crucible does not implement makes
+  // it skipped with the reason, a malformed file fail_to_load.
+  void import_onnx(ModelEntry& m) const {
+    try {
+      import_onnx_model(m, out_ / "graphs", cfg_.shapes);
+    } catch (const onnx::ImportError& e) {
+      (e.unsupported() ? m.skip : m.import_error) = e.what();
+    } catch (const Error& e) {
+      m.import_error = e.what();
+    }
+  }
+
   std::vector<std::string> modes() const {
     std::vector<std::string> out;
     if (cfg_.accuracy()) out.push_back("accuracy");
@@ -208,6 +224,8 @@ class Runner {
     job.threads = cfg_.threads;
     job.tolerance = m.tolerance;
     job.cosine = m.cosine;
+    if (!m.onnx_data.empty() && !case_files(m.onnx_data, "output").empty())
+      job.expected = fs::absolute(m.onnx_data).string();
     job.timing = cfg_.timing;
     job.budget_s = cfg_.timeout_s;
     job.plugin_paths = cfg_.plugin_paths;
@@ -445,11 +463,18 @@ RunPlan plan_run(const RunConfig& cfg) {
       if (!fs::exists(g)) throw Error(fmt::format("{}: cannot read: No such file or directory", g));
       // A file given on the command line is the request itself: a syntax error in it is bad
       // input (exit 2, no run recorded), as run-graph says it, not a model that failed to load.
-      check_side_files(load_graph_file(g));
       ModelEntry m;
       m.suite = "graphs";
       m.name = fs::path(g).stem().string();
-      m.graph = fs::absolute(g);
+      if (is_onnx_file(g)) {
+        onnx::ImportOptions opts;
+        opts.shapes = cfg.shapes;
+        onnx::import_model(g, opts);  // checked now, imported again into the run's folder
+        m.onnx = fs::absolute(g);
+      } else {
+        check_side_files(load_graph_file(g));
+        m.graph = fs::absolute(g);
+      }
       adhoc.models.push_back(m);
     }
     plan.suites.push_back(adhoc);
@@ -457,6 +482,9 @@ RunPlan plan_run(const RunConfig& cfg) {
   plan.models = select_models(plan.suites, cfg.filter);
   if (plan.models.empty())
     throw Error("no models selected (check --suite, --only, --filter, --exclude and --shard)");
+  if (!cfg.shapes.empty() && std::none_of(plan.models.begin(), plan.models.end(),
+                                          [](const ModelEntry& m) { return !m.onnx.empty(); }))
+    throw Error("--shape binds ONNX models' inputs, and this run has no ONNX model");
   plan.builtins =
       build_builtin_models(plan.models, models::parse_variant(cfg.variant), cfg.batch_size);
   // A backend that cannot be found is a bad request (exit 2). One that is found but cannot load is

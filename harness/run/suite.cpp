@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -69,6 +70,26 @@ double parse_number(const std::string& v, const fs::path& file, int line, size_t
   return d;
 }
 
+// One model per folder of `dir` that holds model.onnx (ONNX's backend-test layout), sorted by name.
+std::vector<ModelEntry> onnx_cases(const fs::path& dir, const std::string& suite) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw Error(fmt::format("{}: onnx_cases folder does not exist", dir.string()));
+  std::vector<ModelEntry> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (!fs::exists(e.path() / "model.onnx")) continue;
+    ModelEntry m;
+    m.suite = suite;
+    m.name = e.path().filename().string();
+    m.onnx = e.path() / "model.onnx";
+    if (fs::is_directory(e.path() / "test_data_set_0")) m.onnx_data = e.path() / "test_data_set_0";
+    out.push_back(std::move(m));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const ModelEntry& a, const ModelEntry& b) { return a.name < b.name; });
+  return out;
+}
+
 }  // namespace
 
 Suite parse_suite(const std::string& text, const fs::path& manifest) {
@@ -81,9 +102,18 @@ Suite parse_suite(const std::string& text, const fs::path& manifest) {
   for (int lineno = 1; std::getline(in, line); ++lineno) {
     auto words = split_words(line, manifest, lineno);
     if (words.empty()) continue;
+    if (words[0].first == "onnx_cases") {
+      if (words.size() != 2) fail(manifest, lineno, words[0].second, "expected 'onnx_cases DIR'");
+      for (ModelEntry& m : onnx_cases(manifest.parent_path() / words[1].first, suite.name)) {
+        if (!names.insert(m.name).second)
+          fail(manifest, lineno, words[1].second, fmt::format("model '{}' listed twice", m.name));
+        suite.models.push_back(std::move(m));
+      }
+      continue;
+    }
     if (words[0].first != "model") {
       fail(manifest, lineno, words[0].second,
-           fmt::format("expected 'model', got '{}'", words[0].first));
+           fmt::format("expected 'model' or 'onnx_cases', got '{}'", words[0].first));
     }
     if (words.size() < 2)
       fail(manifest, lineno, line.size(), "expected a model name after 'model'");
@@ -100,6 +130,10 @@ Suite parse_suite(const std::string& text, const fs::path& manifest) {
       const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
       if (key == "graph") {
         m.graph = manifest.parent_path() / value;
+      } else if (key == "onnx") {
+        m.onnx = manifest.parent_path() / value;
+      } else if (key == "data") {
+        m.onnx_data = manifest.parent_path() / value;
       } else if (key == "builtin") {
         try {
           const double tol = models::find_model(value).tolerance;
@@ -128,15 +162,18 @@ Suite parse_suite(const std::string& text, const fs::path& manifest) {
       } else {
         fail(manifest, lineno, col,
              fmt::format(
-                 "unknown key '{}' (expected graph, builtin, batch_size, tolerance, cosine, skip "
-                 "or xfail)",
+                 "unknown key '{}' (expected graph, builtin, onnx, data, batch_size, tolerance, "
+                 "cosine, skip or xfail)",
                  key));
       }
     }
-    if (m.graph.empty() == m.builtin.empty()) {
+    if (!m.graph.empty() + !m.builtin.empty() + !m.onnx.empty() != 1) {
       fail(manifest, lineno, words[0].second,
-           fmt::format("model '{}' needs exactly one of graph=FILE and builtin=MODEL", m.name));
+           fmt::format("model '{}' needs exactly one of graph=FILE, builtin=MODEL and onnx=FILE",
+                       m.name));
     }
+    if (!m.onnx_data.empty() && m.onnx.empty())
+      fail(manifest, lineno, words[0].second, "data=DIR goes with onnx=FILE");
     suite.models.push_back(std::move(m));
   }
   return suite;

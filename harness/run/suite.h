@@ -15,12 +15,15 @@ struct ModelEntry {
   std::string name;
   std::filesystem::path graph;  // absolute path of the .graph file (set at run time for builtins)
   std::string builtin;          // a model of the built-in zoo (crucible/models), instead of graph
-  int64_t batch_size = 0;       // 0: the model's default (builtins) or the first input's dim 0
+  std::filesystem::path onnx;   // an ONNX model imported at run time, instead of graph
+  std::filesystem::path onnx_data;  // its test case: input_N.pb as inputs, output_N.pb expected
+  int64_t batch_size = 0;           // 0: the model's default (builtins) or the first input's dim 0
   double tolerance = 1e-4;
   bool tolerance_set = false;  // given in the manifest (overrides a builtin's own)
   bool cosine = false;
-  std::string skip;   // non-empty: not run, recorded as skipped with this reason
-  std::string xfail;  // non-empty: expected to fail; a failure is recorded as xfail
+  std::string skip;          // non-empty: not run, recorded as skipped with this reason
+  std::string xfail;         // non-empty: expected to fail; a failure is recorded as xfail
+  std::string import_error;  // set at run time: the ONNX model did not import (fail_to_load)
 };
 
 struct Suite {
@@ -29,8 +32,10 @@ struct Suite {
   std::vector<ModelEntry> models;
 };
 
-// Parses a manifest. Lines: `model NAME graph=FILE|builtin=MODEL [batch_size=N] [tolerance=X]
-// [cosine=true] [skip="why"] [xfail="why"]`; '#' starts a comment. A builtin model takes its
+// Parses a manifest. Lines: `model NAME graph=FILE|builtin=MODEL|onnx=FILE [data=DIR]
+// [batch_size=N] [tolerance=X] [cosine=true] [skip="why"] [xfail="why"]`, and `onnx_cases DIR`:
+// one model per folder of DIR holding model.onnx and test_data_set_0 (ONNX's backend tests);
+// '#' starts a comment; paths are relative to the manifest. A builtin model takes its
 // tolerance from the zoo unless the line sets one. Errors: "file:line:col: what".
 Suite parse_suite(const std::string& text, const std::filesystem::path& manifest);
 Suite load_suite_file(const std::filesystem::path& manifest);

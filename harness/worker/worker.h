@@ -24,6 +24,10 @@ struct WorkerJob {
   int threads = 0;
   double tolerance = 1e-4;
   bool cosine = false;
+  // A folder of expected outputs (output_N.pb, an ONNX test case): accuracy compares every
+  // backend with them by |res - exp| <= atol + rtol * |exp| instead of with eager and fp64.
+  std::string expected;
+  double rtol = 1e-3, atol = 1e-7;
   TimingSettings timing;  // the run's timing options (timing_settings.h)
   double budget_s = 0;    // timing: the worker's time limit, split among its backends (0: none)
   bool profile = false;   // run-graph: per-kernel timings

@@ -101,6 +101,17 @@ void Graph::set_outputs(std::vector<ValueId> outputs) {
   outputs_ = std::move(outputs);
 }
 
+void Graph::rename_value(ValueId id, std::string name) {
+  Value& v = mutable_value(id);
+  if (v.name == name) return;
+  if (name.empty() || by_name_.contains(name))
+    throw GraphError(
+        fmt::format("cannot rename %{} to %{}: the name is taken or empty", v.name, name));
+  by_name_.erase(v.name);
+  by_name_[name] = id;
+  v.name = std::move(name);
+}
+
 std::optional<ValueId> Graph::find_value(std::string_view name) const {
   auto it = by_name_.find(std::string(name));
   if (it == by_name_.end()) return std::nullopt;

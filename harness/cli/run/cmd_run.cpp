@@ -16,6 +16,7 @@
 #include "crucible/core/error.h"
 #include "launcher.h"
 #include "memory_cgroup.h"
+#include "onnx_models.h"
 #include "run_config.h"
 #include "subprocess.h"
 #include "timing_settings.h"
@@ -103,7 +104,7 @@ namespace {
 
 // What the options give as text, before it becomes a RunConfig.
 struct RunArgs {
-  std::vector<std::string> suites, backends, only, config;
+  std::vector<std::string> suites, backends, only, config, shapes;
   std::string filter, exclude, shard, mode = "accuracy", seed, db = "crucible.db", output_dir;
 };
 
@@ -112,7 +113,10 @@ po::options_description run_option_table(RunConfig& cfg, RunArgs& raw, LaunchOpt
   po::options_description what("what to run");
   what.add_options()("suite,s", po::value(&raw.suites)->composing(),
                      "suite names or manifest paths (comma-separated)")(
-      "graph,g", po::value(&cfg.graphs)->composing(), "run a .graph file as a model (repeatable)")(
+      "graph,g", po::value(&cfg.graphs)->composing(),
+      "run a .graph or .onnx file as a model (repeatable)")(
+      "shape", po::value(&raw.shapes)->composing(),
+      "NAME=D1,D2,...: dims of an ONNX model's symbolic input NAME (repeatable)")(
       "only", po::value(&raw.only)->composing(), "run only these models (comma-separated)")(
       "filter", po::value(&raw.filter), "run models whose name matches this regex")(
       "exclude", po::value(&raw.exclude), "skip models whose name matches this regex")(
@@ -191,6 +195,11 @@ void check_values(RunConfig& cfg, const RunArgs& raw) {
   cfg.memory_limit_mb = checked_memory_limit(cfg.memory_limit_mb);
   if (cfg.threads < 0) throw po::error("--threads must be >= 0");
   cfg.seed = parse_seed(raw.seed);
+  try {
+    cfg.shapes = parse_shape_bindings(raw.shapes);
+  } catch (const Error& e) {
+    throw po::error(e.what());
+  }
   if (!(cfg.timing.min_sample_ms > 0) || cfg.timing.min_sample_ms > 60'000)
     throw po::error("--min-sample-ms must be above 0 and at most 60000");
   if (!(cfg.timing.min_time_ms >= 0) || cfg.timing.min_time_ms > 3'600'000)

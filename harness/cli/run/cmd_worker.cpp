@@ -19,6 +19,9 @@ int worker_command(const std::vector<std::string>& args) {
       "threads", po::value(&job.threads), "OpenMP threads")("tolerance", po::value(&job.tolerance),
                                                             "accuracy tolerance")(
       "cosine", po::bool_switch(&job.cosine), "cosine-similarity accuracy")(
+      "expected", po::value(&job.expected), "folder of expected outputs (output_N.pb)")(
+      "rtol", po::value(&job.rtol), "relative tolerance against --expected")(
+      "atol", po::value(&job.atol), "absolute tolerance against --expected")(
       "profile", po::bool_switch(&job.profile), "run-graph: per-kernel timings")(
       "budget-s", po::value(&job.budget_s), "timing: the worker's time, split among backends")(
       "report", po::value(&job.report)->required(), "report file")(

@@ -85,6 +85,8 @@ class Graph {
   ValueId add_node(std::string op, std::vector<ValueId> operands, Attrs attrs = {},
                    std::string name = "", SourceLoc loc = {});
   void set_outputs(std::vector<ValueId> outputs);
+  // Gives value `id` a new unique name (importers name a value once they know what it became).
+  void rename_value(ValueId id, std::string name);
 
   const std::vector<Value>& values() const { return values_; }
   const Value& value(ValueId id) const { return values_.at(static_cast<size_t>(id)); }

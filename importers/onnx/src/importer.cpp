@@ -1,0 +1,210 @@
+// The import pipeline: read and check the model file, bind inputs and initializers, convert the
+// nodes in order (each error names its node and op), bind the outputs, verify. Also the
+// TensorProto file reader and the writer of an imported graph with its side files.
+#include <fmt/format.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+
+#include <climits>
+#include <cstring>
+#include <fstream>
+
+#include "converters.h"
+#include "crucible/ir/text_format.h"
+#include "tensor_proto.h"
+
+namespace crucible::onnx {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+template <typename Message>
+void parse_file(const fs::path& path, Message& m, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw ImportError(fmt::format("{}: cannot read: {}", path.string(), std::strerror(errno)),
+                      false);
+  google::protobuf::io::IstreamInputStream zin(&in);
+  google::protobuf::io::CodedInputStream coded(&zin);
+  coded.SetTotalBytesLimit(INT_MAX);
+  if (!m.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
+    throw ImportError(fmt::format("{}: not {}: the protobuf does not parse (truncated, or another "
+                                  "kind of file)",
+                                  path.string(), what),
+                      false);
+}
+
+int64_t default_opset(const ::onnx::ModelProto& m) {
+  int64_t v = -1;
+  std::string others;
+  for (const auto& o : m.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      v = o.version();
+    else
+      others += (others.empty() ? "" : ", ") + o.domain();
+  }
+  if (v < 1 && !others.empty())
+    unsupported(
+        fmt::format("the model uses only domains crucible does not implement ({})", others));
+  if (v < 1) malformed("the model imports no opset");
+  if (v > kMaxOpset)
+    unsupported(
+        fmt::format("opset {} of the default domain is newer than {}, the newest the importer "
+                    "knows",
+                    v, kMaxOpset));
+  return v;
+}
+
+// The input's dtype; what crucible cannot hold (a sequence, float16) is unsupported.
+DType input_dtype(const ::onnx::ValueInfoProto& vi) {
+  const std::string what = fmt::format("input '{}'", vi.name());
+  if (!vi.type().has_tensor_type()) unsupported(what + ": not a tensor");
+  const int32_t elem = vi.type().tensor_type().elem_type();
+  auto dtype = dtype_of(elem);
+  if (!dtype) unsupported(fmt::format("{}: dtype {} not supported", what, onnx_type_name(elem)));
+  return *dtype;
+}
+
+TensorType input_type(const ::onnx::ValueInfoProto& vi, const ImportOptions& opts) {
+  const std::string what = fmt::format("input '{}'", vi.name());
+  const auto& tt = vi.type().tensor_type();
+  auto dtype = std::optional<DType>(input_dtype(vi));
+  TensorType t{*dtype, {}};
+  if (auto it = opts.shapes.find(vi.name()); it != opts.shapes.end()) {
+    t.shape.assign(it->second.begin(), it->second.end());
+    if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(t.shape.size()))
+      malformed(fmt::format("{}: --shape gives {} dims, the model has {}", what, t.shape.size(),
+                            tt.shape().dim_size()));
+  } else {
+    if (!tt.has_shape())
+      malformed(what + ": no shape; give one with --shape " + vi.name() + "=DIMS");
+    for (const auto& d : tt.shape().dim()) {
+      if (!d.has_dim_value())
+        malformed(fmt::format("{}: dim '{}' is symbolic; bind it with --shape {}=DIMS", what,
+                              d.dim_param(), vi.name()));
+      t.shape.push_back(d.dim_value());
+    }
+  }
+  checked_numel(t.shape, what);
+  return t;
+}
+
+std::string node_label(const NodeProto& n) {
+  if (!n.name().empty()) return n.name();
+  for (const auto& o : n.output())
+    if (!o.empty()) return o;
+  return "?";
+}
+
+Graph import_graph(::onnx::ModelProto& m, const fs::path& path, const ImportOptions& opts) {
+  auto& gp = *m.mutable_graph();
+  Graph g(graph_name(Graph(), gp.name().empty() ? path.stem().string() : gp.name()));
+  g.set_base_dir(path.parent_path());
+  Ctx c(g, opts, default_opset(m));
+  if (gp.sparse_initializer_size() > 0) unsupported("sparse initializers");
+  for (auto& t : *gp.mutable_initializer()) {
+    c.define(t.name(), c.constant(tensor_from_proto(t, path.parent_path(),
+                                                    fmt::format("initializer '{}'", t.name()))));
+    release_data(t);  // one copy of the weights at a time
+  }
+  size_t k = 0;
+  for (const auto& vi : gp.input()) {
+    if (c.has(vi.name())) continue;  // an input with an initializer is a constant
+    Val v;
+    if (k < opts.input_files.size()) {
+      const DType declared = input_dtype(vi);
+      v.known = read_tensor_file(opts.input_files[k]);
+      v.type = TensorType{v.known.dtype(), v.known.shape()};
+      if (declared != v.type.dtype)
+        malformed(fmt::format("input '{}' is {}, its data file holds {}", vi.name(),
+                              dtype_name(declared), dtype_name(v.type.dtype)));
+    } else {
+      v.type = input_type(vi, opts);
+    }
+    ++k;
+    v.id = g.add_input(graph_name(g, vi.name()), v.type);
+    c.begin_node();
+    c.define(vi.name(), v);
+  }
+  for (const auto& n : gp.node()) {
+    c.begin_node();
+    try {
+      convert_node(c, n);
+    } catch (const ImportError& e) {
+      throw ImportError(fmt::format("node '{}' (op {}): {}", node_label(n), n.op_type(), e.what()),
+                        e.unsupported());
+    } catch (const Error& e) {
+      // The registry's type rules refuse what crucible's ops cannot compute (a dtype, a shape).
+      throw ImportError(fmt::format("node '{}' (op {}): {}", node_label(n), n.op_type(), e.what()),
+                        true);
+    }
+  }
+  std::vector<ValueId> outputs;
+  for (const auto& vi : gp.output()) outputs.push_back(c.id_of(c.get(vi.name())));
+  if (outputs.empty()) malformed("the graph has no outputs");
+  g.set_outputs(outputs);
+  verify(g);
+  return g;
+}
+
+void write_file(const fs::path& path, const void* data, size_t bytes) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+    if (!out) throw Error(fmt::format("{}: cannot write", tmp.string()));
+  }
+  fs::rename(tmp, path);
+}
+
+}  // namespace
+
+Graph import_model(const fs::path& path, const ImportOptions& opts) {
+  ::onnx::ModelProto m;
+  parse_file(path, m, "an ONNX model");
+  if (!m.has_graph() || m.ir_version() <= 0)
+    throw ImportError(
+        fmt::format("{}: not an ONNX model: no graph or no ir_version", path.string()), false);
+  try {
+    return import_graph(m, path, opts);
+  } catch (const ImportError& e) {
+    throw ImportError(fmt::format("{}: {}", path.string(), e.what()), e.unsupported());
+  } catch (const Error& e) {
+    throw ImportError(fmt::format("{}: {}", path.string(), e.what()), false);
+  }
+}
+
+Tensor read_tensor_file(const fs::path& file) {
+  ::onnx::TensorProto t;
+  parse_file(file, t, "a TensorProto");
+  return tensor_from_proto(t, file.parent_path(), file.string());
+}
+
+fs::path save_imported(const Graph& g, const fs::path& dir,
+                       const std::vector<fs::path>& input_files) {
+  fs::create_directories(dir);
+  if (input_files.size() > g.inputs().size())
+    throw ImportError(
+        fmt::format("{} input files for {} graph inputs", input_files.size(), g.inputs().size()),
+        false);
+  Graph copy = g;
+  for (size_t k = 0; k < input_files.size(); ++k) {
+    const ValueId id = g.inputs()[k];
+    const Tensor t = read_tensor_file(input_files[k]).contiguous();
+    const TensorType want = g.value(id).type;
+    if (t.dtype() != want.dtype || t.shape() != want.shape)
+      throw ImportError(fmt::format("{}: holds {}[{}], input '{}' is {}", input_files[k].string(),
+                                    dtype_name(t.dtype()), fmt::join(t.shape(), ","),
+                                    g.value(id).name, want.str()),
+                        false);
+    const std::string side = fmt::format("{}.input_{}.bin", g.name(), k);
+    write_file(dir / side, t.raw_data(), t.nbytes());
+    copy.mutable_value(id).init = Initializer{"file", {{"path", side}}};
+  }
+  const fs::path graph = dir / (g.name() + ".graph");
+  save_graph_file(copy, graph);
+  return graph;
+}
+
+}  // namespace crucible::onnx

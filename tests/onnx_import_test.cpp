@@ -1,0 +1,217 @@
+// The ONNX importer through `crucible import` and `crucible run --graph MODEL.onnx`: names and
+// weights kept, symbolic dims bound, shape chains folded, ONNX function bodies inlined, and every
+// hostile or unsupported file refused in one line with exit 2 and nothing written or run.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "cli_util.h"
+#include "crucible/ir/text_format.h"
+#include "onnx_model_builder.h"
+
+namespace crucible {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::OnnxModelBuilder;
+using testing::run_crucible;
+
+// y = reshape(x @ W, [shape(x)[0], -1]): the reshape's shape is a Shape/Gather/Unsqueeze/Concat
+// chain that must fold away once N is bound.
+OnnxModelBuilder matmul_with_shape_chain() {
+  OnnxModelBuilder b;
+  b.input("x", {-1, 3, 4});
+  b.initializer("layer.W", {4, 5}, std::vector<float>(20, 0.5f));
+  b.int_initializer("zero", {0});
+  b.int_initializer("minus_one", {-1});
+  b.node("MatMul", {"x", "layer.W"}, {"mm:out"}, "matmul_1");
+  b.node("Shape", {"x"}, {"shape_x"});
+  auto* g = b.node("Gather", {"shape_x", "zero"}, {"n"});
+  OnnxModelBuilder::attr_int(g, "axis", 0);
+  b.node("Concat", {"n", "minus_one"}, {"target"});
+  OnnxModelBuilder::attr_int(b.proto().mutable_graph()->mutable_node(3), "axis", 0);
+  b.node("Reshape", {"mm:out", "target"}, {"y"});
+  b.output("y");
+  return b;
+}
+
+TEST(OnnxImport, KeepsNamesAndWeightsAndFoldsShapeChains) {
+  const fs::path dir = testing::fresh_test_dir("onnx_import");
+  const fs::path model = matmul_with_shape_chain().save(dir / "m.onnx");
+  auto r = run_crucible(
+      fmt::format("import {} -o {} --shape x=2,3,4", model.string(), (dir / "out").string()));
+  ASSERT_EQ(r.status, 0) << r.err;
+  Graph g = load_graph_file(dir / "out" / "model.graph");
+  ASSERT_EQ(g.nodes().size(), 2u) << print_graph(g);  // matmul and reshape: the chain folded
+  EXPECT_EQ(g.nodes()[0].op, "matmul");
+  EXPECT_EQ(g.nodes()[1].op, "reshape");
+  EXPECT_EQ(g.value(g.nodes()[1].output).type.str(), "f32[2,15]");
+  EXPECT_EQ(g.value(g.inputs()[0]).name, "x");
+  EXPECT_EQ(g.value(g.nodes()[0].output).name, "mm_out");
+  ASSERT_EQ(g.params().size(), 1u);
+  EXPECT_EQ(g.value(g.params()[0]).name, "layer.W");
+  EXPECT_EQ(fs::file_size(dir / "out" / "model.layer.W.bin"), 20u * 4);
+  EXPECT_EQ(materialize_param(g, g.params()[0]).get(7), 0.5);
+}
+
+TEST(OnnxImport, ASymbolicDimNeedsAShapeAndSaysHow) {
+  const fs::path dir = testing::fresh_test_dir("onnx_import");
+  const fs::path model = matmul_with_shape_chain().save(dir / "m.onnx");
+  auto r = run_crucible(fmt::format("import {} -o {}", model.string(), (dir / "out").string()));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("dim 'N' is symbolic; bind it with --shape x=DIMS"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+  for (const char* bad : {"x=2,a", "=1", "x", "x=2,-3"}) {
+    auto b = run_crucible(
+        fmt::format("import {} -o {} --shape {}", model.string(), (dir / "out").string(), bad));
+    EXPECT_EQ(b.status, 2) << bad;
+    EXPECT_NE(b.err.find("--shape"), std::string::npos) << b.err;
+  }
+}
+
+TEST(OnnxImport, RunGraphOnAnOnnxFileRecordsItsResults) {
+  const fs::path dir = testing::fresh_test_dir("onnx_import");
+  const fs::path model = matmul_with_shape_chain().save(dir / "m.onnx");
+  auto r = run_crucible(
+      fmt::format("run --graph {} --shape x=2,3,4 --backends eager,codegen --db {} -o {}",
+                  model.string(), (dir / "c.db").string(), (dir / "out").string()));
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  auto q = run_crucible(fmt::format(
+      "query --db {} \"select backend, status from results order by backend\" --format csv",
+      (dir / "c.db").string()));
+  EXPECT_NE(q.out.find("codegen,pass"), std::string::npos) << q.out;
+  EXPECT_NE(q.out.find("eager,pass"), std::string::npos) << q.out;
+  // --shape with no ONNX model is refused rather than ignored.
+  auto s = run_crucible(fmt::format("run --suite tutorial --shape x=1 --db {} -o {}",
+                                    (dir / "d.db").string(), (dir / "out2").string()));
+  EXPECT_EQ(s.status, 2);
+  EXPECT_NE(s.err.find("no ONNX model"), std::string::npos) << s.err;
+}
+
+TEST(OnnxImport, FunctionOpsInlineOnnxsOwnBody) {
+  // MeanVarianceNormalization has no converter: ONNX's schema body (ReduceMean, Sub, Pow, ...)
+  // is inlined, with its default axes [0, 2, 3].
+  const fs::path dir = testing::fresh_test_dir("onnx_import");
+  OnnxModelBuilder b(13);
+  b.input("x", {2, 3, 2, 2});
+  b.node("MeanVarianceNormalization", {"x"}, {"y"}, "mvn");
+  b.output("y");
+  auto r = run_crucible(
+      fmt::format("import {} -o {}", b.save(dir / "m.onnx").string(), (dir / "out").string()));
+  ASSERT_EQ(r.status, 0) << r.err;
+  Graph g = load_graph_file(dir / "out" / "model.graph");
+  bool has_mean = false;
+  for (const auto& n : g.nodes()) {
+    has_mean = has_mean || n.op == "mean";
+    if (n.op == "mean") EXPECT_EQ(n.attrs.get_ints("dims"), (std::vector<int64_t>{0, 2, 3}));
+  }
+  EXPECT_TRUE(has_mean) << print_graph(g);
+  EXPECT_EQ(g.value(g.outputs()[0]).name, "y");
+}
+
+// A hostile or malformed file: exit 2, one line on stderr holding `phrase`, nothing written.
+void expect_refused(const fs::path& model, const std::string& phrase) {
+  const fs::path out = model.parent_path() / "out";
+  auto r = run_crucible(fmt::format("import {} -o {}", model.string(), out.string()));
+  EXPECT_EQ(r.status, 2) << model;
+  EXPECT_NE(r.err.find(phrase), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(fs::exists(out)) << model;
+  // Given to a run, the request itself is bad: exit 2 and no run recorded.
+  const fs::path db = model.parent_path() / "r.db";
+  auto run = run_crucible(fmt::format("run --graph {} --db {} -o {}", model.string(), db.string(),
+                                      (model.parent_path() / "run").string()));
+  EXPECT_EQ(run.status, 2) << run.err;
+  EXPECT_FALSE(fs::exists(db));
+}
+
+OnnxModelBuilder relu_model() {
+  OnnxModelBuilder b;
+  b.input("x", {2, 2});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y");
+  return b;
+}
+
+TEST(OnnxImport, HostileFilesAreOneLineAndNothingRuns) {
+  const fs::path dir = testing::fresh_test_dir("onnx_import");
+  auto fresh = [&](const std::string& name) {
+    fs::create_directories(dir / name);
+    return dir / name / "m.onnx";
+  };
+  {  // truncated protobuf
+    std::string bytes;
+    matmul_with_shape_chain().proto().SerializeToString(&bytes);
+    std::ofstream(fresh("truncated"), std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+    expect_refused(dir / "truncated" / "m.onnx", "does not parse");
+  }
+  {  // wrong magic: a PNG and a text file
+    std::ofstream(fresh("png"), std::ios::binary) << "\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+    expect_refused(dir / "png" / "m.onnx", "not an ONNX model");
+    std::ofstream(fresh("text"), std::ios::binary) << "graph g(%x: f32[2]) { return %x }\n";
+    expect_refused(dir / "text" / "m.onnx", "not an ONNX model");
+  }
+  {  // an opset from the future
+    OnnxModelBuilder b(99);
+    b.input("x", {2});
+    b.node("Relu", {"x"}, {"y"});
+    b.output("y");
+    b.save(fresh("future"));
+    expect_refused(dir / "future" / "m.onnx", "opset 99 of the default domain is newer than 17");
+  }
+  {  // external data that escapes the model's folder
+    OnnxModelBuilder b = relu_model();
+    auto* t = b.initializer("w", {2, 2}, {});
+    t->clear_raw_data();
+    t->set_data_location(::onnx::TensorProto::EXTERNAL);
+    auto* kv = t->add_external_data();
+    kv->set_key("location");
+    kv->set_value("../../../../etc/passwd");
+    b.save(fresh("escape"));
+    expect_refused(dir / "escape" / "m.onnx", "leaves the model's folder");
+    kv->set_value("/etc/passwd");
+    b.save(fresh("absolute"));
+    expect_refused(dir / "absolute" / "m.onnx", "must be relative to the model's folder");
+  }
+  {  // a 2^40-element initializer with no data behind it
+    OnnxModelBuilder b = relu_model();
+    auto* t = b.initializer("huge", {1 << 20, 1 << 20}, {1.0f});
+    (void)t;
+    b.save(fresh("huge"));
+    expect_refused(dir / "huge" / "m.onnx", "initializer 'huge'");
+  }
+  {  // a cycle and a dangling input
+    OnnxModelBuilder b;
+    b.input("x", {2});
+    b.node("Add", {"x", "b"}, {"a"}, "first");
+    b.node("Relu", {"a"}, {"b"}, "second");
+    b.output("b");
+    b.save(fresh("cycle"));
+    expect_refused(dir / "cycle" / "m.onnx",
+                   "node 'first' (op Add): 'b' is read before anything defines it");
+    OnnxModelBuilder d;
+    d.input("x", {2});
+    d.node("Relu", {"nowhere"}, {"y"}, "lost");
+    d.output("y");
+    d.save(fresh("dangling"));
+    expect_refused(dir / "dangling" / "m.onnx", "node 'lost' (op Relu): 'nowhere' is read before");
+  }
+  {  // an op crucible lacks names the node and the op
+    OnnxModelBuilder b;
+    b.input("x", {1, 2, 3});
+    b.input("w", {1, 8, 3});
+    b.input("r", {1, 8, 2});
+    b.node("LSTM", {"x", "w", "r"}, {"", "h"}, "lstm_1");
+    b.output("h");
+    b.save(fresh("lstm"));
+    expect_refused(dir / "lstm" / "m.onnx", "node 'lstm_1' (op LSTM): not supported");
+  }
+  // A missing file.
+  expect_refused(dir / "missing" / "m.onnx", "cannot read");
+}
+
+}  // namespace
+}  // namespace crucible
