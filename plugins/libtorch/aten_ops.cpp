@@ -15,29 +15,12 @@
 #include <map>
 
 #include "aten_bridge.h"
+#include "aten_entry.h"
 #include "crucible/ir/type_rules.h"
 #include "crucible/plugin_api.h"
 
 namespace crucible::libtorch {
-
-namespace {
-
-// What an entry sees of its node.
-struct Ctx {
-  const Graph& g;
-  const Node& n;
-  DType out;  // the node's result dtype, as crucible's type rule inferred it
-  ScriptStyle style = {};
-  DType operand(size_t k) const { return g.value(n.operands[k]).type.dtype; }
-  const Attrs& a() const { return n.attrs; }
-};
-
-using Eager = std::function<at::Tensor(const Ctx&, const std::vector<at::Tensor>&)>;
-using Script = std::function<std::string(const Ctx&, const std::vector<std::string>&)>;
-struct Entry {
-  Eager eager;
-  Script script;
-};
+namespace aten {
 
 // --- eager helpers ---------------------------------------------------------------------------
 
@@ -162,14 +145,20 @@ Entry activation(const char* name, at::Tensor (*fn)(const at::Tensor&)) {
           }};
 }
 
+}  // namespace aten
+
+namespace {
+
+using namespace aten;
+
 at::Tensor relu(const at::Tensor& x) { return at::relu(x); }
 at::Tensor silu(const at::Tensor& x) { return at::silu(x); }
 at::Tensor hardswish(const at::Tensor& x) { return at::hardswish(x); }
 at::Tensor hardsigmoid(const at::Tensor& x) { return at::hardsigmoid(x); }
 
-const std::map<std::string, Entry>& table() {
-  static const std::map<std::string, Entry> t = [] {
-    std::map<std::string, Entry> m;
+const Table& table() {
+  static const Table t = [] {
+    Table m;
     // Elementwise arithmetic and comparisons.
     m["add"] =
         binary("add", [](const at::Tensor& a, const at::Tensor& b) { return at::add(a, b); });
@@ -532,6 +521,8 @@ const std::map<std::string, Entry>& table() {
                              "torch.batch_norm({}, {}, {}, {}, {}, False, 0.1, {}, False)", x[0],
                              x[1], x[2], x[3], x[4], sfloat(c.a().get_float_or("eps", 1e-5)));
                        }};
+    add_math_entries(m);
+    add_index_entries(m);
     return m;
   }();
   return t;

@@ -16,10 +16,14 @@ namespace crucible::fuzz {
 namespace {
 
 const std::vector<std::string> kUnary = {
-    "neg",  "abs",     "relu", "exp",        "log",  "sqrt", "rsqrt",     "sin",        "cos",
-    "tanh", "sigmoid", "erf",  "reciprocal", "gelu", "silu", "hardswish", "hardsigmoid"};
-const std::vector<std::string> kBinary = {"add", "sub", "mul", "div", "maximum", "minimum", "pow",
-                                          "eq",  "ne",  "lt",  "le",  "gt",      "ge"};
+    "neg",   "abs",       "relu",        "exp",     "log",        "sqrt",       "rsqrt",
+    "sin",   "cos",       "tanh",        "sigmoid", "erf",        "reciprocal", "gelu",
+    "silu",  "hardswish", "hardsigmoid", "floor",   "ceil",       "round",      "sign",
+    "tan",   "asin",      "acos",        "atan",    "sinh",       "cosh",       "asinh",
+    "acosh", "atanh",     "isnan",       "isinf",   "logical_not"};
+const std::vector<std::string> kBinary = {
+    "add", "sub", "mul", "div", "maximum", "minimum",     "pow",        "eq",         "ne",
+    "lt",  "le",  "gt",  "ge",  "mod",     "logical_and", "logical_or", "logical_xor"};
 const std::vector<std::string> kReduce = {"sum", "mean", "amax", "amin", "var"};
 
 class Generator {
@@ -129,16 +133,19 @@ class Generator {
     const ValueId a = operand();
     const TensorType ta = type(a);
     const int r = rank(a);
-    const int which = uni(0, 99);
+    const int which = uni(0, 107);
     Proposal p;
     if (which < 22) {
       p = {pick(kUnary), {a}, {}};
       if (p.op == "gelu" && chance(0.5)) p.attrs.set("approximate", chance(0.5) ? "tanh" : "none");
+      if (p.op == "isinf" && chance(0.5)) p.attrs.set("detect_negative", chance(0.5));
+      if (p.op == "isinf" && chance(0.5)) p.attrs.set("detect_positive", chance(0.5));
     } else if (which < 44) {
       ValueId b = chance(0.5)
                       ? operand()
                       : new_input({chance(0.7) ? ta.dtype : random_dtype(), partner(ta.shape)});
       p = {pick(kBinary), chance(0.5) ? std::vector{a, b} : std::vector{b, a}, {}};
+      if (p.op == "mod" && chance(0.5)) p.attrs.set("fmod", chance(0.5));
     } else if (which < 56) {
       p = {pick(kReduce), {a}, {}};
       if (!chance(0.15)) p.attrs.set("dims", dim_subset(r));
@@ -186,6 +193,8 @@ class Generator {
       propose_gemm(a, ta, p);
     } else if (which < 98) {
       propose_vision(a, ta, p);
+    } else if (which >= 100) {
+      propose_index(a, ta, p);
     } else {
       const int64_t v = uni(1, 9);
       const ValueId w = new_param({chance(0.8) ? DType::kF32 : DType::kF64, {v, random_dim()}});
@@ -275,6 +284,71 @@ class Generator {
         p = {"addmm", {new_input({wt, {n}}), a, new_param({wt, {k, n}})}, {}};
         if (chance(0.5)) p.attrs.set("beta", 0.5);
         if (chance(0.5)) p.attrs.set("alpha", 2.0);
+    }
+  }
+
+  // An i64 or i32 index input of shape `s` with values in [-n, n) (negative ones count from the
+  // end).
+  ValueId new_index(const Shape& s, int64_t n) {
+    return g_.add_input(fmt::format("in{}", inputs_++),
+                        {chance(0.5) ? DType::kI64 : DType::kI32, s},
+                        {"randint", {{"low", -n}, {"high", n}}});
+  }
+
+  // The ops ONNX import brought: gather, argmax/argmin, cumsum, topk, trilu, pad, prod.
+  void propose_index(ValueId a, const TensorType& ta, Proposal& p) {
+    const int r = static_cast<int>(ta.shape.size());
+    if (r == 0) return;
+    const int axis = uni(0, r - 1), d = chance(0.3) ? axis - r : axis;
+    const int64_t n = ta.shape[static_cast<size_t>(axis)];
+    switch (uni(0, 7)) {
+      case 0: {
+        if (n == 0) return;
+        Shape is = random_shape();
+        if (is.size() > 2) is.resize(2);
+        p = {"gather", {a, new_index(is, n)}, {{"dim", int64_t{d}}}};
+        break;
+      }
+      case 1: {
+        if (n == 0) return;
+        Shape is = ta.shape;
+        for (int64_t& s : is) s = chance(0.3) ? uni(0, static_cast<int>(s)) : s;
+        is[static_cast<size_t>(axis)] = uni(0, 4);
+        p = {"gather_elements", {a, new_index(is, n)}, {{"dim", int64_t{d}}}};
+        break;
+      }
+      case 2:
+        p = {chance(0.5) ? "argmax" : "argmin", {a}, {{"dim", int64_t{d}}}};
+        if (chance(0.5)) p.attrs.set("keepdim", chance(0.5));
+        if (chance(0.3)) p.attrs.set("select_last_index", true);
+        break;
+      case 3:
+        p = {"cumsum", {a}, {{"dim", int64_t{d}}}};
+        if (chance(0.3)) p.attrs.set("exclusive", true);
+        if (chance(0.3)) p.attrs.set("reverse", true);
+        break;
+      case 4:
+        p = {chance(0.5) ? "topk" : "topk_indices",
+             {a},
+             {{"k", int64_t{uni(0, static_cast<int>(n))}}, {"dim", int64_t{d}}}};
+        if (chance(0.5)) p.attrs.set("largest", chance(0.5));
+        break;
+      case 5:
+        p = {"trilu", {a}, {{"k", int64_t{uni(-2, 2)}}}};
+        if (chance(0.5)) p.attrs.set("upper", chance(0.5));
+        break;
+      case 6: {
+        std::vector<int64_t> pads(static_cast<size_t>(2 * r));
+        for (int64_t& v : pads) v = uni(-1, 2);
+        static const std::vector<std::string> kModes = {"constant", "reflect", "edge"};
+        p = {"pad", {a}, {{"pads", pads}, {"mode", pick(kModes)}}};
+        if (chance(0.3)) p.attrs.set("value", 1.5);
+        break;
+      }
+      default:
+        p = {"prod", {a}, {}};
+        if (!chance(0.15)) p.attrs.set("dims", dim_subset(r));
+        if (chance(0.5)) p.attrs.set("keepdim", chance(0.5));
     }
   }
 

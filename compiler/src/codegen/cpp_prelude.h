@@ -1,6 +1,6 @@
 // The fixed header every generated translation unit starts with: storage/compute types and the
 // scalar helpers whose semantics match the eager kernels (integer wrap-around, NaN-propagating
-// max/min, bf16 RNE).
+// max/min, sign and mod, bf16 RNE).
 #pragma once
 
 namespace crucible::codegen {
@@ -85,6 +85,30 @@ inline constexpr const char* kCppPrelude =
           template <class C>
           inline C cr_minimum(C a, C b) {
             return (a < b || a != a) ? a : b;
+          }
+          template <class C>
+          inline C cr_sign(C x) {
+            if constexpr (std::is_floating_point<C>::value)
+              return x != x ? x : static_cast<C>((x > C(0)) - (x < C(0)));
+            else if constexpr (std::is_signed<C>::value)
+              return static_cast<C>((x > C(0)) - (x < C(0)));
+            else
+              return static_cast<C>(x > C(0));
+          }
+          template <bool Fmod, class C>
+          inline C cr_mod(C a, C b) {
+            if constexpr (std::is_floating_point<C>::value) {
+              C r = std::fmod(a, b);
+              if (!Fmod && r != C(0) && ((r < C(0)) != (b < C(0)))) r += b;
+              return r;
+            } else if constexpr (std::is_signed<C>::value) {
+              if (b == C(0) || b == C(-1)) return C(0);
+              C r = static_cast<C>(a % b);
+              if (!Fmod && r != C(0) && ((r < C(0)) != (b < C(0)))) r = static_cast<C>(r + b);
+              return r;
+            } else {
+              return b == C(0) ? C(0) : static_cast<C>(a % b);
+            }
           }
           template <class T, class F>
           inline T cr_float_to_int(F v) {

@@ -41,6 +41,11 @@ std::string storage_type(DType t) {
   return "?";
 }
 
+// Float-valued unary ops written as the libm call of their own name (eager calls the same).
+const std::set<std::string> kLibmUnary = {"exp",  "log",   "sqrt",  "sin",  "cos",  "tanh",
+                                          "erf",  "tan",   "asin",  "acos", "atan", "sinh",
+                                          "cosh", "asinh", "acosh", "atanh"};
+
 std::string compute_type(DType t) { return t == DType::kBF16 ? "float" : storage_type(t); }
 
 std::string literal(double v, DType t) {
@@ -561,9 +566,34 @@ class KernelEmitter {
       e = fast("exp_nonpos", a[0]);  // no upper clamp: the argument is <= 0
     } else if ((op == "exp" || op == "tanh" || op == "erf") && compute_type(out) == "float") {
       e = fast(op, a[0]);  // vectorizes; libm calls do not
-    } else if (op == "exp" || op == "log" || op == "sqrt" || op == "sin" || op == "cos" ||
-               op == "tanh" || op == "erf") {
+    } else if (kLibmUnary.contains(op)) {
       e = fmt::format("std::{}({})", op, a[0]);
+    } else if (op == "floor" || op == "ceil" || op == "round") {
+      e = !is_floating(out) ? a[0]
+                            : fmt::format("std::{}({})", op == "round" ? "nearbyint" : op, a[0]);
+    } else if (op == "sign") {
+      e = fmt::format("cr_sign({})", a[0]);
+    } else if (op == "isnan") {
+      e = fmt::format("({0} != {0})", a[0]);
+      ct = DType::kBool;
+    } else if (op == "isinf") {
+      const std::string inf = literal(INFINITY, in(0));
+      std::vector<std::string> tests;
+      if (n.attrs.get_bool_or("detect_positive", true)) tests.push_back(a[0] + " == " + inf);
+      if (n.attrs.get_bool_or("detect_negative", true)) tests.push_back(a[0] + " == -" + inf);
+      e = !is_floating(in(0)) || tests.empty() ? "false"
+                                               : fmt::format("({})", fmt::join(tests, " || "));
+      ct = DType::kBool;
+    } else if (op == "logical_not") {
+      e = fmt::format("({} == 0)", a[0]);
+      ct = DType::kBool;
+    } else if (op == "logical_and" || op == "logical_or" || op == "logical_xor") {
+      const char* sym = op == "logical_and" ? "&&" : op == "logical_or" ? "||" : "!=";
+      e = fmt::format("(({} != 0) {} ({} != 0))", a[0], sym, a[1]);
+      ct = DType::kBool;
+    } else if (op == "mod") {
+      ct = result_type(types);
+      e = fmt::format("cr_mod<{}>({}, {})", n.attrs.get_bool_or("fmod", false), c(0, ct), c(1, ct));
     } else if (op == "rsqrt") {
       e = fmt::format("{0}(1) / std::sqrt({1})", compute_type(out), a[0]);
     } else if (op == "reciprocal") {

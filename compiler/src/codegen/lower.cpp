@@ -9,10 +9,15 @@ namespace crucible::codegen {
 
 namespace {
 
-const std::set<std::string> kFloatUnary = {"exp",  "log",     "sqrt",       "rsqrt", "sin", "cos",
-                                           "tanh", "sigmoid", "reciprocal", "erf",   "gelu"};
-const std::set<std::string> kArith = {"add", "sub", "mul", "maximum", "minimum"};
-const std::set<std::string> kCompare = {"eq", "ne", "lt", "le", "gt", "ge"};
+const std::set<std::string> kFloatUnary = {
+    "exp",  "log", "sqrt", "rsqrt", "sin",  "cos",  "tanh", "sigmoid", "reciprocal", "erf",
+    "gelu", "tan", "asin", "acos",  "atan", "sinh", "cosh", "asinh",   "acosh",      "atanh"};
+const std::set<std::string> kArith = {"add", "sub",   "mul",  "maximum", "minimum",
+                                      "mod", "floor", "ceil", "round",   "sign"};
+// Bool-valued, any operand dtype.
+const std::set<std::string> kCompare = {"eq",          "ne",          "lt",         "le",
+                                        "gt",          "ge",          "isnan",      "isinf",
+                                        "logical_not", "logical_and", "logical_or", "logical_xor"};
 const std::set<std::string> kViews = {"reshape", "permute", "transpose", "expand",
                                       "slice",   "squeeze", "unsqueeze"};
 const std::set<std::string> kReductions = {"sum", "mean", "amax", "amin"};

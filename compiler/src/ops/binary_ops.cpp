@@ -1,5 +1,5 @@
 // Binary arithmetic with broadcasting and PyTorch type promotion: add, sub, mul, div, maximum,
-// minimum, pow. Operands are converted to the result type, then one vectorized loop per dtype runs.
+// minimum, pow, mod. Operands are converted to the result type, then one loop per dtype runs.
 #include <cmath>
 #include <string>
 #include <type_traits>
@@ -122,7 +122,46 @@ struct Pow {
   }
 };
 
+// ONNX's Mod. fmod=false: the remainder takes the divisor's sign (Python's %, torch.remainder);
+// fmod=true: the dividend's (C's fmod, torch.fmod). An integer divisor of 0 gives 0 (numpy's
+// answer; the reference never traps), and so does a divisor of -1 (INT_MIN % -1 would trap).
+template <bool kFmod>
+struct Mod {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      C r = std::fmod(a, b);
+      if constexpr (!kFmod) r = (r != C(0) && ((r < C(0)) != (b < C(0)))) ? r + b : r;
+      return r;
+    } else if constexpr (kIsInt<C>) {
+      if constexpr (std::is_signed_v<C>) {
+        if (b == C(0) || b == C(-1)) return C(0);
+        C r = static_cast<C>(a % b);
+        if constexpr (!kFmod) r = (r != C(0) && ((r < C(0)) != (b < C(0)))) ? C(r + b) : r;
+        return r;
+      } else {
+        return b == C(0) ? C(0) : static_cast<C>(a % b);
+      }
+    } else {
+      return a;  // unreachable: the type rule rejects bool
+    }
+  }
+};
+
 enum class BoolRule { kAllow, kRejectAnyBoolOperand, kRejectBoolResult };
+
+// Both operands converted to the result type `ty`, then out = Op(a, b) elementwise.
+template <typename Op>
+Tensor run_binary(std::span<const Tensor> in, const TensorType& ty, const char* name) {
+  Tensor out = Tensor::empty(ty.dtype, ty.shape);
+  const Tensor a = as_operand(in[0], ty.dtype, ty.shape), b = as_operand(in[1], ty.dtype, ty.shape);
+  dispatch_all(ty.dtype, name, [&]<typename T>() {
+    using C = compute_t<T>;
+    Elementwise<T, T>::template run<T>(
+        out, {a, b}, [](C x, C y) { return Op{}(x, y); }, element_cost(name));
+  });
+  return out;
+}
 
 template <typename Op>
 OpDef binary_def(std::string name, BoolRule bools, bool true_division = false) {
@@ -142,16 +181,18 @@ OpDef binary_def(std::string name, BoolRule bools, bool true_division = false) {
     return {dtype, std::move(shape)};
   };
   d.kernel = [name, infer = d.infer](std::span<const Tensor> in, const Attrs& attrs) {
+    return run_binary<Op>(in, infer(types_of(in), attrs), name.c_str());
+  };
+  return d;
+}
+
+OpDef mod_def() {
+  OpDef d = binary_def<Mod<false>>("mod", BoolRule::kRejectBoolResult);
+  d.schema.attrs = {{"fmod", AttrKind::kBool, false}};
+  d.kernel = [infer = d.infer](std::span<const Tensor> in, const Attrs& attrs) {
     const TensorType ty = infer(types_of(in), attrs);
-    Tensor out = Tensor::empty(ty.dtype, ty.shape);
-    const Tensor a = as_operand(in[0], ty.dtype, ty.shape),
-                 b = as_operand(in[1], ty.dtype, ty.shape);
-    dispatch_all(ty.dtype, name.c_str(), [&]<typename T>() {
-      using C = compute_t<T>;
-      Elementwise<T, T>::template run<T>(
-          out, {a, b}, [](C x, C y) { return Op{}(x, y); }, element_cost(name));
-    });
-    return out;
+    return attrs.get_bool_or("fmod", false) ? run_binary<Mod<true>>(in, ty, "mod")
+                                            : run_binary<Mod<false>>(in, ty, "mod");
   };
   return d;
 }
@@ -166,6 +207,7 @@ void register_binary_ops(OpRegistry& r) {
   r.add(binary_def<Maximum>("maximum", BoolRule::kAllow));
   r.add(binary_def<Minimum>("minimum", BoolRule::kAllow));
   r.add(binary_def<Pow>("pow", BoolRule::kRejectBoolResult));
+  r.add(mod_def());
 }
 
 }  // namespace crucible::ew

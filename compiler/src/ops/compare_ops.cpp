@@ -1,5 +1,5 @@
-// Comparisons (eq, ne, lt, le, gt, ge -> bool) and where(cond, a, b): operands are promoted to
-// their result type first, then compared or selected in one vectorized loop per dtype.
+// Comparisons (eq, ne, lt, le, gt, ge), logical_and/or/xor (-> bool) and where(cond, a, b):
+// operands are promoted to a common type first, then compared or selected in one loop per dtype.
 #include <fmt/format.h>
 
 #include <string>
@@ -72,6 +72,37 @@ OpDef compare_def(std::string name) {
   return d;
 }
 
+// logical_and / logical_or / logical_xor: any dtypes, each operand true where nonzero (NaN too),
+// broadcast; bool result (ONNX's And/Or/Xor take bool; torch's logical_* take any dtype).
+struct And {
+  bool operator()(uint8_t a, uint8_t b) const { return a != 0 && b != 0; }
+};
+struct Or {
+  bool operator()(uint8_t a, uint8_t b) const { return a != 0 || b != 0; }
+};
+struct Xor {
+  bool operator()(uint8_t a, uint8_t b) const { return (a != 0) != (b != 0); }
+};
+
+template <typename Op>
+OpDef logical_def(std::string name) {
+  OpDef d;
+  d.schema = {name, 2, 2, {}};
+  d.infer = [](std::span<const TensorType> in, const Attrs&) -> TensorType {
+    return {DType::kBool, broadcast_all(in)};
+  };
+  d.kernel = [](std::span<const Tensor> in, const Attrs&) {
+    const Shape shape = broadcast_all(types_of(in));
+    Tensor out = Tensor::empty(DType::kBool, shape);
+    // Read as the bytes bool is stored in (0 or 1), which GCC vectorizes.
+    const Tensor a = as_operand(in[0], DType::kBool, shape),
+                 b = as_operand(in[1], DType::kBool, shape);
+    Elementwise<uint8_t, uint8_t>::template run<bool>(out, {a, b}, Op{});
+    return out;
+  };
+  return d;
+}
+
 TensorType where_rule(std::span<const TensorType> in, const Attrs&) {
   if (in[0].dtype != DType::kBool) {
     throw Error(fmt::format("condition must be bool, got {}", dtype_name(in[0].dtype)));
@@ -111,6 +142,9 @@ void register_compare_ops(OpRegistry& r) {
   r.add(compare_def<Gt>("gt"));
   r.add(compare_def<Ge>("ge"));
   r.add(where_def());
+  r.add(logical_def<And>("logical_and"));
+  r.add(logical_def<Or>("logical_or"));
+  r.add(logical_def<Xor>("logical_xor"));
 }
 
 }  // namespace crucible::ew

@@ -8,9 +8,9 @@
 
 namespace crucible::ew {
 
-void register_unary_ops(OpRegistry& r);    // neg, abs, relu, exp ... gelu, clamp, silu ...
-void register_binary_ops(OpRegistry& r);   // add, sub, mul, div, maximum, minimum, pow
-void register_compare_ops(OpRegistry& r);  // eq, ne, lt, le, gt, ge, where
+void register_unary_ops(OpRegistry& r);    // neg, abs, relu, exp ... gelu, clamp, silu, floor ...
+void register_binary_ops(OpRegistry& r);   // add, sub, mul, div, maximum, minimum, pow, mod
+void register_compare_ops(OpRegistry& r);  // eq, ne, lt, le, gt, ge, where, logical_and/or/xor
 
 // Throws Error "not supported for bool" when `t` is bool (ops that PyTorch does not define on
 // bool).

@@ -1,5 +1,6 @@
-// Reductions (sum, mean, amax, amin, var): type rules and eager kernels that plan each reduction
-// as [outer kept dims, one reduced block, a contiguous inner kept block] and fold it vectorized.
+// Reductions (sum, prod, mean, amax, amin, var): type rules and eager kernels that plan each
+// reduction as [outer kept dims, one reduced block, a contiguous inner kept block], folded
+// vectorized.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -175,6 +176,26 @@ struct SumOp {
   static Lane combine(Lane acc, Lane v) { return acc + v; }
   static Wide widen(Wide acc, Lane v) { return acc + static_cast<Wide>(v); }
   static Wide merge(Wide acc, Wide v) { return acc + v; }
+};
+
+// Products: floats multiply in double (a float lane would overflow on partial products whose
+// whole is finite), integers wrap.
+template <typename T>
+struct ProdOp {
+  using Lane = std::conditional_t<kIsFloat<T>, double, uint64_t>;
+  using Wide = Lane;
+  Lane identity() const { return 1; }
+  Wide wide_identity() const { return 1; }
+  Lane map(T x, int64_t) const {
+    if constexpr (kIsFloat<T>) {
+      return static_cast<double>(static_cast<compute_t<T>>(x));
+    } else {
+      return static_cast<uint64_t>(static_cast<int64_t>(x));
+    }
+  }
+  static Lane combine(Lane acc, Lane v) { return acc * v; }
+  static Wide widen(Wide acc, Lane v) { return acc * static_cast<Wide>(v); }
+  static Wide merge(Wide acc, Wide v) { return acc * v; }
 };
 
 template <typename T, bool kMax>
@@ -368,25 +389,29 @@ ReduceArgs reduce_args(const Shape& shape, const Attrs& attrs) {
   return args;
 }
 
-// Sum-like kernels (sum, mean): out = finish(sum) in the output dtype.
-template <typename T, typename O, typename Finish>
+// Sum-like kernels (sum, prod, mean): out = finish(fold) in the output dtype.
+template <typename T, typename O, template <typename> class Op = SumOp, typename Finish>
 void sum_into(const Tensor& x, const ReduceArgs& args, const Tensor& out, Finish finish) {
   ReducePlan p = plan_reduction(x, args.dims);
-  SumOp<T> op;
-  run_plan<T>(p, op, output_store<O, typename SumOp<T>::Wide>(p, out, finish));
+  Op<T> op;
+  run_plan<T>(p, op, output_store<O, typename Op<T>::Wide>(p, out, finish));
 }
 
+// sum and prod: floats keep their dtype, integers and bool give i64 (torch.sum, torch.prod).
+template <template <typename> class Op>
 Tensor sum_kernel(std::span<const Tensor> in, const Attrs& attrs) {
   const Tensor& x = in[0];
   ReduceArgs args = reduce_args(x.shape(), attrs);
   const DType out_dtype = is_floating(x.dtype()) ? x.dtype() : DType::kI64;
-  if (x.numel() == 0) return Tensor::zeros(out_dtype, args.out_shape);
+  if (x.numel() == 0) {
+    return Tensor::full(out_dtype, args.out_shape, Op<float>{}.wide_identity());
+  }
   Tensor out = Tensor::empty(out_dtype, args.out_shape);
   dispatch_all(x.dtype(), "sum", [&]<typename T>() {
     if constexpr (kIsFloat<T>) {
-      sum_into<T, T>(x, args, out, [](double v) { return convert<T>(v); });
+      sum_into<T, T, Op>(x, args, out, [](double v) { return convert<T>(v); });
     } else {
-      sum_into<T, int64_t>(x, args, out, [](uint64_t v) { return static_cast<int64_t>(v); });
+      sum_into<T, int64_t, Op>(x, args, out, [](uint64_t v) { return static_cast<int64_t>(v); });
     }
   });
   return out;
@@ -482,7 +507,8 @@ std::vector<AttrSpec> reduce_attrs() {
 
 void register_reduction_ops(OpRegistry& r) {
   using namespace reduction;
-  r.add({{"sum", 1, 1, reduce_attrs()}, sum_rule, sum_kernel});
+  r.add({{"sum", 1, 1, reduce_attrs()}, sum_rule, sum_kernel<SumOp>});
+  r.add({{"prod", 1, 1, reduce_attrs()}, sum_rule, sum_kernel<ProdOp>});
   r.add({{"mean", 1, 1, reduce_attrs()}, float_reduce_rule, mean_kernel});
   r.add({{"amax", 1, 1, reduce_attrs()}, extremum_rule, extremum_kernel<true>});
   r.add({{"amin", 1, 1, reduce_attrs()}, extremum_rule, extremum_kernel<false>});

@@ -10,6 +10,9 @@ void register_builtin_ops(OpRegistry& r) {
   register_reduction_ops(r);
   register_linalg_ops(r);
   register_vision_ops(r);
+  register_gather_ops(r);
+  register_along_dim_ops(r);
+  register_position_ops(r);
 }
 
 // Loading this library installs the built-in ops into OpRegistry::global().

@@ -1,5 +1,5 @@
-// Unary elementwise ops: dtype-keeping (neg, abs, relu, clamp) and float-valued math (exp ...
-// gelu, silu, hardswish, hardsigmoid), with their type rules and the eager reference kernels.
+// Unary elementwise ops: dtype-keeping (neg, abs, relu, clamp, floor, ceil, round, sign),
+// float-valued math (exp ... atanh, gelu, silu ...), bool-valued (isnan, isinf, logical_not).
 #include <fmt/format.h>
 
 #include <cmath>
@@ -66,6 +66,34 @@ struct Relu {
   template <typename C>
   C operator()(C x) const {
     return x <= C(0) ? C(0) : x;  // NaN fails the comparison and passes through, as in PyTorch
+  }
+};
+
+// Rounding keeps integers as they are; round is half to even (nearbyint in the default rounding
+// mode), as ONNX's Round and torch.round.
+#define CRUCIBLE_ROUNDING(Name, fn)                                 \
+  struct Name {                                                     \
+    template <typename C>                                           \
+    C operator()(C x) const {                                       \
+      if constexpr (std::is_floating_point_v<C>) return std::fn(x); \
+      return x;                                                     \
+    }                                                               \
+  };
+CRUCIBLE_ROUNDING(Floor, floor)
+CRUCIBLE_ROUNDING(Ceil, ceil)
+CRUCIBLE_ROUNDING(Round, nearbyint)
+#undef CRUCIBLE_ROUNDING
+// -1, 0 or 1; NaN stays NaN (numpy's sign, ONNX's reference).
+struct Sign {
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      return x != x ? x : static_cast<C>((x > C(0)) - (x < C(0)));
+    } else if constexpr (std::is_signed_v<C>) {
+      return static_cast<C>((x > C(0)) - (x < C(0)));
+    } else {
+      return static_cast<C>(x > C(0));
+    }
   }
 };
 
@@ -136,6 +164,23 @@ struct Cos {
     return std::cos(x);
   }
 };
+#define CRUCIBLE_LIBM_UNARY(Name, fn) \
+  struct Name {                       \
+    template <typename C>             \
+    C operator()(C x) const {         \
+      return std::fn(x);              \
+    }                                 \
+  };
+CRUCIBLE_LIBM_UNARY(Tan, tan)
+CRUCIBLE_LIBM_UNARY(Asin, asin)
+CRUCIBLE_LIBM_UNARY(Acos, acos)
+CRUCIBLE_LIBM_UNARY(Atan, atan)
+CRUCIBLE_LIBM_UNARY(Sinh, sinh)
+CRUCIBLE_LIBM_UNARY(Cosh, cosh)
+CRUCIBLE_LIBM_UNARY(Asinh, asinh)
+CRUCIBLE_LIBM_UNARY(Acosh, acosh)
+CRUCIBLE_LIBM_UNARY(Atanh, atanh)
+#undef CRUCIBLE_LIBM_UNARY
 struct Tanh {
   template <typename C>
   C operator()(C x) const {
@@ -362,6 +407,58 @@ OpDef clamp_def() {
   return d;
 }
 
+// --- bool-valued tests: any dtype in, bool out.
+TensorType bool_rule(std::span<const TensorType> in, const Attrs&) {
+  return {DType::kBool, in[0].shape};
+}
+
+// out = test(x) over any dtype; `test` sees the compute type.
+template <typename Test>
+Tensor run_bool_unary(const Tensor& x, const char* name, const Test& test) {
+  Tensor out = Tensor::empty(DType::kBool, x.shape());
+  dispatch_all(x.dtype(), name, [&]<typename T>() {
+    Elementwise<T>::template run<bool>(out, {x}, [&test](compute_t<T> v) { return test(v); });
+  });
+  return out;
+}
+
+// A bool-valued op without attributes: out = test(x).
+template <typename Test>
+OpDef bool_def(std::string name, Test test) {
+  OpDef d;
+  d.schema = {name, 1, 1, {}};
+  d.infer = bool_rule;
+  d.kernel = [name, test](std::span<const Tensor> in, const Attrs&) {
+    return run_bool_unary(in[0], name.c_str(), test);
+  };
+  return d;
+}
+
+// ONNX's IsInf: detect_positive / detect_negative (both true by default) pick the infinities.
+OpDef isinf_def() {
+  OpDef d;
+  d.schema = {
+      "isinf",
+      1,
+      1,
+      {{"detect_positive", AttrKind::kBool, false}, {"detect_negative", AttrKind::kBool, false}}};
+  d.infer = bool_rule;
+  d.kernel = [](std::span<const Tensor> in, const Attrs& attrs) {
+    const bool pos = attrs.get_bool_or("detect_positive", true),
+               neg = attrs.get_bool_or("detect_negative", true);
+    return run_bool_unary(in[0], "isinf", [pos, neg](auto v) {
+      using C = decltype(v);
+      if constexpr (std::is_floating_point_v<C>) {
+        const C inf = std::numeric_limits<C>::infinity();
+        return (pos && v == inf) || (neg && v == -inf);
+      } else {
+        return false;
+      }
+    });
+  };
+  return d;
+}
+
 }  // namespace
 
 void register_unary_ops(OpRegistry& r) {
@@ -383,6 +480,23 @@ void register_unary_ops(OpRegistry& r) {
   r.add(float_def<Silu>("silu"));
   r.add(float_def<Hardswish>("hardswish"));
   r.add(float_def<Hardsigmoid>("hardsigmoid"));
+  r.add(same_dtype_def<Floor>("floor"));
+  r.add(same_dtype_def<Ceil>("ceil"));
+  r.add(same_dtype_def<Round>("round"));
+  r.add(same_dtype_def<Sign>("sign"));
+  r.add(float_def<Tan>("tan"));
+  r.add(float_def<Asin>("asin"));
+  r.add(float_def<Acos>("acos"));
+  r.add(float_def<Atan>("atan"));
+  r.add(float_def<Sinh>("sinh"));
+  r.add(float_def<Cosh>("cosh"));
+  r.add(float_def<Asinh>("asinh"));
+  r.add(float_def<Acosh>("acosh"));
+  r.add(float_def<Atanh>("atanh"));
+  r.add(bool_def("isnan", [](auto v) { return v != v; }));
+  r.add(isinf_def());
+  // Any dtype: zero is false, everything else (NaN too) true, as torch.logical_not.
+  r.add(bool_def("logical_not", [](auto v) { return v == decltype(v)(0); }));
 }
 
 }  // namespace crucible::ew

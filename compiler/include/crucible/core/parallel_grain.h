@@ -20,12 +20,14 @@ inline constexpr int64_t kParallelGrain = 98304;
 inline constexpr int64_t kTranscendentalCost = 8;
 
 // What one element of op `op` costs in adds: kTranscendentalCost for the libm-class ops (and those
-// built on exp: softmax, sigmoid, silu, gelu), 0 for the ops that only move or view data inside a
-// fused kernel, else 1. Eager's kernels and codegen's kernels both ask this, so they fork at the
-// same sizes.
+// built on exp: softmax, sigmoid, silu, gelu; mod, a division and fmod), 0 for the ops that only
+// move or view data inside a fused kernel, else 1. Eager's kernels and codegen's kernels both ask
+// this, so they fork at the same sizes.
 constexpr int64_t element_cost(std::string_view op) {
-  for (std::string_view t : {"exp", "log", "sin", "cos", "tanh", "sigmoid", "erf", "gelu", "silu",
-                             "pow", "softmax", "log_softmax"}) {
+  for (std::string_view t :
+       {"exp",  "log",  "sin",     "cos",         "tanh",  "sigmoid", "erf",  "gelu",
+        "silu", "pow",  "softmax", "log_softmax", "tan",   "asin",    "acos", "atan",
+        "sinh", "cosh", "asinh",   "acosh",       "atanh", "mod"}) {
     if (op == t) return kTranscendentalCost;
   }
   for (std::string_view t :
