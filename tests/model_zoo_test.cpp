@@ -154,9 +154,10 @@ TEST(ModelZoo, ManifestsNameBuiltins) {
   };
   EXPECT_EQ(error_of("model a builtin=resnet19\n").substr(0, 41),
             "/tmp/zoo/suite.manifest:1:9: no built-in ");
-  EXPECT_EQ(error_of("model a builtin=mlp graph=x.graph\n"),
-            "/tmp/zoo/suite.manifest:1:1: model 'a' needs exactly one of graph=FILE and "
-            "builtin=MODEL");
+  EXPECT_EQ(
+      error_of("model a builtin=mlp graph=x.graph\n"),
+      "/tmp/zoo/suite.manifest:1:1: model 'a' needs exactly one of graph=FILE, builtin=MODEL and "
+      "onnx=FILE");
 }
 
 TEST(ModelZooCli, ModelsPrintsParameterCounts) {

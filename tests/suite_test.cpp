@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "crucible/core/error.h"
 
 namespace crucible {
@@ -30,21 +33,60 @@ TEST(Suite, ParsesModelsWithTheirSettings) {
   EXPECT_DOUBLE_EQ(s.models[3].tolerance, 1e-4);
 }
 
+TEST(Suite, OnnxCasesListEveryCaseFolderWithItsData) {
+  const auto dir = std::filesystem::temp_directory_path() / "crucible_suite_onnx_cases";
+  std::filesystem::remove_all(dir);
+  for (const char* c : {"test_b", "test_a", "not_a_case"})
+    std::filesystem::create_directories(dir / c);
+  std::ofstream(dir / "test_a" / "model.onnx") << "x";
+  std::ofstream(dir / "test_b" / "model.onnx") << "x";
+  std::filesystem::create_directories(dir / "test_b" / "test_data_set_0");
+  ::setenv("CRUCIBLE_TEST_CASES_DIR", dir.c_str(), 1);
+  const auto manifest = dir.parent_path() / "m" / "suite.manifest";
+  Suite s = parse_suite("onnx_cases ${CRUCIBLE_TEST_CASES_DIR} rtol=0.01 fp64=true\n", manifest);
+  ASSERT_EQ(s.models.size(), 2u);
+  EXPECT_EQ(s.models[0].name, "test_a");
+  EXPECT_EQ(s.models[0].onnx, dir / "test_a" / "model.onnx");
+  EXPECT_TRUE(s.models[0].onnx_data.empty());
+  EXPECT_EQ(s.models[1].onnx_data, dir / "test_b" / "test_data_set_0");
+  EXPECT_DOUBLE_EQ(s.models[1].rtol, 0.01);
+  EXPECT_DOUBLE_EQ(s.models[1].atol, 1e-7);
+  EXPECT_TRUE(s.models[1].fp64_check);
+  // A default for an unset variable, and the same cases twice is an error.
+  Suite d = parse_suite("onnx_cases ${CRUCIBLE_TEST_NOT_SET:-" + dir.string() + "}\n", manifest);
+  EXPECT_EQ(d.models.size(), 2u);
+  EXPECT_THROW(
+      parse_suite("onnx_cases " + dir.string() + "\nonnx_cases " + dir.string() + "\n", manifest),
+      Error);
+}
+
 TEST(Suite, ErrorsNameFileLineAndColumn) {
   struct Case {
     const char* text;
     const char* message;
   } cases[] = {
-      {"modl a graph=a.graph\n", "m.manifest:1:1: expected 'model', got 'modl'"},
+      {"modl a graph=a.graph\n", "m.manifest:1:1: expected 'model' or 'onnx_cases', got 'modl'"},
       {"model a graph=a.graph\nmodel a graph=b.graph\n", "m.manifest:2:7: model 'a' listed twice"},
       {"model a graph=a.graph tol=1\n",
-       "m.manifest:1:23: unknown key 'tol' (expected graph, builtin, batch_size, tolerance, "
-       "cosine, skip or xfail)"},
+       "m.manifest:1:23: unknown key 'tol' (expected graph, builtin, onnx, data, batch_size, "
+       "tolerance, cosine, skip or xfail)"},
       {"model a graph=a.graph batch_size=0\n",
        "m.manifest:1:23: batch_size must be a positive integer"},
       {"model a graph=a.graph tolerance=x\n",
        "m.manifest:1:23: tolerance must be a number, got 'x'"},
-      {"model a\n", "m.manifest:1:1: model 'a' needs exactly one of graph=FILE and builtin=MODEL"},
+      {"model a\n",
+       "m.manifest:1:1: model 'a' needs exactly one of graph=FILE, builtin=MODEL and onnx=FILE"},
+      {"model a graph=a.graph data=d\n", "m.manifest:1:1: data=DIR goes with onnx=FILE"},
+      {"onnx_cases\n", "m.manifest:1:1: expected 'onnx_cases DIR [rtol=X] [atol=X] [fp64=true]'"},
+      {"onnx_cases /nonexistent/x\n",
+       "m.manifest:1:12: /nonexistent/x: onnx_cases folder does not exist"},
+      {"onnx_cases ${CRUCIBLE_TEST_UNSET_VAR}\n",
+       "m.manifest:1:12: ${CRUCIBLE_TEST_UNSET_VAR} in a path, and CRUCIBLE_TEST_UNSET_VAR is not "
+       "set"},
+      {"onnx_cases /tmp rtol=x\n", "m.manifest:1:17: rtol must be a number, got 'x'"},
+      {"onnx_cases /tmp fp64=yes\n",
+       "m.manifest:1:17: unknown onnx_cases option 'fp64=yes' (expected rtol=X, atol=X or "
+       "fp64=true|false)"},
       {"model a graph=a.graph skip=\"oops\n", "m.manifest:1:28: unterminated string"},
       {"model a graph=a.graph batch\n", "m.manifest:1:23: expected key=value, got 'batch'"},
   };

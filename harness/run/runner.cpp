@@ -224,8 +224,12 @@ class Runner {
     job.threads = cfg_.threads;
     job.tolerance = m.tolerance;
     job.cosine = m.cosine;
-    if (!m.onnx_data.empty() && !case_files(m.onnx_data, "output").empty())
+    if (!m.onnx_data.empty() && !case_files(m.onnx_data, "output").empty()) {
       job.expected = fs::absolute(m.onnx_data).string();
+      job.rtol = m.rtol;
+      job.atol = m.atol;
+      job.fp64_check = m.fp64_check;
+    }
     job.timing = cfg_.timing;
     job.budget_s = cfg_.timeout_s;
     job.plugin_paths = cfg_.plugin_paths;

@@ -34,7 +34,10 @@ std::vector<std::string> flag(const std::string& name, const std::string& value)
 }
 
 // An ONNX test case's verdict: each output against its output_N.pb by ONNX's rule.
-void judge_against_expected(Session& s, reports::ResultRecord& r, const std::vector<Tensor>& res) {
+// With fp64_check, eager is also held to the fp64 reference and the backend to the rule it meets
+// in any other suite, so a case passes against both references.
+void judge_against_expected(Session& s, reports::ResultRecord& r, const std::vector<Tensor>& res,
+                            const std::vector<Tensor>& eager, const std::vector<Tensor>& fp64) {
   std::vector<Tensor> expected;
   if (!attempt(r, Status::kFailToLoad, [&] { expected = load_expected_outputs(s.job.expected); }))
     return s.report.result(r);
@@ -50,6 +53,26 @@ void judge_against_expected(Session& s, reports::ResultRecord& r, const std::vec
     if (!a.passed && r.status == Status::kPass) {
       r.status = Status::kFailAccuracy;
       r.error = expected_mismatch(a, res[i], expected[i], s.job.rtol, s.job.atol);
+    }
+    if (s.job.fp64_check && i < fp64.size() && fp64[i].defined()) {
+      const AccuracyOptions opts{std::max(s.job.rtol, s.job.atol), false, true};
+      // Eager against fp64 (eager is its own eager), then the backend by the usual rule.
+      const auto e = compare_output(eager[i], eager[i], fp64[i], opts);
+      const auto f = compare_output(res[i], eager[i], fp64[i], opts);
+      auto eager_fp64 =
+          compare_expected(eager[i], fp64[i].to(eager[i].dtype()), opts.tol, opts.tol);
+      a.rmse_vs_fp64 = f.rmse_vs_fp64;
+      a.rmse_eager_vs_fp64 = e.rmse_eager_vs_fp64;
+      if ((!eager_fp64.passed || !f.passed) && r.status == Status::kPass) {
+        r.status = Status::kFailAccuracy;
+        r.error =
+            !eager_fp64.passed
+                ? fmt::format("output {}: eager is off the fp64 reference by {:.3g} (tolerance {})",
+                              i, eager_fp64.max_abs_err, opts.tol)
+                : fmt::format(
+                      "output {}: off eager and fp64 by the usual rule, max abs error {:.3g}", i,
+                      f.max_abs_err);
+      }
     }
     r.accuracy.push_back(a);
   }
@@ -88,7 +111,7 @@ void accuracy_job(Session& s) {
   }
   const bool has_expected = !s.job.expected.empty();
   s.report.phase("eager_fp64", "eager");
-  if (!has_expected &&
+  if ((!has_expected || s.job.fp64_check) &&
       !attempt(r, Status::kEagerFailToRun, [&] { fp64 = s.fp64_reference(*eager, s.inputs); })) {
     r.error = "fp64 reference: " + r.error;
     return s.report.result(r);
@@ -107,7 +130,7 @@ void accuracy_job(Session& s) {
       return s.report.result(r);
   }
   s.report.phase("compare", backend);
-  if (has_expected) return judge_against_expected(s, r, res);
+  if (has_expected) return judge_against_expected(s, r, res, e1, fp64);
   if (res.size() != e1.size()) {
     r.status = Status::kFailAccuracy;
     r.error = fmt::format("{} outputs, eager gives {}", res.size(), e1.size());
@@ -210,6 +233,7 @@ std::vector<std::string> WorkerJob::to_args() const {
     add(flag("expected", expected));
     add(flag("rtol", fmt::format("{}", rtol)));
     add(flag("atol", fmt::format("{}", atol)));
+    if (fp64_check) a.push_back("--fp64-check");
   }
   add(timing_args(timing));
   if (budget_s > 0) add(flag("budget-s", fmt::format("{}", budget_s)));

@@ -28,9 +28,10 @@ struct WorkerJob {
   // backend with them by |res - exp| <= atol + rtol * |exp| instead of with eager and fp64.
   std::string expected;
   double rtol = 1e-3, atol = 1e-7;
-  TimingSettings timing;  // the run's timing options (timing_settings.h)
-  double budget_s = 0;    // timing: the worker's time limit, split among its backends (0: none)
-  bool profile = false;   // run-graph: per-kernel timings
+  bool fp64_check = false;  // with `expected`: eager must also match the fp64 reference
+  TimingSettings timing;    // the run's timing options (timing_settings.h)
+  double budget_s = 0;      // timing: the worker's time limit, split among its backends (0: none)
+  bool profile = false;     // run-graph: per-kernel timings
   std::string report;
   std::vector<std::string> plugin_paths;
   std::map<std::string, std::string> config;  // -c: see backend_config.h (run-graph: all)

@@ -22,6 +22,7 @@ int worker_command(const std::vector<std::string>& args) {
       "expected", po::value(&job.expected), "folder of expected outputs (output_N.pb)")(
       "rtol", po::value(&job.rtol), "relative tolerance against --expected")(
       "atol", po::value(&job.atol), "absolute tolerance against --expected")(
+      "fp64-check", po::bool_switch(&job.fp64_check), "with --expected: eager against fp64 too")(
       "profile", po::bool_switch(&job.profile), "run-graph: per-kernel timings")(
       "budget-s", po::value(&job.budget_s), "timing: the worker's time, split among backends")(
       "report", po::value(&job.report)->required(), "report file")(

@@ -73,8 +73,14 @@ void leaky_relu(Ctx& c, const NodeProto& n) {
 }
 
 void prelu(Ctx& c, const NodeProto& n) {
-  Val x = c.in(n, 0);
-  c.out(n, 0, where_negative(c, x, c.op("mul", {x, c.in(n, 1)}), x));
+  Val x = c.in(n, 0), slope = c.in(n, 1);
+  // Before opset 7 a 1-d slope is per channel (dim 1), not numpy-broadcast from the right.
+  if (c.opset() < 7 && slope.rank() == 1 && x.rank() >= 2 && slope.type.shape[0] != 1) {
+    std::vector<int64_t> shape(static_cast<size_t>(x.rank() - 1), 1);
+    shape[0] = slope.type.shape[0];
+    slope = c.op("reshape", {slope}, {{"shape", shape}});
+  }
+  c.out(n, 0, where_negative(c, x, c.op("mul", {x, slope}), x));
 }
 
 Val expm1_scaled(Ctx& c, const Val& x, double alpha) {

@@ -334,12 +334,51 @@ void gemm(Ctx& c, const NodeProto& n) {
 
 void matmul(Ctx& c, const NodeProto& n) { c.out(n, 0, c.op("matmul", {c.in(n, 0), c.in(n, 1)})); }
 
+// A 1-d Conv or pool runs as the 2-d one on [N, C, 1, L]: the node is rewritten with a unit
+// height in every window attribute (and the weight), converted, and its output reshaped back.
+Converter lift_1d(Converter two_d) {
+  return [two_d](Ctx& c, const NodeProto& n) {
+    const Val x = c.in(n, 0);
+    if (x.rank() != 3) return two_d(c, n);
+    static int lifted = 0;
+    const std::string tag = fmt::format(".lift1d{}", lifted++);
+    NodeProto m = n;
+    auto unsqueeze_h = [&](int i) {
+      const Val v = c.in(n, i);
+      if (v.rank() != 3) malformed(fmt::format("input {} must be 3-d for a 1-d window", i));
+      const Shape& s = v.type.shape;
+      const std::string name = n.input(i) + tag;
+      c.define(name, c.op("reshape", {v}, {{"shape", std::vector<int64_t>{s[0], s[1], 1, s[2]}}}));
+      m.set_input(i, name);
+    };
+    unsqueeze_h(0);
+    if (n.op_type() == "Conv") unsqueeze_h(1);
+    for (auto& a : *m.mutable_attribute()) {
+      if (a.type() != ::onnx::AttributeProto::INTS) continue;
+      std::vector<int64_t> v(a.ints().begin(), a.ints().end());
+      a.clear_ints();
+      if (a.name() == "pads" && v.size() == 2)
+        v = {0, v[0], 0, v[1]};
+      else if (v.size() == 1)
+        v = {a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "dilations" ? 1 : 0,
+             v[0]};
+      for (int64_t d : v) a.add_ints(d);
+    }
+    const std::string out = n.output(0) + tag;
+    m.set_output(0, out);
+    two_d(c, m);
+    const Val y = c.get(out);
+    const Shape& s = y.type.shape;
+    c.out(n, 0, c.op("reshape", {y}, {{"shape", std::vector<int64_t>{s[0], s[1], s[3]}}}));
+  };
+}
+
 }  // namespace
 
 void add_nn_converters(ConverterTable& t) {
-  t["Conv"] = conv;
-  t["MaxPool"] = max_pool;
-  t["AveragePool"] = average_pool;
+  t["Conv"] = lift_1d(conv);
+  t["MaxPool"] = lift_1d(max_pool);
+  t["AveragePool"] = lift_1d(average_pool);
   t["GlobalAveragePool"] = global_average_pool;
   t["GlobalMaxPool"] = global_max_pool;
   t["BatchNormalization"] = batch_normalization;

@@ -39,7 +39,10 @@ Converter reduce(std::string op, int axes_input_from, Pre pre = Pre::kNone,
     if (pre == Pre::kSquare) x = c.op("mul", {x, x});
     if (pre == Pre::kExp) x = c.op("exp", {x});
     const bool keep = attr_int(n, "keepdims", 1) != 0;
+    const DType dtype = x.type.dtype;
     Val y = c.op(op, {x}, {{"dims", *dims}, {"keepdim", keep}});
+    // The registry sums and multiplies integers into i64; ONNX keeps the input's dtype.
+    if (y.type.dtype != dtype) y = c.op("cast", {y}, {{"dtype", dtype}});
     if (post == Post::kSqrt) y = c.op("sqrt", {y});
     if (post == Post::kLog) y = c.op("log", {y});
     c.out(n, 0, y);

@@ -377,9 +377,42 @@ void eye_like(Ctx& c, const NodeProto& n) {
   c.out(n, 0, c.constant(Tensor::from_doubles(dtype, x.type.shape, v)));
 }
 
+// ScatterND on constants only: exporters write it into shape arithmetic (swin_t's attention
+// masks), which folds; scattering computed data would need a registry op.
+void scatter_nd(Ctx& c, const NodeProto& n) {
+  Val data = c.in(n, 0), indices = c.in(n, 1), updates = c.in(n, 2);
+  if (!data.is_const() || !indices.is_const() || !updates.is_const())
+    unsupported("ScatterND on computed values (only constant ones fold)");
+  if (attr_string(n, "reduction", "none") != "none") unsupported("ScatterND with a reduction");
+  const Shape& ds = data.type.shape;
+  const Shape& is = indices.type.shape;
+  if (is.empty()) malformed("ScatterND indices need a last dim");
+  const int64_t k = is.back();
+  if (k > data.rank()) malformed("ScatterND index longer than the data's rank");
+  int64_t slice = 1;
+  for (int64_t d = k; d < data.rank(); ++d) slice *= ds[d];
+  std::vector<double> out = data.constant.to_doubles(), upd = updates.constant.to_doubles();
+  const Tensor idx = indices.constant.to(DType::kI64);
+  const int64_t count = idx.numel() / std::max<int64_t>(k, 1);
+  if (static_cast<int64_t>(upd.size()) != count * slice)
+    malformed("ScatterND updates do not match");
+  for (int64_t u = 0; u < count; ++u) {
+    int64_t offset = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t v = idx.data<int64_t>()[u * k + j];
+      if (v < 0) v += ds[j];
+      if (v < 0 || v >= ds[j]) malformed(fmt::format("ScatterND index {} out of range", v));
+      offset = offset * ds[j] + v;
+    }
+    std::copy_n(upd.begin() + u * slice, slice, out.begin() + offset * slice);
+  }
+  c.out(n, 0, c.constant(Tensor::from_doubles(data.type.dtype, ds, out)));
+}
+
 }  // namespace
 
 void add_shape_converters(ConverterTable& t) {
+  t["ScatterND"] = scatter_nd;
   t["Constant"] = constant;
   t["Identity"] = identity;
   t["Dropout"] = dropout;

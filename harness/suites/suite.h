@@ -17,6 +17,8 @@ struct ModelEntry {
   std::string builtin;          // a model of the built-in zoo (crucible/models), instead of graph
   std::filesystem::path onnx;   // an ONNX model imported at run time, instead of graph
   std::filesystem::path onnx_data;  // its test case: input_N.pb as inputs, output_N.pb expected
+  double rtol = 1e-3, atol = 1e-7;  // against output_N.pb (ONNX's backend-test tolerances)
+  bool fp64_check = false;          // also hold eager to the fp64 reference (within tolerance)
   int64_t batch_size = 0;           // 0: the model's default (builtins) or the first input's dim 0
   double tolerance = 1e-4;
   bool tolerance_set = false;  // given in the manifest (overrides a builtin's own)
@@ -33,8 +35,9 @@ struct Suite {
 };
 
 // Parses a manifest. Lines: `model NAME graph=FILE|builtin=MODEL|onnx=FILE [data=DIR]
-// [batch_size=N] [tolerance=X] [cosine=true] [skip="why"] [xfail="why"]`, and `onnx_cases DIR`:
-// one model per folder of DIR holding model.onnx and test_data_set_0 (ONNX's backend tests);
+// [batch_size=N] [tolerance=X] [cosine=true] [skip="why"] [xfail="why"]`, and `onnx_cases DIR
+// [rtol=X] [atol=X] [fp64=true]`: one model per folder of DIR holding model.onnx and
+// test_data_set_0 (ONNX's backend tests; DIR may use ${VAR}, ${VAR:-default} and ~/);
 // '#' starts a comment; paths are relative to the manifest. A builtin model takes its
 // tolerance from the zoo unless the line sets one. Errors: "file:line:col: what".
 Suite parse_suite(const std::string& text, const std::filesystem::path& manifest);

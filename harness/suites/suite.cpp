@@ -70,15 +70,50 @@ double parse_number(const std::string& v, const fs::path& file, int line, size_t
   return d;
 }
 
+// `${NAME}`, `${NAME:-default}` and a leading `~/` expanded from the environment; an unset NAME
+// without a default is an Error naming it.
+std::string expand_path(const std::string& text) {
+  std::string out;
+  size_t i = 0;
+  if (text.rfind("~/", 0) == 0) {
+    const char* home = std::getenv("HOME");
+    if (!home) throw Error("~ in a path, and HOME is not set");
+    out = home;
+    i = 1;
+  }
+  while (i < text.size()) {
+    if (text.compare(i, 2, "${") != 0) {
+      out += text[i++];
+      continue;
+    }
+    const size_t close = text.find('}', i);
+    if (close == std::string::npos) throw Error("unterminated ${ in a path");
+    const std::string body = text.substr(i + 2, close - i - 2);
+    const size_t dash = body.find(":-");
+    const std::string name = body.substr(0, dash);
+    const char* value = std::getenv(name.c_str());
+    if (value && *value) {
+      out += value;
+    } else if (dash != std::string::npos) {
+      out += expand_path(body.substr(dash + 2));
+    } else {
+      throw Error(fmt::format("${{{}}} in a path, and {} is not set", name, name));
+    }
+    i = close + 1;
+  }
+  return out;
+}
+
 // One model per folder of `dir` that holds model.onnx (ONNX's backend-test layout), sorted by name.
-std::vector<ModelEntry> onnx_cases(const fs::path& dir, const std::string& suite) {
+std::vector<ModelEntry> onnx_cases(const fs::path& dir, const std::string& suite,
+                                   const ModelEntry& proto) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     throw Error(fmt::format("{}: onnx_cases folder does not exist", dir.string()));
   std::vector<ModelEntry> out;
   for (const auto& e : fs::directory_iterator(dir)) {
     if (!fs::exists(e.path() / "model.onnx")) continue;
-    ModelEntry m;
+    ModelEntry m = proto;
     m.suite = suite;
     m.name = e.path().filename().string();
     m.onnx = e.path() / "model.onnx";
@@ -92,6 +127,115 @@ std::vector<ModelEntry> onnx_cases(const fs::path& dir, const std::string& suite
 
 }  // namespace
 
+namespace {
+
+using Words = std::vector<std::pair<std::string, size_t>>;
+
+// Where a manifest line is, for its errors.
+struct LineAt {
+  const fs::path& manifest;
+  int lineno;
+  [[noreturn]] void fail(size_t col, std::string_view msg) const {
+    crucible::fail(manifest, lineno, col, msg);
+  }
+};
+
+// `onnx_cases DIR [rtol=X] [atol=X] [fp64=true|false]`: one model per case folder of DIR.
+std::vector<ModelEntry> parse_onnx_cases(const Words& words, const LineAt& at,
+                                         const std::string& suite) {
+  if (words.size() < 2)
+    at.fail(words[0].second, "expected 'onnx_cases DIR [rtol=X] [atol=X] [fp64=true]'");
+  ModelEntry proto;
+  for (size_t w = 2; w < words.size(); ++w) {
+    const auto& [word, col] = words[w];
+    const size_t eq = word.find('=');
+    const std::string key = word.substr(0, eq),
+                      value = eq == std::string::npos ? "" : word.substr(eq + 1);
+    if (key == "rtol" || key == "atol") {
+      const double v = parse_number(value, at.manifest, at.lineno, col, key);
+      if (!(v >= 0)) at.fail(col, key + " must be >= 0");
+      (key == "rtol" ? proto.rtol : proto.atol) = v;
+    } else if (key == "fp64" && (value == "true" || value == "false")) {
+      proto.fp64_check = value == "true";
+    } else {
+      at.fail(
+          col,
+          fmt::format("unknown onnx_cases option '{}' (expected rtol=X, atol=X or fp64=true|false)",
+                      word));
+    }
+  }
+  fs::path dir;
+  try {
+    dir = at.manifest.parent_path() / expand_path(words[1].first);
+    return onnx_cases(dir, suite, proto);
+  } catch (const Error& e) {
+    at.fail(words[1].second, e.what());
+  }
+}
+
+// One key=value of a `model` line into `m`.
+void parse_model_key(ModelEntry& m, const std::string& word, size_t col, const LineAt& at) {
+  const size_t eq = word.find('=');
+  if (eq == std::string::npos) at.fail(col, fmt::format("expected key=value, got '{}'", word));
+  const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
+  const fs::path here = at.manifest.parent_path();
+  if (key == "graph") {
+    m.graph = here / value;
+  } else if (key == "onnx") {
+    m.onnx = here / value;
+  } else if (key == "data") {
+    m.onnx_data = here / value;
+  } else if (key == "builtin") {
+    try {
+      const double tol = models::find_model(value).tolerance;
+      if (!m.tolerance_set) m.tolerance = tol;
+    } catch (const Error& e) {
+      at.fail(col, e.what());
+    }
+    m.builtin = value;
+  } else if (key == "batch_size") {
+    double b = parse_number(value, at.manifest, at.lineno, col, key);
+    if (b < 1 || b != static_cast<int64_t>(b))
+      at.fail(col, "batch_size must be a positive integer");
+    m.batch_size = static_cast<int64_t>(b);
+  } else if (key == "tolerance") {
+    m.tolerance = parse_number(value, at.manifest, at.lineno, col, key);
+    if (!(m.tolerance > 0)) at.fail(col, "tolerance must be positive");
+    m.tolerance_set = true;
+  } else if (key == "cosine") {
+    if (value != "true" && value != "false") at.fail(col, "cosine must be true or false");
+    m.cosine = value == "true";
+  } else if (key == "skip") {
+    m.skip = value.empty() ? "skipped" : value;
+  } else if (key == "xfail") {
+    m.xfail = value.empty() ? "expected to fail" : value;
+  } else {
+    at.fail(col, fmt::format("unknown key '{}' (expected graph, builtin, onnx, data, batch_size, "
+                             "tolerance, cosine, skip or xfail)",
+                             key));
+  }
+}
+
+// `model NAME graph=FILE|builtin=MODEL|onnx=FILE [key=value]...`
+ModelEntry parse_model(const Words& words, const LineAt& at, const std::string& suite,
+                       size_t line_end) {
+  if (words.size() < 2) at.fail(line_end, "expected a model name after 'model'");
+  ModelEntry m;
+  m.suite = suite;
+  m.name = words[1].first;
+  for (size_t w = 2; w < words.size(); ++w) parse_model_key(m, words[w].first, words[w].second, at);
+  if (!m.graph.empty() + !m.builtin.empty() + !m.onnx.empty() != 1) {
+    at.fail(words[0].second,
+            fmt::format("model '{}' needs exactly one of graph=FILE, builtin=MODEL and onnx=FILE",
+                        m.name));
+  }
+  if (!m.onnx_data.empty() && m.onnx.empty())
+    at.fail(words[0].second, "data=DIR goes with onnx=FILE");
+  return m;
+}
+
+}  // namespace
+
 Suite parse_suite(const std::string& text, const fs::path& manifest) {
   Suite suite;
   suite.manifest = manifest;
@@ -100,81 +244,23 @@ Suite parse_suite(const std::string& text, const fs::path& manifest) {
   std::string line;
   std::set<std::string> names;
   for (int lineno = 1; std::getline(in, line); ++lineno) {
-    auto words = split_words(line, manifest, lineno);
+    const Words words = split_words(line, manifest, lineno);
     if (words.empty()) continue;
+    const LineAt at{manifest, lineno};
+    std::vector<ModelEntry> models;
     if (words[0].first == "onnx_cases") {
-      if (words.size() != 2) fail(manifest, lineno, words[0].second, "expected 'onnx_cases DIR'");
-      for (ModelEntry& m : onnx_cases(manifest.parent_path() / words[1].first, suite.name)) {
-        if (!names.insert(m.name).second)
-          fail(manifest, lineno, words[1].second, fmt::format("model '{}' listed twice", m.name));
-        suite.models.push_back(std::move(m));
-      }
-      continue;
+      models = parse_onnx_cases(words, at, suite.name);
+    } else if (words[0].first == "model") {
+      models.push_back(parse_model(words, at, suite.name, line.size()));
+    } else {
+      at.fail(words[0].second,
+              fmt::format("expected 'model' or 'onnx_cases', got '{}'", words[0].first));
     }
-    if (words[0].first != "model") {
-      fail(manifest, lineno, words[0].second,
-           fmt::format("expected 'model' or 'onnx_cases', got '{}'", words[0].first));
+    for (ModelEntry& m : models) {
+      if (!names.insert(m.name).second)
+        at.fail(words[1].second, fmt::format("model '{}' listed twice", m.name));
+      suite.models.push_back(std::move(m));
     }
-    if (words.size() < 2)
-      fail(manifest, lineno, line.size(), "expected a model name after 'model'");
-    ModelEntry m;
-    m.suite = suite.name;
-    m.name = words[1].first;
-    if (!names.insert(m.name).second)
-      fail(manifest, lineno, words[1].second, fmt::format("model '{}' listed twice", m.name));
-    for (size_t w = 2; w < words.size(); ++w) {
-      const auto& [word, col] = words[w];
-      const size_t eq = word.find('=');
-      if (eq == std::string::npos)
-        fail(manifest, lineno, col, fmt::format("expected key=value, got '{}'", word));
-      const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
-      if (key == "graph") {
-        m.graph = manifest.parent_path() / value;
-      } else if (key == "onnx") {
-        m.onnx = manifest.parent_path() / value;
-      } else if (key == "data") {
-        m.onnx_data = manifest.parent_path() / value;
-      } else if (key == "builtin") {
-        try {
-          const double tol = models::find_model(value).tolerance;
-          if (!m.tolerance_set) m.tolerance = tol;
-        } catch (const Error& e) {
-          fail(manifest, lineno, col, e.what());
-        }
-        m.builtin = value;
-      } else if (key == "batch_size") {
-        double b = parse_number(value, manifest, lineno, col, key);
-        if (b < 1 || b != static_cast<int64_t>(b))
-          fail(manifest, lineno, col, "batch_size must be a positive integer");
-        m.batch_size = static_cast<int64_t>(b);
-      } else if (key == "tolerance") {
-        m.tolerance = parse_number(value, manifest, lineno, col, key);
-        if (!(m.tolerance > 0)) fail(manifest, lineno, col, "tolerance must be positive");
-        m.tolerance_set = true;
-      } else if (key == "cosine") {
-        if (value != "true" && value != "false")
-          fail(manifest, lineno, col, "cosine must be true or false");
-        m.cosine = value == "true";
-      } else if (key == "skip") {
-        m.skip = value.empty() ? "skipped" : value;
-      } else if (key == "xfail") {
-        m.xfail = value.empty() ? "expected to fail" : value;
-      } else {
-        fail(manifest, lineno, col,
-             fmt::format(
-                 "unknown key '{}' (expected graph, builtin, onnx, data, batch_size, tolerance, "
-                 "cosine, skip or xfail)",
-                 key));
-      }
-    }
-    if (!m.graph.empty() + !m.builtin.empty() + !m.onnx.empty() != 1) {
-      fail(manifest, lineno, words[0].second,
-           fmt::format("model '{}' needs exactly one of graph=FILE, builtin=MODEL and onnx=FILE",
-                       m.name));
-    }
-    if (!m.onnx_data.empty() && m.onnx.empty())
-      fail(manifest, lineno, words[0].second, "data=DIR goes with onnx=FILE");
-    suite.models.push_back(std::move(m));
   }
   return suite;
 }
