@@ -215,3 +215,40 @@ TEST(OnnxImport, HostileFilesAreOneLineAndNothingRuns) {
 
 }  // namespace
 }  // namespace crucible
+
+namespace crucible {
+namespace {
+
+// A worker's peak resident size is its own: after the runner imported a model with 200 MB of
+// weights, a tiny model's workers (forked from that runner) report megabytes, not the runner's
+// high-water mark, which ru_maxrss carries across fork and exec.
+TEST(OnnxImport, AWorkersPeakMemoryIsNotItsRunnersAfterAnImport) {
+  const fs::path dir = testing::fresh_test_dir("onnx_import");
+  OnnxModelBuilder b;
+  const int64_t n = 50'000'000;
+  b.input("x", {n});
+  b.initializer("w", {n}, std::vector<float>(static_cast<size_t>(n), 0.25f));
+  b.node("Add", {"x", "w"}, {"y"});
+  b.output("y");
+  const fs::path big = b.save(dir / "big.onnx");
+  std::ofstream(dir / "tiny.graph")
+      << "graph tiny(%x: f32[4]) {\n  %y = relu(%x)\n  return %y\n}\n";
+  auto r = run_crucible(fmt::format(
+      "run --graph {} --graph {} --mode performance --repeat 3 --warmup 1 --db {} -o {}",
+      big.string(), (dir / "tiny.graph").string(), (dir / "c.db").string(),
+      (dir / "out").string()));
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto q = run_crucible(fmt::format(
+      "query --db {} --format csv \"select model, peak_rss_mb from results where mode = "
+      "'performance' order by model\"",
+      (dir / "c.db").string()));
+  double big_mb = 0, tiny_mb = 0;
+  std::sscanf(q.out.c_str(), "model,peak_rss_mb\nbig,%lf\ntiny,%lf", &big_mb, &tiny_mb);
+  EXPECT_GT(big_mb, 200) << q.out;  // the big model's own worker holds its weights
+  EXPECT_GT(tiny_mb, 0) << q.out;
+  EXPECT_LT(tiny_mb, 100) << q.out;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace crucible
