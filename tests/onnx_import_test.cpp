@@ -176,6 +176,26 @@ TEST(OnnxImport, HostileFilesAreOneLineAndNothingRuns) {
     b.save(fresh("absolute"));
     expect_refused(dir / "absolute" / "m.onnx", "must be relative to the model's folder");
   }
+  {  // external data that is missing, too short, or at an offset past any file
+    OnnxModelBuilder b = relu_model();
+    auto* t = b.initializer("w", {2, 2}, {});
+    t->clear_raw_data();
+    t->set_data_location(::onnx::TensorProto::EXTERNAL);
+    auto* kv = t->add_external_data();
+    kv->set_key("location");
+    kv->set_value("w.bin");
+    b.save(fresh("missing_data"));
+    expect_refused(dir / "missing_data" / "m.onnx", "external data file 'w.bin' is missing");
+    b.save(fresh("short_data"));
+    std::ofstream(dir / "short_data" / "w.bin") << "12345678";
+    expect_refused(dir / "short_data" / "m.onnx", "holds 8 bytes, needs 16");
+    auto* off = t->add_external_data();
+    off->set_key("offset");
+    off->set_value("9223372036854775800");
+    b.save(fresh("far_offset"));
+    std::ofstream(dir / "far_offset" / "w.bin") << std::string(64, 'x');
+    expect_refused(dir / "far_offset" / "m.onnx", "needs 16 from offset 9223372036854775800");
+  }
   {  // a 2^40-element initializer with no data behind it
     OnnxModelBuilder b = relu_model();
     auto* t = b.initializer("huge", {1 << 20, 1 << 20}, {1.0f});

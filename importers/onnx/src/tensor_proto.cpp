@@ -105,7 +105,7 @@ void read_external(const TensorProto& t, const fs::path& base_dir, const std::st
     throw ImportError(
         fmt::format("{}: external data length {} but the type needs {} bytes", what, length, bytes),
         false);
-  if (offset + static_cast<int64_t>(bytes) > st.st_size)
+  if (static_cast<int64_t>(bytes) > st.st_size || offset > st.st_size - static_cast<int64_t>(bytes))
     throw ImportError(fmt::format("{}: external data '{}' holds {} bytes, needs {} from offset {}",
                                   what, location, st.st_size, bytes, offset),
                       false);
