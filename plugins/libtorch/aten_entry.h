@@ -27,9 +27,12 @@ struct Ctx {
 
 using Eager = std::function<at::Tensor(const Ctx&, const std::vector<at::Tensor>&)>;
 using Script = std::function<std::string(const Ctx&, const std::vector<std::string>&)>;
+// `check`, when set, runs at compile time and throws plugin::CompileError for a node whose
+// attributes ask for what no ATen call computes (a resize mode torch does not have).
 struct Entry {
   Eager eager;
   Script script;
+  std::function<void(const Ctx&)> check = {};
 };
 using Table = std::map<std::string, Entry>;
 
@@ -37,6 +40,8 @@ using Table = std::map<std::string, Entry>;
 at::Tensor as(const at::Tensor& x, DType t);
 // Reduction dims of the node's `dims` attribute: absent or [] means every dim.
 std::vector<int64_t> reduce_dims(const Ctx& c);
+// An (h, w) int-list attribute of one or two elements; {fallback, fallback} when absent or [].
+std::vector<int64_t> pair(const Attrs& a, const char* name, int64_t fallback);
 
 // TorchScript: a dtype (the ScalarType's number), operand k as `x` cast to `t`, a float literal,
 // an int list literal, a bool literal.
@@ -53,8 +58,10 @@ Entry compare(const char* name, at::Tensor (*fn)(const at::Tensor&, const at::Te
 Entry unary(const char* name, at::Tensor (*fn)(const at::Tensor&));
 
 // The entries of the ops added for ONNX import: elementwise math (aten_math_ops.cpp); gather,
-// argmax/argmin, cumsum, topk, trilu, pad and prod (aten_index_ops.cpp).
+// argmax/argmin, cumsum, topk, trilu, pad and prod (aten_index_ops.cpp); conv_transpose2d and
+// resize (aten_vision_ops.cpp).
 void add_math_entries(Table& m);
 void add_index_entries(Table& m);
+void add_vision_entries(Table& m);
 
 }  // namespace crucible::libtorch::aten

@@ -523,6 +523,7 @@ const Table& table() {
                        }};
     add_math_entries(m);
     add_index_entries(m);
+    add_vision_entries(m);
     return m;
   }();
   return t;
@@ -539,8 +540,8 @@ const Entry& entry(const Node& n) {
 }  // namespace
 
 void check_mappable(const Graph& g, const Node& n) {
-  (void)g;
-  (void)entry(n);
+  const Entry& e = entry(n);
+  if (e.check) e.check(Ctx{g, n, g.value(n.output).type.dtype});
 }
 
 at::Tensor run_aten(const Graph& g, const Node& n, const std::vector<at::Tensor>& operands) {

@@ -361,7 +361,7 @@ class Generator {
     }
     const TensorType t = type(a);
     const int64_t c = t.shape[1];
-    switch (uni(0, 3)) {
+    switch (uni(0, 5)) {
       case 0: {
         // Depthwise needs a channel: with c == 0, groups = c would divide by zero below.
         const bool depthwise = chance(0.3) && c > 0;
@@ -386,6 +386,43 @@ class Generator {
              {{"kernel_size", std::vector<int64_t>{uni(1, 2)}},
               {"padding", std::vector<int64_t>{uni(0, 1)}}}};
         break;
+      case 3: {
+        if (c == 0 || t.shape[2] == 0 || t.shape[3] == 0) return;
+        const int64_t groups = chance(0.3) ? c : 1, o = groups * uni(1, 2), kk = uni(1, 3);
+        const int64_t stride = uni(1, 2);
+        p = {"conv_transpose2d",
+             {a, new_param({t.dtype, {c, o / groups, kk, kk}})},
+             {{"stride", std::vector<int64_t>{stride}},
+              {"padding", std::vector<int64_t>{uni(0, 1)}},
+              {"output_padding", std::vector<int64_t>{uni(0, static_cast<int>(stride) - 1)}},
+              {"groups", groups}}};
+        if (chance(0.5)) p.operands.push_back(new_param({t.dtype, {o}}));
+        break;
+      }
+      case 4: {
+        if (c == 0 || t.shape[2] == 0 || t.shape[3] == 0) return;
+        // Only the modes torch's upsample ops share, at scales exact in binary, so libtorch's
+        // float arithmetic of the source index rounds as ours does.
+        static const std::vector<std::vector<std::string>> kModes = {
+            {"nearest", "asymmetric", "floor"},
+            {"nearest", "half_pixel", "round_prefer_ceil"},
+            {"linear", "align_corners", "floor"},
+            {"linear", "half_pixel", "floor"}};
+        const std::vector<std::string>& m = pick(kModes);
+        // align_corners steps (in - 1) / (out - 1): kept at 1 or 1/2.
+        auto size = [&](int64_t n) -> int64_t {
+          const int k = uni(0, 3);
+          if (m[1] == "align_corners") return k < 2 ? n : 2 * n - 1;
+          return k == 0 || (k == 3 && n % 2 != 0) ? n : k == 3 ? n / 2 : n * 2 * k;
+        };
+        p = {"resize",
+             {a},
+             {{"sizes", std::vector<int64_t>{t.shape[0], c, size(t.shape[2]), size(t.shape[3])}},
+              {"mode", m[0]},
+              {"coordinate_transformation_mode", m[1]},
+              {"nearest_mode", m[2]}}};
+        break;
+      }
       default: {
         const TensorType vt{t.dtype, {c}};
         p = {"batch_norm", {a, new_param(vt), new_param(vt), new_param(vt), new_input(vt)}, {}};

@@ -15,7 +15,7 @@ void register_reduction_ops(
     OpRegistry& r);  // sum, prod, mean, amax, amin, var, softmax, log_softmax, layer_norm
 void register_linalg_ops(OpRegistry& r);     // matmul, linear, addmm, embedding
 void register_vision_ops(OpRegistry& r);     // conv2d, max_pool2d, avg_pool2d, adaptive_avg_pool2d,
-                                             // batch_norm
+                                             // batch_norm, conv_transpose2d, resize
 void register_gather_ops(OpRegistry& r);     // gather, gather_elements
 void register_along_dim_ops(OpRegistry& r);  // argmax, argmin, cumsum, topk, topk_indices
 void register_position_ops(OpRegistry& r);   // pad, trilu

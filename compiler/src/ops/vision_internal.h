@@ -10,9 +10,11 @@
 
 namespace crucible::vision {
 
-void register_conv_ops(OpRegistry& r);        // conv2d
-void register_pool_ops(OpRegistry& r);        // max_pool2d, avg_pool2d, adaptive_avg_pool2d
-void register_batch_norm_ops(OpRegistry& r);  // batch_norm
+void register_conv_ops(OpRegistry& r);            // conv2d
+void register_pool_ops(OpRegistry& r);            // max_pool2d, avg_pool2d, adaptive_avg_pool2d
+void register_batch_norm_ops(OpRegistry& r);      // batch_norm
+void register_conv_transpose_ops(OpRegistry& r);  // conv_transpose2d
+void register_resize_ops(OpRegistry& r);          // resize
 
 // One conv2d problem: input [n, c, h, w], weight [o, c/groups, kh, kw], output [n, o, oh, ow].
 struct ConvShape {

@@ -1,15 +1,18 @@
-// ONNX's network ops: Conv and pooling (2-d, with auto_pad and asymmetric pads made explicit),
-// BatchNormalization, LayerNormalization, Softmax/LogSoftmax (with the pre-13 flattening), Gemm
-// and MatMul.
+// ONNX's network ops: Conv, ConvTranspose and pooling (1-d and 2-d, with auto_pad and asymmetric
+// pads made explicit), BatchNormalization, LayerNormalization, Softmax/LogSoftmax (with the
+// pre-13 flattening), Gemm and MatMul.
 #include <fmt/format.h>
 
 #include <limits>
+#include <optional>
 
 #include "converters.h"
 
 namespace crucible::onnx {
 
 namespace {
+
+Val per_channel(Ctx& c, const Val& v, int64_t rank);
 
 struct Window {
   std::vector<int64_t> kernel, strides, dilations, begin, end;  // per spatial dim
@@ -81,6 +84,76 @@ void conv(Ctx& c, const NodeProto& n) {
               {"padding", padding},
               {"dilation", w.dilations},
               {"groups", attr_int(n, "group", 1)}}));
+}
+
+// ConvTranspose: the registry's conv_transpose2d (weight [Cin, Cout/group, kH, kW]). ONNX's pads
+// (or those auto_pad and output_shape imply) crop the full output per side, and output_padding or
+// an output_shape beyond the full output extends its end; torch's symmetric padding and
+// output_padding (< stride or dilation) take what they can express, an explicit pad the rest.
+void conv_transpose(Ctx& c, const NodeProto& n) {
+  Val x = c.in(n, 0), wt = c.in(n, 1);
+  if (x.rank() != 4 || wt.rank() != 4)
+    unsupported(fmt::format("ConvTranspose with a {}-d input (only 1-d and 2-d)", x.rank() - 2));
+  const Shape &xs = x.type.shape, &ws = wt.type.shape;
+  const std::vector<int64_t> kernel = {ws[2], ws[3]};
+  if (attr_ints(n, "kernel_shape").value_or(kernel) != kernel)
+    malformed("kernel_shape differs from the weight's");
+  auto pair = [&](const char* name, int64_t fallback) {
+    auto v = attr_ints(n, name).value_or(std::vector<int64_t>{fallback, fallback});
+    if (v.size() != 2) malformed(fmt::format("{} needs 2 entries", name));
+    return v;
+  };
+  const std::vector<int64_t> strides = pair("strides", 1), dilations = pair("dilations", 1),
+                             out_pad = pair("output_padding", 0);
+  const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
+  std::optional<std::vector<int64_t>> out_shape = attr_ints(n, "output_shape");
+  if (out_shape && out_shape->size() == 4) out_shape = {{(*out_shape)[2], (*out_shape)[3]}};
+  if (out_shape && out_shape->size() != 2) malformed("output_shape needs 2 entries");
+  if (!out_shape && (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER"))
+    out_shape = {{xs[2] * strides[0], xs[3] * strides[1]}};
+  // How much of the full output (output_padding included) each side drops; negative extends.
+  std::vector<int64_t> head(2, 0), tail(2, 0);
+  for (int i = 0; i < 2; ++i) {
+    const int64_t full =
+        strides[i] * (xs[2 + i] - 1) + (kernel[i] - 1) * dilations[i] + 1 + out_pad[i];
+    if (out_shape) {
+      const int64_t total = full - (*out_shape)[i];
+      if (total < 0) {
+        tail[i] = total;
+      } else if (auto_pad == "SAME_UPPER") {
+        head[i] = total / 2, tail[i] = total - total / 2;
+      } else {
+        head[i] = total - total / 2, tail[i] = total / 2;
+      }
+    } else if (auto_pad == "NOTSET") {
+      const auto pads = attr_ints(n, "pads").value_or(std::vector<int64_t>{0, 0, 0, 0});
+      if (pads.size() != 4) malformed("pads must have 4 entries");
+      head[i] = pads[i], tail[i] = pads[2 + i];
+    } else if (auto_pad != "VALID") {
+      malformed(
+          fmt::format("auto_pad '{}' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", auto_pad));
+    }
+  }
+  std::optional<Val> bias = c.opt_in(n, 2);
+  Attrs attrs{{"stride", strides}, {"dilation", dilations}, {"groups", attr_int(n, "group", 1)}};
+  bool direct = true;
+  for (int i = 0; i < 2; ++i) {
+    direct = direct && head[i] == tail[i] && head[i] >= 0 &&
+             (out_pad[i] < strides[i] || out_pad[i] < dilations[i]);
+  }
+  if (direct) {
+    attrs.set("padding", head);
+    attrs.set("output_padding", out_pad);
+    std::vector<Val> operands = {x, wt};
+    if (bias) operands.push_back(*bias);
+    return c.out(n, 0, c.op("conv_transpose2d", operands, attrs));
+  }
+  Val y = c.op("conv_transpose2d", {x, wt}, attrs);
+  std::vector<int64_t> pads = {
+      0, 0, -head[0], -head[1], 0, 0, out_pad[0] - tail[0], out_pad[1] - tail[1]};
+  y = c.op("pad", {y}, {{"pads", pads}, {"mode", std::string("constant")}, {"value", 0.0}});
+  if (bias) y = c.op("add", {y, per_channel(c, *bias, 4)});
+  c.out(n, 0, y);
 }
 
 bool fits_registry_padding(const Window& w) {
@@ -352,7 +425,7 @@ Converter lift_1d(Converter two_d) {
       m.set_input(i, name);
     };
     unsqueeze_h(0);
-    if (n.op_type() == "Conv") unsqueeze_h(1);
+    if (n.op_type() != "MaxPool" && n.op_type() != "AveragePool") unsqueeze_h(1);
     for (auto& a : *m.mutable_attribute()) {
       if (a.type() != ::onnx::AttributeProto::INTS) continue;
       std::vector<int64_t> v(a.ints().begin(), a.ints().end());
@@ -360,7 +433,10 @@ Converter lift_1d(Converter two_d) {
       if (a.name() == "pads" && v.size() == 2)
         v = {0, v[0], 0, v[1]};
       else if (v.size() == 1)
-        v = {a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "dilations" ? 1 : 0,
+        v = {a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "dilations" ||
+                     a.name() == "output_shape"
+                 ? 1
+                 : 0,
              v[0]};
       for (int64_t d : v) a.add_ints(d);
     }
@@ -377,6 +453,7 @@ Converter lift_1d(Converter two_d) {
 
 void add_nn_converters(ConverterTable& t) {
   t["Conv"] = lift_1d(conv);
+  t["ConvTranspose"] = lift_1d(conv_transpose);
   t["MaxPool"] = lift_1d(max_pool);
   t["AveragePool"] = lift_1d(average_pool);
   t["GlobalAveragePool"] = global_average_pool;

@@ -15,6 +15,7 @@ const ConverterTable& converters() {
     add_nn_converters(t);
     add_reduce_converters(t);
     add_einsum_converter(t);
+    add_resize_converters(t);
     return t;
   }();
   return table;
