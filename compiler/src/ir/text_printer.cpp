@@ -54,19 +54,20 @@ std::string print_graph(const Graph& g) {
   return out;
 }
 
-namespace {
 void write_atomically(const std::filesystem::path& path, const void* data, size_t bytes) {
   std::filesystem::path tmp = path;
   tmp += fmt::format(".tmp{}", ::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(fmt::format("{}: cannot write", tmp.string()));
     out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-    if (!out.flush()) throw Error(fmt::format("{}: write failed", tmp.string()));
+    if (!out || !out.flush()) {
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
+      throw Error(fmt::format("{}: cannot write", path.string()));
+    }
   }
   std::filesystem::rename(tmp, path);
 }
-}  // namespace
 
 void save_graph_file(const Graph& g, const std::filesystem::path& path) {
   Graph copy = g;

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli.h"
+#include "crucible/ir/text_format.h"
 #include "crucible/reports/csv_export.h"
 #include "crucible/reports/exports.h"
 #include "crucible/reports/status.h"
@@ -32,18 +33,6 @@ std::vector<reports::ResultRecord> as_records(reports::Store& store, int64_t run
     out.push_back(std::move(r));
   }
   return out;
-}
-
-void write_atomically(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + fmt::format(".tmp{}", ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out || !(out << text) || !out.flush()) {
-      std::filesystem::remove(tmp);
-      throw Error(fmt::format("{}: cannot write", path.string()));
-    }
-  }
-  std::filesystem::rename(tmp, path);
 }
 
 }  // namespace
@@ -92,7 +81,8 @@ int export_results_command(const std::vector<std::string>& args) {
   if (out.empty()) {
     std::cout << text.str();
   } else {
-    write_atomically(out, text.str());
+    const std::string bytes = text.str();
+    write_atomically(out, bytes.data(), bytes.size());
   }
   return kExitOk;
 }

@@ -148,16 +148,6 @@ Graph import_graph(::onnx::ModelProto& m, const fs::path& path, const ImportOpti
   return g;
 }
 
-void write_file(const fs::path& path, const void* data, size_t bytes) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-    if (!out) throw Error(fmt::format("{}: cannot write", tmp.string()));
-  }
-  fs::rename(tmp, path);
-}
-
 }  // namespace
 
 Graph import_model(const fs::path& path, const ImportOptions& opts) {
@@ -199,7 +189,7 @@ fs::path save_imported(const Graph& g, const fs::path& dir,
                                     g.value(id).name, want.str()),
                         false);
     const std::string side = fmt::format("{}.input_{}.bin", g.name(), k);
-    write_file(dir / side, t.raw_data(), t.nbytes());
+    write_atomically(dir / side, t.raw_data(), t.nbytes());
     copy.mutable_value(id).init = Initializer{"file", {{"path", side}}};
   }
   const fs::path graph = dir / (g.name() + ".graph");

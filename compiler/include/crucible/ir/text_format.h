@@ -37,6 +37,10 @@ Graph parse_graph(std::string_view text, std::string_view file = "<input>");
 // A missing or unreadable file gives Error "path: cannot read: reason".
 Graph load_graph_file(const std::filesystem::path& path);
 
+// Writes `bytes` to a temporary name beside `path` and renames it into place, so a reader never
+// sees half a file. Throws Error when the write fails.
+void write_atomically(const std::filesystem::path& path, const void* data, size_t bytes);
+
 // Writes canonical text to `path` and raw little-endian data of bound parameters beside it
 // as "<stem>.<param>.bin"; each file is written to a temporary name and renamed into place.
 void save_graph_file(const Graph& g, const std::filesystem::path& path);
