@@ -70,39 +70,30 @@ constexpr int64_t kKnownLimit = 4096;
 }  // namespace
 
 Val Ctx::op(const std::string& op, const std::vector<Val>& operands, Attrs attrs) {
-  bool all_const = true;
+  bool all_const = true, all_known = true;
   std::vector<TensorType> types;
   for (const Val& v : operands) {
     all_const = all_const && v.is_const();
+    all_known = all_known && v.value().defined();
     types.push_back(v.type);
   }
-  if (all_const) {
-    const OpDef& def = OpRegistry::global().get(op);
-    const TensorType t = infer_type(def, types, attrs);
-    if (t.numel() <= opts_.fold_limit) {
-      std::vector<Tensor> tensors;
-      for (const Val& v : operands) tensors.push_back(v.constant);
-      return constant(def.kernel(tensors, attrs));
-    }
-  }
-  std::vector<ValueId> ids;
-  bool all_known = true;
-  for (const Val& v : operands) {
-    ids.push_back(id_of(v));
-    all_known = all_known && v.value().defined();
-  }
-  Val r;
-  r.id = g_.add_node(op, ids, attrs);
-  r.type = g_.value(r.id).type;
-  // Small values computed from inputs whose data the import was given are known too, so a
-  // Range or Reshape fed by arithmetic on them still finds its constant.
-  if (all_known && r.type.numel() <= kKnownLimit) {
+  // One inference up front: it checks the node and normalizes `attrs` for the kernel.
+  const OpDef& def = OpRegistry::global().get(op);
+  const TensorType type = infer_type(def, types, attrs);
+  auto evaluate = [&] {
     std::vector<Tensor> tensors;
     for (const Val& v : operands) tensors.push_back(v.value());
-    const OpDef& def = OpRegistry::global().get(op);
-    infer_type(def, types, attrs);  // normalizes attributes as add_node did
-    r.known = def.kernel(tensors, attrs).contiguous();
-  }
+    return def.kernel(tensors, attrs).contiguous();
+  };
+  if (all_const && type.numel() <= opts_.fold_limit) return constant(evaluate());
+  std::vector<ValueId> ids;
+  for (const Val& v : operands) ids.push_back(id_of(v));
+  Val r;
+  r.id = g_.add_node(op, ids, attrs);
+  r.type = type;
+  // Small values computed from inputs whose data the import was given are known too, so a
+  // Range or Reshape fed by arithmetic on them still finds its constant.
+  if (all_known && type.numel() <= kKnownLimit) r.known = evaluate();
   return r;
 }
 
