@@ -136,6 +136,18 @@ OnnxModelBuilder relu_model() {
   return b;
 }
 
+// Adds an f32[2, 2] initializer 'w' whose data is external at `location`; returns that entry.
+::onnx::StringStringEntryProto* external_initializer(OnnxModelBuilder& b,
+                                                     const std::string& location) {
+  auto* t = b.initializer("w", {2, 2}, {});
+  t->clear_raw_data();
+  t->set_data_location(::onnx::TensorProto::EXTERNAL);
+  auto* kv = t->add_external_data();
+  kv->set_key("location");
+  kv->set_value(location);
+  return kv;
+}
+
 TEST(OnnxImport, HostileFilesAreOneLineAndNothingRuns) {
   const fs::path dir = testing::fresh_test_dir("onnx_import");
   auto fresh = [&](const std::string& name) {
@@ -164,12 +176,7 @@ TEST(OnnxImport, HostileFilesAreOneLineAndNothingRuns) {
   }
   {  // external data that escapes the model's folder
     OnnxModelBuilder b = relu_model();
-    auto* t = b.initializer("w", {2, 2}, {});
-    t->clear_raw_data();
-    t->set_data_location(::onnx::TensorProto::EXTERNAL);
-    auto* kv = t->add_external_data();
-    kv->set_key("location");
-    kv->set_value("../../../../etc/passwd");
+    auto* kv = external_initializer(b, "../../../../etc/passwd");
     b.save(fresh("escape"));
     expect_refused(dir / "escape" / "m.onnx", "leaves the model's folder");
     kv->set_value("/etc/passwd");
@@ -178,12 +185,8 @@ TEST(OnnxImport, HostileFilesAreOneLineAndNothingRuns) {
   }
   {  // external data that is missing, too short, or at an offset past any file
     OnnxModelBuilder b = relu_model();
-    auto* t = b.initializer("w", {2, 2}, {});
-    t->clear_raw_data();
-    t->set_data_location(::onnx::TensorProto::EXTERNAL);
-    auto* kv = t->add_external_data();
-    kv->set_key("location");
-    kv->set_value("w.bin");
+    external_initializer(b, "w.bin");
+    auto* t = b.proto().mutable_graph()->mutable_initializer(0);
     b.save(fresh("missing_data"));
     expect_refused(dir / "missing_data" / "m.onnx", "external data file 'w.bin' is missing");
     b.save(fresh("short_data"));
