@@ -50,9 +50,8 @@ std::string isa_flags() {
   static const std::set<std::string> kInteresting = {
       "sse4_2",   "avx",         "avx2",        "fma",      "f16c",     "avx512f",  "avx512bw",
       "avx512vl", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_tile", "amx_int8"};
-  std::istringstream in(cpuinfo_field("flags"));
-  std::string f, out;
-  while (in >> f) {
+  std::string out;
+  for (const std::string& f : cpu_flags()) {
     if (!kInteresting.contains(f)) continue;
     if (!out.empty()) out += ' ';
     out += f;
@@ -84,6 +83,13 @@ std::string git_commit() {
 }
 
 }  // namespace
+
+std::vector<std::string> cpu_flags() {
+  std::istringstream in(cpuinfo_field("flags"));
+  std::vector<std::string> out;
+  for (std::string f; in >> f;) out.push_back(f);
+  return out;
+}
 
 reports::RunEnvironment capture_environment(int threads) {
   reports::RunEnvironment e;

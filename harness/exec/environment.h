@@ -1,6 +1,9 @@
 // Captures the machine and build facts a run is recorded with.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "crucible/reports/records.h"
 
 namespace crucible {
@@ -9,6 +12,9 @@ namespace crucible {
 // git commit, the CPU affinity and OpenMP/allocator variables in effect. `threads`: the worker
 // thread count.
 reports::RunEnvironment capture_environment(int threads);
+
+// The CPU's feature flags in /proc/cpuinfo's order ("avx2", "avx512f", "amx_tile", ...).
+std::vector<std::string> cpu_flags();
 
 // Pins the OpenMP threads of the workers this process starts, one per core in order
 // (OMP_PROC_BIND=close, OMP_PLACES=cores, inherited by every worker), unless the environment

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "bisect_run.h"
+#include "blas_core_probe.h"
 #include "builtin_models.h"
 #include "contention.h"
 #include "crucible/core/quote.h"
@@ -234,6 +235,7 @@ class Runner {
     job.budget_s = cfg_.timeout_s;
     job.plugin_paths = cfg_.plugin_paths;
     job.config = cfg_.config;
+    job.backend_env = cfg_.backend_env;
     return job;
   }
 
@@ -507,6 +509,21 @@ RunPlan plan_run(const RunConfig& cfg) {
   return plan;
 }
 
+// Each backend's environment as the run header and the store show it (without the choice line
+// crucible passes to the libtorch plugins, which the blas_core entry holds).
+std::map<std::string, std::string> backend_env_entries(const RunConfig& cfg,
+                                                       const std::vector<BlasChoice>& blas) {
+  std::map<std::string, std::string> out;
+  for (auto [backend, changes] : cfg.backend_env) {
+    changes.erase("CRUCIBLE_BLAS_CORE_CHOICE");
+    if (!changes.empty()) out["backend_env." + backend] = describe_env(changes);
+  }
+  for (const BlasChoice& c : blas) {
+    for (const auto& b : c.backends) out["blas_core." + b] = c.summary();
+  }
+  return out;
+}
+
 // The run's row, with the machine it runs on.
 reports::RunInfo run_info(const RunConfig& cfg, const RunPlan& plan) {
   reports::RunInfo info;
@@ -541,8 +558,9 @@ int report_run(const RunConfig& cfg, int64_t run_id, const fs::path& out_dir,
 
 }  // namespace
 
-int execute_run(const RunConfig& cfg, int64_t* run_id_out) {
-  RunPlan plan = plan_run(cfg);  // its models point at their written graphs below
+int execute_run(const RunConfig& given, int64_t* run_id_out) {
+  RunPlan plan = plan_run(given);  // its models point at their written graphs below
+  RunConfig cfg = given;           // with the libtorch peers' chosen BLAS cores in backend_env
   // A folder named outright is claimed before the run exists, so a clash records nothing.
   const std::string out_pattern = cfg.output_dir.string();
   const bool out_per_run = out_pattern.empty() || has_run_placeholder(out_pattern);
@@ -559,8 +577,13 @@ int execute_run(const RunConfig& cfg, int64_t* run_id_out) {
     }
   } unclaim{out_per_run ? fs::path() : cfg.output_dir};
 
+  bind_worker_threads();  // the probes run bound as the models' workers will
+  // Before the run exists, so a probe's candidates never share the machine with a model's worker.
+  const std::vector<BlasChoice> blas = choose_blas_cores(cfg);
   auto store = reports::Store::open(cfg.db);
-  const reports::RunInfo info = run_info(cfg, plan);
+  reports::RunInfo info = run_info(cfg, plan);
+  const std::map<std::string, std::string> env_entries = backend_env_entries(cfg, blas);
+  info.env.launcher.insert(env_entries.begin(), env_entries.end());
   const int64_t run_id = store->begin_run(info);
   if (run_id_out != nullptr) *run_id_out = run_id;
   // The output folder needs the run's id; if it cannot be made, the run row goes again, so a
@@ -590,6 +613,8 @@ int execute_run(const RunConfig& cfg, int64_t* run_id_out) {
       "run {}: {} model(s) x {} on {} ({} cores), noise canary {:.1f} ms, output in {}\n", run_id,
       plan.models.size(), info.backends, info.env.cpu_model, info.env.cores, info.env.canary_ms,
       out_dir.string());
+  for (const auto& [key, value] : env_entries)
+    std::cerr << fmt::format("{}: {}\n", key, escape_controls(value));
   for (const auto& [b, why] : plan.load_errors) {
     std::cerr << fmt::format("backend '{}' cannot be loaded, recorded as fail_to_load: {}\n",
                              escape_controls(b), why);

@@ -254,6 +254,7 @@ std::vector<std::string> WorkerJob::to_args() const {
   add(flag("report", report));
   for (const auto& p : plugin_paths) add(flag("plugin-path", p));
   for (const auto& [k, v] : config) add(flag("config", fmt::format("{}={}", k, v)));
+  for (const auto& spec : backend_env_specs(backend_env)) add(flag("backend-env", spec));
   return a;
 }
 
@@ -279,6 +280,8 @@ int run_worker_job(const WorkerJob& job) {
       cosim_job(s);
     } else if (job.job == "counters") {
       counters_job(s);
+    } else if (job.job == "blas-probe") {
+      blas_probe_job(s);
     } else {
       throw Error(fmt::format("unknown worker job '{}'", job.job));
     }

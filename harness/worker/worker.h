@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backend_env.h"
 #include "timing_settings.h"
 
 namespace crucible {
@@ -14,7 +15,7 @@ namespace crucible {
 inline constexpr int kWorkerExitOom = 3;
 
 struct WorkerJob {
-  std::string job;  // accuracy | profile | timing | counters | run-graph | cosim
+  std::string job;  // accuracy | profile | timing | counters | run-graph | cosim | blas-probe
   std::string graph;
   std::string suite;
   std::string model;
@@ -35,6 +36,7 @@ struct WorkerJob {
   std::string report;
   std::vector<std::string> plugin_paths;
   std::map<std::string, std::string> config;  // -c: see backend_config.h (run-graph: all)
+  BackendEnv backend_env;  // applied while each backend's plugin loads (backend_env.h)
 
   // The argv (after the binary) that `crucible worker` parses back into this job.
   std::vector<std::string> to_args() const;

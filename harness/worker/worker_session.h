@@ -27,7 +27,12 @@ struct Session {
     return reports::make_result(job.suite, job.model, backend, mode, job.batch_size);
   }
 
+  // The backend's --backend-env is in effect while its plugin loads (OpenBLAS, which libtorch
+  // loads, reads its variables then) and while it says its version, then undone, so the other
+  // backends of the worker see the environment as it was.
   std::unique_ptr<LoadedBackend> load(const std::string& name) {
+    const auto env = job.backend_env.find(name);
+    ScopedEnv scoped(env == job.backend_env.end() ? EnvChanges{} : env->second);
     auto loaded = load_plugin(find_plugin(name, plugin_search_path(job.plugin_paths)));
     report.loaded(name, loaded->backend().info().version);
     return loaded;
@@ -71,6 +76,9 @@ bool attempt(reports::ResultRecord& r, reports::Status status, F&& body) {
 
 // The minifier's per-node localization (minify/cosim_job.cpp).
 void cosim_job(Session& s);
+
+// One candidate BLAS core of a libtorch peer, checked and timed (blas_probe_job.cpp).
+void blas_probe_job(Session& s);
 
 // `crucible run --counters cachegrind`'s job, under callgrind (counters_job.cpp).
 void counters_job(Session& s);

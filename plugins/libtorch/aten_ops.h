@@ -21,8 +21,10 @@ at::Tensor run_aten(const Graph& g, const Node& n, const std::vector<at::Tensor>
 // How the TorchScript source is written. `native_clamp`: a float clamp as torch.clamp /
 // torch.hardtanh, which PyTorch 1.13's optimize_for_inference turns into MKLDNN ops that give
 // wrong values after a convolution (see aten_ops.cpp); only to show that bug (-c clamp=native).
+// `mkldnn_linear`: f32 linears through oneDNN (mkldnn_linear.h, -c linear=mkldnn).
 struct ScriptStyle {
   bool native_clamp = false;
+  bool mkldnn_linear = false;
 };
 
 // The node as a TorchScript expression over `operands` (names of TorchScript locals).

@@ -22,4 +22,10 @@ std::string active_blas() {
   return file;
 }
 
+std::string openblas_core() {
+  using CoreFn = char* (*)();
+  auto* core = reinterpret_cast<CoreFn>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  return core != nullptr ? core() : "none";
+}
+
 }  // namespace crucible::libtorch

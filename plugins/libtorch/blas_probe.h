@@ -11,4 +11,8 @@ namespace crucible::libtorch {
 // "unknown"; "reference BLAS (...)" for netlib's.
 std::string active_blas();
 
+// The core OpenBLAS chose at load (openblas_get_corename: "Haswell", "SkylakeX", ...), fixed by
+// OPENBLAS_CORETYPE then; "none" without OpenBLAS.
+std::string openblas_core();
+
 }  // namespace crucible::libtorch

@@ -12,7 +12,7 @@
 
 namespace crucible::libtorch {
 
-std::vector<OpTime> profile_ops(const std::function<void()>& fn) {
+torch::autograd::profiler::thread_event_lists profile_events(const std::function<void()>& fn) {
   namespace prof = torch::autograd::profiler;
   prof::enableProfilerLegacy(
       torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::CPU));
@@ -22,7 +22,12 @@ std::vector<OpTime> profile_ops(const std::function<void()>& fn) {
     prof::disableProfilerLegacy();
     throw;
   }
-  const prof::thread_event_lists events = prof::disableProfilerLegacy();
+  return prof::disableProfilerLegacy();
+}
+
+std::vector<OpTime> profile_ops(const std::function<void()>& fn) {
+  namespace prof = torch::autograd::profiler;
+  const prof::thread_event_lists events = profile_events(fn);
   std::vector<OpTime> out;
   for (const auto& list : events) {
     // Open ranges; a method's own range ("forward") is a frame, not an op: its children count.

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 
 #include "aten_bridge.h"
 #include "aten_ops.h"
@@ -16,6 +17,8 @@
 #include "crucible/ir/uses.h"
 #include "crucible/plugin_api.h"
 #include "jit_profile.h"
+#include "mkldnn_linear.h"
+#include "peer_facts.h"
 #include "torchscript.h"
 
 namespace crucible::libtorch {
@@ -61,9 +64,10 @@ std::vector<Tensor> run_scripted(ScriptedGraph& scripted, std::span<const Tensor
 }
 
 // Op by op through ATen, each intermediate freed after its last reader (as PyTorch eager does).
+// With `mkldnn_linear`, f32 linears go through oneDNN, their parameter weights reordered here.
 class EagerExecutable final : public plugin::Executable {
  public:
-  EagerExecutable(Graph g, const plugin::Options& opts)
+  EagerExecutable(Graph g, const plugin::Options& opts, bool mkldnn_linear)
       : graph_(std::move(g)),
         params_(aten_params(graph_)),
         threads_(opts.threads),
@@ -73,6 +77,7 @@ class EagerExecutable final : public plugin::Executable {
       for (const Node& n : graph_.nodes())
         stat_of_node_.push_back(profile_.declare("aten::" + n.op));
     }
+    if (mkldnn_linear) prepare_onednn_linears();
   }
 
   std::vector<Tensor> run(std::span<const Tensor> inputs) override {
@@ -110,8 +115,11 @@ class EagerExecutable final : public plugin::Executable {
       operands.clear();
       for (ValueId v : n.operands) operands.push_back(env[static_cast<size_t>(v)]);
       const auto t0 = plugin::ProfileRecorder::Clock::now();
-      env[static_cast<size_t>(n.output)] =
-          aten_call(n.op.c_str(), [&] { return run_aten(graph_, n, operands); });
+      const auto onednn = onednn_weights_.find(i);
+      env[static_cast<size_t>(n.output)] = aten_call(n.op.c_str(), [&] {
+        return onednn != onednn_weights_.end() ? run_mkldnn_linear(operands, onednn->second)
+                                               : run_aten(graph_, n, operands);
+      });
       if (profiling_) profile_.record(stat_of_node_[i], t0);
       for (ValueId v : n.operands) {
         if (last_use[static_cast<size_t>(v)] == static_cast<int>(i) &&
@@ -122,8 +130,28 @@ class EagerExecutable final : public plugin::Executable {
     return env;
   }
 
+  // Each oneDNN linear's weight and bias in oneDNN's layout when both are parameters (else they
+  // are converted per call: an empty entry).
+  void prepare_onednn_linears() {
+    std::map<ValueId, size_t> param_index;
+    for (size_t k = 0; k < graph_.params().size(); ++k) param_index[graph_.params()[k]] = k;
+    for (size_t i = 0; i < graph_.nodes().size(); ++i) {
+      const Node& n = graph_.nodes()[i];
+      if (!takes_mkldnn_linear(graph_, n)) continue;
+      std::vector<at::Tensor> operands = {at::Tensor()};
+      for (size_t o = 1; o < n.operands.size(); ++o) {
+        const auto it = param_index.find(n.operands[o]);
+        if (it != param_index.end()) operands.push_back(params_[it->second]);
+      }
+      onednn_weights_[i] = operands.size() == n.operands.size()
+                               ? aten_call("linear", [&] { return to_mkldnn_operands(operands); })
+                               : std::vector<at::Tensor>{};
+    }
+  }
+
   Graph graph_;
   std::vector<at::Tensor> params_;
+  std::map<size_t, std::vector<at::Tensor>> onednn_weights_;  // node index -> weight, bias
   int threads_;
   bool profiling_;
   std::vector<int> last_use_;
@@ -202,11 +230,12 @@ class JitExecutable final : public plugin::Executable {
 class LibtorchBackend final : public plugin::Backend {
  public:
   plugin::BackendInfo info() const override {
-    // The version names the BLAS too: it decides how fast this peer's GEMMs are.
-    return {CRUCIBLE_LIBTORCH_NAME,
-            fmt::format("torch {}.{}.{}; BLAS {}", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR,
-                        TORCH_VERSION_PATCH, active_blas()),
-            plugin::kAbiVersion};
+    // The version says what the peer runs on (peer_facts.h): its dispatch level, oneDNN, the BLAS
+    // and its core decide how fast it is. Taken once: it runs a few small ops.
+    static const std::string version =
+        fmt::format("torch {}.{}.{}; {}", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR,
+                    TORCH_VERSION_PATCH, peer_facts());
+    return {CRUCIBLE_LIBTORCH_NAME, version, plugin::kAbiVersion};
   }
 
   std::unique_ptr<plugin::Executable> compile(const Graph& graph,
@@ -224,10 +253,15 @@ class LibtorchBackend final : public plugin::Backend {
         style.native_clamp = value == "native";
       } else if (key == "debug_dir" && !value.empty()) {
         opts.debug_dir = value;  // jit: the TorchScript source and the optimized graph
+      } else if (key == "linear" && (value == "default" || value == "mkldnn")) {
+        style.mkldnn_linear = value == "mkldnn";
+      } else if (key == "blas_core" && !value.empty()) {
+        check_blas_core(value);  // the runner chose it before this plugin loaded
       } else {
         throw plugin::CompileError(fmt::format(
             "libtorch: unknown option -c {}={} (mode=eager|jit, optimize_for_inference=0|1, "
-            "clamp=safe|native, debug_dir=DIR)",
+            "clamp=safe|native, linear=default|mkldnn, blas_core=auto|env|detect|NAME, "
+            "debug_dir=DIR)",
             key, value));
       }
     }
@@ -236,7 +270,24 @@ class LibtorchBackend final : public plugin::Backend {
     for (const Node& n : graph.nodes()) check_mappable(graph, n);
     verify(graph);
     if (mode == "jit") return std::make_unique<JitExecutable>(graph, opts, optimize, style);
-    return std::make_unique<EagerExecutable>(graph, opts);
+    return std::make_unique<EagerExecutable>(graph, opts, style.mkldnn_linear);
+  }
+
+ private:
+  // A named core must be the one OpenBLAS runs: it falls back to another (Prescott) for a name it
+  // does not know, which would time a different peer than the one asked for.
+  static void check_blas_core(const std::string& value) {
+    if (value == "auto" || value == "env" || value == "detect") return;
+    const std::string core = openblas_core();
+    const auto lower = [](std::string s) {
+      for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return s;
+    };
+    if (lower(core) != lower(value))
+      throw plugin::CompileError(fmt::format(
+          "libtorch: -c blas_core={}: OpenBLAS runs core {} (it does not know {}, or the CPU "
+          "lacks its instructions)",
+          value, core, value));
   }
 };
 

@@ -7,10 +7,12 @@
 #include <torch/script.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "aten_ops.h"
 #include "crucible/plugin_api.h"
+#include "mkldnn_linear.h"
 
 namespace crucible::libtorch {
 
@@ -38,6 +40,37 @@ class Scripted final : public ScriptedGraph {
   std::string source_;
 };
 
+// The linears that go through oneDNN under `style`.
+bool onednn_linear(const Graph& g, const Node& n, const ScriptStyle& style) {
+  return style.mkldnn_linear && takes_mkldnn_linear(g, n);
+}
+
+// The parameters (by index) that such linears take as weight or bias: each is also an attribute
+// self.p<k>_mkldnn, reordered into oneDNN's layout once.
+std::set<size_t> onednn_params(const Graph& g, const ScriptStyle& style) {
+  std::set<size_t> out;
+  for (const Node& n : g.nodes()) {
+    if (!onednn_linear(g, n, style)) continue;
+    for (size_t o = 1; o < n.operands.size(); ++o) {
+      for (size_t k = 0; k < g.params().size(); ++k) {
+        if (g.params()[k] == n.operands[o]) out.insert(k);
+      }
+    }
+  }
+  return out;
+}
+
+// A oneDNN linear's statement: its weight and bias by their oneDNN attribute, or converted.
+std::string onednn_linear_expr(const Graph& g, const Node& n,
+                               const std::vector<std::string>& operands) {
+  std::vector<std::string> w;
+  for (size_t o = 1; o < n.operands.size(); ++o) {
+    const bool param = g.value(n.operands[o]).kind == ValueKind::kParam;
+    w.push_back(param ? operands[o] + "_mkldnn" : operands[o] + ".contiguous().to_mkldnn()");
+  }
+  return mkldnn_linear_script(operands[0], w[0], w.size() > 1 ? w[1] : "");
+}
+
 // The forward method's source: inputs are arguments in0.., parameters self.p0.., nodes v<id>.
 std::string forward_source(const Graph& g, const ScriptStyle& style) {
   std::vector<std::string> name(g.values().size());
@@ -53,7 +86,9 @@ std::string forward_source(const Graph& g, const ScriptStyle& style) {
     std::vector<std::string> operands;
     for (ValueId v : n.operands) operands.push_back(name[static_cast<size_t>(v)]);
     name[static_cast<size_t>(n.output)] = fmt::format("v{}", n.output);
-    body += fmt::format("    v{} = {}\n", n.output, script_expr(g, n, operands, style));
+    body += fmt::format("    v{} = {}\n", n.output,
+                        onednn_linear(g, n, style) ? onednn_linear_expr(g, n, operands)
+                                                   : script_expr(g, n, operands, style));
   }
   std::string types, results;
   for (ValueId v : g.outputs()) {
@@ -78,6 +113,9 @@ std::unique_ptr<ScriptedGraph> script_graph(const Graph& g, const std::vector<at
     torch::jit::Module m("__torch__.crucible.Graph");
     for (size_t k = 0; k < params.size(); ++k)
       m.register_parameter(fmt::format("p{}", k), params[k], /*is_buffer=*/false);
+    for (size_t k : onednn_params(g, style))
+      m.register_attribute(fmt::format("p{}_mkldnn", k), c10::TensorType::get(),
+                           params[k].contiguous().to_mkldnn());
     m.define(source);
     m.eval();
     torch::jit::Module frozen = torch::jit::freeze(m);

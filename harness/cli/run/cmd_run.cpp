@@ -104,7 +104,7 @@ namespace {
 
 // What the options give as text, before it becomes a RunConfig.
 struct RunArgs {
-  std::vector<std::string> suites, backends, only, config, shapes;
+  std::vector<std::string> suites, backends, only, config, shapes, backend_env;
   std::string filter, exclude, shard, mode = "accuracy", seed, db = "crucible.db", output_dir;
 };
 
@@ -126,7 +126,13 @@ po::options_description run_option_table(RunConfig& cfg, RunArgs& raw, LaunchOpt
       "mode,m", po::value(&raw.mode)->default_value("accuracy"), "accuracy | performance | both")(
       "config,c", po::value(&raw.config)->composing(),
       "option key=value for every backend but eager, or BACKEND:key=value for that backend "
-      "alone (repeatable)");
+      "alone (repeatable)")(
+      "backend-env", po::value(&raw.backend_env)->composing(),
+      "BACKEND:KEY=VALUE sets, BACKEND:-KEY unsets, a variable while a worker loads that "
+      "backend's plugin, and only then (e.g. libtorch:-OPENBLAS_CORETYPE: OpenBLAS reads it at "
+      "load); recorded with the run (repeatable). The libtorch peers' BLAS core is chosen by "
+      "measurement unless -c BACKEND:blas_core=env|NAME says otherwise "
+      "(docs/guide/performance.md)");
   po::options_description how("how to run");
   add_timing_options(how, cfg.timing);  // the options a timing worker is told (timing_settings.h)
   how.add_options()("timeout", po::value(&cfg.timeout_s)->default_value(600),
@@ -257,6 +263,25 @@ void refuse_unused(const po::variables_map& vm, const RunConfig& cfg) {
   }
 }
 
+// --backend-env: each spec's syntax, and a backend this run loads.
+BackendEnv checked_backend_env(const std::vector<std::string>& specs, const RunConfig& cfg) {
+  BackendEnv env;
+  try {
+    env = parse_backend_env(specs);
+  } catch (const Error& e) {
+    throw po::error(e.what());
+  }
+  for (const auto& [backend, changes] : env) {
+    if (backend != "eager" &&
+        std::find(cfg.backends.begin(), cfg.backends.end(), backend) == cfg.backends.end()) {
+      throw po::error(
+          fmt::format("--backend-env {}:{}: backend '{}' is not in this run's --backends", backend,
+                      describe_env(changes), backend));
+    }
+  }
+  return env;
+}
+
 }  // namespace
 
 bool parse_run_options(const std::string& command, const std::string& usage,
@@ -289,6 +314,7 @@ bool parse_run_options(const std::string& command, const std::string& usage,
   cfg.mode = raw.mode;
   if (preset) preset(cfg);  // the caller's own mode and backends, before they are checked against
   cfg.config = parse_config(raw.config);
+  cfg.backend_env = checked_backend_env(raw.backend_env, cfg);
   check_values(cfg, raw);
   refuse_unused(vm, cfg);
   cfg.db = raw.db;

@@ -1,15 +1,16 @@
 // `crucible worker`: the internal subcommand `crucible run` starts for each isolated job.
 #include "cli.h"
+#include "crucible/core/error.h"
 #include "worker.h"
 
 namespace crucible::cli {
 
 int worker_command(const std::vector<std::string>& args) {
   WorkerJob job;
-  std::vector<std::string> config;
+  std::vector<std::string> config, backend_env;
   po::options_description opts("worker options (internal: started by crucible run)");
   opts.add_options()("job", po::value(&job.job)->required(),
-                     "accuracy | profile | timing | counters | cosim | run-graph")(
+                     "accuracy | profile | timing | counters | cosim | run-graph | blas-probe")(
       "graph", po::value(&job.graph)->required(), ".graph file")(
       "suite", po::value(&job.suite), "suite name")("model", po::value(&job.model)->required(),
                                                     "model name")(
@@ -27,13 +28,20 @@ int worker_command(const std::vector<std::string>& args) {
       "budget-s", po::value(&job.budget_s), "timing: the worker's time, split among backends")(
       "report", po::value(&job.report)->required(), "report file")(
       "plugin-path", po::value(&job.plugin_paths)->composing(), "plugin directories")(
-      "config,c", po::value(&config)->composing(), "backend option key=value");
+      "config,c", po::value(&config)->composing(), "backend option key=value")(
+      "backend-env", po::value(&backend_env)->composing(),
+      "BACKEND:KEY=VALUE or BACKEND:-KEY, applied while that backend loads");
   add_timing_options(opts, job.timing);  // as run declared them (timing_settings.h)
   po::variables_map vm;
   if (!parse("worker", "--job J --graph F --model M --backend B --report FILE ...", opts, {}, args,
              vm))
     return kExitOk;
   job.config = parse_config(config);
+  try {
+    job.backend_env = parse_backend_env(backend_env);
+  } catch (const Error& e) {
+    throw po::error(e.what());
+  }
   return run_worker_job(job);
 }
 
