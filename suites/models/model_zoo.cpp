@@ -70,21 +70,8 @@ GraphStats graph_stats(const Graph& g) {
       const bool running_stat = n.op == "batch_norm" && (i == 3 || i == 4);
       (running_stat ? stat_uses : other_uses).insert(n.operands[i]);
     }
-    const Shape& out = g.value(n.output).type.shape;
-    const int64_t out_numel = shape_numel(out);
-    auto operand_shape = [&](size_t i) -> const Shape& {
-      return g.value(n.operands[i]).type.shape;
-    };
-    if (n.op == "matmul" || n.op == "addmm") {
-      const Shape& a = operand_shape(n.op == "matmul" ? 0 : 1);
-      st.flops += 2 * out_numel * a.back();
-    } else if (n.op == "linear") {
-      st.flops += 2 * out_numel * operand_shape(1).back();
-    } else if (n.op == "conv2d") {
-      const Shape& w = operand_shape(1);
-      st.flops += 2 * out_numel * w[1] * w[2] * w[3];
-    }
   }
+  st.cost = graph_cost(g);
   for (ValueId p : g.params()) {
     const int64_t n = g.value(p).type.numel();
     if (stat_uses.contains(p) && !other_uses.contains(p)) {

@@ -74,6 +74,51 @@ std::vector<std::string> OpRegistry::names() const {
   return out;
 }
 
+double OpCost::bytes() const {
+  double total = writes;
+  for (double r : reads) total += r;
+  return total;
+}
+
+namespace {
+double bytes_of(const TensorType& t) {
+  return static_cast<double>(t.numel()) * static_cast<double>(dtype_size(t.dtype));
+}
+}  // namespace
+
+OpCost streaming_cost(std::span<const TensorType> operands, const TensorType& result,
+                      double flops) {
+  OpCost c;
+  c.flops = flops;
+  for (const TensorType& t : operands) c.reads.push_back(bytes_of(t));
+  c.writes = bytes_of(result);
+  return c;
+}
+
+OpCost contraction_cost(std::span<const TensorType> operands, const TensorType& result, double macs,
+                        double extra) {
+  OpCost c = streaming_cost(operands, result, 2 * macs + extra);
+  c.macs = macs;
+  return c;
+}
+
+OpCost view_cost(std::span<const TensorType> operands, const TensorType&, const Attrs&) {
+  OpCost c;
+  c.reads.assign(operands.size(), 0.0);
+  c.view = true;
+  return c;
+}
+
+OpCost movement_cost(std::span<const TensorType> operands, const TensorType& result, const Attrs&) {
+  return streaming_cost(operands, result, 0);
+}
+
+OpCost op_cost(const OpDef& op, std::span<const TensorType> operands, const TensorType& result,
+               const Attrs& attrs) {
+  if (op.cost) return op.cost(operands, result, attrs);
+  return streaming_cost(operands, result, static_cast<double>(result.numel()));
+}
+
 TensorType infer_type(const OpDef& op, std::span<const TensorType> operands, Attrs& attrs) {
   const OpSchema& s = op.schema;
   const int n = static_cast<int>(operands.size());

@@ -215,6 +215,10 @@ std::vector<AttrSpec> topk_attrs() {
           {"sorted", AttrKind::kBool, false}};
 }
 
+// One comparison or addition per input element (topk's selection counted as one pass).
+OpCost along_dim_cost(std::span<const TensorType> in, const TensorType& out, const Attrs&) {
+  return streaming_cost(in, out, static_cast<double>(in[0].numel()));
+}
 }  // namespace
 }  // namespace index
 
@@ -223,8 +227,8 @@ void register_along_dim_ops(OpRegistry& r) {
   const std::vector<AttrSpec> arg_attrs = {{"dim", AttrKind::kInt, true},
                                            {"keepdim", AttrKind::kBool, false},
                                            {"select_last_index", AttrKind::kBool, false}};
-  r.add({{"argmax", 1, 1, arg_attrs}, arg_rule, arg_kernel<true>});
-  r.add({{"argmin", 1, 1, arg_attrs}, arg_rule, arg_kernel<false>});
+  r.add({{"argmax", 1, 1, arg_attrs}, arg_rule, arg_kernel<true>, along_dim_cost});
+  r.add({{"argmin", 1, 1, arg_attrs}, arg_rule, arg_kernel<false>, along_dim_cost});
   r.add({{"cumsum",
           1,
           1,
@@ -232,9 +236,11 @@ void register_along_dim_ops(OpRegistry& r) {
            {"exclusive", AttrKind::kBool, false},
            {"reverse", AttrKind::kBool, false}}},
          cumsum_rule,
-         cumsum_kernel});
-  r.add({{"topk", 1, 1, topk_attrs()}, topk_rule, topk_kernel<false>});
-  r.add({{"topk_indices", 1, 1, topk_attrs()}, topk_indices_rule, topk_kernel<true>});
+         cumsum_kernel,
+         along_dim_cost});
+  r.add({{"topk", 1, 1, topk_attrs()}, topk_rule, topk_kernel<false>, along_dim_cost});
+  r.add(
+      {{"topk_indices", 1, 1, topk_attrs()}, topk_indices_rule, topk_kernel<true>, along_dim_cost});
 }
 
 }  // namespace crucible

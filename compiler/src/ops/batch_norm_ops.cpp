@@ -108,10 +108,16 @@ Tensor batch_norm_kernel(std::span<const Tensor> in, const Attrs& attrs) {
 
 }  // namespace
 
+// Inference: the statistics fold into one scale and shift per channel, x * scale + shift.
+OpCost batch_norm_cost(std::span<const TensorType> in, const TensorType& out, const Attrs&) {
+  return streaming_cost(in, out, 2 * static_cast<double>(out.numel()));
+}
+
 void register_batch_norm_ops(OpRegistry& r) {
   r.add({{"batch_norm", 5, 5, {{"eps", AttrKind::kFloat, false}}},
          batch_norm_rule,
-         batch_norm_kernel});
+         batch_norm_kernel,
+         batch_norm_cost});
 }
 
 }  // namespace crucible::vision

@@ -129,6 +129,14 @@ Tensor conv2d_kernel(std::span<const Tensor> in, const Attrs& attrs) {
 
 }  // namespace
 
+// Weight [Cout, Cin/groups, kh, kw]: each result element sums Cin/groups * kh * kw products.
+OpCost conv2d_cost(std::span<const TensorType> in, const TensorType& out, const Attrs&) {
+  const Shape& w = in[1].shape;
+  const auto n = static_cast<double>(out.numel());
+  return contraction_cost(in, out, n * static_cast<double>(w[1] * w[2] * w[3]),
+                          in.size() > 2 ? n : 0);
+}
+
 void register_conv_ops(OpRegistry& r) {
   r.add({{"conv2d",
           2,
@@ -138,7 +146,8 @@ void register_conv_ops(OpRegistry& r) {
            {"dilation", AttrKind::kInts, false},
            {"groups", AttrKind::kInt, false}}},
          conv2d_rule,
-         conv2d_kernel});
+         conv2d_kernel,
+         conv2d_cost});
 }
 
 }  // namespace crucible::vision

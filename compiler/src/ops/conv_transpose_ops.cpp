@@ -131,6 +131,15 @@ Tensor conv_transpose2d_kernel(std::span<const Tensor> in, const Attrs& attrs) {
 
 }  // namespace
 
+// Weight [Cin, Cout/groups, kh, kw]: each input element scatters into Cout/groups * kh * kw
+// results.
+OpCost conv_transpose2d_cost(std::span<const TensorType> in, const TensorType& out, const Attrs&) {
+  const Shape& w = in[1].shape;
+  return contraction_cost(
+      in, out, static_cast<double>(in[0].numel()) * static_cast<double>(w[1] * w[2] * w[3]),
+      in.size() > 2 ? static_cast<double>(out.numel()) : 0);
+}
+
 void register_conv_transpose_ops(OpRegistry& r) {
   r.add({{"conv_transpose2d",
           2,
@@ -141,7 +150,8 @@ void register_conv_transpose_ops(OpRegistry& r) {
            {"dilation", AttrKind::kInts, false},
            {"groups", AttrKind::kInt, false}}},
          conv_transpose2d_rule,
-         conv_transpose2d_kernel});
+         conv_transpose2d_kernel,
+         conv_transpose2d_cost});
 }
 
 }  // namespace crucible::vision

@@ -19,6 +19,7 @@ OpDef cast_def() {
     // Same dtype: the operand itself, as torch's .to() does (kernel results may alias operands).
     return in[0].dtype() == dtype ? in[0] : in[0].to(dtype);
   };
+  d.cost = movement_cost;
   return d;
 }
 

@@ -138,15 +138,24 @@ Tensor gather_elements_kernel(std::span<const Tensor> in, const Attrs& attrs) {
   return out;
 }
 
+// A gather reads of its data only the elements it returns (and all of its indices).
+OpCost gather_cost(std::span<const TensorType> in, const TensorType& out, const Attrs& attrs) {
+  OpCost c = movement_cost(in, out, attrs);
+  c.reads[0] = std::min(c.reads[0], c.writes);
+  return c;
+}
+
 }  // namespace
 }  // namespace index
 
 void register_gather_ops(OpRegistry& r) {
   using namespace index;
-  r.add({{"gather", 2, 2, {{"dim", AttrKind::kInt, true}}}, gather_rule, gather_kernel});
+  r.add(
+      {{"gather", 2, 2, {{"dim", AttrKind::kInt, true}}}, gather_rule, gather_kernel, gather_cost});
   r.add({{"gather_elements", 2, 2, {{"dim", AttrKind::kInt, true}}},
          gather_elements_rule,
-         gather_elements_kernel});
+         gather_elements_kernel,
+         gather_cost});
 }
 
 }  // namespace crucible

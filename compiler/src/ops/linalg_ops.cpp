@@ -354,15 +354,41 @@ Tensor embedding_kernel(std::span<const Tensor> in, const Attrs&) {
   return out;
 }
 
+// Each result element is a dot product over K, the last dim of the left operand (a 1-d left
+// operand is its own K).
+OpCost matmul_cost(std::span<const TensorType> in, const TensorType& out, const Attrs&) {
+  const double k = static_cast<double>(in[0].shape.back());
+  return contraction_cost(in, out, static_cast<double>(out.numel()) * k, 0);
+}
+
+OpCost linear_cost(std::span<const TensorType> in, const TensorType& out, const Attrs&) {
+  const auto n = static_cast<double>(out.numel());
+  return contraction_cost(in, out, n * static_cast<double>(in[1].shape.back()),
+                          in.size() > 2 ? n : 0);
+}
+
+OpCost addmm_cost(std::span<const TensorType> in, const TensorType& out, const Attrs&) {
+  const auto n = static_cast<double>(out.numel());
+  return contraction_cost(in, out, n * static_cast<double>(in[1].shape.back()), n);
+}
+
+// A lookup reads only the rows it returns, not the whole table.
+OpCost embedding_cost(std::span<const TensorType> in, const TensorType& out, const Attrs& attrs) {
+  OpCost c = movement_cost(in, out, attrs);
+  c.reads[0] = c.writes;
+  return c;
+}
+
 }  // namespace
 
 void register_linalg_ops(OpRegistry& r) {
-  r.add({{"matmul", 2, 2, {}}, matmul_rule, matmul_kernel});
-  r.add({{"linear", 2, 3, {}}, linear_rule, linear_kernel});
+  r.add({{"matmul", 2, 2, {}}, matmul_rule, matmul_kernel, matmul_cost});
+  r.add({{"linear", 2, 3, {}}, linear_rule, linear_kernel, linear_cost});
   r.add({{"addmm", 3, 3, {{"beta", AttrKind::kFloat, false}, {"alpha", AttrKind::kFloat, false}}},
          addmm_rule,
-         addmm_kernel});
-  r.add({{"embedding", 2, 2, {}}, embedding_rule, embedding_kernel});
+         addmm_kernel,
+         addmm_cost});
+  r.add({{"embedding", 2, 2, {}}, embedding_rule, embedding_kernel, embedding_cost});
 }
 
 }  // namespace crucible

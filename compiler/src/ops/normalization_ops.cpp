@@ -238,16 +238,34 @@ TensorType layer_norm_rule(std::span<const TensorType> in, const Attrs& attrs) {
 
 }  // namespace
 
+// Per element: the max, the subtraction, exp, the sum and the division (or log's subtraction).
+OpCost softmax_cost(std::span<const TensorType> in, const TensorType& out, const Attrs&) {
+  return streaming_cost(in, out, 5 * static_cast<double>(out.numel()));
+}
+
+// Per element: the mean (1), the variance (subtract, square, add: 3), normalizing (2), and one
+// each for the weight and the bias when given.
+OpCost layer_norm_cost(std::span<const TensorType> in, const TensorType& out, const Attrs&) {
+  return streaming_cost(in, out,
+                        static_cast<double>(6 + in.size() - 1) * static_cast<double>(out.numel()));
+}
+
 void register_normalization_ops(OpRegistry& r) {
-  r.add({{"softmax", 1, 1, {{"dim", AttrKind::kInt, true}}}, softmax_rule, softmax_kernel<false>});
-  r.add(
-      {{"log_softmax", 1, 1, {{"dim", AttrKind::kInt, true}}}, softmax_rule, softmax_kernel<true>});
+  r.add({{"softmax", 1, 1, {{"dim", AttrKind::kInt, true}}},
+         softmax_rule,
+         softmax_kernel<false>,
+         softmax_cost});
+  r.add({{"log_softmax", 1, 1, {{"dim", AttrKind::kInt, true}}},
+         softmax_rule,
+         softmax_kernel<true>,
+         softmax_cost});
   r.add({{"layer_norm",
           1,
           3,
           {{"normalized_shape", AttrKind::kInts, true}, {"eps", AttrKind::kFloat, false}}},
          layer_norm_rule,
-         layer_norm_kernel});
+         layer_norm_kernel,
+         layer_norm_cost});
 }
 
 }  // namespace crucible::reduction

@@ -171,6 +171,18 @@ Tensor adaptive_avg_pool2d_kernel(std::span<const Tensor> in, const Attrs& attrs
   return out;
 }
 
+// One comparison or addition per window element of each result.
+OpCost window_pool_cost(std::span<const TensorType> in, const TensorType& out, const Attrs& attrs) {
+  double window = 1;
+  for (int64_t k : attrs.get_ints("kernel_size")) window *= static_cast<double>(k);
+  if (attrs.get_ints("kernel_size").size() == 1) window *= window;  // one size for both dims
+  return streaming_cost(in, out, window * static_cast<double>(out.numel()));
+}
+
+OpCost adaptive_pool_cost(std::span<const TensorType> in, const TensorType& out, const Attrs&) {
+  return streaming_cost(in, out, static_cast<double>(in[0].numel()));
+}
+
 }  // namespace
 
 void register_pool_ops(OpRegistry& r) {
@@ -178,16 +190,19 @@ void register_pool_ops(OpRegistry& r) {
       padding{"padding", AttrKind::kInts}, ceil_mode{"ceil_mode", AttrKind::kBool};
   r.add({{"max_pool2d", 1, 1, {kernel, stride, padding, {"dilation", AttrKind::kInts}, ceil_mode}},
          window_pool_rule,
-         max_pool2d_kernel});
+         max_pool2d_kernel,
+         window_pool_cost});
   r.add({{"avg_pool2d",
           1,
           1,
           {kernel, stride, padding, ceil_mode, {"count_include_pad", AttrKind::kBool}}},
          window_pool_rule,
-         avg_pool2d_kernel});
+         avg_pool2d_kernel,
+         window_pool_cost});
   r.add({{"adaptive_avg_pool2d", 1, 1, {{"output_size", AttrKind::kInts, true}}},
          adaptive_rule,
-         adaptive_avg_pool2d_kernel});
+         adaptive_avg_pool2d_kernel,
+         adaptive_pool_cost});
 }
 
 }  // namespace crucible::vision

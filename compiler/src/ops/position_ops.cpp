@@ -176,10 +176,12 @@ void register_position_ops(OpRegistry& r) {
            {"mode", AttrKind::kString, false},
            {"value", AttrKind::kFloat, false}}},
          pad_rule,
-         pad_kernel});
+         pad_kernel,
+         movement_cost});
   r.add({{"trilu", 1, 1, {{"k", AttrKind::kInt, false}, {"upper", AttrKind::kBool, false}}},
          trilu_rule,
-         trilu_kernel});
+         trilu_kernel,
+         movement_cost});
 }
 
 }  // namespace crucible

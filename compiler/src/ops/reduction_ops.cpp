@@ -502,19 +502,27 @@ std::vector<AttrSpec> reduce_attrs() {
   return {{"dims", AttrKind::kInts, false}, {"keepdim", AttrKind::kBool, false}};
 }
 
+// One step per input element; the variance three (subtract the mean, square, add).
+OpCost reduce_cost(std::span<const TensorType> in, const TensorType& out, const Attrs&) {
+  return streaming_cost(in, out, static_cast<double>(in[0].numel()));
+}
+OpCost var_cost(std::span<const TensorType> in, const TensorType& out, const Attrs&) {
+  return streaming_cost(in, out, 3 * static_cast<double>(in[0].numel()));
+}
+
 }  // namespace
 }  // namespace reduction
 
 void register_reduction_ops(OpRegistry& r) {
   using namespace reduction;
-  r.add({{"sum", 1, 1, reduce_attrs()}, sum_rule, sum_kernel<SumOp>});
-  r.add({{"prod", 1, 1, reduce_attrs()}, sum_rule, sum_kernel<ProdOp>});
-  r.add({{"mean", 1, 1, reduce_attrs()}, float_reduce_rule, mean_kernel});
-  r.add({{"amax", 1, 1, reduce_attrs()}, extremum_rule, extremum_kernel<true>});
-  r.add({{"amin", 1, 1, reduce_attrs()}, extremum_rule, extremum_kernel<false>});
+  r.add({{"sum", 1, 1, reduce_attrs()}, sum_rule, sum_kernel<SumOp>, reduce_cost});
+  r.add({{"prod", 1, 1, reduce_attrs()}, sum_rule, sum_kernel<ProdOp>, reduce_cost});
+  r.add({{"mean", 1, 1, reduce_attrs()}, float_reduce_rule, mean_kernel, reduce_cost});
+  r.add({{"amax", 1, 1, reduce_attrs()}, extremum_rule, extremum_kernel<true>, reduce_cost});
+  r.add({{"amin", 1, 1, reduce_attrs()}, extremum_rule, extremum_kernel<false>, reduce_cost});
   std::vector<AttrSpec> var_attrs = reduce_attrs();
   var_attrs.push_back({"correction", AttrKind::kInt, false});
-  r.add({{"var", 1, 1, var_attrs}, float_reduce_rule, var_kernel});
+  r.add({{"var", 1, 1, var_attrs}, float_reduce_rule, var_kernel, var_cost});
   register_normalization_ops(r);
 }
 

@@ -202,6 +202,12 @@ Tensor resize_kernel(std::span<const Tensor> in, const Attrs& attrs) {
   return out;
 }
 
+// Nearest copies; linear blends four neighbours per result (three lerps of two FLOPs each).
+OpCost resize_cost(std::span<const TensorType> in, const TensorType& out, const Attrs& attrs) {
+  const bool linear = attrs.get_string_or("mode", "nearest") == "linear";
+  return streaming_cost(in, out, linear ? 6 * static_cast<double>(out.numel()) : 0);
+}
+
 }  // namespace
 
 void register_resize_ops(OpRegistry& r) {
@@ -215,7 +221,8 @@ void register_resize_ops(OpRegistry& r) {
            {"scale_h", AttrKind::kFloat, false},
            {"scale_w", AttrKind::kFloat, false}}},
          resize_rule,
-         resize_kernel});
+         resize_kernel,
+         resize_cost});
 }
 
 }  // namespace crucible::vision

@@ -79,6 +79,7 @@ OpDef reshape_def() {
     const Shape shape = resolve_reshape(ints_attr(attrs, "shape"), in[0].numel());
     return in[0].reshape(shape);  // a view when the strides allow it, a copy otherwise
   };
+  d.cost = view_cost;
   return d;
 }
 
@@ -113,6 +114,7 @@ OpDef permute_def() {
   d.kernel = [](std::span<const Tensor> in, const Attrs& attrs) {
     return in[0].permute(permute_dims(ew::type_of(in[0]), ints_attr(attrs, "dims")));
   };
+  d.cost = view_cost;
   return d;
 }
 
@@ -130,6 +132,7 @@ OpDef transpose_def() {
   d.kernel = [](std::span<const Tensor> in, const Attrs& attrs) {
     return in[0].transpose(attrs.get_int("dim0"), attrs.get_int("dim1"));
   };
+  d.cost = view_cost;
   return d;
 }
 
@@ -172,6 +175,7 @@ OpDef expand_def() {
   d.kernel = [](std::span<const Tensor> in, const Attrs& attrs) {
     return in[0].expand(expand_shape(ew::type_of(in[0]), ints_attr(attrs, "shape")));
   };
+  d.cost = view_cost;
   return d;
 }
 
@@ -218,6 +222,7 @@ OpDef slice_def() {
     const SliceArgs s = slice_args(ew::type_of(in[0]), attrs);
     return in[0].slice(s.dim, s.start, s.end, s.step);
   };
+  d.cost = view_cost;
   return d;
 }
 
@@ -250,6 +255,7 @@ OpDef squeeze_def() {
     }
     return x.as_strided(shape, strides, x.offset());
   };
+  d.cost = view_cost;
   return d;
 }
 
@@ -265,6 +271,7 @@ OpDef unsqueeze_def() {
   d.kernel = [](std::span<const Tensor> in, const Attrs& attrs) {
     return in[0].unsqueeze(attrs.get_int("dim"));
   };
+  d.cost = view_cost;
   return d;
 }
 
@@ -312,6 +319,7 @@ OpDef cat_def() {
     }
     return out;
   };
+  d.cost = movement_cost;
   return d;
 }
 
@@ -357,6 +365,7 @@ OpDef full_def() {
     const TensorType ty = full_rule({}, attrs);
     return Tensor::full(ty.dtype, ty.shape, attrs.get_float("value"));
   };
+  d.cost = movement_cost;
   return d;
 }
 
@@ -416,6 +425,7 @@ OpDef arange_def() {
     });
     return out;
   };
+  d.cost = movement_cost;
   return d;
 }
 

@@ -1,4 +1,4 @@
-// `crucible models` lists models with their parameter counts, nodes and GEMM/conv FLOPs;
+// `crucible models` lists models with their parameter counts, nodes, FLOPs and compulsory bytes;
 // `crucible export` writes a built-in model as a .graph file that `crucible run --graph` takes.
 #include <fmt/format.h>
 
@@ -55,9 +55,9 @@ int models_command(const std::vector<std::string>& args) {
       entries.insert(entries.end(), suite.models.begin(), suite.models.end());
     }
   }
-  std::cout << fmt::format("{:<12} {:<22} {:<7} {:>6} {:>14} {:>10} {:>6} {:>10}  {}\n", "suite",
-                           "model", "variant", "batch", "params", "buffers", "nodes", "GFLOP",
-                           "what");
+  std::cout << fmt::format("{:<12} {:<22} {:<7} {:>6} {:>14} {:>10} {:>6} {:>10} {:>9} {:>9}  {}\n",
+                           "suite", "model", "variant", "batch", "params", "buffers", "nodes",
+                           "GFLOP", "GMAC", "min_MB", "what");
   for (const ModelEntry& m : entries) {
     Graph g;
     std::string what, var = "-";
@@ -82,10 +82,10 @@ int models_command(const std::vector<std::string>& args) {
       what = m.graph.filename().string();
     }
     const models::GraphStats st = models::graph_stats(g);
-    std::cout << fmt::format("{:<12} {:<22} {:<7} {:>6} {:>14} {:>10} {:>6} {:>10.2f}  {}\n",
-                             m.suite, m.name, var, used_batch, grouped(st.trainable_params),
-                             grouped(st.buffer_params), st.nodes,
-                             static_cast<double>(st.flops) / 1e9, what);
+    std::cout << fmt::format(
+        "{:<12} {:<22} {:<7} {:>6} {:>14} {:>10} {:>6} {:>10.2f} {:>9.2f} {:>9.1f}  {}\n", m.suite,
+        m.name, var, used_batch, grouped(st.trainable_params), grouped(st.buffer_params), st.nodes,
+        st.cost.flops / 1e9, st.cost.macs / 1e9, st.cost.min_bytes / 1e6, what);
   }
   return kExitOk;
 }

@@ -36,10 +36,28 @@ using TypeRule = std::function<TensorType(std::span<const TensorType>, const Att
 // result may be a view of an operand (reshape, permute, ...); callers must not write into results.
 using Kernel = std::function<Tensor(std::span<const Tensor>, const Attrs&)>;
 
+// What one op must do at the least, for the roofline: arithmetic (a multiply-add counts as two
+// FLOPs, any other arithmetic or transcendental step as one per element) and the bytes it reads
+// from each operand and writes, when nothing stays cached between ops. A view (reshape, permute,
+// ...) reads and writes nothing: its result aliases operand 0.
+struct OpCost {
+  double flops = 0;
+  double macs = 0;            // the multiply-adds among the FLOPs (GEMM, convolution)
+  std::vector<double> reads;  // bytes read from each operand
+  double writes = 0;          // bytes of the result
+  bool view = false;          // the result is operand 0 seen another way
+  double bytes() const;       // reads + writes
+};
+// Cost rule: operand types + result type + attributes -> the op's cost.
+using CostRule =
+    std::function<OpCost(std::span<const TensorType>, const TensorType&, const Attrs&)>;
+
 struct OpDef {
   OpSchema schema;
   TypeRule infer;
   Kernel kernel;
+  // Empty: an elementwise op's cost (one FLOP per result element, every operand read whole).
+  CostRule cost;
 };
 
 class OpRegistry {
@@ -72,6 +90,18 @@ struct OpLibrary {
 // given for a float attribute is converted), then applies the type rule. Throws GraphError "op:
 // message".
 TensorType infer_type(const OpDef& op, std::span<const TensorType> operands, Attrs& attrs);
+
+// The op's cost on these types (its cost rule, or the elementwise default).
+OpCost op_cost(const OpDef& op, std::span<const TensorType> operands, const TensorType& result,
+               const Attrs& attrs);
+// Cost rules shared by op families: every operand read whole, the result written, and `flops`.
+OpCost streaming_cost(std::span<const TensorType> operands, const TensorType& result, double flops);
+// A GEMM or convolution: `macs` multiply-adds plus `extra` FLOPs (a bias), operands read whole.
+OpCost contraction_cost(std::span<const TensorType> operands, const TensorType& result, double macs,
+                        double extra);
+// Views move nothing; data movement (cat, pad, cast, gather...) moves its bytes and computes none.
+OpCost view_cost(std::span<const TensorType> operands, const TensorType& result, const Attrs&);
+OpCost movement_cost(std::span<const TensorType> operands, const TensorType& result, const Attrs&);
 
 // Runs one op's reference kernel on tensors (infers the type first, so bad input gets a clear
 // error).

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "crucible/ir/graph.h"
+#include "crucible/ir/graph_cost.h"
 
 namespace crucible::models {
 
@@ -44,7 +45,7 @@ struct GraphStats {
   int64_t trainable_params = 0;  // parameter elements, batch-norm running statistics excluded
   int64_t buffer_params = 0;     // batch-norm running mean/var elements
   int64_t nodes = 0;
-  int64_t flops = 0;  // multiply-adds x 2 of matmul, linear, addmm and conv2d nodes
+  GraphCost cost;  // FLOPs, multiply-adds and bytes, from the ops' cost rules
 };
 // Parameter counts follow PyTorch's `sum(p.numel() for p in model.parameters())`: a parameter that
 // only ever feeds batch_norm's running_mean/running_var operands is a buffer, not a parameter.
