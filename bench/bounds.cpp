@@ -2,13 +2,14 @@
 // Registered first (this file's benchmarks run before the others) so the bounds are known in time.
 #include "bounds.h"
 
-#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <vector>
+
+#include "machine_peaks.h"
 
 namespace crucible::bench {
 
@@ -47,50 +48,10 @@ void BM_StreamTriad(benchmark::State& state) {
 }
 BENCHMARK(BM_StreamTriad)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 
-// Peak single-precision FMA throughput: 12 independent FMA chains per thread hide latency, in the
-// widest vectors the build targets. oneDNN's kernels use AVX-512 where the CPU has it, and there a
-// 256-bit peak is half the machine's (a 3x3 convolution measured 1.5x "peak" against it).
-#ifdef __AVX512F__
-using FmaVec = __m512;
-constexpr int kFmaLanes = 16;
-inline FmaVec fma_set1(float v) { return _mm512_set1_ps(v); }
-inline FmaVec fma(FmaVec a, FmaVec b, FmaVec c) { return _mm512_fmadd_ps(a, b, c); }
-inline FmaVec fma_add(FmaVec a, FmaVec b) { return _mm512_add_ps(a, b); }
-inline void fma_store(float* p, FmaVec v) { _mm512_storeu_ps(p, v); }
-#else
-using FmaVec = __m256;
-constexpr int kFmaLanes = 8;
-inline FmaVec fma_set1(float v) { return _mm256_set1_ps(v); }
-inline FmaVec fma(FmaVec a, FmaVec b, FmaVec c) { return _mm256_fmadd_ps(a, b, c); }
-inline FmaVec fma_add(FmaVec a, FmaVec b) { return _mm256_add_ps(a, b); }
-inline void fma_store(float* p, FmaVec v) { _mm256_storeu_ps(p, v); }
-#endif
-
+// Peak single-precision FMA throughput, as the timing worker measures it for the roofline.
 void BM_PeakFmaF32(benchmark::State& state) {
-  const int64_t iters = 1 << 22;
-  for (auto _ : state) {
-    float sink = 0;
-    auto t0 = std::chrono::steady_clock::now();
-#pragma omp parallel reduction(+ : sink)
-    {
-      FmaVec acc[12];
-      for (int k = 0; k < 12; ++k) acc[k] = fma_set1(0.001f * k);
-      const FmaVec x = fma_set1(0.999999f), y = fma_set1(1e-7f);
-      for (int64_t i = 0; i < iters; ++i) {
-        for (int k = 0; k < 12; ++k) acc[k] = fma(acc[k], x, y);
-      }
-      FmaVec t = acc[0];
-      for (int k = 1; k < 12; ++k) t = fma_add(t, acc[k]);
-      float lanes[kFmaLanes];
-      fma_store(lanes, t);
-      for (float l : lanes) sink += l;
-    }
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    benchmark::DoNotOptimize(sink);
-    g_peak = std::max(g_peak, 2.0 * kFmaLanes * 12 * iters * omp_get_max_threads() / secs);
-  }
+  for (auto _ : state) g_peak = std::max(g_peak, fma_pass_flops(long{1} << 22));
   state.counters["best_GFLOP/s"] = g_peak / 1e9;
-  state.counters["lanes"] = kFmaLanes;
 }
 BENCHMARK(BM_PeakFmaF32)->Unit(benchmark::kMillisecond)->UseRealTime();
 }  // namespace

@@ -39,7 +39,11 @@ int64_t add_run(Store& s, const std::string& tag, double codegen_ms, Status mlp_
                                         : std::vector<double>{codegen_ms, codegen_ms};
       if (backend == "codegen") {
         r.speedup = 2.0 / codegen_ms;
+        // The GEMM at 100 GFLOP/s and 5 GB/s, against ceilings of 200 and 20: half its roofline.
         r.kernels = {{"cpp_fused_add_0", 10, 4000}, {"extern::gemm", 10, 12000}};
+        r.kernels[1].flops = 100.0 * 12000;
+        r.kernels[1].bytes = 5.0 * 12000;
+        r.roofline = reports::Roofline{1e9, 1e6, 200, 20};
       }
       s.add_result(run, r);
       ResultRecord a = make_result("small", model, backend, "accuracy", 4);
@@ -116,9 +120,13 @@ TEST_F(History, KernelsByResultOrNewestProfiledResult) {
   auto r = run_crucible("kernels --model mlp --backend codegen --format csv" + db());
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out.substr(0, r.out.find('\n')),
-            "kernel,calls,total_ms,per_call_us,share_pct,sim_instructions_per_call");
-  EXPECT_LT(r.out.find("extern::gemm,10,0.012,1.2,75,\n"), r.out.find("cpp_fused_add_0"))
-      << r.out;  // slowest first, with its share; not counted under Valgrind
+            "kernel,calls,total_ms,per_call_us,share_pct,sim_instructions_per_call,gflops,gbs,"
+            "roofline_pct,bound");
+  // Slowest first, with its share, not counted under Valgrind, and beside its roofline (the
+  // run's ceilings); a kernel whose backend gave no cost has no roofline figures.
+  EXPECT_LT(r.out.find("extern::gemm,10,0.012,1.2,75,,100,5,50,compute\n"),
+            r.out.find("cpp_fused_add_0,10,0.004,0.4,25,,,,,\n"))
+      << r.out;
   r = run_crucible("kernels 999999" + db());
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("no result with id 999999"), std::string::npos) << r.err;

@@ -23,6 +23,22 @@ std::string opt(const std::optional<double>& v, const char* spec) {
   return v ? fmt::format(fmt::runtime(spec), *v) : "-";
 }
 
+// Achieved GFLOP/s, GB/s and the fraction of the roofline bound, the bound's side marked: "c"
+// compute (FMA peak), "m" memory (STREAM triad).
+struct RooflineCells {
+  std::string gflops = "-", gbs = "-", fraction = "-";
+};
+RooflineCells roofline_cells(const reports::ResultRecord& r, double median_ms) {
+  RooflineCells cells;
+  if (!r.roofline || r.status != Status::kPass) return cells;
+  const auto f = reports::roofline_figures(*r.roofline, median_ms);
+  if (!f) return cells;
+  cells.gflops = fmt::format("{:.1f}", f->gflops);
+  cells.gbs = fmt::format("{:.1f}", f->gbs);
+  cells.fraction = fmt::format("{:.0f}% {}", 100 * f->fraction, f->memory_bound ? 'm' : 'c');
+  return cells;
+}
+
 }  // namespace
 
 std::string format_reason(const reports::ResultRecord& r, bool verbose) {
@@ -47,10 +63,11 @@ std::string format_result_table(const std::vector<reports::ResultRecord>& result
   const bool peer = reports::has_peer(results);
   const std::string peer_head =
       peer ? fmt::format(" {:>11}", std::string("vs ") + reports::kPeerBackend) : "";
-  std::string out =
-      fmt::format("{:<36} {:<12} {:<11} {:<22} {:<10} {:>10} {:>6} {:>8}{} {:>9} {:>8} {:>10}\n",
-                  "model", "backend", "mode", "status", "flags", "median ms", "cv %", "speedup",
-                  peer_head, "compile s", "peak MB", "max error");
+  std::string out = fmt::format(
+      "{:<36} {:<12} {:<11} {:<22} {:<10} {:>10} {:>6} {:>8}{} {:>8} {:>7} {:>8} {:>9} {:>8} "
+      "{:>10}\n",
+      "model", "backend", "mode", "status", "flags", "median ms", "cv %", "speedup", peer_head,
+      "GFLOP/s", "GB/s", "roofline", "compile s", "peak MB", "max error");
   for (const auto& r : results) {
     const auto stats = reports::summarize(r.samples_ms);
     double max_err = -1;
@@ -62,13 +79,15 @@ std::string format_result_table(const std::vector<reports::ResultRecord>& result
     if (reports::unaudited(r)) flags += flags.empty() ? "unaudited" : ",unaudited";
     const std::string vs_peer =
         peer ? fmt::format(" {:>11}", opt(reports::speedup_over_peer(r, results), "{:.2f}x")) : "";
+    const RooflineCells roof = roofline_cells(r, stats.median);
     out += fmt::format(
-        "{:<36} {:<12} {:<11} {:<22} {:<10} {:>10} {:>6} {:>8}{} {:>9} {:>8} {:>10}\n",
+        "{:<36} {:<12} {:<11} {:<22} {:<10} {:>10} {:>6} {:>8}{} {:>8} {:>7} {:>8} {:>9} {:>8} "
+        "{:>10}\n",
         r.suite + "/" + r.model, r.backend, r.mode, reports::status_name(r.status),
         flags.empty() ? "-" : flags, stats.n ? fmt::format("{:.3f}", stats.median) : "-",
         stats.n > 1 ? fmt::format("{:.1f}", 100 * stats.cv) : "-", opt(r.speedup, "{:.2f}x"),
-        vs_peer, opt(r.compile_s, "{:.3f}"), opt(r.peak_rss_mb, "{:.0f}"),
-        max_err >= 0 ? fmt::format("{:.2g}", max_err) : "-");
+        vs_peer, roof.gflops, roof.gbs, roof.fraction, opt(r.compile_s, "{:.3f}"),
+        opt(r.peak_rss_mb, "{:.0f}"), max_err >= 0 ? fmt::format("{:.2g}", max_err) : "-");
     out += format_reason(r, verbose);
   }
   return out;

@@ -36,7 +36,9 @@
 #include "accuracy.h"
 #include "contention.h"
 #include "crucible/core/rng.h"
+#include "crucible/ir/graph_cost.h"
 #include "fresh_verdict.h"
+#include "machine_peaks.h"
 #include "output_digest.h"
 #include "perf_counters.h"
 #include "probe_schedule.h"
@@ -170,12 +172,23 @@ uint64_t combined(const std::vector<uint64_t>& digests, uint64_t set) {
   return digest_bytes(digests.data(), digests.size() * sizeof(uint64_t), set + 1);
 }
 
+// The graph's cost for the roofline; none when an op has no rule it can apply (the result is then
+// shown without roofline figures rather than with wrong ones).
+std::optional<GraphCost> known_cost(const Graph& g) {
+  try {
+    return graph_cost(g);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 class TimingJob {
  public:
   TimingJob(Session& s, PerfCounters& counters)
       : s_(s),
         counters_(counters),
         varied_(with_varied_inputs(s.graph)),
+        cost_(known_cost(s.graph)),
         schedule_(os_secret(), s.job.timing.repeat) {}
 
   void run() {
@@ -183,6 +196,7 @@ class TimingJob {
     reports::Contention frame;
     frame.canary_before_ms = noise_canary_ms();
     frame.triad_before_gbs = memory_canary_gbs();
+    const double peak_gflops = peak_fma_gflops();
     // OpenMP's pool, started here, is shared by every backend: its threads belong to none.
 #pragma omp parallel
     { (void)0; }
@@ -243,6 +257,10 @@ class TimingJob {
       b.r.calls_per_sample = b.calls;
       b.r.timer_overhead_ns = overhead;
       b.r.counters_unavailable = counters_.unavailable();
+      if (cost_) {
+        b.r.roofline = reports::Roofline{cost_->flops, cost_->min_bytes, peak_gflops,
+                                         std::max(frame.triad_before_gbs, frame.triad_after_gbs)};
+      }
       if (!audit_off() && b.calls_timed > 0) {
         b.r.audit_share = worker_ms > 0 ? b.audit_ms / worker_ms : 0;
         b.r.audit_coverage = static_cast<double>(b.calls_checked) / b.calls_timed;
@@ -879,6 +897,7 @@ class TimingJob {
   Session& s_;
   PerfCounters& counters_;
   const Graph varied_;  // the model with constant float inputs drawn at random (with_varied_inputs)
+  const std::optional<GraphCost> cost_;
   const ProbeSchedule schedule_;
   std::optional<ProcessWatch> watch_;
   std::string active_;         // the backend whose code ran last

@@ -211,10 +211,17 @@ void profile_job(Session& s) {
             if (b.name == k.name) {
               k.calls -= b.calls;
               k.total_ns -= b.total_ns;
+              k.cost.flops -= b.cost.flops;
+              k.cost.bytes -= b.cost.bytes;
             }
           }
           // Stored per iteration, so figures compare across --warmup settings.
-          r.kernels.push_back({k.name, k.calls / runs, k.total_ns / runs, std::nullopt});
+          reports::KernelTiming kt(k.name, k.calls / runs, k.total_ns / runs);
+          if (k.cost.flops > 0 || k.cost.bytes > 0) {
+            kt.flops = k.cost.flops / runs;
+            kt.bytes = k.cost.bytes / runs;
+          }
+          r.kernels.push_back(std::move(kt));
         }
       })) {
     return s.report.result(r);

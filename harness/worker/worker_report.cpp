@@ -110,13 +110,12 @@ void ReportWriter::result(const reports::ResultRecord& r) {
           std::to_string(a.mismatches), std::to_string(a.first_mismatch), num(a.rmse_vs_fp64),
           num(a.rmse_eager_vs_fp64), num(a.cosine), a.passed ? "1" : "0"});
   }
-  for (const auto& k : r.kernels)
-    if (k.instructions) {
-      line({"kernel", k.name, std::to_string(k.calls), std::to_string(k.total_ns),
-            num(*k.instructions)});
-    } else {
-      line({"kernel", k.name, std::to_string(k.calls), std::to_string(k.total_ns)});
-    }
+  // Optional figures as "-" when absent, so each keeps its column.
+  auto optional = [](const std::optional<double>& v) { return v ? num(*v) : std::string("-"); };
+  for (const auto& k : r.kernels) {
+    line({"kernel", k.name, std::to_string(k.calls), std::to_string(k.total_ns),
+          optional(k.instructions), optional(k.flops), optional(k.bytes)});
+  }
   if (r.pass_suspicious) line({"pass_suspicious"});
   if (r.calls_per_sample > 0) {
     line({"timing", std::to_string(r.calls_per_sample), num(r.timer_overhead_ns),
@@ -141,6 +140,10 @@ void ReportWriter::result(const reports::ResultRecord& r) {
           num(c.triad_before_gbs), num(c.triad_after_gbs), num(c.working_set_mb)});
   }
   if (r.noisy) line({"noisy", r.noise_reason});
+  if (r.roofline) {
+    const auto& rl = *r.roofline;
+    line({"roofline", num(rl.flops), num(rl.min_bytes), num(rl.peak_gflops), num(rl.triad_gbs)});
+  }
   line({"end"});
 }
 
@@ -162,6 +165,10 @@ WorkerReport read_report(const std::filesystem::path& path) {
   bool open = false, open_reply = false;
   auto d = [](const std::string& s) { return std::stod(s); };
   auto i64 = [](const std::string& s) { return static_cast<int64_t>(std::stoll(s)); };
+  auto optional_d = [&](const std::vector<std::string>& f, size_t i) -> std::optional<double> {
+    if (i >= f.size() || f[i] == "-") return std::nullopt;
+    return d(f[i]);
+  };
   while (std::getline(in, text)) {
     if (in.eof() && !text.empty()) break;  // no newline yet: the writer died mid-line
     auto f = split(text);
@@ -225,8 +232,10 @@ WorkerReport read_report(const std::filesystem::path& path) {
         a.passed = f[11] == "1";
         cur.accuracy.push_back(a);
       } else if (k == "kernel" && f.size() >= 4) {
-        cur.kernels.push_back({f[1], i64(f[2]), i64(f[3]),
-                               f.size() >= 5 ? std::optional<double>(d(f[4])) : std::nullopt});
+        reports::KernelTiming kt(f[1], i64(f[2]), i64(f[3]), optional_d(f, 4));
+        kt.flops = optional_d(f, 5);
+        kt.bytes = optional_d(f, 6);
+        cur.kernels.push_back(std::move(kt));
       } else if (k == "pass_suspicious") {
         cur.pass_suspicious = true;
       } else if (k == "timing" && f.size() >= 4) {
@@ -255,6 +264,8 @@ WorkerReport read_report(const std::filesystem::path& path) {
       } else if (k == "noisy") {
         cur.noisy = true;
         cur.noise_reason = f.at(1);
+      } else if (k == "roofline" && f.size() >= 5) {
+        cur.roofline = reports::Roofline{d(f[1]), d(f[2]), d(f[3]), d(f[4])};
       } else if (k == "end") {
         rep.results.push_back(std::move(cur));
         open = false;

@@ -124,7 +124,11 @@ class CodegenExecutable final : public plugin::Executable {
     for (const Step& s : prog_.steps) step_reads.push_back(s.inputs);
     last_use_ = last_uses(g, step_reads);
     if (opts_.profile) {
-      for (const Step& s : prog_.steps) stat_of_step_.push_back(profile_.declare(s.name));
+      for (const Step& s : prog_.steps) {
+        stat_of_step_.push_back(profile_.declare(s.name));
+        const codegen::StepCost c = codegen::step_cost(g, s);
+        cost_of_step_.push_back({c.flops, c.bytes});
+      }
     }
   }
 
@@ -340,7 +344,7 @@ class CodegenExecutable final : public plugin::Executable {
         env[s.outputs[0]] =
             base.as_strided(s.view_shape, s.view_strides, base.offset() + s.view_offset);
       }
-      if (opts_.profile) profile_.record(stat_of_step_[i], t0);
+      if (opts_.profile) profile_.record(stat_of_step_[i], t0, cost_of_step_[i]);
       for (ValueId v : s.inputs) {
         if (last_use_[v] == static_cast<int>(i) && g.value(v).kind == ValueKind::kNode &&
             !keep.contains(v)) {
@@ -370,6 +374,7 @@ class CodegenExecutable final : public plugin::Executable {
   std::vector<std::pair<ValueId, Tensor>> params_;
   std::vector<int> last_use_;
   plugin::ProfileRecorder profile_;
+  std::vector<plugin::KernelCost> cost_of_step_;  // per step, parallel to stat_of_step_
   std::vector<size_t> stat_of_step_;
   std::map<size_t, std::unique_ptr<PackedLinear>> raw_packed_;  // by step, see gemm_before_epilogue
   std::map<std::vector<ValueId>, std::unique_ptr<CodegenExecutable>> variants_;  // by kept values

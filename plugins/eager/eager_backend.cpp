@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include "crucible/ir/graph_cost.h"
 #include "crucible/ops/interpreter.h"
 #include "crucible/plugin_api.h"
 
@@ -17,8 +18,12 @@ class ProfiledInterpreter final : public Interpreter {
  public:
   ProfiledInterpreter(const Graph& g, bool profile) : Interpreter(g), profile_on_(profile) {
     if (profile_on_) {
-      for (const Node& n : graph().nodes())
+      for (int i = 0; i < static_cast<int>(graph().nodes().size()); ++i) {
+        const Node& n = graph().nodes()[static_cast<size_t>(i)];
         stat_of_node_.push_back(profile_.declare("eager::" + n.op));
+        const OpCost c = node_cost(graph(), i);
+        cost_of_node_.push_back({c.flops, c.bytes()});
+      }
     }
   }
   std::vector<KernelStat> stats() const { return profile_.stats(); }
@@ -28,7 +33,8 @@ class ProfiledInterpreter final : public Interpreter {
     if (!profile_on_) return Interpreter::run_node(node, operands);
     const auto t0 = plugin::ProfileRecorder::Clock::now();
     Tensor out = Interpreter::run_node(node, operands);
-    profile_.record(stat_of_node_[static_cast<size_t>(node)], t0);
+    profile_.record(stat_of_node_[static_cast<size_t>(node)], t0,
+                    cost_of_node_[static_cast<size_t>(node)]);
     return out;
   }
 
@@ -36,6 +42,7 @@ class ProfiledInterpreter final : public Interpreter {
   bool profile_on_;
   plugin::ProfileRecorder profile_;
   std::vector<size_t> stat_of_node_;
+  std::vector<plugin::KernelCost> cost_of_node_;  // one op's reads and writes, views free
 };
 
 class EagerExecutable final : public plugin::Executable {

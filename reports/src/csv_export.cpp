@@ -38,16 +38,26 @@ std::vector<std::filesystem::path> write_dynamo_csvs(const std::filesystem::path
     written.push_back(p);
     return out;
   };
+  // Empty fields where a result has no roofline (failed, or an op without a cost rule).
+  auto roofline_fields = [](const ResultRecord& r, double median_ms) {
+    const auto f = r.roofline ? roofline_figures(*r.roofline, median_ms) : std::nullopt;
+    if (!f || r.status != Status::kPass) return std::string(",,,,,,,,");
+    const Roofline& rl = *r.roofline;
+    return fmt::format(",{:.3f},{:.0f},{:.0f},{:.3f},{:.1f},{:.1f},{:.4f},{}", f->gflops, rl.flops,
+                       rl.min_bytes, f->gbs, rl.peak_gflops, rl.triad_gbs, f->fraction,
+                       f->memory_bound ? "memory" : "compute");
+  };
   for (const auto& [backend, rows] : perf) {
     auto out = open(backend + "_performance.csv");
-    // PyTorch's dynamo columns first, in their order; the speed-up over the peer and the audit's
-    // figures after them (audited 0: timed under --no-audit).
+    // PyTorch's dynamo columns first, in their order; the speed-up over the peer, the audit's
+    // figures (audited 0: timed under --no-audit) and the roofline's after them.
     const bool peer = has_peer(results) && backend != kPeerBackend;
     out << "dev,name,batch_size,speedup,abs_latency,compilation_latency,compression_ratio,eager_"
            "peak_mem,"
            "dynamo_peak_mem"
         << (peer ? std::string(",speedup_vs_") + kPeerBackend : "")
-        << ",audited,audit_share,audit_coverage\n";
+        << ",audited,audit_share,audit_coverage,gflops,flops_per_call,min_bytes_per_call,gbs,"
+           "peak_gflops,triad_gbs,roofline_fraction,bound\n";
     for (const ResultRecord* r : rows) {
       const SampleStats st = summarize(r->samples_ms);
       auto it = eager_peak.find(r->suite + "/" + r->model);
@@ -59,8 +69,9 @@ std::vector<std::filesystem::path> write_dynamo_csvs(const std::filesystem::path
                          num(r->compile_s, 6), num(r->memory_ratio, 6), num(eager_gb, 6),
                          num(own_gb, 6))
           << (peer ? "," + num(speedup_over_peer(*r, results), 6) : "")
-          << fmt::format(",{},{},{}\n", unaudited(*r) ? 0 : 1, num(r->audit_share, 4),
-                         num(r->audit_coverage, 4));
+          << fmt::format(",{},{},{}", unaudited(*r) ? 0 : 1, num(r->audit_share, 4),
+                         num(r->audit_coverage, 4))
+          << roofline_fields(*r, st.median) << "\n";
     }
   }
   for (const auto& [backend, rows] : acc) {

@@ -193,6 +193,7 @@ struct Point {
   int64_t result = 0;
   bool unaudited = false;  // timed under --no-audit
   double audit_share = NAN, audit_coverage = NAN;
+  double roofline_fraction = NAN, gflops = NAN;  // against the worker's measured ceilings
 
   bool pass() const { return status == Status::kPass; }
   std::string status_text() const { return std::string(status_name(status)); }
@@ -211,7 +212,8 @@ std::vector<Point> read_points(const Table& rows, const std::string& where) {
                cv = col("cv"), speedup = col("speedup"), compile = col("compile_s"),
                memory = col("memory_ratio"), noisy = col("noisy"), result = col("result"),
                unaudited = col("unaudited"), share = col("audit_share"),
-               coverage = col("audit_coverage");
+               coverage = col("audit_coverage"), roofline = col("roofline_fraction"),
+               gflops = col("gflops");
   std::vector<Point> out;
   for (const auto& r : rows.rows) {
     Point p;
@@ -234,6 +236,8 @@ std::vector<Point> read_points(const Table& rows, const std::string& where) {
     p.unaudited = number(r[unaudited]) > 0;
     p.audit_share = number(r[share]);
     p.audit_coverage = number(r[coverage]);
+    p.roofline_fraction = number(r[roofline]);
+    p.gflops = number(r[gflops]);
     out.push_back(std::move(p));
   }
   return out;
@@ -568,12 +572,15 @@ function crKernels(list, selId, tabId) {
   list.forEach((r, k) => { const o = document.createElement('option'); o.value = k;
     o.textContent = 'run ' + r.run + ' (' + r.started + ')'; sel.appendChild(o); });
   const draw = ks => { tab.replaceChildren();
-    const h = document.createElement('tr'); ['kernel', 'calls', 'total ms', 'share %'].forEach(x => {
+    const h = document.createElement('tr');
+    ['kernel', 'calls', 'total ms', 'share %', 'GFLOP/s', 'GB/s'].forEach(x => {
       const th = document.createElement('th'); th.textContent = x; h.appendChild(th); });
     tab.appendChild(h); const total = ks.reduce((a, k) => a + k[2], 0);
+    const rate = v => v === null || v === undefined ? '–' : v.toFixed(1);
     ks.forEach(k => { const tr = document.createElement('tr'); crCell(tr, k[0]);
       crCell(tr, k[1], 'n'); crCell(tr, k[2].toFixed(3), 'n');
-      crCell(tr, (100 * k[2] / total).toFixed(1), 'n'); tab.appendChild(tr); }); };
+      crCell(tr, (100 * k[2] / total).toFixed(1), 'n'); crCell(tr, rate(k[3]), 'n');
+      crCell(tr, rate(k[4]), 'n'); tab.appendChild(tr); }); };
   // A link may name the run: model-....html#run=123.
   const want = (location.hash.match(/^#run=(\d+)$/) || [])[1];
   const at = want ? list.findIndex(r => String(r.run) === want) : -1;
@@ -621,8 +628,13 @@ BackendSection backend_section(Store& store, const std::pair<std::string, std::s
     if (ks.empty()) continue;
     std::string list;
     for (const KernelTiming& k : ks) {
-      list += fmt::format("{}[{},{},{}]", list.empty() ? "" : ",", json_string(k.name), k.calls,
-                          json_number(static_cast<double>(k.total_ns) / 1e6));
+      // FLOPs and bytes per nanosecond: GFLOP/s and GB/s (null where the backend gave none).
+      const auto rate = [&](const std::optional<double>& v) {
+        return v && k.total_ns > 0 ? *v / static_cast<double>(k.total_ns) : NAN;
+      };
+      list += fmt::format("{}[{},{},{},{},{}]", list.empty() ? "" : ",", json_string(k.name),
+                          k.calls, json_number(static_cast<double>(k.total_ns) / 1e6),
+                          json_number(rate(k.flops)), json_number(rate(k.bytes)));
     }
     const bool first = kernels.size() == 1;
     kernels += fmt::format("{}{{\"run\": {}, \"started\": {}, \"result\": {}{}}}", first ? "" : ",",
@@ -661,17 +673,19 @@ BackendSection backend_section(Store& store, const std::pair<std::string, std::s
       i);
   out.html +=
       "<h3>Recent runs</h3>\n<table><tr><th>run</th><th>started</th><th>commit</th>"
-      "<th>status</th><th>median ms</th><th>cv %</th><th>speed-up</th><th>noisy</th>"
-      "<th>audit</th></tr>\n";
+      "<th>status</th><th>median ms</th><th>cv %</th><th>speed-up</th><th>GFLOP/s</th>"
+      "<th>of roofline</th><th>noisy</th><th>audit</th></tr>\n";
   for (size_t k = pts.size() > 15 ? pts.size() - 15 : 0; k < pts.size(); ++k) {
     const Point& p = pts[k];
     out.html += fmt::format(
         "<tr><td class=n>{}</td><td>{}</td><td><code>{}</code></td><td class=\"{}\">{}</td>"
-        "<td class=n>{}</td><td class=n>{}</td><td "
+        "<td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td "
         "class=n>{}</td><td>{}</td><td>{}</td></tr>\n",
         p.run, html_escape(p.started), html_escape(p.commit.substr(0, 12)),
         p.pass() ? "pass" : "fail", html_escape(p.status_text()), fmt_opt(p.median_ms, "{:.4g}"),
-        fmt_opt(100 * p.cv, "{:.1f}"), fmt_opt(p.speedup, "{:.3f}"), p.noisy ? "noisy" : "",
+        fmt_opt(100 * p.cv, "{:.1f}"), fmt_opt(p.speedup, "{:.3f}"),
+        p.pass() ? fmt_opt(p.gflops, "{:.1f}") : "–",
+        p.pass() ? fmt_opt(100 * p.roofline_fraction, "{:.0f}%") : "–", p.noisy ? "noisy" : "",
         audit_cell(p));
   }
   out.html += fmt::format(

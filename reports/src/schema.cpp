@@ -184,6 +184,15 @@ ALTER TABLE runs ADD COLUMN planned_results INTEGER;
       R"sql(
 ALTER TABLE results ADD COLUMN cpu_ms BLOB;
 )sql",
+      R"sql(
+ALTER TABLE results ADD COLUMN flops REAL;
+ALTER TABLE results ADD COLUMN min_bytes REAL;
+ALTER TABLE results ADD COLUMN peak_gflops REAL;
+ALTER TABLE results ADD COLUMN triad_gbs REAL;
+ALTER TABLE results ADD COLUMN roofline_fraction REAL;
+ALTER TABLE kernels ADD COLUMN flops REAL;
+ALTER TABLE kernels ADD COLUMN bytes REAL;
+)sql",
   };
   return kMigrations;
 }

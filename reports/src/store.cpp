@@ -287,9 +287,11 @@ int64_t Store::insert_result(int64_t run_id, const ResultRecord& r) {
               " audit, instructions, cycles, page_faults, instructions_median, instructions_cv,"
               " counters_unavailable, noisy, noise_reason, contention_json, attempts,"
               " pass_suspicious, backend_version, audit_share, audit_coverage, disturbed_by,"
-              " sim_instructions, sim_d1_misses, sim_ll_misses, sim_instructions_median, cpu_ms)"
+              " sim_instructions, sim_d1_misses, sim_ll_misses, sim_instructions_median, cpu_ms,"
+              " flops, min_bytes, peak_gflops, triad_gbs, roofline_fraction)"
               " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-              " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+              " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+              " ?, ?, ?, ?, ?)");
   s.bind(1, run_id)
       .bind(2, r.suite)
       .bind(3, r.model)
@@ -359,6 +361,17 @@ int64_t Store::insert_result(int64_t run_id, const ResultRecord& r) {
   bind_doubles(45, r.sim_ll_misses);
   s.bind(46, finite(summarize(r.sim_instructions).median));
   bind_doubles(47, r.cpu_ms);
+  if (r.roofline) {
+    const Roofline& rl = *r.roofline;
+    const auto figures = roofline_figures(rl, st.median);
+    s.bind(48, rl.flops)
+        .bind(49, rl.min_bytes)
+        .bind(50, rl.peak_gflops)
+        .bind(51, rl.triad_gbs)
+        .bind(52, figures ? std::optional<double>(figures->fraction) : std::nullopt);
+  } else {
+    for (int i = 48; i <= 52; ++i) s.bind_null(i);
+  }
   s.run();
   const int64_t id = sqlite3_last_insert_rowid(db_);
   Statement acc(db_,
@@ -383,10 +396,16 @@ int64_t Store::insert_result(int64_t run_id, const ResultRecord& r) {
     acc.reset();
   }
   Statement k(db_,
-              "INSERT INTO kernels (result_id, name, calls, total_ns, instructions)"
-              " VALUES (?, ?, ?, ?, ?)");
+              "INSERT INTO kernels (result_id, name, calls, total_ns, instructions, flops, bytes)"
+              " VALUES (?, ?, ?, ?, ?, ?, ?)");
   for (const KernelTiming& kt : r.kernels) {
-    k.bind(1, id).bind(2, kt.name).bind(3, kt.calls).bind(4, kt.total_ns).bind(5, kt.instructions);
+    k.bind(1, id)
+        .bind(2, kt.name)
+        .bind(3, kt.calls)
+        .bind(4, kt.total_ns)
+        .bind(5, kt.instructions)
+        .bind(6, kt.flops)
+        .bind(7, kt.bytes);
     k.run();
     k.reset();
   }
@@ -494,7 +513,8 @@ std::vector<ResultRow> Store::results(int64_t run_id) {
               " compile_warm_s, peak_rss_mb, memory_ratio,"
               " (SELECT max(max_abs_err) FROM accuracy a WHERE a.result_id = results.id),"
               " noisy, pass_suspicious, audit, coalesce(calls_per_sample, 0), instructions_median,"
-              " backend_version, audit_share, audit_coverage, disturbed_by, cpu_ms"
+              " backend_version, audit_share, audit_coverage, disturbed_by, cpu_ms,"
+              " flops, min_bytes, peak_gflops, triad_gbs"
               " FROM results WHERE run_id = ? ORDER BY id");
   q.bind(1, run_id);
   std::vector<ResultRow> out;
@@ -527,6 +547,10 @@ std::vector<ResultRow> Store::results(int64_t run_id) {
     r.audit_coverage = q.optional_real(23);
     r.disturbed_by = q.text(24);
     r.cpu_ms = q.doubles_blob(25);
+    if (const auto flops = q.optional_real(26)) {
+      r.roofline = Roofline{*flops, q.optional_real(27).value_or(0),
+                            q.optional_real(28).value_or(0), q.optional_real(29).value_or(0)};
+    }
     out.push_back(std::move(r));
   }
   return out;
@@ -704,13 +728,17 @@ std::vector<OutputAccuracy> Store::accuracy(int64_t result_id) {
 }
 
 std::vector<KernelTiming> Store::kernels(int64_t result_id, bool schedule_order) {
-  Statement q(db_, schedule_order ? "SELECT name, calls, total_ns FROM kernels WHERE result_id = ?"
-                                    " ORDER BY rowid"
-                                  : "SELECT name, calls, total_ns FROM kernels WHERE result_id = ?"
-                                    " ORDER BY total_ns DESC");
+  Statement q(db_, fmt::format("SELECT name, calls, total_ns, flops, bytes FROM kernels WHERE"
+                               " result_id = ? ORDER BY {}",
+                               schedule_order ? "rowid" : "total_ns DESC"));
   q.bind(1, result_id);
   std::vector<KernelTiming> out;
-  while (q.step()) out.push_back({q.text(0), q.int64(1), q.int64(2)});
+  while (q.step()) {
+    KernelTiming k(q.text(0), q.int64(1), q.int64(2));
+    k.flops = q.optional_real(3);
+    k.bytes = q.optional_real(4);
+    out.push_back(std::move(k));
+  }
   return out;
 }
 

@@ -226,12 +226,24 @@ Table Store::kernels_table(int64_t result_id) {
   if (std::get<int64_t>(found.rows.at(0).at(0)) == 0) {
     throw StoreError(fmt::format("{}: no result with id {}", path_.string(), result_id));
   }
+  // Each kernel beside its roofline, with the ceilings the run's timing workers measured (a
+  // profile result is not timed by them): FLOPs and bytes per nanosecond are GFLOP/s and GB/s.
   return select(db_,
-                "SELECT k.name AS kernel, k.calls, k.total_ns / 1e6 AS total_ms,"
+                "WITH peaks AS (SELECT max(p.peak_gflops) AS flops_peak, max(p.triad_gbs) AS"
+                " bandwidth FROM results p WHERE p.run_id = (SELECT run_id FROM results WHERE"
+                " id = ?1))"
+                " SELECT k.name AS kernel, k.calls, k.total_ns / 1e6 AS total_ms,"
                 " k.total_ns / 1e3 / max(k.calls, 1) AS per_call_us,"
                 " 100.0 * k.total_ns / (SELECT sum(total_ns) FROM kernels WHERE result_id = ?1)"
-                " AS share_pct, k.instructions AS sim_instructions_per_call"
-                " FROM kernels k WHERE k.result_id = ?1 ORDER BY k.total_ns DESC",
+                " AS share_pct, k.instructions AS sim_instructions_per_call,"
+                " k.flops / nullif(k.total_ns, 0) AS gflops,"
+                " k.bytes / nullif(k.total_ns, 0) AS gbs,"
+                " 100.0 * max(k.flops / nullif(peaks.flops_peak, 0),"
+                " k.bytes / nullif(peaks.bandwidth, 0)) / nullif(k.total_ns, 0) AS roofline_pct,"
+                " CASE WHEN k.flops IS NULL THEN NULL"
+                " WHEN k.bytes / peaks.bandwidth > k.flops / peaks.flops_peak THEN 'memory'"
+                " ELSE 'compute' END AS bound"
+                " FROM kernels k, peaks WHERE k.result_id = ?1 ORDER BY k.total_ns DESC",
                 {result_id});
 }
 
@@ -266,7 +278,8 @@ Table Store::report_rows(const std::string& since) {
                 " x.suite, x.model, x.backend, x.mode, x.status, x.median_ms, x.cv, x.speedup,"
                 " x.compile_s, x.memory_ratio, x.noisy, x.id AS result,"
                 " x.mode = 'performance' AND x.audit = ?2 AS unaudited, x.audit_share,"
-                " x.audit_coverage FROM results x"
+                " x.audit_coverage, x.roofline_fraction, x.flops / x.median_ms / 1e6 AS gflops"
+                " FROM results x"
                 " JOIN runs r ON r.id = x.run_id WHERE r.started_at >= ?1"
                 " ORDER BY r.started_at, r.id, x.id",
                 {since, std::string(kAuditOff)});

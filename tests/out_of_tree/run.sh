@@ -22,7 +22,8 @@ cmake --build "$work/build" >/dev/null
 test -f "$work/build/crucible_backend_doubling.so"
 out=$("$work/prefix/bin/crucible" list backends --plugin-path "$work/build")
 echo "$out"
-grep -q "^doubling .*abi 1" <<<"$out"
+abi=$("$work/prefix/bin/crucible" --version | sed -n 's/^plugin ABI //p')
+grep -q "^doubling .*abi $abi " <<<"$out"
 graph="$work/prefix/share/crucible/suites/tutorial/sin_cos.graph"
 eager=$("$work/prefix/bin/crucible" run-graph "$graph" --backend eager)
 doubled=$("$work/prefix/bin/crucible" run-graph "$graph" --backend doubling --plugin-path "$work/build")

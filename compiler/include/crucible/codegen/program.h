@@ -66,6 +66,15 @@ struct Program {
   std::vector<std::pair<std::string, double>> pass_seconds;  // per pass, in order
 };
 
+// What one step computes and moves per call, for its roofline: the FLOPs of the (decomposed)
+// nodes it runs, and the bytes of the buffers it reads and writes (a packed step's weights too;
+// a view's none). A fused kernel's intermediates stay in registers and count nothing.
+struct StepCost {
+  double flops = 0;
+  double bytes = 0;
+};
+StepCost step_cost(const Graph& graph, const Step& step);
+
 // Runs the pipeline: decompose -> lower to loop IR -> fuse -> plan memory -> emit C++.
 // Throws crucible::Error for an unsupported request (bad -c option).
 Program build_program(const Graph& graph, const CodegenOptions& options);

@@ -17,7 +17,7 @@
 #include "crucible/ir/graph.h"
 
 // Bump on any change to the classes below: a plugin built against another version is refused.
-#define CRUCIBLE_PLUGIN_ABI_VERSION 1
+#define CRUCIBLE_PLUGIN_ABI_VERSION 2
 
 namespace crucible::plugin {
 
@@ -55,10 +55,18 @@ class IntermediatesUnsupported : public Error {
   using Error::Error;
 };
 
+// What one kernel call computes and moves, by the op registry's cost rules (op_cost): the
+// harness sets each kernel's time beside its roofline with these.
+struct KernelCost {
+  double flops = 0;
+  double bytes = 0;
+};
+
 struct KernelStat {
   std::string name;  // e.g. "eager::add" or "cpp_fused_add_mul_3"
   int64_t calls = 0;
   int64_t total_ns = 0;
+  KernelCost cost;  // summed over the calls; zero when the backend does not know it
 };
 
 // The bookkeeping behind Executable::profile(): each kernel name is declared once at compile time
@@ -72,18 +80,20 @@ class ProfileRecorder {
     for (size_t i = 0; i < stats_.size(); ++i) {
       if (stats_[i].name == name) return i;
     }
-    stats_.push_back({name, 0, 0});
+    stats_.push_back({name, 0, 0, {}});
     return stats_.size() - 1;
   }
-  void record(size_t index, Clock::time_point start) {
-    stats_[index].calls += 1;
-    stats_[index].total_ns +=
-        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+  void record(size_t index, Clock::time_point start, KernelCost cost = {}) {
+    add(index, std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count(),
+        cost);
   }
   // A call timed elsewhere (a library's own profiler), `ns` long.
-  void add(size_t index, int64_t ns) {
-    stats_[index].calls += 1;
-    stats_[index].total_ns += ns;
+  void add(size_t index, int64_t ns, KernelCost cost = {}) {
+    KernelStat& s = stats_[index];
+    s.calls += 1;
+    s.total_ns += ns;
+    s.cost.flops += cost.flops;
+    s.cost.bytes += cost.bytes;
   }
   const std::vector<KernelStat>& stats() const { return stats_; }
 

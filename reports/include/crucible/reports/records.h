@@ -63,7 +63,29 @@ struct KernelTiming {
   int64_t total_ns = 0;
   // Simulated instructions per graph call, the kernel's calls included (--counters cachegrind).
   std::optional<double> instructions;
+  // What the kernel's calls computed and moved in all (its ops' cost rules), when the backend
+  // said which ops each kernel ran: with total_ns, its achieved GFLOP/s and GB/s.
+  std::optional<double> flops, bytes;
 };
+
+// A result beside its physical limit: what the graph must compute and move per call (from the
+// ops' cost rules) and the ceilings the timing worker measured on its own threads.
+struct Roofline {
+  double flops = 0;        // per graph call
+  double min_bytes = 0;    // compulsory bytes per call: inputs and parameters once, outputs once
+  double peak_gflops = 0;  // f32 FMA peak
+  double triad_gbs = 0;    // STREAM triad
+};
+
+// The figures a median time gives against a roofline.
+struct RooflineFigures {
+  double gflops = 0;    // achieved
+  double gbs = 0;       // achieved, on the compulsory bytes
+  double bound_ms = 0;  // the slower of flops at peak and bytes at the triad's bandwidth
+  double fraction = 0;  // bound_ms / median: 1 is the machine's limit
+  bool memory_bound = false;
+};
+std::optional<RooflineFigures> roofline_figures(const Roofline& r, double median_ms);
 
 // How much the machine disturbed a timed result, measured around its samples.
 struct Contention {
@@ -118,8 +140,9 @@ struct ResultRecord {
   std::vector<double> sim_instructions, sim_d1_misses, sim_ll_misses;
   std::optional<Contention> contention;
   bool noisy = false;
-  std::string noise_reason;  // which contention figure passed its threshold
-  int attempts = 1;          // timing attempts (more than one under --retry-noisy)
+  std::string noise_reason;          // which contention figure passed its threshold
+  int attempts = 1;                  // timing attempts (more than one under --retry-noisy)
+  std::optional<Roofline> roofline;  // performance results whose graph's cost is known
 };
 
 // The audit text of a result timed under --no-audit.

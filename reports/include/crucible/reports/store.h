@@ -49,6 +49,7 @@ struct ResultRow {
   int64_t calls_per_sample = 0;
   std::optional<double> instructions_median;
   std::vector<double> cpu_ms;  // per call, parallel to samples_ms (empty before schema 10)
+  std::optional<Roofline> roofline;
 };
 
 // `crucible history`: one series (model, backend) over runs, oldest first.
@@ -113,7 +114,7 @@ struct MergeOptions {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 10;
+  static constexpr int kSchemaVersion = 11;
 
   // Opens (creating if needed) and migrates the database; marks runs left 'running' by a process
   // that no longer exists on this host as 'incomplete'. Throws StoreError naming the file.
