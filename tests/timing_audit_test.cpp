@@ -100,8 +100,11 @@ void expect_all_caught(std::map<std::string, reports::ResultRow>& perf,
 TEST_F(TimingAudit, EveryPlantedCheatIsCaughtAndGetsNoSpeedup) {
   std::string backends = "eager";
   for (const auto& c : kCheats) backends += ",cheat_" + c;
-  // Mode both: every cheat passes the accuracy run first, as a real cheat would.
-  auto r = run_crucible(run_args("--backends " + backends + " --mode both --repeat 6 --warmup 2"));
+  // Mode both: every cheat passes the accuracy run first, as a real cheat would. A worker that
+  // hangs ends at --timeout, well inside the test's own limit, as a status naming the phase and
+  // backend it hung in (the default 600 s would have ended the test with nothing said).
+  auto r = run_crucible(
+      run_args("--backends " + backends + " --mode both --repeat 6 --warmup 2 --timeout 120"));
   EXPECT_EQ(r.status, 1) << r.err << r.out;
   auto perf = performance();
   for (const std::string model : {"dense", "tiny_const"}) {
@@ -115,8 +118,8 @@ TEST_F(TimingAudit, EveryPlantedCheatIsCaughtAndGetsNoSpeedup) {
 TEST_F(TimingAudit, EveryCheatThatWorksOnAThreadIsCaught) {
   std::string backends = "eager";
   for (const auto& c : kThreadCheats) backends += ",cheat_" + c;
-  auto r = run_crucible(
-      run_args("--backends " + backends + " --mode performance --repeat 6 --warmup 2"));
+  auto r = run_crucible(run_args("--backends " + backends +
+                                 " --mode performance --repeat 6 --warmup 2 --timeout 120"));
   EXPECT_EQ(r.status, 1) << r.err << r.out;
   auto perf = performance();
   for (const std::string model : {"dense", "tiny_const"})
