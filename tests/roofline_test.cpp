@@ -41,7 +41,9 @@ TEST_F(Roofline, EveryTimedResultAndKernelStandsBesideItsBound) {
                         " --backends eager,codegen --mode performance --repeat 3 --db " +
                         (dir_ / "r.db").string() + " --output-dir " + (dir_ / "out").string());
   ASSERT_EQ(r.status, 0) << r.err << r.out;
-  EXPECT_NE(r.out.find("roofline"), std::string::npos) << r.out;
+  // The table's column, and the ceilings it was measured against under the table.
+  EXPECT_NE(r.out.find(" roofline "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("roofline: against the FMA peak ("), std::string::npos) << r.out;
 
   const GraphCost cost = graph_cost(parse_graph(kGraph));
   auto store = reports::Store::open(dir_ / "r.db");

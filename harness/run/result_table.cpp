@@ -39,6 +39,27 @@ RooflineCells roofline_cells(const reports::ResultRecord& r, double median_ms) {
   return cells;
 }
 
+// The ceilings the roofline column was measured against, as the timing workers saw them (one
+// range over the run's workers: a loaded machine measures a lower peak).
+std::string ceilings_line(const std::vector<reports::ResultRecord>& results) {
+  double peak_lo = INFINITY, peak_hi = 0, triad_lo = INFINITY, triad_hi = 0;
+  for (const auto& r : results) {
+    if (!r.roofline) continue;
+    peak_lo = std::min(peak_lo, r.roofline->peak_gflops);
+    peak_hi = std::max(peak_hi, r.roofline->peak_gflops);
+    triad_lo = std::min(triad_lo, r.roofline->triad_gbs);
+    triad_hi = std::max(triad_hi, r.roofline->triad_gbs);
+  }
+  if (peak_hi <= 0) return "";
+  auto range = [](double lo, double hi) {
+    return lo >= 0.95 * hi ? fmt::format("{:.0f}", hi) : fmt::format("{:.0f}-{:.0f}", lo, hi);
+  };
+  return fmt::format(
+      "roofline: against the FMA peak ({} GFLOP/s) and STREAM triad ({} GB/s) each timing worker "
+      "measured on its threads\n",
+      range(peak_lo, peak_hi), range(triad_lo, triad_hi));
+}
+
 }  // namespace
 
 std::string format_reason(const reports::ResultRecord& r, bool verbose) {
@@ -90,7 +111,7 @@ std::string format_result_table(const std::vector<reports::ResultRecord>& result
         opt(r.peak_rss_mb, "{:.0f}"), max_err >= 0 ? fmt::format("{:.2g}", max_err) : "-");
     out += format_reason(r, verbose);
   }
-  return out;
+  return out + ceilings_line(results);
 }
 
 namespace {
