@@ -168,10 +168,14 @@ TEST_F(TimingAudit, AThreadBornWhileAnotherIsTimedAndAGrandchildAreCharged) {
 TEST_F(TimingAudit, RememberingIsCaughtOnInputsOfMegabytes) {
   // From 1 MiB of inputs a fresh set is set B rotated by a secret offset, not drawn anew: a
   // backend remembering by every byte, by a few words or after counting calls still meets
-  // contents it never saw, and its outputs on them are held to eager's.
+  // contents it never saw, and its outputs on them are held to eager's. The graph must cost more
+  // than remembering does: with only mul and tanh (0.19 ms on eager), hashing the 2 MB of inputs
+  // (0.45 ms) made memo_contents 0.37x eager's speed, its fresh calls 1.47x its others, and its
+  // verdict a coin toss for a cheat that gained nothing. A GEMM (268 MFLOP) makes it pay.
   write_model("wide",
               "graph wide(%x: f32[512,1024], %y: f32[1024]) {\n"
-              "  %a = mul(%x, %y)\n  %b = tanh(%a)\n  return %b\n}\n");
+              "  param %w: f32[1024,256] = randn(seed=5, std=0.03)\n"
+              "  %a = mul(%x, %y)\n  %h = matmul(%a, %w)\n  %b = tanh(%h)\n  return %b\n}\n");
   auto r = run_crucible(
       run_args("--backends eager,cheat_memo_contents,cheat_memo_few_words,cheat_count_calls "
                "--mode performance --repeat 8 --warmup 2 --only wide"));
