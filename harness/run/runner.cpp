@@ -531,8 +531,7 @@ reports::RunInfo run_info(const RunConfig& cfg, const RunPlan& plan) {
   for (const auto& s : plan.suites) info.suites += (info.suites.empty() ? "" : ",") + s.name;
   for (const auto& b : cfg.backends) info.backends += (info.backends.empty() ? "" : ",") + b;
   info.mode = cfg.mode;
-  bind_worker_threads();
-  info.env = capture_environment(cfg.threads);
+  info.env = capture_environment(cfg.threads);  // with execute_run's thread binding
   info.env.canary_ms = noise_canary_ms();
   info.env.seed = cfg.seed;
   info.env.command = cfg.command_line;
@@ -577,7 +576,9 @@ int execute_run(const RunConfig& given, int64_t* run_id_out) {
     }
   } unclaim{out_per_run ? fs::path() : cfg.output_dir};
 
-  bind_worker_threads();  // the probes run bound as the models' workers will
+  // Once, before anything starts a worker: the probes run bound as the models' workers will, and
+  // the run's environment records the binding.
+  bind_worker_threads();
   // Before the run exists, so a probe's candidates never share the machine with a model's worker.
   const std::vector<BlasChoice> blas = choose_blas_cores(cfg);
   auto store = reports::Store::open(cfg.db);

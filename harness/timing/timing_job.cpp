@@ -53,9 +53,7 @@ namespace {
 // fusing backend touches.
 double working_set_mb(const Graph& g) {
   double bytes = 0;
-  for (const Value& v : g.values()) {
-    bytes += static_cast<double>(v.type.numel()) * static_cast<double>(dtype_size(v.type.dtype));
-  }
+  for (const Value& v : g.values()) bytes += v.type.bytes();
   return bytes / 1e6;
 }
 

@@ -5,15 +5,6 @@
 
 namespace crucible::codegen {
 
-namespace {
-
-double bytes_of(const Graph& g, ValueId v) {
-  const TensorType& t = g.value(v).type;
-  return static_cast<double>(t.numel()) * static_cast<double>(dtype_size(t.dtype));
-}
-
-}  // namespace
-
 StepCost step_cost(const Graph& graph, const Step& step) {
   StepCost c;
   if (step.kind == Step::Kind::kView) return c;
@@ -22,15 +13,16 @@ StepCost step_cost(const Graph& graph, const Step& step) {
     c.bytes = node_cost(graph, step.node).bytes();
     return c;
   }
-  for (ValueId v : step.inputs) c.bytes += bytes_of(graph, v);
-  for (ValueId v : step.outputs) c.bytes += bytes_of(graph, v);
+  for (ValueId v : step.inputs) c.bytes += graph.value(v).type.bytes();
+  for (ValueId v : step.outputs) c.bytes += graph.value(v).type.bytes();
   // Packed steps are handed only the activation; their weights are read on every call too.
   if (step.kind == Step::Kind::kPackedLinear) {
-    c.bytes += bytes_of(graph, step.weight);
-    if (step.bias >= 0) c.bytes += bytes_of(graph, step.bias);
+    c.bytes += graph.value(step.weight).type.bytes();
+    if (step.bias >= 0) c.bytes += graph.value(step.bias).type.bytes();
   } else if (step.kind == Step::Kind::kPackedConv) {
     const Node& conv = graph.nodes()[static_cast<size_t>(step.node)];
-    for (size_t k = 1; k < conv.operands.size(); ++k) c.bytes += bytes_of(graph, conv.operands[k]);
+    for (size_t k = 1; k < conv.operands.size(); ++k)
+      c.bytes += graph.value(conv.operands[k]).type.bytes();
   }
   return c;
 }

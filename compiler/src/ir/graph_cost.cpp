@@ -7,14 +7,6 @@
 
 namespace crucible {
 
-namespace {
-
-double bytes_of(const TensorType& t) {
-  return static_cast<double>(t.numel()) * static_cast<double>(dtype_size(t.dtype));
-}
-
-}  // namespace
-
 OpCost node_cost(const Graph& g, int index) {
   const Node& n = g.nodes().at(static_cast<size_t>(index));
   std::vector<TensorType> operands;
@@ -45,17 +37,17 @@ GraphCost graph_cost(const Graph& g) {
     for (size_t k = 0; k < n.operands.size() && k < oc.reads.size(); ++k) {
       const auto r = static_cast<size_t>(root[static_cast<size_t>(n.operands[k])]);
       read[r] += oc.reads[k];
-      if (oc.reads[k] >= bytes_of(g.value(n.operands[k]).type)) whole[r] = true;
+      if (oc.reads[k] >= g.value(n.operands[k]).type.bytes()) whole[r] = true;
     }
   }
   auto compulsory_read = [&](ValueId v) {
     const auto i = static_cast<size_t>(v);
-    const double size = bytes_of(g.value(v).type);
+    const double size = g.value(v).type.bytes();
     return whole[i] ? size : std::min(size, read[i]);
   };
   for (ValueId v : g.inputs()) c.min_bytes += compulsory_read(v);
   for (ValueId v : g.params()) c.min_bytes += compulsory_read(v);
-  for (ValueId v : g.outputs()) c.min_bytes += bytes_of(g.value(v).type);
+  for (ValueId v : g.outputs()) c.min_bytes += g.value(v).type.bytes();
   return c;
 }
 

@@ -80,18 +80,12 @@ double OpCost::bytes() const {
   return total;
 }
 
-namespace {
-double bytes_of(const TensorType& t) {
-  return static_cast<double>(t.numel()) * static_cast<double>(dtype_size(t.dtype));
-}
-}  // namespace
-
 OpCost streaming_cost(std::span<const TensorType> operands, const TensorType& result,
                       double flops) {
   OpCost c;
   c.flops = flops;
-  for (const TensorType& t : operands) c.reads.push_back(bytes_of(t));
-  c.writes = bytes_of(result);
+  for (const TensorType& t : operands) c.reads.push_back(t.bytes());
+  c.writes = result.bytes();
   return c;
 }
 

@@ -21,6 +21,10 @@ struct TensorType {
   Shape shape;
 
   int64_t numel() const { return shape_numel(shape); }
+  // Bytes of a contiguous tensor of this type, as a double: what cost sums and sizes add up.
+  double bytes() const {
+    return static_cast<double>(numel()) * static_cast<double>(dtype_size(dtype));
+  }
   std::string str() const;  // "f32[2,3]"; a 0-d tensor prints "f32[]"
   bool operator==(const TensorType&) const = default;
 };
