@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -560,8 +561,34 @@ TEST_F(CodegenVision, ProfileNamesPackedConvolutions) {
   exe->run(make_inputs(g, 1));
   const auto stats = exe->profile();
   ASSERT_EQ(stats.size(), 1u);
-  EXPECT_EQ(stats[0].name, "extern::packed_conv2d_bn_add_relu");
+  EXPECT_EQ(stats[0].name, "extern::packed_conv2d_bn_add_relu[3x3]");
   EXPECT_EQ(stats[0].calls, 1);
+}
+
+// ... and by its geometry, so a profile tells a network's depthwise layers from its pointwise ones:
+// depthwise or grouped, the kernel, then stride and dilation when not 1. Two layers of one
+// geometry share a row.
+TEST_F(CodegenVision, ProfileNamesCarryTheConvolutionsGeometry) {
+  const Graph g = parse_graph(
+      "graph geo(%x: f32[1,8,12,12]) {\n"
+      "  param %wd: f32[8,1,5,5] = randn(seed=1, std=0.2)\n"
+      "  param %wp: f32[16,8,1,1] = randn(seed=2, std=0.2)\n"
+      "  param %wq: f32[16,16,1,1] = randn(seed=3, std=0.2)\n"
+      "  param %wg: f32[16,4,3,3] = randn(seed=4, std=0.2)\n"
+      "  %d = conv2d(%x, %wd, stride=[2,2], padding=[2,2], groups=8)\n"
+      "  %p = conv2d(%d, %wp)\n"
+      "  %q = conv2d(%p, %wq)\n"
+      "  %r = conv2d(%q, %wg, padding=[2,2], dilation=[2,2], groups=4)\n"
+      "  return %r\n}\n");
+  plugin::Options opts;
+  opts.profile = true;
+  auto exe = codegen_->backend().compile(g, opts);
+  exe->run(make_inputs(g, 1));
+  std::map<std::string, int64_t> calls;
+  for (const auto& s : exe->profile()) calls[s.name] += s.calls;
+  EXPECT_EQ(calls["extern::packed_conv2d[dw5x5/s2]"], 1);
+  EXPECT_EQ(calls["extern::packed_conv2d[1x1]"], 2);
+  EXPECT_EQ(calls["extern::packed_conv2d[g4 3x3 d2]"], 1);
 }
 
 }  // namespace

@@ -125,7 +125,7 @@ class CodegenExecutable final : public plugin::Executable {
     last_use_ = last_uses(g, step_reads);
     if (opts_.profile) {
       for (const Step& s : prog_.steps) {
-        stat_of_step_.push_back(profile_.declare(s.name));
+        stat_of_step_.push_back(profile_.declare(codegen::profile_name(g, s)));
         const codegen::StepCost c = codegen::step_cost(g, s);
         cost_of_step_.push_back({c.flops, c.bytes});
       }

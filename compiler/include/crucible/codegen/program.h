@@ -75,6 +75,11 @@ struct StepCost {
 };
 StepCost step_cost(const Graph& graph, const Step& step);
 
+// The name a step's time is profiled under: its kernel's name, with a packed convolution's geometry
+// ("extern::packed_conv2d_bn_relu[dw3x3/s2]") or a packed linear's MxKxN appended, so a profile
+// says which layers the time went to.
+std::string profile_name(const Graph& graph, const Step& step);
+
 // Runs the pipeline: decompose -> lower to loop IR -> fuse -> plan memory -> emit C++.
 // Throws crucible::Error for an unsupported request (bad -c option).
 Program build_program(const Graph& graph, const CodegenOptions& options);
