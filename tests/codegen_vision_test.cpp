@@ -135,10 +135,12 @@ graph block(%x: f32[2,16,15,15]) {
 )");
   ExpectSameAsEager(g);
   const std::string ir = fused_ir(g);
-  // Each conv2d packed: the expand conv absorbs its batch norm; hardswish and silu are not
-  // absorbed (they decompose into pointwise kernels).
-  EXPECT_EQ(count(ir, "extern::packed_conv2d_bn\n"), 1) << ir;
-  EXPECT_EQ(count(ir, "extern::packed_conv2d\n"), 2) << ir;
+  // Each conv2d packed: the expand conv absorbs its batch norm and hardswish, the depthwise one
+  // its silu; the hardsigmoid after the pool decomposes into a pointwise kernel.
+  EXPECT_EQ(count(ir, "extern::packed_conv2d_bn_hardswish\n"), 1) << ir;
+  EXPECT_EQ(count(ir, "extern::packed_conv2d_silu\n"), 1) << ir;
+  EXPECT_EQ(count(ir, "extern::packed_conv2d\n"), 1) << ir;
+  EXPECT_EQ(count(ir, "cpp_fused_add_clamp_div_mul_0 over"), 1) << ir;
   EXPECT_EQ(count(ir, "extern::conv2d"), 0) << ir;
   EXPECT_EQ(count(ir, "extern::max_pool2d"), 1) << ir;
   EXPECT_EQ(count(ir, "extern::adaptive_avg_pool2d"), 1) << ir;
@@ -452,6 +454,53 @@ TEST_F(CodegenVision, MobileNetInvertedResidualIsFourPackedConvs) {
   EXPECT_EQ(count(ir, "extern::packed_conv2d_bn_add\n"), 1) << ir;
   EXPECT_EQ(count(ir, "extern::"), 4) << ir;
   EXPECT_EQ(count(ir, "cpp_fused"), 0) << ir;
+}
+
+// EfficientNet's and MobileNetV3's blocks: silu as exporters write it (mul(v, sigmoid(v)), either
+// operand order) and as one op, hardswish, and the squeeze-excite gate's sigmoid and hardsigmoid
+// all run inside their convolution's call; a silu whose input has a third reader stays a kernel.
+TEST_F(CodegenVision, MobileActivationsRunInsideTheirConvolution) {
+  const Graph g = parse_graph(
+      "graph mobile(%x: f32[2,16,10,10]) {\n"
+      "  param %we: f32[48,16,1,1] = randn(seed=1, std=0.3)\n"
+      "  param %wd: f32[48,1,3,3] = randn(seed=2, std=0.3)\n"
+      "  param %ws: f32[8,48,1,1] = randn(seed=3, std=0.3)\n"
+      "  param %bs: f32[8] = randn(seed=4, std=0.3)\n"
+      "  param %wx: f32[48,8,1,1] = randn(seed=5, std=0.3)\n"
+      "  param %bx: f32[48] = randn(seed=6, std=0.3)\n"
+      "  param %wp: f32[16,48,1,1] = randn(seed=7, std=0.3)\n"
+      "  param %wq: f32[16,16,1,1] = randn(seed=8, std=0.3)\n"
+      "  %ce = conv2d(%x, %we)\n" +
+      BnParams("bne", 48, 10) + Bn("ne", "ce", "bne") +
+      "  %se = sigmoid(%ne)\n"
+      "  %e = mul(%se, %ne)\n"
+      "  %cd = conv2d(%e, %wd, padding=[1,1], groups=48)\n"
+      "  %d = hardswish(%cd)\n"
+      "  %m = mean(%d, dims=[2,3], keepdim=true)\n"
+      "  %cs = conv2d(%m, %ws, %bs)\n"
+      "  %s = silu(%cs)\n"
+      "  %cx = conv2d(%s, %wx, %bx)\n"
+      "  %gate = sigmoid(%cx)\n"
+      "  %gd = mul(%d, %gate)\n"
+      "  %cp = conv2d(%gd, %wp)\n"
+      "  %hp = hardsigmoid(%cp)\n"
+      "  %cq = conv2d(%hp, %wq)\n"
+      "  %sq = sigmoid(%cq)\n"
+      "  %y = mul(%cq, %sq)\n"
+      "  %z = add(%y, %cq)\n"
+      "  return %z\n}\n");
+  std::vector<Tensor> in = make_inputs(g, 5);
+  float* x = in[0].data<float>();
+  for (int64_t i = 0; i < in[0].numel(); ++i) x[i] *= 4.0f;  // across hardswish's kinks too
+  x[7] = NAN;
+  ExpectSameAsEager(g, in);
+  const std::string ir = fused_ir(g);
+  EXPECT_EQ(count(ir, "extern::packed_conv2d_bn_silu\n"), 1) << ir;
+  EXPECT_EQ(count(ir, "extern::packed_conv2d_hardswish\n"), 1) << ir;
+  EXPECT_EQ(count(ir, "extern::packed_conv2d_silu\n"), 1) << ir;
+  EXPECT_EQ(count(ir, "extern::packed_conv2d_sigmoid\n"), 1) << ir;
+  EXPECT_EQ(count(ir, "extern::packed_conv2d_hardsigmoid\n"), 1) << ir;
+  EXPECT_EQ(count(ir, "extern::packed_conv2d\n"), 1) << ir;  // %cq: read thrice
 }
 
 // With a convolution after the block, the whole block runs channels-last, the depthwise

@@ -36,7 +36,8 @@ struct Case {
   }
   Shape input() const { return {n, c, h, w}; }
   std::string str() const {
-    static const char* kAct[] = {"none", "relu", "relu6"};
+    static const char* kAct[] = {"none", "relu",        "relu6",    "sigmoid",
+                                 "silu", "hardsigmoid", "hardswish"};
     return "n" + std::to_string(n) + " c" + std::to_string(c) + " " + std::to_string(h) + "x" +
            std::to_string(w) + " o" + std::to_string(o) + " k" + std::to_string(k) + " s" +
            std::to_string(stride) + " p" + std::to_string(pad) + " d" + std::to_string(dilation) +
@@ -109,6 +110,10 @@ Tensor EagerChain(const Case& k, const Operands& op, const Tensor& x, const Tens
   if (k.residual) t = Op("add", {t, residual});
   if (k.act == ConvActivation::kRelu) t = Op("relu", {t});
   if (k.act == ConvActivation::kClamp) t = Op("clamp", {t}, {{"min", 0.0}, {"max", 6.0}});
+  if (k.act == ConvActivation::kSigmoid) t = Op("sigmoid", {t});
+  if (k.act == ConvActivation::kSilu) t = Op("silu", {t});
+  if (k.act == ConvActivation::kHardsigmoid) t = Op("hardsigmoid", {t});
+  if (k.act == ConvActivation::kHardswish) t = Op("hardswish", {t});
   return t;
 }
 
@@ -142,6 +147,7 @@ double ExpectMatchesEager(const Case& k, const Operands& op, const Tensor& x,
     beta = op.beta.to_doubles();
   }
   const double terms = static_cast<double>(k.c / k.groups * k.k * k.k + 8);
+  constexpr double kSlope = 1.5;
   const int64_t plane = got.shape()[2] * got.shape()[3];
   int bad = 0;
   double worst = 0;
@@ -149,7 +155,9 @@ double ExpectMatchesEager(const Case& k, const Operands& op, const Tensor& x,
     const int64_t oc = static_cast<int64_t>(i) / plane % k.o;
     const double s = (mag[i] + std::abs(centre[oc])) * std::abs(scale[oc]) + std::abs(beta[oc]) +
                      std::abs(res[i]);
-    const double tol = 2 * terms * 0x1p-24 * s;
+    // An activation moves a difference by at most its steepest slope (hardswish's 1.5, silu's 1.1)
+    // and rounds its result a few times more.
+    const double tol = 2 * terms * 0x1p-24 * s * kSlope + 8 * 0x1p-24 * std::abs(e[i]);
     worst = std::max(worst, std::abs(g[i] - e[i]) / tol);
     if (!(std::abs(g[i] - e[i]) <= tol)) {
       ADD_FAILURE() << "output " << i << ": packed " << g[i] << ", eager " << e[i] << " (tol "
@@ -211,7 +219,7 @@ Case RandomCase(std::mt19937& rng) {
     k.bias = pick(0, 1) == 1;
     k.bn = pick(0, 3) != 0;
     k.residual = pick(0, 1) == 1;
-    k.act = static_cast<ConvActivation>(pick(0, 2));
+    k.act = static_cast<ConvActivation>(pick(0, 6));
     if (k.dilation * (k.k - 1) + 1 <= std::min(k.h, k.w) + 2 * k.pad) return k;
   }
 }
@@ -238,6 +246,14 @@ const Case kModelLayers[] = {
     {3, 48, 8, 8, 16, 1, 1, 0, 1, 1, false, true, true, kNone},       // projection + add
     {1, 24, 9, 11, 40, 3, 1, 1, 1, 1, true, false, false, kNone},     // plain conv + bias
     {2, 20, 9, 9, 40, 5, 1, 2, 1, 4, true, true, true, kClamp},       // grouped 5x5
+    // EfficientNet's and MobileNetV3's: silu and hardswish after 1x1 and depthwise convolutions,
+    // the squeeze-excite gates (sigmoid, hardsigmoid) after a 1x1 on pooled features.
+    {2, 16, 12, 12, 96, 1, 1, 0, 1, 1, false, true, false, ConvActivation::kSilu},
+    {2, 96, 12, 12, 96, 5, 2, 2, 1, 96, false, true, false, ConvActivation::kSilu},
+    {1, 72, 14, 13, 72, 3, 1, 1, 1, 72, false, true, false, ConvActivation::kHardswish},
+    {1, 24, 10, 10, 120, 1, 1, 0, 1, 1, false, true, false, ConvActivation::kHardswish},
+    {2, 32, 1, 1, 120, 1, 1, 0, 1, 1, true, false, false, ConvActivation::kHardsigmoid},
+    {2, 8, 1, 1, 96, 1, 1, 0, 1, 1, true, false, false, ConvActivation::kSigmoid},
 };
 
 TEST(PackedConv2d, ModelLayersMatchEagerChain) {

@@ -247,7 +247,13 @@ class CodegenExecutable final : public plugin::Executable {
     e.residual = s.residual >= 0;
     if (s.act_node >= 0) {
       const Node& act = g.nodes()[s.act_node];
-      e.activation = act.op == "relu" ? ConvActivation::kRelu : ConvActivation::kClamp;
+      // A mul is silu's, absorbed with the sigmoid before it (conv_chain.cpp).
+      e.activation = act.op == "relu"          ? ConvActivation::kRelu
+                     : act.op == "clamp"       ? ConvActivation::kClamp
+                     : act.op == "sigmoid"     ? ConvActivation::kSigmoid
+                     : act.op == "hardsigmoid" ? ConvActivation::kHardsigmoid
+                     : act.op == "hardswish"   ? ConvActivation::kHardswish
+                                             : ConvActivation::kSilu;  // silu, or mul after sigmoid
       if (act.op == "clamp") {
         e.clamp_min = act.attrs.get_float("min");
         e.clamp_max = act.attrs.get_float("max");

@@ -1,5 +1,5 @@
 // Which conv2d nodes run as packed convolutions, and which of the nodes after them (batch_norm,
-// residual add, relu/clamp) each one absorbs: the pattern rules decompose() and lower() share.
+// residual add, an activation) each one absorbs: the pattern rules decompose() and lower() share.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -24,15 +24,36 @@ int sole_consumer(const Graph& g, ValueId v, const Consumers& consumers) {
   return cs.size() == 1 && !is_output(g, v) ? cs[0] : -1;
 }
 
-// relu, or clamp with both bounds finite and ordered (oneDNN's clip and our epilogue loop take a
-// closed interval); other clamps stay pointwise kernels.
+// relu, the mobile activations (sigmoid, silu, hardsigmoid, hardswish, each one op), or clamp with
+// both bounds finite and ordered (oneDNN's clip and our epilogue loop take a closed interval);
+// other clamps stay pointwise kernels.
 bool is_activation(const Graph& g, const Node& n) {
   if (g.value(n.output).type.dtype != DType::kF32) return false;
-  if (n.op == "relu") return true;
+  if (is_fused_activation_op(n.op)) return true;
   if (n.op != "clamp") return false;
   const std::optional<double> lo = n.attrs.get_optional_float("min"),
                               hi = n.attrs.get_optional_float("max");
   return lo && hi && std::isfinite(*lo) && std::isfinite(*hi) && *lo <= *hi;
+}
+
+// silu as exporters write it, mul(v, sigmoid(v)) in either operand order: v read by exactly that
+// sigmoid and that mul, the sigmoid's result by the mul alone. Returns the sigmoid, or -1.
+int silu_sigmoid(const Graph& g, ValueId v, const Consumers& consumers) {
+  const std::vector<int>& cs = consumers[v];
+  if (cs.size() != 2 || cs[0] < 0 || cs[1] < 0 || is_output(g, v)) return -1;
+  for (int k = 0; k < 2; ++k) {
+    const Node& sig = g.nodes()[cs[k]];
+    const Node& mul = g.nodes()[cs[1 - k]];
+    if (sig.op != "sigmoid" || mul.op != "mul" ||
+        sole_consumer(g, sig.output, consumers) != cs[1 - k])
+      continue;
+    const bool operands = (mul.operands[0] == v && mul.operands[1] == sig.output) ||
+                          (mul.operands[1] == v && mul.operands[0] == sig.output);
+    if (operands && g.value(mul.output).type == g.value(v).type &&
+        g.value(v).type.dtype == DType::kF32)
+      return cs[k];
+  }
+  return -1;
 }
 
 }  // namespace
@@ -88,14 +109,29 @@ ConvChain match_conv_chain(const Graph& g, int conv, const Consumers& consumers)
       next = sole_consumer(g, v, consumers);
     }
   }
-  if (next >= 0 && is_activation(g, nodes[next])) chain.act = next;
+  if (next >= 0 && is_activation(g, nodes[next])) {
+    chain.act = next;
+  } else if (const int sig = silu_sigmoid(g, v, consumers); sig >= 0) {
+    chain.sigmoid = sig;
+    chain.act = sole_consumer(g, nodes[sig].output, consumers);
+  }
   return chain;
+}
+
+bool is_fused_activation_op(const std::string& op) {
+  return op == "relu" || op == "sigmoid" || op == "silu" || op == "hardsigmoid" ||
+         op == "hardswish";
 }
 
 std::string packed_conv_name(const Graph& g, const Group& grp) {
   std::string name = "extern::packed_conv2d";
   for (size_t k = 1; k < grp.nodes.size(); ++k) {
     const std::string& op = g.nodes()[grp.nodes[k]].op;
+    if (op == "sigmoid" && k + 1 < grp.nodes.size() && g.nodes()[grp.nodes[k + 1]].op == "mul") {
+      name += "_silu";  // with the mul after it
+      ++k;
+      continue;
+    }
     name += "_" + (op == "batch_norm" ? std::string("bn") : op);
   }
   return name;

@@ -1,7 +1,7 @@
 // Decompositions: softmax, log_softmax and layer_norm over trailing dims become amax/sum/mean and
 // pointwise ops, so fusion can put each of them, with its neighbours, into one row kernel; the
 // activations silu, hardswish, hardsigmoid and inference batch_norm become pointwise chains
-// (except a batch_norm that folds into the packed conv2d before it).
+// (except a batch_norm or an activation the packed conv2d before it absorbs).
 #include <fmt/format.h>
 
 #include "crucible/core/error.h"
@@ -208,15 +208,21 @@ class Rewriter {
 
 Graph decompose(const Graph& g, std::vector<ValueId>* value_map, const std::set<ValueId>& keep,
                 std::vector<int>* origin, const std::set<std::string>& whole_ops,
-                const std::set<std::string>& whole_names) {
+                const std::set<std::string>& whole_names, bool packed_conv) {
   // A decomposition whose primitives do not type-check on this node's shapes (the node itself is
   // valid, as the source graph was built) is not an error: the node stays whole and runs as its
   // eager kernel, and the rewrite starts over without the half-built form.
   std::set<int> whole;
+  const Consumers consumers = consumers_of(g, keep);
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Node& n = g.nodes()[i];
     if (whole_ops.contains(n.op) || whole_names.contains(g.value(n.output).name)) {
       whole.insert(static_cast<int>(i));
+    }
+    // lower() matches the chain again on the result, where the activation is still one op.
+    if (packed_conv && packs_conv2d(g, n) && !whole_names.contains(g.value(n.output).name)) {
+      const int act = match_conv_chain(g, static_cast<int>(i), consumers).act;
+      if (act >= 0 && g.nodes()[act].op != "mul") whole.insert(act);
     }
   }
   for (;;) {

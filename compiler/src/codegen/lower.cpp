@@ -117,8 +117,10 @@ LoopProgram lower(const Graph& g, const CodegenConfig& config, const std::set<Va
       continue;
     }
     lp.classes[i] = NodeClass::kPackedConv;
-    const ConvChain chain = match_conv_chain(g, static_cast<int>(i), conv_consumers);
-    for (int a : {chain.bn, chain.add, chain.act}) {
+    ConvChain chain = match_conv_chain(g, static_cast<int>(i), conv_consumers);
+    if (chain.sigmoid >= 0 && (eager(chain.sigmoid) || eager(chain.act)))
+      chain.sigmoid = chain.act = -1;  // a silu's two nodes are absorbed together or not at all
+    for (int a : {chain.bn, chain.add, chain.sigmoid, chain.act}) {
       if (a >= 0 && eager(a)) break;  // what follows an eager node reads its result: not absorbed
       if (a < 0) continue;
       lp.classes[a] = NodeClass::kAbsorbed;

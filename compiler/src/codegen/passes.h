@@ -22,11 +22,12 @@ namespace crucible::codegen {
 // `value_map`, when given, receives per value of `g` the value standing for it in the result (a
 // decomposed node's final value); `origin`, per node of the result, the node of `g` it comes from.
 // Nodes whose op is in `whole_ops` (-c no_decompose=OP,...) or whose value is named in
-// `whole_names` (-c eager_nodes=..., which then run as one eager kernel) stay whole.
+// `whole_names` (-c eager_nodes=..., which then run as one eager kernel) stay whole. With
+// `packed_conv`, so does an activation a packed convolution will absorb (a silu after a conv2d).
 Graph decompose(const Graph& g, std::vector<ValueId>* value_map = nullptr,
                 const std::set<ValueId>& keep = {}, std::vector<int>* origin = nullptr,
                 const std::set<std::string>& whole_ops = {},
-                const std::set<std::string>& whole_names = {});
+                const std::set<std::string>& whole_names = {}, bool packed_conv = false);
 
 // A failure the passes after decompose() pin on one node of the decomposed graph (by index).
 // build_program() reports it at the source graph's node that node comes from, so the user reads
@@ -94,7 +95,9 @@ std::string print_loop_program(const Graph& g, const LoopProgram& lp);
 // which absorbs what follows it in this order, each step only through a value that has one reader
 // and is not a graph output: a batch_norm whose weight, bias and statistics are parameters (folded
 // into the packed weights at compile time), an add of a residual computed before the conv, and a
-// relu or clamp(min, max). decompose() leaves such batch_norms whole; lower() absorbs them.
+// relu, clamp(min, max), sigmoid, silu (one op, or mul(v, sigmoid(v)) as exporters write it),
+// hardsigmoid or hardswish. decompose() leaves such batch_norms and activations whole; lower()
+// absorbs them.
 using Consumers = std::vector<std::vector<int>>;  // per value: the nodes reading it
 // A value in `keep` counts one reader more (someone outside wants it), so no chain runs through it.
 Consumers consumers_of(const Graph& g, const std::set<ValueId>& keep = {});
@@ -102,10 +105,13 @@ bool packs_conv2d(const Graph& g, const Node& n);
 bool folds_into_conv(const Graph& g, const Node& bn, const Consumers& consumers);
 struct ConvChain {
   int bn = -1, add = -1, act = -1;  // absorbed nodes, -1 when absent
+  int sigmoid = -1;                 // silu written as mul(v, sigmoid(v)): the sigmoid; act the mul
   ValueId residual = -1;            // the add's other operand
 };
 ConvChain match_conv_chain(const Graph& g, int conv, const Consumers& consumers);
-// extern::packed_conv2d[_bn][_add][_relu|_clamp]
+// The one-op activations a packed convolution applies (clamp too, with finite bounds).
+bool is_fused_activation_op(const std::string& op);
+// extern::packed_conv2d[_bn][_add][_relu|_clamp|_silu|...]
 std::string packed_conv_name(const Graph& g, const Group& grp);
 
 // Softmax's decomposed form (softmax_facts.cpp). is_max_shifted: `v` is sub(x, amax(x)) with the

@@ -101,7 +101,7 @@ Program build_program(const Graph& graph, const CodegenOptions& options) {
   std::vector<int> origin;
   p.graph = timer.run("decompose", [&] {
     return decompose(graph, &p.value_of, keep_source, &origin, options.config.no_decompose,
-                     options.config.eager_nodes);
+                     options.config.eager_nodes, options.config.packed_conv);
   });
   try {
     compile_decomposed(p, options);

@@ -1,9 +1,12 @@
-// What a fused convolution applies to each output after its bias: add a residual, then relu or
-// clamp, with the eager ops' exact semantics (float add, NaN passing through relu and clamp).
+// What a fused convolution applies to each output after its bias: add a residual, then its
+// activation, with the eager ops' exact semantics (float add, NaN passing through each one).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <type_traits>
 
+#include "crucible/core/fast_math.h"
 #include "crucible/ops/packed_conv.h"
 
 namespace crucible::vision {
@@ -17,6 +20,21 @@ struct RowEpilogue {
 };
 
 namespace detail {
+template <typename T>
+inline T exp_of(T x) {
+  if constexpr (std::is_same_v<T, float>) {
+    return crucible_fast::exp_f32(x);
+  } else {
+    return std::exp(x);
+  }
+}
+template <typename T>
+inline T relu6_of_x_plus_3(T x) {  // comparisons a NaN fails, so NaN passes as in PyTorch
+  T t = x + T(3);
+  t = t < T(0) ? T(0) : t;
+  return t > T(6) ? T(6) : t;
+}
+
 template <typename T, typename F>
 inline void map_row(const T* acc, const T* res, T* y, int64_t n, F f) {
   if (res != nullptr) {
@@ -48,6 +66,20 @@ inline void finish_row(const T* acc, const T* res, T* y, int64_t n, const RowEpi
       });
       break;
     }
+    // The mobile activations as the eager ops compute them (unary_ops.cpp), float's exp from
+    // fast_math.h, so a fused call rounds as the separate ops do.
+    case ConvActivation::kSigmoid:
+      detail::map_row(acc, res, y, n, [](T v) { return T(1) / (T(1) + detail::exp_of(-v)); });
+      break;
+    case ConvActivation::kSilu:
+      detail::map_row(acc, res, y, n, [](T v) { return v * (T(1) / (T(1) + detail::exp_of(-v))); });
+      break;
+    case ConvActivation::kHardsigmoid:
+      detail::map_row(acc, res, y, n, [](T v) { return detail::relu6_of_x_plus_3(v) / T(6); });
+      break;
+    case ConvActivation::kHardswish:
+      detail::map_row(acc, res, y, n, [](T v) { return v * detail::relu6_of_x_plus_3(v) / T(6); });
+      break;
   }
 }
 

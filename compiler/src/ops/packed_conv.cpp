@@ -172,6 +172,10 @@ std::string ConvEpilogue::name() const {
     add(clamp_min == 0.0 && clamp_max == 6.0 ? std::string("relu6")
                                              : fmt::format("clamp({},{})", clamp_min, clamp_max));
   }
+  if (activation == ConvActivation::kSigmoid) add("sigmoid");
+  if (activation == ConvActivation::kSilu) add("silu");
+  if (activation == ConvActivation::kHardsigmoid) add("hardsigmoid");
+  if (activation == ConvActivation::kHardswish) add("hardswish");
   return s.empty() ? "none" : s;
 }
 

@@ -13,7 +13,9 @@
 
 namespace crucible {
 
-enum class ConvActivation { kNone, kRelu, kClamp };
+// The activation a packed convolution applies last, with the eager op's formula: relu, clamp, and
+// the mobile networks' sigmoid, silu (x * sigmoid(x)), hardsigmoid and hardswish.
+enum class ConvActivation { kNone, kRelu, kClamp, kSigmoid, kSilu, kHardsigmoid, kHardswish };
 
 // How a packed convolution's activations lie in memory. Both are the logical [N, C, H, W]; kNhwc
 // stores channels innermost (PyTorch's channels_last), the layout oneDNN's brgemm kernels read
