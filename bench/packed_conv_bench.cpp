@@ -1,5 +1,6 @@
-// ResNet-50 and MobileNetV2 layers as eager runs them (conv2d, batch_norm, add, relu/clamp: one op
-// call each) against PackedConv2d (weights packed and batch norm folded once, epilogue fused).
+// ResNet-50, MobileNetV2 and EfficientNet layers as eager runs them (conv2d, batch_norm, add, the
+// activation: one op call each) against PackedConv2d (weights packed and batch norm folded once,
+// epilogue fused).
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -20,7 +21,7 @@ Tensor uniform(Shape shape, uint64_t seed, double low, double high) {
   return t;
 }
 
-// One conv -> batch_norm [-> add] -> relu/relu6 layer at batch 8, its operands drawn once.
+// One conv -> batch_norm [-> add] -> relu/relu6/silu layer at batch 8, its operands drawn once.
 struct Layer {
   int64_t c, hw, o, k, stride = 1, groups = 1;
   bool residual = false;
@@ -62,6 +63,7 @@ void run_eager(benchmark::State& state, const Layer& l) {
       t = run_op("add", add);
     }
     std::vector<Tensor> act{t};
+    if (l.act == ConvActivation::kSilu) return run_op("silu", act);
     return l.act == ConvActivation::kRelu ? run_op("relu", act)
                                           : run_op("clamp", act, {{"min", 0.0}, {"max", 6.0}});
   };
@@ -103,6 +105,10 @@ const Layer k1x1{256, 56, 64, 1};
 const Layer k1x1Add{256, 56, 64, 1, 1, 1, true};
 // MobileNetV2's depthwise 3x3 on 144 channels at 56x56 with batch norm and ReLU6.
 const Layer kDepthwise{144, 56, 144, 3, 1, 144, false, ConvActivation::kClamp};
+// EfficientNet-B0's depthwise 5x5 on 672 channels at 14x14 and 3x3 on 480, with batch norm and
+// silu: planes of 14 outputs a row, where vectors along channels beat vectors along rows.
+const Layer kDepthwise5x5Eff{672, 14, 672, 5, 1, 672, false, ConvActivation::kSilu};
+const Layer kDepthwise3x3Eff{480, 14, 480, 3, 1, 480, false, ConvActivation::kSilu};
 
 #define CONV_PAIR(NAME, LAYER)                                                                \
   void BM_##NAME##_Eager(benchmark::State& s) { run_eager(s, LAYER); }                        \
@@ -115,6 +121,8 @@ CONV_PAIR(ConvBnAddRelu_ResNet50_3x3_64, k3x3Add);
 CONV_PAIR(ConvBnRelu_ResNet50_1x1_256to64, k1x1);
 CONV_PAIR(ConvBnAddRelu_ResNet50_1x1_256to64, k1x1Add);
 CONV_PAIR(ConvBnRelu6_MobileNetV2_Depthwise144, kDepthwise);
+CONV_PAIR(ConvBnSilu_EfficientNet_Depthwise5x5_672, kDepthwise5x5Eff);
+CONV_PAIR(ConvBnSilu_EfficientNet_Depthwise3x3_480, kDepthwise3x3Eff);
 
 }  // namespace
 }  // namespace crucible::bench

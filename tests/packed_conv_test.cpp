@@ -226,7 +226,10 @@ Case RandomCase(std::mt19937& rng) {
 
 TEST(PackedConv2d, RandomizedShapesMatchEagerChain) {
   std::mt19937 rng(20260415);
-  for (int i = 0; i < 80; ++i) CheckCase(RandomCase(rng), 100 + 10 * i);
+  for (int i = 0; i < 80; ++i) {
+    const Case k = RandomCase(rng);
+    CheckCase(k, 100 + 10 * i, k.residual && i % 2 == 1);  // some residuals in y itself
+  }
 }
 
 bool Depthwise(const Case& k) { return k.groups == k.c && k.groups > 1; }
