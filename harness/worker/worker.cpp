@@ -265,8 +265,13 @@ std::vector<std::string> WorkerJob::to_args() const {
   return a;
 }
 
-int run_worker_job(const WorkerJob& job) {
-  if (job.threads > 0) omp_set_num_threads(job.threads);
+int run_worker_job(const WorkerJob& given) {
+  // --threads 0 (all) is fixed to a count here, before a plugin loads, and every backend sets that
+  // count before each run: ATen's first parallel call sets OpenMP's count to its own default (the
+  // physical cores, 1 on a 2-vCPU VM), which every backend timed after it would otherwise inherit.
+  WorkerJob job = given;
+  if (job.threads <= 0) job.threads = omp_get_max_threads();
+  omp_set_num_threads(job.threads);
   if (job.job == "run-graph") return run_graph_job(job);
   Session s(job);
   // Opened before anything can start a thread, so every thread's work is counted.
