@@ -127,6 +127,9 @@ TEST_F(History, KernelsByResultOrNewestProfiledResult) {
   EXPECT_LT(r.out.find("extern::gemm,10,0.012,1.2,75,,100,5,50,compute\n"),
             r.out.find("cpp_fused_add_0,10,0.004,0.4,25,,,,,\n"))
       << r.out;
+  // The model as run tables print it, with its suite, finds the same result.
+  EXPECT_EQ(run_crucible("kernels --model small/mlp --backend codegen --format csv" + db()).out,
+            r.out);
   r = run_crucible("kernels 999999" + db());
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("no result with id 999999"), std::string::npos) << r.err;

@@ -250,7 +250,8 @@ Table Store::kernels_table(int64_t result_id) {
 std::optional<int64_t> Store::latest_profiled_result(const std::string& model,
                                                      const std::string& backend) {
   const Table t = select(db_,
-                         "SELECT x.id FROM results x WHERE x.model = ? AND x.backend = ? AND"
+                         "SELECT x.id FROM results x WHERE (x.model = ?1 OR"
+                         " x.suite || '/' || x.model = ?1) AND x.backend = ?2 AND"
                          " EXISTS (SELECT 1 FROM kernels k WHERE k.result_id = x.id)"
                          " ORDER BY x.run_id DESC, x.id DESC LIMIT 1",
                          {model, backend});

@@ -14,8 +14,9 @@ int kernels_command(const std::vector<std::string>& args) {
   std::string model, backend;
   add_read_options(opts, r);
   opts.add_options()("result", po::value(&result), "a result id (from history or query)")(
-      "model", po::value(&model), "or the newest profiled result of this model")(
-      "backend", po::value(&backend), "... on this backend");
+      "model", po::value(&model),
+      "or the newest profiled result of this model (MODEL, or SUITE/MODEL as run tables print "
+      "it)")("backend", po::value(&backend), "... on this backend");
   po::positional_options_description pos;
   pos.add("result", 1);
   po::variables_map vm;

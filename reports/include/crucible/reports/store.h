@@ -175,7 +175,8 @@ class Store {
   Table history(const HistoryQuery& q);
   // The kernel timings of one result (by id), slowest first; throws StoreError for an unknown id.
   Table kernels_table(int64_t result_id);
-  // The newest result of (model, backend) that has kernel timings; nullopt when none has.
+  // The newest result of (model, backend) that has kernel timings; nullopt when none has. `model`
+  // may name its suite too, as run tables print it ("onnx-zoo/resnet50").
   std::optional<int64_t> latest_profiled_result(const std::string& model,
                                                 const std::string& backend);
 
