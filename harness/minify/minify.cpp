@@ -190,6 +190,7 @@ MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& o
   info.code_hash = res.culprit.code_hash;
   info.seed = opts.seed;
   info.backend_version = res.backend_version;
+  info.backend_env = opts.oracle.backend_env;
   // Where the backend was found, so `crucible repro` finds it again; an oracle that loads no
   // plugin file (a test's) records none.
   try {

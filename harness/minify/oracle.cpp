@@ -63,6 +63,7 @@ Oracle::Launched Oracle::launch(const std::string& kind, const Candidate& c, int
   job.cosine = cfg_.cosine;
   job.plugin_paths = cfg_.plugin_paths;
   job.config = cfg_.config;
+  if (!cfg_.backend_env.empty()) job.backend_env[cfg_.backend] = cfg_.backend_env;
   job.report = (dir / "worker.report").string();
   std::vector<std::string> argv{self_executable().string()};
   for (auto& a : job.to_args()) argv.push_back(a);

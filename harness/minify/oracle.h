@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backend_env.h"
 #include "candidate.h"
 #include "signature.h"
 #include "subprocess.h"
@@ -20,6 +21,9 @@ namespace crucible::minify {
 struct OracleConfig {
   std::string backend;
   std::map<std::string, std::string> config;  // -c, for the backend
+  // Set or unset while the backend's plugin loads: --backend-env with a libtorch peer's BLAS core
+  // (blas_core_probe.h), chosen once, so every candidate runs under the core of the original.
+  EnvChanges backend_env;
   std::vector<std::string> plugin_paths;
   double tolerance = 1e-4;
   bool cosine = false;

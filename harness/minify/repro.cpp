@@ -107,6 +107,10 @@ void write_repro(const fs::path& dir, const Candidate& c, const ReproInfo& info)
     check_line_safe("option " + k, v);
     m += fmt::format("config {}={}\n", k, v);
   }
+  for (const auto& [k, v] : info.backend_env) {
+    check_line_safe("variable " + k, v.value_or(""));
+    m += v ? fmt::format("backend_env {}={}\n", k, *v) : fmt::format("backend_env -{}\n", k);
+  }
   m += fmt::format("tolerance {}\ncosine {}\nthreads {}\n", info.tolerance, info.cosine ? 1 : 0,
                    info.threads);
   m += fmt::format("signature {}\n", info.signature.str());
@@ -172,6 +176,15 @@ LoadedRepro load_repro(const fs::path& dir) {
       if (eq == std::string::npos || eq == 0)
         throw Error(fmt::format("{}: bad config '{}'", where, rest));
       r.info.config[rest.substr(0, eq)] = rest.substr(eq + 1);
+    } else if (key == "backend_env") {
+      const size_t eq = rest.find('=');
+      if (rest.starts_with('-') && rest.size() > 1 && eq == std::string::npos) {
+        r.info.backend_env[rest.substr(1)] = std::nullopt;
+      } else if (eq != std::string::npos && eq > 0) {
+        r.info.backend_env[rest.substr(0, eq)] = rest.substr(eq + 1);
+      } else {
+        throw Error(fmt::format("{}: bad backend_env '{}'", where, rest));
+      }
     } else if (key == "tolerance") {
       if (!(words >> r.info.tolerance)) throw Error(fmt::format("{}: bad tolerance", where));
     } else if (key == "cosine") {

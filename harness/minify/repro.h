@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend_env.h"
 #include "candidate.h"
 #include "signature.h"
 
@@ -17,6 +18,9 @@ namespace crucible::minify {
 struct ReproInfo {
   std::string backend;
   std::map<std::string, std::string> config;
+  // The backend's environment in the failing run (a libtorch peer's BLAS core), set again while
+  // `crucible repro` loads it.
+  EnvChanges backend_env;
   double tolerance = 1e-4;
   bool cosine = false;
   int threads = 0;

@@ -47,6 +47,9 @@ void bisect_new_failures(const RunConfig& cfg, reports::Store& store, int64_t ru
     minify::MinifyOptions mo;
     mo.oracle.backend = r.backend;
     mo.oracle.config = cfg.config;
+    // The run's environment for the backend, with the BLAS core its failure was found under.
+    if (auto env = cfg.backend_env.find(r.backend); env != cfg.backend_env.end())
+      mo.oracle.backend_env = env->second;
     mo.oracle.plugin_paths = cfg.plugin_paths;
     mo.oracle.tolerance = m->tolerance;
     mo.oracle.cosine = m->cosine;

@@ -14,7 +14,9 @@
 #include <sstream>
 
 #include "backend_config.h"
+#include "crucible/core/error.h"
 #include "crucible/core/quote.h"
+#include "crucible/plugin_loader.h"
 #include "environment.h"
 #include "job_outcome.h"
 #include "subprocess.h"
@@ -65,7 +67,16 @@ const std::vector<CoreRule>& core_rules() {
 constexpr const char* kCoreVar = "OPENBLAS_CORETYPE";
 constexpr const char* kL2Var = "OPENBLAS_L2_SIZE";
 
-bool is_libtorch_peer(const std::string& backend) { return backend.rfind("libtorch", 0) == 0; }
+// The name a backend's -c scope and peer test go by: a plugin file's backend name, else itself.
+std::string backend_name(const std::string& backend) {
+  const bool file =
+      backend.find('/') != std::string::npos || fs::path(backend).extension() == ".so";
+  return file ? backend_name_of(backend) : backend;
+}
+
+bool is_libtorch_peer(const std::string& backend) {
+  return backend_name(backend).rfind("libtorch", 0) == 0;
+}
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -74,7 +85,7 @@ std::string lower(std::string s) {
 
 // The backend's blas_core setting: -c, else CRUCIBLE_BLAS_CORE, else auto.
 std::string blas_core_setting(const RunConfig& cfg, const std::string& backend) {
-  const auto opts = backend_config(cfg.config, backend);
+  const auto opts = backend_config(cfg.config, backend_name(backend));
   if (auto it = opts.find("blas_core"); it != opts.end()) return it->second;
   const char* fallback = std::getenv("CRUCIBLE_BLAS_CORE");
   return fallback != nullptr && *fallback != '\0' ? fallback : "auto";
@@ -207,7 +218,33 @@ std::string BlasChoice::summary() const {
   return out + ")";
 }
 
+void check_peer_options(const std::map<std::string, std::string>& config,
+                        const std::vector<std::string>& backends) {
+  for (const std::string& backend : backends) {
+    if (!is_libtorch_peer(backend)) continue;
+    const auto opts = backend_config(config, backend_name(backend));
+    const auto linear = opts.find("linear");
+    if (linear == opts.end()) continue;
+    const std::string& v = linear->second;
+    if (v != "auto" && v != "aten" && v != "default" && v != "mkldnn")
+      throw Error(fmt::format("-c linear={} for {}: want auto, aten (or default) or mkldnn", v,
+                              escape_controls(backend_name(backend))));
+  }
+}
+
+EnvChanges choose_backend_blas_core(const std::string& backend, RunConfig settings,
+                                    std::string* summary) {
+  settings.backends = {backend};
+  for (const BlasChoice& c : choose_blas_cores(settings)) {
+    if (summary != nullptr)
+      *summary =
+          fmt::format("blas_core.{}: {}", escape_controls(backend_name(backend)), c.summary());
+  }
+  return settings.backend_env[backend];
+}
+
 std::vector<BlasChoice> choose_blas_cores(RunConfig& cfg) {
+  check_peer_options(cfg.config, cfg.backends);
   std::vector<BlasChoice> choices;
   std::optional<BlasChoice> measured;  // one probe serves every peer set to auto
   for (const std::string& backend : cfg.backends) {

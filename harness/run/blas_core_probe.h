@@ -43,7 +43,23 @@ struct BlasChoice {
 
 // Decides the BLAS core of every libtorch peer in `cfg` (probing when one asks for auto) and adds
 // the chosen variables to cfg.backend_env under what --backend-env gave. Where -c says no
-// blas_core, CRUCIBLE_BLAS_CORE is the default (the test suite sets env), then auto.
+// blas_core, CRUCIBLE_BLAS_CORE is the default (the test suite sets env), then auto. A backend
+// given as a plugin file is a peer by its file's backend name. Checks the peers' -c values first
+// (check_peer_options).
 std::vector<BlasChoice> choose_blas_cores(RunConfig& cfg);
+
+// The commands that run one backend outside a suite run (run-graph, minify): `backend`'s
+// environment (`settings.backend_env`'s for it, under the chosen core) as choose_blas_cores decides
+// it from `settings` (config, threads, seed, plugin paths, limits); `summary` gets the line a run's
+// header shows ("blas_core.libtorch: ..."), "" for a backend that is no libtorch peer (whose
+// environment is --backend-env's alone).
+EnvChanges choose_backend_blas_core(const std::string& backend, RunConfig settings,
+                                    std::string* summary = nullptr);
+
+// Throws Error, one line, for a libtorch peer's -c value the plugin would refuse only once a
+// worker compiled with it (linear=...), so a typo is bad input (exit 2) rather than a run of
+// fail_to_compile results.
+void check_peer_options(const std::map<std::string, std::string>& config,
+                        const std::vector<std::string>& backends);
 
 }  // namespace crucible

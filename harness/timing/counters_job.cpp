@@ -103,8 +103,7 @@ void counters_job(Session& s) {
   if (!attempt(r, Status::kFailToLoad, [&] { be = s.load(backend); })) return s.report.result(r);
   std::unique_ptr<plugin::Executable> exe;
   s.report.phase("compile", backend);
-  if (!attempt(r, Status::kFailToCompile,
-               [&] { exe = be->backend().compile(s.graph, s.options(backend, false)); })) {
+  if (!attempt(r, Status::kFailToCompile, [&] { exe = s.compile(*be, backend, false); })) {
     return s.report.result(r);
   }
   s.report.phase("count", backend);

@@ -367,9 +367,8 @@ class TimingJob {
     if (b.ok) after_code_of(b, "while loading");
     if (b.ok) {
       s_.report.phase("compile", name);
-      b.ok = attempt(b.r, Status::kFailToCompile, [&] {
-        b.exe = b.plugin->backend().compile(s_.graph, s_.options(name, false));
-      });
+      b.ok =
+          attempt(b.r, Status::kFailToCompile, [&] { b.exe = s_.compile(*b.plugin, name, false); });
       after_code_of(b, "while compiling");
     }
     charge(b, ms_between(t0, Clock::now()));

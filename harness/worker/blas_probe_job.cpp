@@ -51,7 +51,11 @@ void blas_probe_job(Session& s) {
     return s.report.result(r);
   s.report.phase("run", backend);
   if (!attempt(r, reports::Status::kFailToRun, [&] {
-        auto exe = be->backend().compile(s.graph, s.options(backend, false));
+        // The probe times the BLAS: its linears stay on ATen's BLAS path whatever -c linear says
+        // (auto would send them to oneDNN, and time the core on the matmuls alone).
+        plugin::Options opts = s.options(backend, false);
+        opts.config["linear"] = "aten";
+        auto exe = be->backend().compile(s.graph, opts);
         for (int i = 0; i < 2; ++i) res = exe->run(s.inputs);
         for (int i = 0; i < kTimedCalls; ++i) {
           const auto t0 = std::chrono::steady_clock::now();

@@ -35,12 +35,16 @@ int run_graph_job(const WorkerJob& job) {
   report.phase("load", plugin_file);
   Graph graph = load_graph_file(file);
   std::unique_ptr<LoadedBackend> loaded;
+  // The backend's environment (a libtorch peer's BLAS core) while its plugin loads, as in a run.
+  const auto env = job.backend_env.find(plugin_file);
+  plugin::BackendInfo info;
   try {
+    ScopedEnv scoped(env == job.backend_env.end() ? EnvChanges{} : env->second);
     loaded = load_plugin(plugin_file);
+    info = loaded->backend().info();
   } catch (const PluginError& e) {
     return reply(cli::kExitUsage, "", fmt::format("crucible run-graph: {}\n", e.what()));
   }
-  const auto info = loaded->backend().info();
   const std::string name = escape_controls(info.name);
 
   report.phase("compile", info.name);
@@ -62,6 +66,7 @@ int run_graph_job(const WorkerJob& job) {
                              escape_controls(e.what())));
   }
   auto t1 = std::chrono::steady_clock::now();
+  info = loaded->backend().info();  // with what compile decided (the peer's oneDNN linears)
   std::vector<Tensor> inputs = make_inputs(graph, job.seed);
   report.phase("run", info.name);
   auto t2 = std::chrono::steady_clock::now();

@@ -135,8 +135,7 @@ void accuracy_job(Session& s) {
   } else {
     std::unique_ptr<plugin::Executable> exe;
     s.report.phase("compile", backend);
-    if (!attempt(r, Status::kFailToCompile,
-                 [&] { exe = be->backend().compile(s.graph, s.options(backend, false)); })) {
+    if (!attempt(r, Status::kFailToCompile, [&] { exe = s.compile(*be, backend, false); })) {
       return s.report.result(r);
     }
     s.report.phase("run", backend);
@@ -178,16 +177,14 @@ void profile_job(Session& s) {
   s.report.phase("compile", backend);
   auto t0 = Clock::now();
   std::unique_ptr<plugin::Executable> exe;
-  if (!attempt(r, Status::kFailToCompile,
-               [&] { exe = be->backend().compile(s.graph, s.options(backend, false)); })) {
+  if (!attempt(r, Status::kFailToCompile, [&] { exe = s.compile(*be, backend, false); })) {
     return s.report.result(r);
   }
   r.compile_s = seconds_since(t0);
   exe.reset();
   s.report.phase("compile_warm", backend);
   t0 = Clock::now();
-  if (!attempt(r, Status::kFailToCompile,
-               [&] { exe = be->backend().compile(s.graph, s.options(backend, false)); })) {
+  if (!attempt(r, Status::kFailToCompile, [&] { exe = s.compile(*be, backend, false); })) {
     return s.report.result(r);
   }
   r.compile_warm_s = seconds_since(t0);
@@ -202,7 +199,7 @@ void profile_job(Session& s) {
   s.report.phase("profile", backend);
   const int runs = std::max(1, s.job.timing.warmup);
   if (!attempt(r, Status::kFailToRun, [&] {
-        auto prof = be->backend().compile(s.graph, s.options(backend, true));
+        auto prof = s.compile(*be, backend, true);
         prof->run(s.inputs);  // warm caches outside the profile window
         auto before = prof->profile();
         for (int i = 0; i < runs; ++i) prof->run(s.inputs);

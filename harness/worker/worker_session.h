@@ -38,6 +38,16 @@ struct Session {
     return loaded;
   }
 
+  // The graph compiled on `be` (loaded as `name`) with the job's options. A plugin may say in its
+  // version what compile decided (the libtorch peer's oneDNN linears, -c linear=auto), so the
+  // version is reported again after it: the result keeps the latest.
+  std::unique_ptr<plugin::Executable> compile(LoadedBackend& be, const std::string& name,
+                                              bool profile) {
+    auto exe = be.backend().compile(graph, options(name, profile));
+    report.loaded(name, be.backend().info().version);
+    return exe;
+  }
+
   // The fp64 reference: the graph and `inputs` widened to f64, run on `eager`.
   std::vector<Tensor> fp64_reference(LoadedBackend& eager,
                                      const std::vector<Tensor>& inputs) const {

@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,10 +22,11 @@ at::Tensor run_aten(const Graph& g, const Node& n, const std::vector<at::Tensor>
 // How the TorchScript source is written. `native_clamp`: a float clamp as torch.clamp /
 // torch.hardtanh, which PyTorch 1.13's optimize_for_inference turns into MKLDNN ops that give
 // wrong values after a convolution (see aten_ops.cpp); only to show that bug (-c clamp=native).
-// `mkldnn_linear`: f32 linears through oneDNN (mkldnn_linear.h, -c linear=mkldnn).
+// `onednn_linears`: the node indices of the f32 linears that go through oneDNN (mkldnn_linear.h,
+// chosen by -c linear=..., linear_choice.h).
 struct ScriptStyle {
   bool native_clamp = false;
-  bool mkldnn_linear = false;
+  std::set<size_t> onednn_linears;
 };
 
 // The node as a TorchScript expression over `operands` (names of TorchScript locals).

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <mutex>
 
 #include "aten_bridge.h"
 #include "aten_ops.h"
@@ -17,6 +18,7 @@
 #include "crucible/ir/uses.h"
 #include "crucible/plugin_api.h"
 #include "jit_profile.h"
+#include "linear_choice.h"
 #include "mkldnn_linear.h"
 #include "peer_facts.h"
 #include "torchscript.h"
@@ -64,21 +66,31 @@ std::vector<Tensor> run_scripted(ScriptedGraph& scripted, std::span<const Tensor
 }
 
 // Op by op through ATen, each intermediate freed after its last reader (as PyTorch eager does).
-// With `mkldnn_linear`, f32 linears go through oneDNN, their parameter weights reordered here.
+// The f32 linears `linear` sends through oneDNN (linear_choice.h) have their parameter weights
+// reordered here.
 class EagerExecutable final : public plugin::Executable {
  public:
-  EagerExecutable(Graph g, const plugin::Options& opts, bool mkldnn_linear)
+  EagerExecutable(Graph g, const plugin::Options& opts, LinearSetting linear)
       : graph_(std::move(g)),
         params_(aten_params(graph_)),
         threads_(opts.threads),
         profiling_(opts.profile),
         last_use_(last_uses(graph_)) {
+    LinearPlan plan =
+        aten_call("linear", [&] { return plan_linears(graph_, params_, linear, threads_); });
+    linear_summary_ = std::move(plan.summary);
+    prepare_onednn_linears(plan.onednn_nodes);
+    // A linear sent to oneDNN is timed under oneDNN's op, so the profile says which path ran.
     if (profiling_) {
-      for (const Node& n : graph_.nodes())
-        stat_of_node_.push_back(profile_.declare("aten::" + n.op));
+      for (size_t i = 0; i < graph_.nodes().size(); ++i) {
+        stat_of_node_.push_back(profile_.declare(plan.onednn_nodes.contains(i)
+                                                     ? std::string("aten::mkldnn_linear")
+                                                     : "aten::" + graph_.nodes()[i].op));
+      }
     }
-    if (mkldnn_linear) prepare_onednn_linears();
   }
+
+  const std::string& linear_summary() const { return linear_summary_; }
 
   std::vector<Tensor> run(std::span<const Tensor> inputs) override {
     std::vector<at::Tensor> env = execute(inputs, last_use_);
@@ -132,12 +144,11 @@ class EagerExecutable final : public plugin::Executable {
 
   // Each oneDNN linear's weight and bias in oneDNN's layout when both are parameters (else they
   // are converted per call: an empty entry).
-  void prepare_onednn_linears() {
+  void prepare_onednn_linears(const std::set<size_t>& nodes) {
     std::map<ValueId, size_t> param_index;
     for (size_t k = 0; k < graph_.params().size(); ++k) param_index[graph_.params()[k]] = k;
-    for (size_t i = 0; i < graph_.nodes().size(); ++i) {
+    for (size_t i : nodes) {
       const Node& n = graph_.nodes()[i];
-      if (!takes_mkldnn_linear(graph_, n)) continue;
       std::vector<at::Tensor> operands = {at::Tensor()};
       for (size_t o = 1; o < n.operands.size(); ++o) {
         const auto it = param_index.find(n.operands[o]);
@@ -152,6 +163,7 @@ class EagerExecutable final : public plugin::Executable {
   Graph graph_;
   std::vector<at::Tensor> params_;
   std::map<size_t, std::vector<at::Tensor>> onednn_weights_;  // node index -> weight, bias
+  std::string linear_summary_;
   int threads_;
   bool profiling_;
   std::vector<int> last_use_;
@@ -167,14 +179,20 @@ class EagerExecutable final : public plugin::Executable {
 // rather than replay the fused run exactly).
 class JitExecutable final : public plugin::Executable {
  public:
-  JitExecutable(const Graph& g, const plugin::Options& opts, bool optimize, ScriptStyle style)
+  JitExecutable(const Graph& g, const plugin::Options& opts, bool optimize, ScriptStyle style,
+                LinearSetting linear)
       : graph_(g),
         threads_(opts.threads),
         profiling_(opts.profile),
         optimize_(optimize),
-        style_(style) {
+        style_(std::move(style)) {
     set_threads(threads_);
-    scripted_ = script_graph(graph_, aten_params(graph_), optimize, style, opts.debug_dir);
+    const std::vector<at::Tensor> params = aten_params(graph_);
+    LinearPlan plan =
+        aten_call("linear", [&] { return plan_linears(graph_, params, linear, threads_); });
+    linear_summary_ = std::move(plan.summary);
+    style_.onednn_linears = std::move(plan.onednn_nodes);
+    scripted_ = script_graph(graph_, params, optimize, style_, opts.debug_dir);
     if (!opts.debug_dir.empty()) {
       const std::filesystem::path dir = opts.debug_dir;
       artifacts_ = {dir / "torchscript.py", dir / "torchscript_optimized.txt"};
@@ -206,6 +224,8 @@ class JitExecutable final : public plugin::Executable {
 
   std::vector<std::filesystem::path> artifacts() const override { return artifacts_; }
 
+  const std::string& linear_summary() const { return linear_summary_; }
+
   std::vector<Tensor> intermediates(std::span<const Tensor> inputs,
                                     std::span<const ValueId> values) override {
     plugin::check_inputs(graph_, inputs);
@@ -223,6 +243,7 @@ class JitExecutable final : public plugin::Executable {
   plugin::ProfileRecorder profile_;
   bool optimize_;
   ScriptStyle style_;
+  std::string linear_summary_;
   std::unique_ptr<ScriptedGraph> scripted_;
   std::vector<std::filesystem::path> artifacts_;
 };
@@ -235,7 +256,12 @@ class LibtorchBackend final : public plugin::Backend {
     static const std::string version =
         fmt::format("torch {}.{}.{}; {}", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR,
                     TORCH_VERSION_PATCH, peer_facts());
-    return {CRUCIBLE_LIBTORCH_NAME, version, plugin::kAbiVersion};
+    // What -c linear=auto chose for the latest graph compiled: the worker reports the version
+    // again after compiling, so each result says which linears went through oneDNN.
+    std::lock_guard<std::mutex> lock(mutex_);
+    return {CRUCIBLE_LIBTORCH_NAME,
+            linear_summary_.empty() ? version : version + "; " + linear_summary_,
+            plugin::kAbiVersion};
   }
 
   std::unique_ptr<plugin::Executable> compile(const Graph& graph,
@@ -243,6 +269,7 @@ class LibtorchBackend final : public plugin::Backend {
     std::string mode = CRUCIBLE_LIBTORCH_MODE;  // libtorch: eager; libtorch_jit: jit
     bool optimize = true;
     ScriptStyle style;
+    LinearSetting linear = LinearSetting::kAuto;
     plugin::Options opts = options;
     for (const auto& [key, value] : options.config) {
       if (key == "mode" && (value == "eager" || value == "jit")) {
@@ -253,14 +280,14 @@ class LibtorchBackend final : public plugin::Backend {
         style.native_clamp = value == "native";
       } else if (key == "debug_dir" && !value.empty()) {
         opts.debug_dir = value;  // jit: the TorchScript source and the optimized graph
-      } else if (key == "linear" && (value == "default" || value == "mkldnn")) {
-        style.mkldnn_linear = value == "mkldnn";
+      } else if (key == "linear" && parse_linear_setting(value)) {
+        linear = *parse_linear_setting(value);
       } else if (key == "blas_core" && !value.empty()) {
         check_blas_core(value);  // the runner chose it before this plugin loaded
       } else {
         throw plugin::CompileError(fmt::format(
             "libtorch: unknown option -c {}={} (mode=eager|jit, optimize_for_inference=0|1, "
-            "clamp=safe|native, linear=default|mkldnn, blas_core=auto|env|detect|NAME, "
+            "clamp=safe|native, linear=auto|aten|mkldnn, blas_core=auto|env|detect|NAME, "
             "debug_dir=DIR)",
             key, value));
       }
@@ -269,13 +296,27 @@ class LibtorchBackend final : public plugin::Backend {
     // plugin's own copy of the op registry does not know.
     for (const Node& n : graph.nodes()) check_mappable(graph, n);
     verify(graph);
-    if (mode == "jit") return std::make_unique<JitExecutable>(graph, opts, optimize, style);
-    return std::make_unique<EagerExecutable>(graph, opts, style.mkldnn_linear);
+    if (mode == "jit") {
+      auto exe = std::make_unique<JitExecutable>(graph, opts, optimize, style, linear);
+      note_linears(exe->linear_summary());
+      return exe;
+    }
+    auto exe = std::make_unique<EagerExecutable>(graph, opts, linear);
+    note_linears(exe->linear_summary());
+    return exe;
   }
 
  private:
   // A named core must be the one OpenBLAS runs: it falls back to another (Prescott) for a name it
   // does not know, which would time a different peer than the one asked for.
+  void note_linears(const std::string& summary) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    linear_summary_ = summary;
+  }
+
+  mutable std::mutex mutex_;
+  std::string linear_summary_;  // of the latest compile (linear_choice.h)
+
   static void check_blas_core(const std::string& value) {
     if (value == "auto" || value == "env" || value == "detect") return;
     const std::string core = openblas_core();

@@ -4,7 +4,23 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <stdexcept>
+
 namespace crucible::libtorch {
+
+namespace {
+
+// CRUCIBLE_TEST_LINEAR_FAULT=wrong|throw, for tests only: a broken oneDNN path (the first element
+// of each result off by 1, or an exception), so they can show that -c linear=auto discards it.
+// The jit module's oneDNN calls are TorchScript's, not this function: only the eager mode and the
+// auto probe (which both modes share) see the fault.
+const std::string kTestFault = [] {
+  const char* v = std::getenv("CRUCIBLE_TEST_LINEAR_FAULT");
+  return std::string(v != nullptr ? v : "");
+}();
+
+}  // namespace
 
 bool takes_mkldnn_linear(const Graph& g, const Node& n) {
   if (n.op != "linear") return false;
@@ -27,7 +43,10 @@ at::Tensor run_mkldnn_linear(const std::vector<at::Tensor>& operands,
   const std::vector<at::Tensor> w = weights.empty() ? to_mkldnn_operands(operands) : weights;
   const c10::optional<at::Tensor> bias =
       w.size() > 1 ? c10::optional<at::Tensor>(w[1]) : c10::nullopt;
-  return at::mkldnn_linear(operands[0].contiguous().to_mkldnn(), w[0], bias).to_dense();
+  if (kTestFault == "throw") throw std::runtime_error("planted oneDNN failure");
+  at::Tensor out = at::mkldnn_linear(operands[0].contiguous().to_mkldnn(), w[0], bias).to_dense();
+  if (kTestFault == "wrong" && out.numel() > 0) out.view(-1)[0].add_(1.0);
+  return out;
 }
 
 std::string mkldnn_linear_script(const std::string& x, const std::string& weight,

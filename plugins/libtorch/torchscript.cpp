@@ -40,17 +40,12 @@ class Scripted final : public ScriptedGraph {
   std::string source_;
 };
 
-// The linears that go through oneDNN under `style`.
-bool onednn_linear(const Graph& g, const Node& n, const ScriptStyle& style) {
-  return style.mkldnn_linear && takes_mkldnn_linear(g, n);
-}
-
-// The parameters (by index) that such linears take as weight or bias: each is also an attribute
-// self.p<k>_mkldnn, reordered into oneDNN's layout once.
+// The parameters (by index) that the oneDNN linears of `style` take as weight or bias: each is
+// also an attribute self.p<k>_mkldnn, reordered into oneDNN's layout once.
 std::set<size_t> onednn_params(const Graph& g, const ScriptStyle& style) {
   std::set<size_t> out;
-  for (const Node& n : g.nodes()) {
-    if (!onednn_linear(g, n, style)) continue;
+  for (size_t i : style.onednn_linears) {
+    const Node& n = g.nodes()[i];
     for (size_t o = 1; o < n.operands.size(); ++o) {
       for (size_t k = 0; k < g.params().size(); ++k) {
         if (g.params()[k] == n.operands[o]) out.insert(k);
@@ -82,13 +77,14 @@ std::string forward_source(const Graph& g, const ScriptStyle& style) {
   for (size_t k = 0; k < g.params().size(); ++k)
     name[static_cast<size_t>(g.params()[k])] = fmt::format("self.p{}", k);
   std::string body;
-  for (const Node& n : g.nodes()) {
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = g.nodes()[i];
     std::vector<std::string> operands;
     for (ValueId v : n.operands) operands.push_back(name[static_cast<size_t>(v)]);
     name[static_cast<size_t>(n.output)] = fmt::format("v{}", n.output);
     body += fmt::format("    v{} = {}\n", n.output,
-                        onednn_linear(g, n, style) ? onednn_linear_expr(g, n, operands)
-                                                   : script_expr(g, n, operands, style));
+                        style.onednn_linears.contains(i) ? onednn_linear_expr(g, n, operands)
+                                                         : script_expr(g, n, operands, style));
   }
   std::string types, results;
   for (ValueId v : g.outputs()) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "blas_core_probe.h"
 #include "builtin_models.h"
 #include "cli.h"
 #include "crucible/ir/text_format.h"
@@ -99,7 +100,7 @@ void print_progress(const std::string& line) {
 int minify_command(const std::vector<std::string>& args) {
   po::options_description opts("minify options");
   std::string file, suite, only, variant, want, out, backend, db;
-  std::vector<std::string> config, plugin_paths, suite_paths;
+  std::vector<std::string> config, plugin_paths, suite_paths, backend_env;
   uint64_t seed = 0;
   int64_t batch_size = 0;
   double timeout_s = 120, tolerance = 0;
@@ -111,6 +112,10 @@ int minify_command(const std::vector<std::string>& args) {
       "batch-size", po::value(&batch_size)->default_value(0), "built-in models' batch size")(
       "backend,b", po::value(&backend)->required(), "the backend that fails")(
       "config,c", po::value(&config)->composing(), "backend option key=value (repeatable)")(
+      "backend-env", po::value(&backend_env)->composing(),
+      "BACKEND:KEY=VALUE sets, BACKEND:-KEY unsets, a variable while a worker loads the backend's "
+      "plugin (as crucible run's); a libtorch peer's BLAS core is chosen once, as a run chooses "
+      "it (-c blas_core=...), and recorded in the repro")(
       "signature", po::value(&want)->default_value("auto"),
       "which failure to keep: auto (the one observed) | accuracy | compile | crash | timeout | "
       "suspicious (a pass far from fp64, pass_suspicious: reduced while it stays suspicious or "
@@ -206,9 +211,32 @@ int minify_command(const std::vector<std::string>& args) {
   minify::check_repro_dir(mo.out);  // before any work: a user's directory is never overwritten
   mo.progress = print_progress;
 
-  minify::Oracle oracle(mo.oracle);
+  BackendEnv given;
+  try {
+    given = parse_backend_env(backend_env);
+  } catch (const Error& e) {
+    throw po::error(e.what());
+  }
+  for (const auto& [name, changes] : given) {
+    if (name != backend)
+      throw po::error(fmt::format("--backend-env {}:{}: backend '{}' is not --backend {}", name,
+                                  describe_env(changes), name, backend));
+  }
   auto store = reports::Store::open(db);  // before any work: a bad --db is exit 2 at once
-  stop_cleanly_on_signals();
+  stop_cleanly_on_signals();              // the BLAS core probe's workers are children too
+  // Once, before the original runs: every candidate and the repro keep the core it failed under.
+  RunConfig peer;
+  peer.config = mo.oracle.config;
+  peer.backend_env = given;
+  peer.threads = mo.oracle.threads;
+  peer.seed = seed;
+  peer.plugin_paths = plugin_paths;
+  peer.timeout_s = timeout_s;
+  peer.memory_limit_mb = mo.oracle.limits.memory_limit_mb;
+  std::string blas;
+  mo.oracle.backend_env = choose_backend_blas_core(backend, peer, &blas);
+  if (!blas.empty()) std::cerr << "minify: " << blas << "\n";
+  minify::Oracle oracle(mo.oracle);
   const minify::MinifyResult r = minify::minify(g, inputs, oracle, mo);
   store->add_repro(minify::repro_record(r, mo, suite.empty() ? "graph" : suite,
                                         suite.empty() ? g.name() : only));
@@ -263,6 +291,7 @@ int repro_command(const std::vector<std::string>& args) {
   minify::OracleConfig oc;
   oc.backend = repro.info.backend;
   oc.config = repro.info.config;
+  oc.backend_env = repro.info.backend_env;  // the BLAS core the failure was found under
   oc.plugin_paths = plugin_paths;
   oc.tolerance = repro.info.tolerance;
   oc.cosine = repro.info.cosine;

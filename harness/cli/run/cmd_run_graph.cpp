@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "blas_core_probe.h"
 #include "cli.h"
 #include "crucible/core/quote.h"
 #include "crucible/ir/text_format.h"
@@ -84,6 +85,23 @@ int relay_child(const WorkerReport& report, const ChildOutcome& outcome, const f
   return report.reply->exit_code;
 }
 
+// --backend-env's changes for run-graph's one backend (as --backend names it); a spec for another
+// backend is bad input.
+EnvChanges checked_backend_env(const std::vector<std::string>& specs, const std::string& backend) {
+  BackendEnv env;
+  try {
+    env = parse_backend_env(specs);
+  } catch (const Error& e) {
+    throw po::error(e.what());
+  }
+  for (const auto& [name, changes] : env) {
+    if (name != backend)
+      throw po::error(fmt::format("--backend-env {}:{}: backend '{}' is not --backend {}", name,
+                                  describe_env(changes), name, backend));
+  }
+  return env.empty() ? EnvChanges{} : env.begin()->second;
+}
+
 }  // namespace
 
 int run_graph_command(const std::vector<std::string>& args) {
@@ -92,7 +110,7 @@ int run_graph_command(const std::vector<std::string>& args) {
   uint64_t seed = 0;
   int threads = 0;
   double timeout_s = 600;
-  std::vector<std::string> plugin_paths, config;
+  std::vector<std::string> plugin_paths, config, backend_env;
   opts.add_options()("graph", po::value(&file)->required(), "the .graph file to run")(
       "backend,b", po::value(&backend_name)->default_value("eager"),
       "backend name or plugin .so path")("seed", po::value(&seed)->default_value(0),
@@ -103,13 +121,17 @@ int run_graph_command(const std::vector<std::string>& args) {
       "seconds the backend may take to load, compile and run before it is killed (exit 1)")(
       "plugin-path", po::value(&plugin_paths)->composing(),
       "extra plugin directories (also CRUCIBLE_PLUGIN_PATH)")(
-      "config,c", po::value(&config)->composing(), "backend option key=value (repeatable)");
+      "config,c", po::value(&config)->composing(), "backend option key=value (repeatable)")(
+      "backend-env", po::value(&backend_env)->composing(),
+      "BACKEND:KEY=VALUE sets, BACKEND:-KEY unsets, a variable while the worker loads the "
+      "backend's plugin (as crucible run's); a libtorch peer's BLAS core is chosen as a run "
+      "chooses it (-c blas_core=auto|env|detect|NAME)");
   po::positional_options_description pos;
   pos.add("graph", 1);
   po::variables_map vm;
   if (!parse("run-graph",
              "FILE [--backend eager] [--seed N] [--threads T] [--profile] [--timeout S] "
-             "[-c key=value]",
+             "[-c key=value] [--backend-env BACKEND:KEY=VALUE]",
              opts, pos, args, vm)) {
     return kExitOk;
   }
@@ -130,12 +152,18 @@ int run_graph_command(const std::vector<std::string>& args) {
   job.backends = {plugin.string()};
   job.seed = seed;
   job.threads = threads;
+  RunConfig peer;  // what choosing a libtorch peer's BLAS core needs, as a run gives it
+  peer.config = job.config;
+  peer.backend_env[plugin.string()] = checked_backend_env(backend_env, backend_name);
+  peer.threads = threads;
+  peer.seed = seed;
+  peer.plugin_paths = plugin_paths;
+  peer.timeout_s = timeout_s;
+  check_peer_options(job.config, job.backends);  // a bad -c linear= is exit 2 before any child
 
   TempDir tmp("crucible_run_graph_");
   job.report = (tmp.path() / "report").string();
   const fs::path log = tmp.path() / "log";
-  std::vector<std::string> argv{self_executable().string()};
-  for (auto& a : job.to_args()) argv.push_back(a);
   ChildLimits limits;
   limits.timeout_s = timeout_s;
 
@@ -145,7 +173,12 @@ int run_graph_command(const std::vector<std::string>& args) {
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   bind_worker_threads();
-  const ChildOutcome outcome = run_child(argv, {}, log, limits);
+  // Bound as the worker will be; the probe's workers are children the signals above kill too.
+  // The choice is not printed: the version run-graph prints ends with it.
+  job.backend_env[plugin.string()] = choose_backend_blas_core(plugin.string(), peer);
+  std::vector<std::string> argv{self_executable().string()};
+  for (auto& a : job.to_args()) argv.push_back(a);
+  const ChildOutcome outcome = g_interrupted ? ChildOutcome{} : run_child(argv, {}, log, limits);
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   if (g_interrupted) {
