@@ -2,6 +2,7 @@
 // history, kernels and query in every format, writes refused, merge idempotent and lossless, and
 // one-line errors (missing file, foreign file, newer schema, unknown run or result) that leave the
 // database untouched.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -136,6 +137,49 @@ TEST_F(History, KernelsByResultOrNewestProfiledResult) {
   r = run_crucible("kernels --model mlp --backend eager" + db());
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("has kernel timings"), std::string::npos) << r.err;
+}
+
+// The cache level of a kernel's roofline: ceilings of 200 GFLOP/s, 20 GB/s from DRAM and 400 GB/s
+// from caches holding 30 kB in all. A 20 kB pass at 50 GB/s is in cache: 12.5% of its bound there;
+// a 32 kB one at 16 GB/s is not: 80% of DRAM's; a GEMM stays compute-bound.
+TEST_F(History, KernelsSmallEnoughForTheCacheStandBesideItsBandwidth) {
+  int64_t id = 0;
+  {
+    auto s = Store::open(db_);
+    RunInfo info;
+    info.suites = "small";
+    info.backends = "codegen";
+    info.mode = "performance";
+    const int64_t run = s->begin_run(info);
+    ResultRecord r = make_result("small", "cached", "codegen", "performance", 4);
+    r.status = Status::kPass;
+    r.samples_ms = {1.0, 1.0};
+    r.kernels = {{"cpp_fused_mul_0", 10, 4000},
+                 {"cpp_fused_copy_1", 10, 20000},
+                 {"extern::gemm", 10, 12000}};
+    r.kernels[0].flops = 4000;
+    r.kernels[0].bytes = 200000;
+    r.kernels[1].flops = 0;
+    r.kernels[1].bytes = 320000;
+    r.kernels[2].flops = 100.0 * 12000;
+    r.kernels[2].bytes = 5.0 * 12000;
+    r.roofline = reports::Roofline{1e9, 1e6, 200, 20, 400, 30000};
+    s->add_result(run, r);
+    s->finish_run(run, "complete");
+    id = *s->latest_profiled_result("cached", "codegen");
+  }
+  auto r = run_crucible(fmt::format("kernels {} --format csv", id) + db());
+  ASSERT_EQ(r.status, 0) << r.err;
+  // Each kernel's line from its calls on: shares are 5/9, 3/9 and 1/9.
+  auto line = [&](const std::string& name) {
+    const size_t at = r.out.find(name + ",");
+    return at == std::string::npos ? std::string() : r.out.substr(at, r.out.find('\n', at) - at);
+  };
+  EXPECT_EQ(line("cpp_fused_copy_1"),
+            "cpp_fused_copy_1,10,0.02,2,55.55555555555556,,0,16,80,memory");
+  EXPECT_EQ(line("cpp_fused_mul_0"),
+            "cpp_fused_mul_0,10,0.004,0.4,11.11111111111111,,1,50,12.5,cache");
+  EXPECT_EQ(line("extern::gemm"), "extern::gemm,10,0.012,1.2,33.333333333333336,,100,5,50,compute");
 }
 
 TEST_F(History, QueryReadsAndRefusesEveryWrite) {

@@ -2,6 +2,7 @@
 // STREAM triad, each performance result stores the graph's FLOPs and compulsory bytes, and each
 // kernel's FLOPs add up to the graph's, in the table, the CSV and `crucible kernels`.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <map>
@@ -77,6 +78,14 @@ TEST_F(Roofline, EveryTimedResultAndKernelStandsBesideItsBound) {
     EXPECT_NEAR(flops, cost.flops, 1e-6 * cost.flops);
   }
   EXPECT_EQ(timed, 2);
+  // The cache ceiling beside them: L2's triad bandwidth and what the threads' L2 caches hold.
+  auto q = run_crucible(
+      "query \"SELECT count(*) FROM results WHERE mode = 'performance' AND cache_gbs > 0 AND"
+      " cache_bytes > 0\" --format csv --db " +
+      (dir_ / "r.db").string());
+  ASSERT_EQ(q.status, 0) << q.err;
+  if (::sysconf(_SC_LEVEL2_CACHE_SIZE) > 0)
+    EXPECT_NE(q.out.find("\n2\n"), std::string::npos) << q.out;
 
   // The CSV carries the figures; `crucible kernels` sets each kernel beside the run's ceilings.
   const std::string csv = testing::read_all(dir_ / "out" / "codegen_performance.csv");

@@ -1,12 +1,17 @@
 // Peak FMA throughput: 12 independent FMA chains per thread hide the FMA latency, in AVX-512
-// where the build targets it (oneDNN's kernels use it there, and a 256-bit peak is half of it).
+// where the build targets it (oneDNN's kernels use it there, and a 256-bit peak is half of it);
+// L2 bandwidth: the STREAM triad on arrays that stay in each thread's L2.
 #include "machine_peaks.h"
 
 #include <immintrin.h>
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <limits>
+#include <vector>
 
 namespace crucible {
 
@@ -63,6 +68,44 @@ double peak_fma_gflops(int passes) {
   double best = 0;
   for (int p = 0; p < passes; ++p) best = std::max(best, fma_pass_flops(long{1} << 19));
   return best / 1e9;
+}
+
+int64_t l2_cache_bytes() {
+  const long l2 = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return l2 > 0 ? l2 : 0;
+}
+
+double cache_triad_gbs(int passes) {
+  const int64_t n = l2_cache_bytes() / 2 / 3 / static_cast<int64_t>(sizeof(double));
+  if (n <= 0) return 0;
+  // Each thread's arrays stay in its own L2 for every repeat after the first.
+  const int reps = static_cast<int>(std::max<int64_t>(1, (int64_t{1} << 22) / n));
+  double best_s = std::numeric_limits<double>::infinity();
+  int threads = 1;
+  for (int p = 0; p < passes; ++p) {
+    double secs = 0;
+#pragma omp parallel
+    {
+      std::vector<double> a(n), b(n, 1.0), c(n, 2.0);
+      for (int64_t i = 0; i < n; ++i) a[i] = b[i] + 3.0 * c[i];  // warm
+#pragma omp barrier
+#pragma omp single
+      {
+        threads = omp_get_num_threads();
+        secs = -omp_get_wtime();
+      }
+      for (int r = 0; r < reps; ++r) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; ++i) a[i] = b[i] + 3.0 * c[i];
+        b[static_cast<size_t>(r) % n] += a[0];  // a loop-carried use, so no repeat is elided
+      }
+#pragma omp barrier
+#pragma omp single
+      secs += omp_get_wtime();
+    }
+    best_s = std::min(best_s, secs);
+  }
+  return 3.0 * static_cast<double>(n) * sizeof(double) * reps * threads / best_s / 1e9;
 }
 
 }  // namespace crucible

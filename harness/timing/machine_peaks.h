@@ -1,6 +1,8 @@
-// The machine's compute ceiling as the roofline needs it: single-precision FMA throughput on the
-// worker's OpenMP threads, measured (the memory ceiling is contention.h's STREAM-triad canary).
+// The machine's ceilings as the roofline needs them, measured on the worker's OpenMP threads:
+// single-precision FMA throughput and L2 bandwidth (DRAM's is contention.h's STREAM-triad canary).
 #pragma once
+
+#include <cstdint>
 
 namespace crucible {
 
@@ -10,5 +12,13 @@ double fma_pass_flops(long iterations);
 
 // Peak f32 GFLOP/s: the best of `passes` passes (about 10 ms each on a 3 GHz core).
 double peak_fma_gflops(int passes = 3);
+
+// The cache level of the roofline: a kernel whose bytes per call fit in the threads' L2 caches
+// together reads them at L2's bandwidth, not DRAM's, so against the STREAM triad alone it would
+// show "above its roofline". l2_cache_bytes() is one core's L2 (0 when the system does not say);
+// cache_triad_gbs() the STREAM triad on per-thread arrays filling half of it, every OpenMP
+// thread at once, best of `passes` passes of about 2 ms, in GB/s (0 without an L2 size).
+int64_t l2_cache_bytes();
+double cache_triad_gbs(int passes = 3);
 
 }  // namespace crucible

@@ -22,6 +22,7 @@
 //      started processes left evidence of work hidden behind its outputs' first read.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -200,6 +201,7 @@ class TimingJob {
     // OpenMP's pool, started here, is shared by every backend: its threads belong to none.
 #pragma omp parallel
     { (void)0; }
+    double cache_gbs = cache_triad_gbs();
     watch_.emplace();
     const double overhead = timer_overhead_ns();
     overhead_ms_ = overhead / 1e6;
@@ -242,6 +244,7 @@ class TimingJob {
     frame.canary_after_ms = noise_canary_ms();
     frame.triad_after_gbs = memory_canary_gbs();
     peak_gflops = std::max(peak_gflops, peak_fma_gflops());
+    cache_gbs = std::max(cache_gbs, cache_triad_gbs());
     frame.working_set_mb = working_set_mb(s_.graph);
     const double worker_ms = ms_between(started, Clock::now());
     for (Backend& b : backends_) {
@@ -259,8 +262,10 @@ class TimingJob {
       b.r.timer_overhead_ns = overhead;
       b.r.counters_unavailable = counters_.unavailable();
       if (cost_) {
-        b.r.roofline = reports::Roofline{cost_->flops, cost_->min_bytes, peak_gflops,
-                                         std::max(frame.triad_before_gbs, frame.triad_after_gbs)};
+        b.r.roofline = reports::Roofline{
+            cost_->flops, cost_->min_bytes,
+            peak_gflops,  std::max(frame.triad_before_gbs, frame.triad_after_gbs),
+            cache_gbs,    static_cast<double>(l2_cache_bytes()) * omp_get_max_threads()};
       }
       if (!audit_off() && b.calls_timed > 0) {
         b.r.audit_share = worker_ms > 0 ? b.audit_ms / worker_ms : 0;

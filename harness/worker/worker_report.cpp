@@ -142,7 +142,8 @@ void ReportWriter::result(const reports::ResultRecord& r) {
   if (r.noisy) line({"noisy", r.noise_reason});
   if (r.roofline) {
     const auto& rl = *r.roofline;
-    line({"roofline", num(rl.flops), num(rl.min_bytes), num(rl.peak_gflops), num(rl.triad_gbs)});
+    line({"roofline", num(rl.flops), num(rl.min_bytes), num(rl.peak_gflops), num(rl.triad_gbs),
+          num(rl.cache_gbs), num(rl.cache_bytes)});
   }
   line({"end"});
 }
@@ -266,6 +267,10 @@ WorkerReport read_report(const std::filesystem::path& path) {
         cur.noise_reason = f.at(1);
       } else if (k == "roofline" && f.size() >= 5) {
         cur.roofline = reports::Roofline{d(f[1]), d(f[2]), d(f[3]), d(f[4])};
+        if (f.size() >= 7) {  // the cache ceiling (a worker of before schema 12 sends none)
+          cur.roofline->cache_gbs = d(f[5]);
+          cur.roofline->cache_bytes = d(f[6]);
+        }
       } else if (k == "end") {
         rep.results.push_back(std::move(cur));
         open = false;

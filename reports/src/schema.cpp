@@ -193,6 +193,10 @@ ALTER TABLE results ADD COLUMN roofline_fraction REAL;
 ALTER TABLE kernels ADD COLUMN flops REAL;
 ALTER TABLE kernels ADD COLUMN bytes REAL;
 )sql",
+      R"sql(
+ALTER TABLE results ADD COLUMN cache_gbs REAL;
+ALTER TABLE results ADD COLUMN cache_bytes REAL;
+)sql",
   };
   return kMigrations;
 }

@@ -288,10 +288,11 @@ int64_t Store::insert_result(int64_t run_id, const ResultRecord& r) {
               " counters_unavailable, noisy, noise_reason, contention_json, attempts,"
               " pass_suspicious, backend_version, audit_share, audit_coverage, disturbed_by,"
               " sim_instructions, sim_d1_misses, sim_ll_misses, sim_instructions_median, cpu_ms,"
-              " flops, min_bytes, peak_gflops, triad_gbs, roofline_fraction)"
+              " flops, min_bytes, peak_gflops, triad_gbs, roofline_fraction, cache_gbs,"
+              " cache_bytes)"
               " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
               " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-              " ?, ?, ?, ?, ?)");
+              " ?, ?, ?, ?, ?, ?, ?)");
   s.bind(1, run_id)
       .bind(2, r.suite)
       .bind(3, r.model)
@@ -369,8 +370,10 @@ int64_t Store::insert_result(int64_t run_id, const ResultRecord& r) {
         .bind(50, rl.peak_gflops)
         .bind(51, rl.triad_gbs)
         .bind(52, figures ? std::optional<double>(figures->fraction) : std::nullopt);
+    auto positive = [](double v) { return v > 0 ? std::optional<double>(v) : std::nullopt; };
+    s.bind(53, positive(rl.cache_gbs)).bind(54, positive(rl.cache_bytes));
   } else {
-    for (int i = 48; i <= 52; ++i) s.bind_null(i);
+    for (int i = 48; i <= 54; ++i) s.bind_null(i);
   }
   s.run();
   const int64_t id = sqlite3_last_insert_rowid(db_);

@@ -227,23 +227,30 @@ Table Store::kernels_table(int64_t result_id) {
     throw StoreError(fmt::format("{}: no result with id {}", path_.string(), result_id));
   }
   // Each kernel beside its roofline, with the ceilings the run's timing workers measured (a
-  // profile result is not timed by them): FLOPs and bytes per nanosecond are GFLOP/s and GB/s.
+  // profile result is not timed by them): FLOPs and bytes per nanosecond are GFLOP/s and GB/s. A
+  // kernel whose bytes per call fit in the threads' L2 caches together is held to L2's bandwidth
+  // ('cache'), any other to DRAM's ('memory'), when its bytes bound it rather than its FLOPs.
   return select(db_,
                 "WITH peaks AS (SELECT max(p.peak_gflops) AS flops_peak, max(p.triad_gbs) AS"
-                " bandwidth FROM results p WHERE p.run_id = (SELECT run_id FROM results WHERE"
-                " id = ?1))"
+                " dram, max(p.cache_gbs) AS cache, max(p.cache_bytes) AS cache_bytes FROM"
+                " results p WHERE p.run_id = (SELECT run_id FROM results WHERE id = ?1)),"
+                " ks AS (SELECT k.*, CASE WHEN peaks.cache > 0 AND k.bytes / max(k.calls, 1) <="
+                " peaks.cache_bytes THEN peaks.cache ELSE peaks.dram END AS bandwidth,"
+                " CASE WHEN peaks.cache > 0 AND k.bytes / max(k.calls, 1) <= peaks.cache_bytes"
+                " THEN 'cache' ELSE 'memory' END AS level, peaks.flops_peak"
+                " FROM kernels k, peaks WHERE k.result_id = ?1)"
                 " SELECT k.name AS kernel, k.calls, k.total_ns / 1e6 AS total_ms,"
                 " k.total_ns / 1e3 / max(k.calls, 1) AS per_call_us,"
                 " 100.0 * k.total_ns / (SELECT sum(total_ns) FROM kernels WHERE result_id = ?1)"
                 " AS share_pct, k.instructions AS sim_instructions_per_call,"
                 " k.flops / nullif(k.total_ns, 0) AS gflops,"
                 " k.bytes / nullif(k.total_ns, 0) AS gbs,"
-                " 100.0 * max(k.flops / nullif(peaks.flops_peak, 0),"
-                " k.bytes / nullif(peaks.bandwidth, 0)) / nullif(k.total_ns, 0) AS roofline_pct,"
+                " 100.0 * max(k.flops / nullif(k.flops_peak, 0),"
+                " k.bytes / nullif(k.bandwidth, 0)) / nullif(k.total_ns, 0) AS roofline_pct,"
                 " CASE WHEN k.flops IS NULL THEN NULL"
-                " WHEN k.bytes / peaks.bandwidth > k.flops / peaks.flops_peak THEN 'memory'"
+                " WHEN k.bytes / k.bandwidth > k.flops / k.flops_peak THEN k.level"
                 " ELSE 'compute' END AS bound"
-                " FROM kernels k, peaks WHERE k.result_id = ?1 ORDER BY k.total_ns DESC",
+                " FROM ks k ORDER BY k.total_ns DESC",
                 {result_id});
 }
 

@@ -75,6 +75,10 @@ struct Roofline {
   double min_bytes = 0;    // compulsory bytes per call: inputs and parameters once, outputs once
   double peak_gflops = 0;  // f32 FMA peak
   double triad_gbs = 0;    // STREAM triad
+  // The cache level, for kernels: the triad's bandwidth on arrays in the threads' L2 caches, and
+  // how many bytes those caches hold together (0 when unknown). Whole graphs stay on the DRAM side.
+  double cache_gbs = 0;
+  double cache_bytes = 0;
 };
 
 // The figures a median time gives against a roofline.
