@@ -2,11 +2,9 @@
 // activation, with the eager ops' exact semantics (float add, NaN passing through each one).
 #pragma once
 
-#include <cmath>
 #include <cstdint>
-#include <type_traits>
 
-#include "crucible/core/fast_math.h"
+#include "activation_math.h"
 #include "crucible/ops/packed_conv.h"
 
 namespace crucible::vision {
@@ -20,21 +18,6 @@ struct RowEpilogue {
 };
 
 namespace detail {
-template <typename T>
-inline T exp_of(T x) {
-  if constexpr (std::is_same_v<T, float>) {
-    return crucible_fast::exp_f32(x);
-  } else {
-    return std::exp(x);
-  }
-}
-template <typename T>
-inline T relu6_of_x_plus_3(T x) {  // comparisons a NaN fails, so NaN passes as in PyTorch
-  T t = x + T(3);
-  t = t < T(0) ? T(0) : t;
-  return t > T(6) ? T(6) : t;
-}
-
 template <typename T, typename F>
 inline void map_row(const T* acc, const T* res, T* y, int64_t n, F f) {
   if (res != nullptr) {
@@ -66,19 +49,18 @@ inline void finish_row(const T* acc, const T* res, T* y, int64_t n, const RowEpi
       });
       break;
     }
-    // The mobile activations as the eager ops compute them (unary_ops.cpp), float's exp from
-    // fast_math.h, so a fused call rounds as the separate ops do.
+    // The mobile activations with the eager ops' formulas (activation_math.h).
     case ConvActivation::kSigmoid:
-      detail::map_row(acc, res, y, n, [](T v) { return T(1) / (T(1) + detail::exp_of(-v)); });
+      detail::map_row(acc, res, y, n, act::Sigmoid{});
       break;
     case ConvActivation::kSilu:
-      detail::map_row(acc, res, y, n, [](T v) { return v * (T(1) / (T(1) + detail::exp_of(-v))); });
+      detail::map_row(acc, res, y, n, act::Silu{});
       break;
     case ConvActivation::kHardsigmoid:
-      detail::map_row(acc, res, y, n, [](T v) { return detail::relu6_of_x_plus_3(v) / T(6); });
+      detail::map_row(acc, res, y, n, act::Hardsigmoid{});
       break;
     case ConvActivation::kHardswish:
-      detail::map_row(acc, res, y, n, [](T v) { return v * detail::relu6_of_x_plus_3(v) / T(6); });
+      detail::map_row(acc, res, y, n, act::Hardswish{});
       break;
   }
 }

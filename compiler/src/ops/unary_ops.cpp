@@ -7,6 +7,7 @@
 #include <string>
 #include <type_traits>
 
+#include "activation_math.h"
 #include "crucible/core/error.h"
 #include "crucible/core/fast_math.h"
 #include "crucible/ops/clamp_bounds.h"
@@ -103,30 +104,9 @@ struct Sign {
 // compute-bound at a tenth of memory bandwidth (gelu over 8192x2048: 65 ms against 2 ms), and a
 // speed-up over such a baseline measures libm, not fusion. The codegen backend emits the same
 // functions, so both agree to the rounding of the surrounding arithmetic; f64 keeps libm.
-template <typename C>
-inline C exp_of(C x) {
-  if constexpr (std::is_same_v<C, float>) {
-    return crucible_fast::exp_f32(x);
-  } else {
-    return std::exp(x);
-  }
-}
-template <typename C>
-inline C tanh_of(C x) {
-  if constexpr (std::is_same_v<C, float>) {
-    return crucible_fast::tanh_f32(x);
-  } else {
-    return std::tanh(x);
-  }
-}
-template <typename C>
-inline C erf_of(C x) {
-  if constexpr (std::is_same_v<C, float>) {
-    return crucible_fast::erf_f32(x);
-  } else {
-    return std::erf(x);
-  }
-}
+using act::erf_of;
+using act::exp_of;
+using act::tanh_of;
 
 struct Exp {
   template <typename C>
@@ -187,12 +167,7 @@ struct Tanh {
     return tanh_of(x);
   }
 };
-struct Sigmoid {
-  template <typename C>
-  C operator()(C x) const {
-    return C(1) / (C(1) + exp_of(-x));  // exp overflow gives 1/inf = 0: the right limit
-  }
-};
+using act::Sigmoid;
 struct Erf {
   template <typename C>
   C operator()(C x) const {
@@ -220,34 +195,9 @@ struct GeluTanh {
   }
 };
 
-// The activations of mobile networks. silu computes sigmoid as 1 / (1 + exp(-x)) with the
-// vectorizable exp of fast_math.h for float (the exp codegen's sigmoid uses, so the decomposed
-// silu agrees with this one), libm for f64. hardsigmoid / hardswish clamp x + 3 to [0, 6] with
-// comparisons that a NaN fails, so NaN propagates as in PyTorch, and divide by 6 as PyTorch does.
-struct Silu {
-  template <typename C>
-  C operator()(C x) const {
-    return x * (C(1) / (C(1) + exp_of(-x)));
-  }
-};
-template <typename C>
-inline C relu6_of_x_plus_3(C x) {
-  C t = x + C(3);
-  t = t < C(0) ? C(0) : t;
-  return t > C(6) ? C(6) : t;
-}
-struct Hardsigmoid {
-  template <typename C>
-  C operator()(C x) const {
-    return relu6_of_x_plus_3(x) / C(6);
-  }
-};
-struct Hardswish {
-  template <typename C>
-  C operator()(C x) const {
-    return x * relu6_of_x_plus_3(x) / C(6);
-  }
-};
+using act::Hardsigmoid;  // the mobile networks' activations (activation_math.h)
+using act::Hardswish;
+using act::Silu;
 
 template <typename T>
 inline constexpr bool kIsFloatStorage = std::is_floating_point_v<T> || std::is_same_v<T, BFloat16>;
