@@ -135,6 +135,43 @@ void write_repro(const fs::path& dir, const Candidate& c, const ReproInfo& info)
   std::ofstream(dir / kManifest, std::ios::trunc) << m;
 }
 
+namespace {
+
+// A `file NAME SIZE HASH` line of the manifest at `where`: the file is there, whole and unedited.
+void check_listed_file(const fs::path& dir, const std::string& where, const std::string& rest) {
+  std::istringstream words(rest);
+  std::string name, hash;
+  uintmax_t size = 0;
+  if (!(words >> name >> size >> hash) || name.find('/') != std::string::npos) {
+    throw Error(fmt::format("{}: bad file line '{}'", where, rest));
+  }
+  const fs::path f = dir / name;
+  if (!fs::is_regular_file(f)) throw Error(fmt::format("{}: {} is missing", where, f.string()));
+  if (fs::file_size(f) != size) {
+    throw Error(fmt::format("{}: {} holds {} bytes, the manifest says {} (truncated or replaced)",
+                            where, f.string(), fs::file_size(f), size));
+  }
+  if (file_hash(f) != hash) {
+    throw Error(fmt::format("{}: {} was edited (hash {}, the manifest says {})", where, f.string(),
+                            file_hash(f), hash));
+  }
+}
+
+// A `backend_env KEY=VALUE` (set) or `backend_env -KEY` (unset) line into `env`.
+template <typename Env>
+void read_backend_env(const std::string& where, const std::string& rest, Env& env) {
+  const size_t eq = rest.find('=');
+  if (rest.starts_with('-') && rest.size() > 1 && eq == std::string::npos) {
+    env[rest.substr(1)] = std::nullopt;
+  } else if (eq != std::string::npos && eq > 0) {
+    env[rest.substr(0, eq)] = rest.substr(eq + 1);
+  } else {
+    throw Error(fmt::format("{}: bad backend_env '{}'", where, rest));
+  }
+}
+
+}  // namespace
+
 LoadedRepro load_repro(const fs::path& dir) {
   const fs::path manifest = dir / kManifest;
   if (!fs::is_regular_file(manifest)) {
@@ -177,14 +214,7 @@ LoadedRepro load_repro(const fs::path& dir) {
         throw Error(fmt::format("{}: bad config '{}'", where, rest));
       r.info.config[rest.substr(0, eq)] = rest.substr(eq + 1);
     } else if (key == "backend_env") {
-      const size_t eq = rest.find('=');
-      if (rest.starts_with('-') && rest.size() > 1 && eq == std::string::npos) {
-        r.info.backend_env[rest.substr(1)] = std::nullopt;
-      } else if (eq != std::string::npos && eq > 0) {
-        r.info.backend_env[rest.substr(0, eq)] = rest.substr(eq + 1);
-      } else {
-        throw Error(fmt::format("{}: bad backend_env '{}'", where, rest));
-      }
+      read_backend_env(where, rest, r.info.backend_env);
     } else if (key == "tolerance") {
       if (!(words >> r.info.tolerance)) throw Error(fmt::format("{}: bad tolerance", where));
     } else if (key == "cosine") {
@@ -211,22 +241,7 @@ LoadedRepro load_repro(const fs::path& dir) {
     } else if (key == "replays") {
       words >> r.info.replays_ok >> r.info.replays;
     } else if (key == "file") {
-      std::string name, hash;
-      uintmax_t size = 0;
-      if (!(words >> name >> size >> hash) || name.find('/') != std::string::npos) {
-        throw Error(fmt::format("{}: bad file line '{}'", where, rest));
-      }
-      const fs::path f = dir / name;
-      if (!fs::is_regular_file(f)) throw Error(fmt::format("{}: {} is missing", where, f.string()));
-      if (fs::file_size(f) != size) {
-        throw Error(
-            fmt::format("{}: {} holds {} bytes, the manifest says {} (truncated or replaced)",
-                        where, f.string(), fs::file_size(f), size));
-      }
-      if (file_hash(f) != hash) {
-        throw Error(fmt::format("{}: {} was edited (hash {}, the manifest says {})", where,
-                                f.string(), file_hash(f), hash));
-      }
+      check_listed_file(dir, where, rest);
       ++listed;
     } else if (key != "command" && !key.empty()) {
       throw Error(fmt::format("{}: unknown manifest key '{}'", where, key));
