@@ -13,7 +13,7 @@ PACKAGES=(
   libbenchmark-tools python3-scipy python3-numpy
   chromium fonts-dejavu-core
   slurm-wlm munge python3-yaml
-  libtorch-dev libopenblas0-pthread libjemalloc2
+  libtorch-dev libopenblas0-pthread libjemalloc2 libtcmalloc-minimal4
   libonnx-dev libprotobuf-dev libonnx-testdata python3-onnx python3-torch python3-torchvision
 )
 
