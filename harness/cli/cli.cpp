@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "backend_env.h"
 #include "crucible/plugin_api.h"
 #include "memory_cgroup.h"
 
@@ -144,6 +145,21 @@ std::map<std::string, std::string> parse_config(const std::vector<std::string>& 
     out[p.substr(0, eq)] = p.substr(eq + 1);
   }
   return out;
+}
+
+EnvChanges one_backend_env(const std::vector<std::string>& specs, const std::string& backend) {
+  BackendEnv env;
+  try {
+    env = parse_backend_env(specs);
+  } catch (const Error& e) {
+    throw po::error(e.what());
+  }
+  for (const auto& [name, changes] : env) {
+    if (name != backend)
+      throw po::error(fmt::format("--backend-env {}:{}: backend '{}' is not --backend {}", name,
+                                  describe_env(changes), name, backend));
+  }
+  return env.empty() ? EnvChanges{} : env.begin()->second;
 }
 
 }  // namespace crucible::cli

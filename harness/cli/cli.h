@@ -5,6 +5,7 @@
 #include <boost/program_options.hpp>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,11 @@ bool parse_run_options(const std::string& command, const std::string& usage,
 // What a run in this process needs before it starts: the fallback CPU affinity, and the note
 // when --memory-limit can only limit address space here.
 void prepare_local_run(const RunConfig& cfg);
+
+// --backend-env's specs for a command that runs one backend (`backend`, as --backend names it):
+// that backend's changes, or a po::error for bad syntax or a spec naming another backend.
+std::map<std::string, std::optional<std::string>> one_backend_env(
+    const std::vector<std::string>& specs, const std::string& backend);
 
 int run_graph_command(const std::vector<std::string>& args);
 int list_command(const std::vector<std::string>& args);

@@ -212,16 +212,8 @@ int minify_command(const std::vector<std::string>& args) {
   mo.progress = print_progress;
 
   BackendEnv given;
-  try {
-    given = parse_backend_env(backend_env);
-  } catch (const Error& e) {
-    throw po::error(e.what());
-  }
-  for (const auto& [name, changes] : given) {
-    if (name != backend)
-      throw po::error(fmt::format("--backend-env {}:{}: backend '{}' is not --backend {}", name,
-                                  describe_env(changes), name, backend));
-  }
+  if (EnvChanges changes = one_backend_env(backend_env, backend); !changes.empty())
+    given[backend] = std::move(changes);
   auto store = reports::Store::open(db);  // before any work: a bad --db is exit 2 at once
   stop_cleanly_on_signals();              // the BLAS core probe's workers are children too
   // Once, before the original runs: every candidate and the repro keep the core it failed under.

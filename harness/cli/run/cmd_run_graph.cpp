@@ -85,23 +85,6 @@ int relay_child(const WorkerReport& report, const ChildOutcome& outcome, const f
   return report.reply->exit_code;
 }
 
-// --backend-env's changes for run-graph's one backend (as --backend names it); a spec for another
-// backend is bad input.
-EnvChanges checked_backend_env(const std::vector<std::string>& specs, const std::string& backend) {
-  BackendEnv env;
-  try {
-    env = parse_backend_env(specs);
-  } catch (const Error& e) {
-    throw po::error(e.what());
-  }
-  for (const auto& [name, changes] : env) {
-    if (name != backend)
-      throw po::error(fmt::format("--backend-env {}:{}: backend '{}' is not --backend {}", name,
-                                  describe_env(changes), name, backend));
-  }
-  return env.empty() ? EnvChanges{} : env.begin()->second;
-}
-
 }  // namespace
 
 int run_graph_command(const std::vector<std::string>& args) {
@@ -154,7 +137,7 @@ int run_graph_command(const std::vector<std::string>& args) {
   job.threads = threads;
   RunConfig peer;  // what choosing a libtorch peer's BLAS core needs, as a run gives it
   peer.config = job.config;
-  peer.backend_env[plugin.string()] = checked_backend_env(backend_env, backend_name);
+  peer.backend_env[plugin.string()] = one_backend_env(backend_env, backend_name);
   peer.threads = threads;
   peer.seed = seed;
   peer.plugin_paths = plugin_paths;
