@@ -353,7 +353,13 @@ TEST_F(HarnessRun, MinTimeSamplesFastGraphsLongerAndThreadsAreBound) {
   for (const std::string b : {"eager", "faulty"}) {
     const auto& perf = res["m_a/" + b + "/performance"];
     EXPECT_EQ(perf.status, reports::Status::kPass) << perf.error;
-    EXPECT_EQ(perf.samples_ms.size(), 6u) << b;
+    // Two each, unless noise raised a suspicion of remembered results in a worker: its audit then
+    // times more rounds to confirm it, and says it was not confirmed.
+    if (perf.audit.find("not confirmed") == std::string::npos) {
+      EXPECT_EQ(perf.samples_ms.size(), 6u) << b << ": " << perf.audit;
+    } else {
+      EXPECT_GT(perf.samples_ms.size(), 6u) << b << ": " << perf.audit;
+    }
   }
   EXPECT_TRUE(res["m_a/faulty/performance"].speedup.has_value());
   for (int p = 1; p <= 3; ++p) {
