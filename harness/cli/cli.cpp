@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <iostream>
 
-#include "backend_env.h"
 #include "crucible/plugin_api.h"
 #include "memory_cgroup.h"
 
@@ -147,13 +146,16 @@ std::map<std::string, std::string> parse_config(const std::vector<std::string>& 
   return out;
 }
 
-EnvChanges one_backend_env(const std::vector<std::string>& specs, const std::string& backend) {
-  BackendEnv env;
+BackendEnv parsed_backend_env(const std::vector<std::string>& specs) {
   try {
-    env = parse_backend_env(specs);
+    return parse_backend_env(specs);
   } catch (const Error& e) {
     throw po::error(e.what());
   }
+}
+
+EnvChanges one_backend_env(const std::vector<std::string>& specs, const std::string& backend) {
+  const BackendEnv env = parsed_backend_env(specs);
   for (const auto& [name, changes] : env) {
     if (name != backend)
       throw po::error(fmt::format("--backend-env {}:{}: backend '{}' is not --backend {}", name,

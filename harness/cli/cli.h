@@ -5,9 +5,10 @@
 #include <boost/program_options.hpp>
 #include <functional>
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
+
+#include "backend_env.h"
 
 namespace crucible {
 struct RunConfig;
@@ -67,10 +68,11 @@ bool parse_run_options(const std::string& command, const std::string& usage,
 // when --memory-limit can only limit address space here.
 void prepare_local_run(const RunConfig& cfg);
 
-// --backend-env's specs for a command that runs one backend (`backend`, as --backend names it):
-// that backend's changes, or a po::error for bad syntax or a spec naming another backend.
-std::map<std::string, std::optional<std::string>> one_backend_env(
-    const std::vector<std::string>& specs, const std::string& backend);
+// --backend-env's specs parsed, a bad one a po::error (exit 2 with its line).
+BackendEnv parsed_backend_env(const std::vector<std::string>& specs);
+// ... for a command that runs one backend (`backend`, as --backend names it): that backend's
+// changes; a spec naming another backend is a po::error too.
+EnvChanges one_backend_env(const std::vector<std::string>& specs, const std::string& backend);
 
 int run_graph_command(const std::vector<std::string>& args);
 int list_command(const std::vector<std::string>& args);

@@ -265,12 +265,7 @@ void refuse_unused(const po::variables_map& vm, const RunConfig& cfg) {
 
 // --backend-env: each spec's syntax, and a backend this run loads.
 BackendEnv checked_backend_env(const std::vector<std::string>& specs, const RunConfig& cfg) {
-  BackendEnv env;
-  try {
-    env = parse_backend_env(specs);
-  } catch (const Error& e) {
-    throw po::error(e.what());
-  }
+  BackendEnv env = parsed_backend_env(specs);
   for (const auto& [backend, changes] : env) {
     if (backend != "eager" &&
         std::find(cfg.backends.begin(), cfg.backends.end(), backend) == cfg.backends.end()) {
