@@ -2,19 +2,24 @@
 // of a graph with recorded values, and the reduction passes driven by an in-process predicate
 // oracle (what llvm-reduce's tests do with an interestingness script), including a bug that needs
 // two nodes together and a flaky one.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <mutex>
 #include <set>
+#include <sstream>
 
+#include "cli_util.h"
 #include "crucible/ir/text_format.h"
 #include "crucible/ops/interpreter.h"
 #include "minify/minify.h"
 #include "minify/reducer.h"
 #include "minify/repro.h"
 #include "minify/signature.h"
+#include "output_digest.h"
 
 namespace crucible::minify {
 namespace {
@@ -205,6 +210,96 @@ TEST(MinifyRepro, ParametersAreWrittenAsDataWithTheirRecipesBeside) {
   EXPECT_TRUE(b.graph.value(b.graph.params()[0]).init.empty());
   EXPECT_TRUE(same_bytes(b.graph.value(b.graph.params()[0]).data, want));
   std::filesystem::remove_all(dir);
+}
+
+// Rewrites `name` in the repro at `dir` and its manifest's file line to match, as a careful
+// forger would: the hash check passes and only load_repro's own checks stand in the way.
+void forge_repro_file(const std::filesystem::path& dir, const std::string& name,
+                      const std::string& text) {
+  std::ofstream(dir / name, std::ios::trunc) << text;
+  std::istringstream in(testing::read_all(dir / "manifest.txt"));
+  std::string manifest, line;
+  while (std::getline(in, line)) {
+    if (line.starts_with("file " + name + " ")) {
+      line = fmt::format("file {} {} {:016x}", name, text.size(),
+                         digest_bytes(text.data(), text.size()));
+    }
+    manifest += line + "\n";
+  }
+  std::ofstream(dir / "manifest.txt", std::ios::trunc) << manifest;
+}
+
+void edit_manifest_line(const std::filesystem::path& dir, const std::string& key,
+                        const std::string& line) {
+  std::string m = testing::read_all(dir / "manifest.txt");
+  const size_t at = m.find("\n" + key + " ");
+  ASSERT_NE(at, std::string::npos) << key;
+  m.replace(at + 1, m.find('\n', at + 1) - at - 1, line);
+  std::ofstream(dir / "manifest.txt", std::ios::trunc) << m;
+}
+
+// A repro's graph binds every input and parameter to a file it lists: one that asks for made-up
+// data (here 2^40 random floats, 4 TiB) is refused before anything is materialized, as are
+// numbers no repro writes.
+TEST(MinifyRepro, ForgedGraphsAndNumbersAreRefusedBeforeAnythingIsMade) {
+  const Graph g = parse_graph(kChain);
+  const Candidate c = cut(g, record_values(g, make_inputs(g, 3)), {1, 2});
+  ReproInfo info;
+  info.backend = "codegen";
+  info.signature.status = Status::kFailAccuracy;
+  info.signature.detail = "f32";
+  const std::filesystem::path good = ::testing::TempDir() + "repro_forged";
+  std::filesystem::remove_all(good);
+  write_repro(good, c, info);
+  ASSERT_NO_THROW(load_repro(good));
+  auto refused = [&](const std::string& name, auto&& edit, const std::string& phrase) {
+    const std::filesystem::path d = good.string() + "_" + name;
+    std::filesystem::remove_all(d);
+    std::filesystem::copy(good, d);
+    edit(d);
+    try {
+      load_repro(d);
+      ADD_FAILURE() << name;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(phrase), std::string::npos) << name << ": " << e.what();
+    }
+    std::filesystem::remove_all(d);
+  };
+  refused(
+      "huge_input",
+      [](const auto& d) {
+        forge_repro_file(d, "graph.graph",
+                         "graph g(%x: f32[1048576,1048576]) {\n  %y = neg(%x)\n  return %y\n}\n");
+      },
+      "input %x is not read from a file");
+  refused(
+      "param_recipe",
+      [](const auto& d) {
+        forge_repro_file(d, "graph.graph",
+                         "graph g(%x: f32[4,8] = file(path=\"input.x.bin\")) {\n"
+                         "  param %w: f32[1048576,1048576,4,8] = randn(seed=1)\n"
+                         "  %y = mul(%x, %w)\n  return %y\n}\n");
+      },
+      "parameter %w is not read from a file");
+  refused(
+      "input_short",
+      [](const auto& d) {
+        forge_repro_file(d, "graph.graph",
+                         "graph g(%x: f32[1048576,8] = file(path=\"input.x.bin\")) {\n"
+                         "  %y = neg(%x)\n  return %y\n}\n");
+      },
+      "input %x: ");
+  refused(
+      "nan_tolerance", [](const auto& d) { edit_manifest_line(d, "tolerance", "tolerance nan"); },
+      "bad tolerance 'nan'");
+  refused(
+      "negative_tolerance",
+      [](const auto& d) { edit_manifest_line(d, "tolerance", "tolerance -1"); },
+      "bad tolerance '-1'");
+  refused(
+      "negative_threads", [](const auto& d) { edit_manifest_line(d, "threads", "threads -3"); },
+      "bad threads '-3'");
+  std::filesystem::remove_all(good);
 }
 
 // Fails (accuracy, band 0) when every op of `bug` is in the candidate, and nothing else matters.

@@ -241,6 +241,23 @@ TEST_F(StoreTest, NewerSchemaAndForeignFilesAreRefused) {
         std::string::npos)
         << e.what();
   }
+  // A version no crucible wrote (negative, or past int) is damage, refused before it picks a
+  // migration step: -1 once indexed the steps out of range.
+  for (const char* bad : {"-1", "-2147483649", "4294967297"}) {
+    ASSERT_EQ(std::system(("sqlite3 " + path_.string() +
+                           " \"UPDATE schema_version SET version = " + bad + "\"")
+                              .c_str()),
+              0);
+    try {
+      Store::open(path_);
+      ADD_FAILURE() << bad;
+    } catch (const StoreError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("database schema version ") + bad +
+                                           " is not a version (damaged store?)"),
+                std::string::npos)
+          << e.what();
+    }
+  }
   fs::path text = path_.string() + ".txt";
   std::ofstream(text) << std::string(200, 'x');
   EXPECT_THROW(Store::open(text), StoreError);

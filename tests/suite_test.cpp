@@ -71,9 +71,20 @@ TEST(Suite, ErrorsNameFileLineAndColumn) {
        "m.manifest:1:23: unknown key 'tol' (expected graph, builtin, onnx, data, batch_size, "
        "tolerance, cosine, skip or xfail)"},
       {"model a graph=a.graph batch_size=0\n",
-       "m.manifest:1:23: batch_size must be a positive integer"},
+       "m.manifest:1:23: batch_size must be an integer from 1 to 2^30"},
+      // Numbers strtod reads that no manifest means: NaN and infinities, and a batch past int64
+      // (converting it would be undefined behaviour).
+      {"model a graph=a.graph batch_size=nan\n",
+       "m.manifest:1:23: batch_size must be a finite number, got 'nan'"},
+      {"model a graph=a.graph batch_size=1e300\n",
+       "m.manifest:1:23: batch_size must be an integer from 1 to 2^30"},
+      {"model a graph=a.graph batch_size=2.5\n",
+       "m.manifest:1:23: batch_size must be an integer from 1 to 2^30"},
+      {"model a graph=a.graph tolerance=inf\n",
+       "m.manifest:1:23: tolerance must be a finite number, got 'inf'"},
+      {"onnx_cases /tmp atol=-inf\n", "m.manifest:1:17: atol must be a finite number, got '-inf'"},
       {"model a graph=a.graph tolerance=x\n",
-       "m.manifest:1:23: tolerance must be a number, got 'x'"},
+       "m.manifest:1:23: tolerance must be a finite number, got 'x'"},
       {"model a\n",
        "m.manifest:1:1: model 'a' needs exactly one of graph=FILE, builtin=MODEL and onnx=FILE"},
       {"model a graph=a.graph data=d\n", "m.manifest:1:1: data=DIR goes with onnx=FILE"},
@@ -83,7 +94,7 @@ TEST(Suite, ErrorsNameFileLineAndColumn) {
       {"onnx_cases ${CRUCIBLE_TEST_UNSET_VAR}\n",
        "m.manifest:1:12: ${CRUCIBLE_TEST_UNSET_VAR} in a path, and CRUCIBLE_TEST_UNSET_VAR is not "
        "set"},
-      {"onnx_cases /tmp rtol=x\n", "m.manifest:1:17: rtol must be a number, got 'x'"},
+      {"onnx_cases /tmp rtol=x\n", "m.manifest:1:17: rtol must be a finite number, got 'x'"},
       {"onnx_cases /tmp fp64=yes\n",
        "m.manifest:1:17: unknown onnx_cases option 'fp64=yes' (expected rtol=X, atol=X or "
        "fp64=true|false)"},

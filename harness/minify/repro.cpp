@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -157,6 +158,22 @@ void check_listed_file(const fs::path& dir, const std::string& where, const std:
   }
 }
 
+// write_repro binds every input and parameter to a file it lists, so a repro's graph makes no
+// data of its own: a recipe there (randn of a huge shape, say) is an edit, refused before it runs.
+void check_file_bound(const Graph& g) {
+  auto check = [&](ValueId id, const char* role) {
+    const Value& v = g.value(id);
+    if (!v.data.defined() && v.init.kind != "file") {
+      throw Error(
+          fmt::format("{}{} %{} is not read from a file (a repro's inputs and parameters "
+                      "are files its manifest lists)",
+                      g.where(id), role, v.name));
+    }
+  };
+  for (ValueId id : g.inputs()) check(id, "input");
+  for (ValueId id : g.params()) check(id, "parameter");
+}
+
 // A `backend_env KEY=VALUE` (set) or `backend_env -KEY` (unset) line into `env`.
 template <typename Env>
 void read_backend_env(const std::string& where, const std::string& rest, Env& env) {
@@ -216,13 +233,15 @@ LoadedRepro load_repro(const fs::path& dir) {
     } else if (key == "backend_env") {
       read_backend_env(where, rest, r.info.backend_env);
     } else if (key == "tolerance") {
-      if (!(words >> r.info.tolerance)) throw Error(fmt::format("{}: bad tolerance", where));
+      if (!(words >> r.info.tolerance) || !std::isfinite(r.info.tolerance) || r.info.tolerance < 0)
+        throw Error(fmt::format("{}: bad tolerance '{}'", where, rest));
     } else if (key == "cosine") {
       int v = 0;
       if (!(words >> v)) throw Error(fmt::format("{}: bad cosine", where));
       r.info.cosine = v != 0;
     } else if (key == "threads") {
-      if (!(words >> r.info.threads)) throw Error(fmt::format("{}: bad threads", where));
+      if (!(words >> r.info.threads) || r.info.threads < 0)
+        throw Error(fmt::format("{}: bad threads '{}'", where, rest));
     } else if (key == "signature") {
       auto s = Signature::parse(rest);
       if (!s || !s->failing()) throw Error(fmt::format("{}: bad signature '{}'", where, rest));
@@ -252,6 +271,7 @@ LoadedRepro load_repro(const fs::path& dir) {
                             manifest.string()));
   }
   Graph g = load_graph_file(dir / "graph.graph");
+  check_file_bound(g);
   check_side_files(g);
   r.candidate.inputs = make_inputs(g, 0);
   r.candidate.graph = std::move(g);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -65,8 +66,9 @@ double parse_number(const std::string& v, const fs::path& file, int line, size_t
   char* end = nullptr;
   errno = 0;
   double d = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end != '\0' || errno == ERANGE)
-    fail(file, line, col, fmt::format("{} must be a number, got '{}'", key, v));
+  // strtod also reads "nan" and "inf": no manifest number means either.
+  if (v.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(d))
+    fail(file, line, col, fmt::format("{} must be a finite number, got '{}'", key, v));
   return d;
 }
 
@@ -194,9 +196,10 @@ void parse_model_key(ModelEntry& m, const std::string& word, size_t col, const L
     }
     m.builtin = value;
   } else if (key == "batch_size") {
-    double b = parse_number(value, at.manifest, at.lineno, col, key);
-    if (b < 1 || b != static_cast<int64_t>(b))
-      at.fail(col, "batch_size must be a positive integer");
+    const double b = parse_number(value, at.manifest, at.lineno, col, key);
+    // The range check comes before the cast: a double past int64's range converts to nothing.
+    if (!(b >= 1 && b <= double{1 << 30}) || b != std::floor(b))
+      at.fail(col, "batch_size must be an integer from 1 to 2^30");
     m.batch_size = static_cast<int64_t>(b);
   } else if (key == "tolerance") {
     m.tolerance = parse_number(value, at.manifest, at.lineno, col, key);

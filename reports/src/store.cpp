@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <limits>
 
 #include "crucible/reports/json.h"
 #include "schema.h"
@@ -163,7 +164,14 @@ int Store::schema_version() {
   has.step();
   if (has.int64(0) == 0) return 0;
   Statement v(db_, "SELECT version FROM schema_version");
-  return v.step() ? static_cast<int>(v.int64(0)) : 0;
+  if (!v.step()) return 0;
+  // A damaged or hand-edited store must not index the migration steps out of range.
+  const int64_t version = v.int64(0);
+  if (version < 0 || version > std::numeric_limits<int>::max()) {
+    throw StoreError(fmt::format("{}: database schema version {} is not a version (damaged store?)",
+                                 path_.string(), version));
+  }
+  return static_cast<int>(version);
 }
 
 std::string Store::journal_mode() {

@@ -230,7 +230,10 @@ std::filesystem::path side_file_path(const Initializer& init, const std::filesys
 }  // namespace
 
 void check_side_files(const Graph& g) {
-  for (ValueId id : g.params()) {
+  std::vector<std::pair<ValueId, const char*>> bound;
+  for (ValueId id : g.params()) bound.emplace_back(id, "parameter");
+  for (ValueId id : g.inputs()) bound.emplace_back(id, "input");
+  for (const auto& [id, role] : bound) {
     const Value& v = g.value(id);
     if (v.data.defined() || v.init.kind != "file") continue;
     const std::filesystem::path p = side_file_path(v.init, g.base_dir());
@@ -249,7 +252,7 @@ void check_side_files(const Graph& g) {
       }
     }
     if (!problem.empty()) {
-      throw Error(fmt::format("{}parameter %{}: {}: {}", g.where(id), v.name, p.string(), problem));
+      throw Error(fmt::format("{}{} %{}: {}: {}", g.where(id), role, v.name, p.string(), problem));
     }
   }
 }
