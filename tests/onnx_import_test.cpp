@@ -199,12 +199,42 @@ TEST(OnnxImport, HostileFilesAreOneLineAndNothingRuns) {
     std::ofstream(dir / "far_offset" / "w.bin") << std::string(64, 'x');
     expect_refused(dir / "far_offset" / "m.onnx", "needs 16 from offset 9223372036854775800");
   }
-  {  // a 2^40-element initializer with no data behind it
+  {  // a 2^40-element initializer with no data behind it, whichever way its data would come:
+     // each is refused before 4 TiB is asked of the allocator (the typed field and the external
+     // file were checked after it once, which the allocator or AddressSanitizer then refused)
     OnnxModelBuilder b = relu_model();
     auto* t = b.initializer("huge", {1 << 20, 1 << 20}, {1.0f});
-    (void)t;
     b.save(fresh("huge"));
     expect_refused(dir / "huge" / "m.onnx", "initializer 'huge'");
+    t->clear_raw_data();
+    t->add_float_data(1.0f);
+    b.save(fresh("huge_typed"));
+    expect_refused(dir / "huge_typed" / "m.onnx", "1 values for 1099511627776 elements");
+    t->clear_float_data();
+    t->set_data_location(::onnx::TensorProto::EXTERNAL);
+    auto* kv = t->add_external_data();
+    kv->set_key("location");
+    kv->set_value("w.bin");
+    b.save(fresh("huge_external"));
+    std::ofstream(dir / "huge_external" / "w.bin") << std::string(64, 'x');
+    expect_refused(dir / "huge_external" / "m.onnx", "holds 64 bytes, needs 4398046511104");
+  }
+  {  // Range bounds that make no count (NaN), too many elements, or no scalar at all: refused
+     // before anything is cast or allocated
+    auto range_model = [&](const std::string& name, std::vector<int64_t> limit_dims,
+                           std::vector<float> limit) {
+      OnnxModelBuilder b;
+      b.initializer("s", {}, {0.0f});
+      b.initializer("l", std::move(limit_dims), std::move(limit));
+      b.initializer("d", {}, {1.0f});
+      b.node("Range", {"s", "l", "d"}, {"r"});
+      b.output("r");
+      b.save(fresh(name));
+      return dir / name / "m.onnx";
+    };
+    expect_refused(range_model("range_nan", {}, {std::nanf("")}), "Range of nan elements");
+    expect_refused(range_model("range_huge", {}, {1e30f}), "more than the 16777216 a constant");
+    expect_refused(range_model("range_empty", {0}, {}), "must be scalars");
   }
   {  // a cycle and a dangling input
     OnnxModelBuilder b;

@@ -47,6 +47,17 @@ TEST(Tensor, StorageCountersTrackBytesInUseAndPeak) {
   EXPECT_EQ(storage_peak_bytes(), base + (4u << 20));
 }
 
+// get() on an element that is not there is an Error: on an empty tensor the index arithmetic
+// once divided by its zero dim (SIGFPE), which an ONNX Range of empty constants reached.
+TEST(Tensor, GetOutsideTheElementsIsAnError) {
+  const Tensor empty = Tensor::zeros(DType::kF32, {2, 0, 3});
+  EXPECT_THROW(empty.get(0), Error);
+  const Tensor t = Tensor::zeros(DType::kF32, {2, 3});
+  EXPECT_EQ(t.get(5), 0.0);
+  EXPECT_THROW(t.get(6), Error);
+  EXPECT_THROW(t.get(-1), Error);
+}
+
 TEST(Tensor, PermuteSliceExpandAreViews) {
   Tensor a = T(DType::kF32, {2, 3}, {0, 1, 2, 3, 4, 5});
   Tensor p = a.permute(std::vector<int64_t>{1, 0});

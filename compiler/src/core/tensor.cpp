@@ -363,6 +363,10 @@ void Tensor::copy_from(const Tensor& src) {
 
 double Tensor::get(int64_t linear_index) const {
   int64_t off = 0, r = linear_index;
+  // An empty tensor has no element 0 (and a zero dim would divide by zero below).
+  if (linear_index < 0 || linear_index >= numel())
+    throw Error(
+        fmt::format("get: element {} of a tensor of shape {}", linear_index, shape_str(shape_)));
   for (int64_t d = dim() - 1; d >= 0; --d) {
     off += (r % shape_[d]) * strides_[d];
     r /= shape_[d];

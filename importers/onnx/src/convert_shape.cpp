@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 
 #include "converters.h"
 #include "tensor_proto.h"
@@ -106,8 +107,8 @@ void reshape_op(Ctx& c, const NodeProto& n) {
       infer = static_cast<int64_t>(i);
     } else if (dims[i] < 0) {
       malformed(fmt::format("Reshape dim {} is negative", dims[i]));
-    } else {
-      known *= dims[i];
+    } else if (__builtin_mul_overflow(known, dims[i], &known)) {
+      malformed(fmt::format("Reshape shape {} has more than 2^63 elements", shape_str(dims)));
     }
   }
   if (infer >= 0) dims[infer] = known == 0 ? 0 : x.type.numel() / known;
@@ -120,8 +121,10 @@ void flatten(Ctx& c, const NodeProto& n) {
   int64_t axis = attr_int(n, "axis", 1);
   if (axis < 0) axis += r;
   if (axis < 0 || axis > r) malformed(fmt::format("Flatten axis out of range for rank {}", r));
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < r; ++i) (i < axis ? outer : inner) *= x.type.shape[i];
+  // Checked products: with a 0 dim among them, the others may be as large as int64 allows.
+  const std::span<const int64_t> dims(x.type.shape);
+  const int64_t outer = shape_numel(dims.first(static_cast<size_t>(axis))),
+                inner = shape_numel(dims.subspan(static_cast<size_t>(axis)));
   c.out(n, 0, reshape(c, x, {outer, inner}));
 }
 
@@ -315,10 +318,20 @@ void range(Ctx& c, const NodeProto& n) {
   Val start = c.in(n, 0), limit = c.in(n, 1), delta = c.in(n, 2);
   if (!start.value().defined() || !limit.value().defined() || !delta.value().defined())
     unsupported("Range with computed bounds");
+  for (const Val* v : {&start, &limit, &delta}) {
+    if (v->value().numel() != 1) malformed("Range's start, limit and delta must be scalars");
+  }
   const double s = start.value().get(0), l = limit.value().get(0), d = delta.value().get(0);
   if (d == 0) malformed("Range delta is 0");
-  const int64_t count = std::max<int64_t>(static_cast<int64_t>(std::ceil((l - s) / d)), 0);
-  checked_numel({count}, "Range");
+  // The count is a constant this importer materializes: checked as a double before any cast (NaN
+  // or 1e300 must not reach int64) and held to the folding limit.
+  const double span = std::max(std::ceil((l - s) / d), 0.0);
+  if (!(span <= static_cast<double>(c.fold_limit())))
+    malformed(
+        fmt::format("Range of {} elements (start {}, limit {}, delta {}) is more than the "
+                    "{} a constant may hold",
+                    span, s, l, d, c.fold_limit()));
+  const auto count = static_cast<int64_t>(span);
   std::vector<double> v(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) v[i] = s + static_cast<double>(i) * d;
   c.out(n, 0, c.constant(Tensor::from_doubles(start.type.dtype, {count}, v)));

@@ -45,6 +45,8 @@ class Ctx {
 
   Graph& graph() { return g_; }
   int64_t opset() const { return opset_; }
+  // The most elements a constant the importer makes may hold (ImportOptions::fold_limit).
+  int64_t fold_limit() const { return opts_.fold_limit; }
   // A function body runs at the opset it was written for; returns the previous one.
   int64_t set_opset(int64_t opset) { return std::exchange(opset_, opset); }
 

@@ -80,8 +80,15 @@ fs::path external_path(const std::string& location, const fs::path& base_dir,
   return full;
 }
 
-void read_external(const TensorProto& t, const fs::path& base_dir, const std::string& what,
-                   void* dst, size_t bytes) {
+// Where a tensor's external bytes are, once every claim about them is checked against the file.
+struct ExternalSlice {
+  fs::path path;
+  std::string location;
+  int64_t offset = 0;
+};
+
+ExternalSlice locate_external(const TensorProto& t, const fs::path& base_dir,
+                              const std::string& what, size_t bytes) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : t.external_data()) {
@@ -109,17 +116,34 @@ void read_external(const TensorProto& t, const fs::path& base_dir, const std::st
     throw ImportError(fmt::format("{}: external data '{}' holds {} bytes, needs {} from offset {}",
                                   what, location, st.st_size, bytes, offset),
                       false);
-  std::ifstream in(path, std::ios::binary);
-  in.seekg(offset);
+  return {path, location, offset};
+}
+
+void read_external(const ExternalSlice& slice, const std::string& what, void* dst, size_t bytes) {
+  std::ifstream in(slice.path, std::ios::binary);
+  in.seekg(slice.offset);
   if (!in.read(static_cast<char*>(dst), static_cast<std::streamsize>(bytes)))
-    throw ImportError(fmt::format("{}: cannot read external data '{}'", what, location), false);
+    throw ImportError(fmt::format("{}: cannot read external data '{}'", what, slice.location),
+                      false);
+}
+
+// How many values the typed field that carries `dtype` holds (ONNX packs the small integer
+// types, bool and bf16 into int32_data).
+int64_t typed_value_count(const TensorProto& t, DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return t.float_data_size();
+    case DType::kF64:
+      return t.double_data_size();
+    case DType::kI64:
+      return t.int64_data_size();
+    default:
+      return t.int32_data_size();
+  }
 }
 
 template <typename Src, typename Dst>
-void copy_field(const google::protobuf::RepeatedField<Src>& src, Dst* dst, int64_t n,
-                const std::string& what) {
-  if (src.size() != n)
-    throw ImportError(fmt::format("{}: {} values for {} elements", what, src.size(), n), false);
+void copy_field(const google::protobuf::RepeatedField<Src>& src, Dst* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<Dst>(src[static_cast<int>(i)]);
 }
 
@@ -136,38 +160,46 @@ Tensor tensor_from_proto(const TensorProto& t, const fs::path& base_dir, const s
   const int64_t n = checked_numel(shape, what);
   const size_t bytes = static_cast<size_t>(n) * dtype_size(*dtype);
   const bool external = t.data_location() == TensorProto::EXTERNAL;
-  // Sizes are checked before allocating: a claim the data does not back is refused first.
-  if (!external && t.has_raw_data() && t.raw_data().size() != bytes)
-    throw ImportError(fmt::format("{}: {} bytes of data for {} elements of {}", what,
-                                  t.raw_data().size(), n, dtype_name(*dtype)),
-                      false);
-  Tensor out = Tensor::empty(*dtype, shape);
+  // Sizes are checked before allocating, whichever way the data comes: a claim the data does not
+  // back is refused first.
+  std::optional<ExternalSlice> slice;
   if (external) {
-    read_external(t, base_dir, what, out.raw_data(), bytes);
+    slice = locate_external(t, base_dir, what, bytes);
+  } else if (t.has_raw_data()) {
+    if (t.raw_data().size() != bytes)
+      throw ImportError(fmt::format("{}: {} bytes of data for {} elements of {}", what,
+                                    t.raw_data().size(), n, dtype_name(*dtype)),
+                        false);
+  } else if (const int64_t values = typed_value_count(t, *dtype); values != n) {
+    throw ImportError(fmt::format("{}: {} values for {} elements", what, values, n), false);
+  }
+  Tensor out = Tensor::empty(*dtype, shape);
+  if (slice) {
+    read_external(*slice, what, out.raw_data(), bytes);
   } else if (t.has_raw_data()) {
     std::memcpy(out.raw_data(), t.raw_data().data(), bytes);
   } else {
     switch (*dtype) {
       case DType::kF32:
-        copy_field(t.float_data(), out.data<float>(), n, what);
+        copy_field(t.float_data(), out.data<float>(), n);
         break;
       case DType::kF64:
-        copy_field(t.double_data(), out.data<double>(), n, what);
+        copy_field(t.double_data(), out.data<double>(), n);
         break;
       case DType::kI64:
-        copy_field(t.int64_data(), out.data<int64_t>(), n, what);
+        copy_field(t.int64_data(), out.data<int64_t>(), n);
         break;
       case DType::kI32:
-        copy_field(t.int32_data(), out.data<int32_t>(), n, what);
+        copy_field(t.int32_data(), out.data<int32_t>(), n);
         break;
       case DType::kU8:
-        copy_field(t.int32_data(), out.data<uint8_t>(), n, what);
+        copy_field(t.int32_data(), out.data<uint8_t>(), n);
         break;
       case DType::kBool:
-        copy_field(t.int32_data(), out.data<bool>(), n, what);
+        copy_field(t.int32_data(), out.data<bool>(), n);
         break;
       case DType::kBF16:
-        copy_field(t.int32_data(), static_cast<uint16_t*>(out.raw_data()), n, what);
+        copy_field(t.int32_data(), static_cast<uint16_t*>(out.raw_data()), n);
         break;
     }
   }
