@@ -269,6 +269,12 @@ TEST(Conv2d, BadInputIsAGraphErrorSayingWhy) {
                    "padding must have 1 or 2 elements (height, width), got [1,2,3]");
   ExpectGraphError({x({1, 2, 5, 5}), x({3, 2, 3, 3})}, {{"groups", int64_t{0}}},
                    "groups must be positive, got 0");
+  // Sizes past int64 from a file's attributes are an error, not a signed overflow.
+  constexpr int64_t kHuge = int64_t{1} << 62;
+  ExpectGraphError({x({1, 2, 5, 5}), x({3, 2, 3, 3})}, {{"padding", kHuge}},
+                   "the output size overflows int64");
+  ExpectGraphError({x({1, 2, 5, 5}), x({3, 2, 3, 3})}, {{"dilation", kHuge}},
+                   "the output size overflows int64");
   ExpectGraphError({x({1, 2, 5, 5}), Tensor::zeros(DType::kF64, {3, 2, 3, 3})}, {},
                    "weight dtype f64 differs from input dtype f32");
   ExpectGraphError({Tensor::zeros(DType::kI64, {1, 2, 5, 5}), x({3, 2, 3, 3})}, {},

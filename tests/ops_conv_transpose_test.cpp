@@ -134,6 +134,13 @@ TEST(ConvTransposeOps, BadOperandsAreErrorsSayingWhy) {
   ExpectError("conv_transpose2d", {x, w}, Transpose({2}, {0}, {2}),
               "smaller than the stride 2x2 or the dilation 1x1");
   ExpectError("conv_transpose2d", {x, w}, Transpose({1}, {3}), "the output would be -2x-2");
+  // Attributes from a file: sizes are computed wide, so huge ones are errors saying what they
+  // make, never a signed overflow (UBSan's class).
+  constexpr int64_t kHuge = int64_t{1} << 62;
+  ExpectError("conv_transpose2d", {x, w}, Transpose({kHuge}, {0}), "the output size overflows");
+  ExpectError("conv_transpose2d", {x, w}, Transpose({1}, {kHuge}),
+              "the output would be -9223372036854775804x-9223372036854775804");
+  ExpectError("conv_transpose2d", {x, w}, Transpose({1}, {0}, {0}, {kHuge}), "is too large");
   ExpectError("conv_transpose2d", {x, w.to(DType::kF64)}, {}, "weight dtype f64");
   ExpectError("conv_transpose2d", {x.to(DType::kI32), w.to(DType::kI32)}, {}, "floating-point");
   ExpectError("conv_transpose2d", {x, w, T(DType::kF32, {2}, {1, 2})}, {}, "must be [1]");

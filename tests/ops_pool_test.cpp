@@ -355,6 +355,14 @@ TEST(Pool2d, BadInputIsAGraphErrorSayingWhy) {
   ExpectGraphError("max_pool2d", {1, 1, 4, 4},
                    {{"kernel_size", int64_t{2}}, {"stride", int64_t{0}}},
                    "stride must be positive, got [0,0]");
+  // Sizes past int64 from a file's attributes are an error, not a signed overflow.
+  constexpr int64_t kHuge = int64_t{1} << 62;
+  ExpectGraphError("max_pool2d", {1, 1, 4, 4},
+                   {{"kernel_size", int64_t{4}},
+                    {"stride", int64_t{1}},
+                    {"padding", int64_t{2}},
+                    {"dilation", kHuge}},
+                   "the output size overflows int64");
   ExpectGraphError("adaptive_avg_pool2d", {1, 1, 4, 4},
                    {{"output_size", std::vector<int64_t>{1, 2, 3}}},
                    "output_size must have 1 or 2 elements");

@@ -183,6 +183,12 @@ TEST(Slice, PythonStyleBounds) {
   ExpectTensor(slice(1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
                      std::nullopt),
                DType::kF32, {2, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  // A step past the dim takes its first element: the size is computed without overflow (a step
+  // of INT64_MAX once wrapped around), and the one element keeps its stride.
+  ExpectTensor(slice(1, 1, std::nullopt, std::numeric_limits<int64_t>::max()), DType::kF32, {2, 1},
+               {1, 6});
+  ExpectTensor(slice(0, std::nullopt, std::nullopt, std::numeric_limits<int64_t>::max() - 1),
+               DType::kF32, {1, 5}, {0, 1, 2, 3, 4});
   // Slicing a strided view composes strides.
   ExpectTensor(RunOp("slice", {a.transpose(0, 1)},
                      {{"dim", int64_t{0}}, {"start", int64_t{1}}, {"step", int64_t{2}}}),

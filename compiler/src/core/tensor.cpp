@@ -172,8 +172,9 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
   start = std::clamp<int64_t>(start, 0, n);
   end = std::clamp<int64_t>(end, start, n);
   Shape shape = shape_, strides = strides_;
-  shape[d] = (end - start + step - 1) / step;
-  strides[d] = strides_[d] * step;
+  // Written so that no step (up to INT64_MAX) overflows: a one-element slice keeps its stride.
+  shape[d] = end == start ? 0 : (end - start - 1) / step + 1;
+  if (shape[d] > 1) strides[d] = strides_[d] * step;
   return as_strided(std::move(shape), std::move(strides), offset_ + start * strides_[d]);
 }
 
@@ -362,11 +363,11 @@ void Tensor::copy_from(const Tensor& src) {
 }
 
 double Tensor::get(int64_t linear_index) const {
-  int64_t off = 0, r = linear_index;
   // An empty tensor has no element 0 (and a zero dim would divide by zero below).
   if (linear_index < 0 || linear_index >= numel())
     throw Error(
         fmt::format("get: element {} of a tensor of shape {}", linear_index, shape_str(shape_)));
+  int64_t off = 0, r = linear_index;
   for (int64_t d = dim() - 1; d >= 0; --d) {
     off += (r % shape_[d]) * strides_[d];
     r /= shape_[d];

@@ -58,8 +58,10 @@ ConvShape conv_shape(std::span<const TensorType> in, const Attrs& attrs) {
     throw Error(fmt::format("bias shape {} must be [{}] (the weight's output channels)",
                             shape_str(in[2].shape), s.o));
   }
-  const int64_t ekh = s.p.dilation.h * (s.kh - 1) + 1, ekw = s.p.dilation.w * (s.kw - 1) + 1;
-  const int64_t ph = s.h + 2 * s.p.padding.h, pw = s.w + 2 * s.p.padding.w;
+  const int64_t ekh = window_extent(__int128{s.p.dilation.h} * (s.kh - 1) + 1),
+                ekw = window_extent(__int128{s.p.dilation.w} * (s.kw - 1) + 1);
+  const int64_t ph = window_extent(__int128{s.h} + 2 * __int128{s.p.padding.h}),
+                pw = window_extent(__int128{s.w} + 2 * __int128{s.p.padding.w});
   if (ekh > ph || ekw > pw) {
     throw Error(
         fmt::format("kernel {}x{} (dilation {}x{}, so {}x{}) is larger than the padded input {}x{} "

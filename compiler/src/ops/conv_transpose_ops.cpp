@@ -66,8 +66,10 @@ TransposeShape transpose_shape(std::span<const TensorType> in, const Attrs& attr
         "dilation {}x{}",
         op.h, op.w, s.p.stride.h, s.p.stride.w, s.p.dilation.h, s.p.dilation.w));
   }
-  s.oh = (s.h - 1) * s.p.stride.h - 2 * s.p.padding.h + s.p.dilation.h * (s.kh - 1) + op.h + 1;
-  s.ow = (s.w - 1) * s.p.stride.w - 2 * s.p.padding.w + s.p.dilation.w * (s.kw - 1) + op.w + 1;
+  s.oh = vision::window_extent(__int128{s.h - 1} * s.p.stride.h - 2 * __int128{s.p.padding.h} +
+                               __int128{s.p.dilation.h} * (s.kh - 1) + op.h + 1);
+  s.ow = vision::window_extent(__int128{s.w - 1} * s.p.stride.w - 2 * __int128{s.p.padding.w} +
+                               __int128{s.p.dilation.w} * (s.kw - 1) + op.w + 1);
   if (s.oh < 1 || s.ow < 1) {
     throw Error(fmt::format("the output would be {}x{} (input {}x{}, kernel {}x{}, padding {}x{})",
                             s.oh, s.ow, s.h, s.w, s.kh, s.kw, s.p.padding.h, s.p.padding.w));

@@ -31,8 +31,10 @@ Hw pooled_hw(const TensorType& x, const PoolParams& p) {
     throw Error(fmt::format(
         "kernel {}x{} (dilation {}x{}) is larger than the padded input {}x{} (input {}x{}, "
         "padding {}x{}): the output would be {}x{}",
-        p.kernel.h, p.kernel.w, p.dilation.h, p.dilation.w, h + 2 * p.padding.h,
-        w + 2 * p.padding.w, h, w, p.padding.h, p.padding.w, out.h, out.w));
+        p.kernel.h, p.kernel.w, p.dilation.h, p.dilation.w,
+        window_extent(__int128{h} + 2 * __int128{p.padding.h}),
+        window_extent(__int128{w} + 2 * __int128{p.padding.w}), h, w, p.padding.h, p.padding.w,
+        out.h, out.w));
   }
   return out;
 }

@@ -215,7 +215,7 @@ OpDef slice_def() {
   d.infer = [](std::span<const TensorType> in, const Attrs& attrs) -> TensorType {
     const SliceArgs s = slice_args(in[0], attrs);
     Shape shape = in[0].shape;
-    shape[s.dim] = (s.end - s.start + s.step - 1) / s.step;
+    shape[s.dim] = s.end == s.start ? 0 : (s.end - s.start - 1) / s.step + 1;  // no overflow
     return {in[0].dtype, shape};
   };
   d.kernel = [](std::span<const Tensor> in, const Attrs& attrs) {

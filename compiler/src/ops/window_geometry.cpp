@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "crucible/core/error.h"
@@ -14,8 +15,8 @@ namespace {
 
 // Floor division that rounds toward negative infinity, as PyTorch's div_rtn does: a kernel larger
 // than the padded input gives a negative numerator, and the output size must then come out < 1.
-int64_t floor_div(int64_t a, int64_t b) {
-  const int64_t q = a / b;
+__int128 floor_div(__int128 a, __int128 b) {
+  const __int128 q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
@@ -80,15 +81,24 @@ PoolParams pool_params(const Attrs& attrs) {
   return p;
 }
 
+int64_t window_extent(__int128 extent) {
+  if (extent > std::numeric_limits<int64_t>::max() || extent < std::numeric_limits<int64_t>::min())
+    throw Error("the output size overflows int64 (stride, padding, dilation or kernel too large)");
+  return static_cast<int64_t>(extent);
+}
+
 int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
-  return floor_div(in + 2 * p - d * (k - 1) - 1, s) + 1;
+  const __int128 span = __int128{in} + 2 * __int128{p} - __int128{d} * (k - 1) - 1;
+  return window_extent(floor_div(span, s) + 1);
 }
 
 int64_t pool_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
-  int64_t out = floor_div(in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0), s) + 1;
+  const __int128 span =
+      __int128{in} + 2 * __int128{p} - __int128{d} * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+  __int128 out = floor_div(span, s) + 1;
   // A window that would start in the right padding (or beyond) has no input element: dropped.
-  if (ceil_mode && (out - 1) * s >= in + p) --out;
-  return out;
+  if (ceil_mode && (out - 1) * s >= __int128{in} + p) --out;
+  return window_extent(out);
 }
 
 void tap_range(int64_t in, int64_t out, int64_t stride, int64_t offset, int64_t& lo, int64_t& hi) {

@@ -37,6 +37,9 @@ ConvParams conv_params(const Attrs& attrs);
 // padding non-negative and at most half the kernel (PyTorch's rule), dilation positive.
 PoolParams pool_params(const Attrs& attrs);
 
+// An output extent computed in 128 bits (attributes come from files), as int64; throws Error when
+// it does not fit.
+int64_t window_extent(__int128 extent);
 // Output extent of a convolution along one dim: floor((in + 2p - d(k-1) - 1) / s) + 1.
 int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d);
 // PyTorch's pooling_output_shape: like conv_out_size, rounding up under ceil_mode, but the last
