@@ -17,6 +17,9 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev libonnx-testdata python3-onnx python3-torch python3-torchvision
 )
 
+# CRUCIBLE_EXTRA_PACKAGES: what another tree needs beyond these (ci/fuzz.sh's clang and libFuzzer).
+# shellcheck disable=SC2206 # a list of words
+PACKAGES+=(${CRUCIBLE_EXTRA_PACKAGES:-})
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -32,8 +35,10 @@ fi
 
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
-if [ ! -f "$BUILD_DIR/build.ninja" ]; then
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# CRUCIBLE_CMAKE_ARGS: extra configure options of another tree (ci/sanitize.sh's), applied each time.
+if [ ! -f "$BUILD_DIR/build.ninja" ] || [ -n "${CRUCIBLE_CMAKE_ARGS:-}" ]; then
+  # shellcheck disable=SC2086 # the options are words
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo ${CRUCIBLE_CMAKE_ARGS:-} >/dev/null
 fi
 cmake --build "$BUILD_DIR" -j "$(nproc)"
 

@@ -646,6 +646,17 @@ TEST_F(HarnessRun, MemoryLimitBelowWhatAWorkerNeedsIsRefused) {
         << r.err;
   }
   EXPECT_FALSE(fs::exists(dir_ / "r.db"));
+#ifdef CRUCIBLE_SANITIZED
+  // A sanitizer's shadow memory does not fit under RLIMIT_AS: the fallback is refused, one line.
+  auto san = run_crucible(run_args("--memory-limit 256"), "CRUCIBLE_NO_CGROUPS=1");
+  EXPECT_EQ(san.status, 2);
+  EXPECT_EQ(testing::count_lines(san.err), 1) << san.err;
+  EXPECT_NE(
+      san.err.find("--memory-limit needs a memory cgroup in a crucible built with -fsanitize="),
+      std::string::npos)
+      << san.err;
+  return;
+#endif
   // Under the RLIMIT_AS fallback, the floor is the address space's, and the run says once what
   // the limit means there.
   auto low = run_crucible(run_args("--memory-limit 100"), "CRUCIBLE_NO_CGROUPS=1");

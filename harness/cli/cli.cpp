@@ -83,6 +83,15 @@ int64_t checked_memory_limit(int64_t mb) {
   }
   if (mb > 0) {
     const MemoryLimitKind kind = memory_limit_support().kind;
+#ifdef CRUCIBLE_SANITIZED
+    // The sanitizer reserves terabytes of address space at start: no RLIMIT_AS fits beside it.
+    if (kind == MemoryLimitKind::kAddressSpace) {
+      throw po::error(fmt::format(
+          "--memory-limit needs a memory cgroup in a crucible built with -fsanitize={} (the "
+          "address-space fallback cannot hold its shadow memory), and none can be made here: {}",
+          CRUCIBLE_SANITIZED, memory_limit_support().why_not));
+    }
+#endif
     const int64_t floor = memory_limit_floor_mb(kind);
     if (mb < floor) {
       throw po::error(fmt::format(

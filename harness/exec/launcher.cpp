@@ -263,6 +263,17 @@ int execute_launch(const LaunchPlan& plan, bool dry_run) {
     }
     return 0;
   }
+#ifdef CRUCIBLE_SANITIZED
+  // The sanitizer's runtime must be the first library and its allocator the only one.
+  for (const auto& inst : plan.instances) {
+    if (inst.env.count("LD_PRELOAD")) {
+      throw Error(fmt::format(
+          "launcher: this crucible is built with -fsanitize={}, which cannot run beside a "
+          "preloaded library ({}); drop --allocator and --omp-runtime, or use a normal build",
+          CRUCIBLE_SANITIZED, inst.env.at("LD_PRELOAD")));
+    }
+  }
+#endif
   std::vector<pid_t> pids;
   for (const auto& inst : plan.instances) {
     std::vector<std::string> env_strings = merged_environment(inst.env);

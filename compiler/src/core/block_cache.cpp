@@ -9,6 +9,24 @@
 #include <unordered_map>
 #include <vector>
 
+// Under AddressSanitizer a cached block is poisoned until it is handed out again: reusing freed
+// memory would otherwise hide a use-after-free of a tensor from the sanitizer.
+#if defined(__SANITIZE_ADDRESS__)
+#define CRUCIBLE_BLOCK_CACHE_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CRUCIBLE_BLOCK_CACHE_ASAN 1
+#endif
+#endif
+#ifdef CRUCIBLE_BLOCK_CACHE_ASAN
+#include <sanitizer/asan_interface.h>
+#define CRUCIBLE_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define CRUCIBLE_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define CRUCIBLE_POISON(p, n) ((void)(p), (void)(n))
+#define CRUCIBLE_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 namespace crucible {
 
 namespace {
@@ -58,6 +76,7 @@ void* take(size_t bytes) {
       void* p = it->second.back();
       it->second.pop_back();
       c.cached -= bytes;
+      CRUCIBLE_UNPOISON(p, bytes);
       return p;
     }
   }
@@ -85,6 +104,7 @@ void block_free(void* p, size_t bytes) {
     if (c.cached + bytes <= c.capacity) {
       c.free_blocks[bytes].push_back(p);
       c.cached += bytes;
+      CRUCIBLE_POISON(p, bytes);
       return;
     }
   }
@@ -101,7 +121,10 @@ void block_cache_clear() {
   Cache& c = cache();
   std::lock_guard lock(c.mu);
   for (auto& [size, blocks] : c.free_blocks) {
-    for (void* p : blocks) std::free(p);
+    for (void* p : blocks) {
+      CRUCIBLE_UNPOISON(p, size);
+      std::free(p);
+    }
   }
   c.free_blocks.clear();
   c.cached = 0;

@@ -219,6 +219,13 @@ void check_values(RunConfig& cfg, const RunArgs& raw) {
   if (cfg.batch_size < 0) throw po::error("--batch-size must be >= 0");
   if (!cfg.counters.empty() && cfg.counters != "cachegrind")
     throw po::error(fmt::format("--counters must be cachegrind, got '{}'", cfg.counters));
+#ifdef CRUCIBLE_SANITIZED
+  if (!cfg.counters.empty())
+    throw po::error(fmt::format(
+        "--counters cachegrind cannot count a crucible built with -fsanitize={} (Valgrind cannot "
+        "run its shadow memory); use a normal build",
+        CRUCIBLE_SANITIZED));
+#endif
   if (!cfg.counters.empty() && find_in_path("valgrind").empty())
     throw po::error("--counters cachegrind needs valgrind on PATH (apt-get install valgrind)");
 }

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds crucible under sanitizers in a tree of its own and runs the unit tests there:
+#   bash ci/sanitize.sh [address,undefined|thread]     (default address,undefined)
+# A finding fails the run and is printed; docs/guide/sanitizers.md says what runs and why.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SAN=${1:-address,undefined}
+case "$SAN" in
+  address,undefined | address | undefined) TREE=build-asan ;;
+  thread) TREE=build-tsan ;;
+  *) echo "sanitize: expected address,undefined or thread, got '$SAN'" >&2; exit 2 ;;
+esac
+start=$(date +%s)
+# The libtorch peer stays out: its tests are all slow, and PyTorch is not built with the sanitizer.
+BUILD_DIR=$TREE CRUCIBLE_CMAKE_ARGS="-DCRUCIBLE_SANITIZE=$SAN -DCRUCIBLE_TESTS=unit \
+  -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON" bash ci/setup.sh
+built=$(date +%s)
+
+# Reports go to files, one per process, so a finding in a worker whose output a test throws away
+# is still seen. handle_segv=0 and friends keep the harness's own containment (a plugin's SIGSEGV
+# is a `crash` status); abort_on_error turns a finding in a worker into a crash the run records.
+LOGS=$PWD/$TREE/sanitizer-logs
+rm -rf "$LOGS" && mkdir -p "$LOGS"
+export ASAN_OPTIONS="abort_on_error=1:halt_on_error=1:detect_leaks=1:handle_segv=0:handle_sigbus=0:\
+handle_sigfpe=0:handle_abort=0:check_initialization_order=1:strict_init_order=1:\
+allocator_may_return_null=1:max_allocation_size_mb=8192:malloc_context_size=20:log_path=$LOGS/asan"
+export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1:log_path=$LOGS/ubsan"
+export LSAN_OPTIONS="suppressions=$PWD/ci/sanitizers/lsan.supp:print_suppressions=0"
+export TSAN_OPTIONS="halt_on_error=1:abort_on_error=1:second_deadlock_stack=1:\
+ignore_noninstrumented_modules=1:suppressions=$PWD/ci/sanitizers/tsan.supp:log_path=$LOGS/tsan"
+
+status=0
+ctest --test-dir "$TREE" -L unit -j "$(nproc)" --timeout 900 --output-on-failure || status=$?
+tested=$(date +%s)
+if compgen -G "$LOGS/*" >/dev/null; then
+  echo "sanitize: $SAN reported findings:" >&2
+  for f in "$LOGS"/*; do echo "== $f" >&2; head -60 "$f" >&2; done
+  status=1
+fi
+echo "sanitize: $SAN on the unit tests (ctest -L unit; the slow ones and the libtorch peer are" \
+  "not built here): build $((built - start)) s, tests $((tested - built)) s, exit $status"
+exit $status
