@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# libFuzzer campaigns on the fuzz targets (tests/libfuzzer/), built with clang, ASan and UBSan in
+# a tree of their own (build-fuzz). Not part of CI, which replays the corpora instead:
+#   bash ci/fuzz.sh [--seconds S | --runs N] [--merge] [TARGET...]   (default: all, 60 s each)
+# Prints each target's executions, coverage and findings. A crash leaves its input in
+# fuzz-out/TARGET/ and fails the script; --merge folds new coverage into the committed corpus.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+limit=(-max_total_time=60)
+merge=0
+targets=()
+while (($#)); do
+  case "$1" in
+    --seconds) limit=(-max_total_time="$2"); shift 2 ;;
+    --runs) limit=(-runs="$2"); shift 2 ;;
+    --merge) merge=1; shift ;;
+    -*) echo "fuzz: unknown option $1" >&2; exit 2 ;;
+    *) targets+=("$1"); shift ;;
+  esac
+done
+((${#targets[@]})) || targets=(graph_text suite_manifest repro_dir worker_report plugin_elf
+  store_file options onnx_model onnx_tensor)
+
+BUILD_DIR=build-fuzz CRUCIBLE_EXTRA_PACKAGES="clang-14 libclang-rt-14-dev" \
+  CRUCIBLE_CMAKE_ARGS="-DCMAKE_CXX_COMPILER=clang++-14 -DCRUCIBLE_FUZZ=ON \
+  -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON" bash ci/setup.sh
+
+# Per target: the largest input worth trying and its dictionary (none for binary formats).
+declare -A max_len=([graph_text]=4096 [suite_manifest]=4096 [repro_dir]=8192 [worker_report]=16384
+  [plugin_elf]=16384 [store_file]=262144 [options]=1024 [onnx_model]=65536 [onnx_tensor]=65536)
+declare -A dict=([graph_text]=graph [suite_manifest]=manifest [repro_dir]=repro
+  [worker_report]=report [options]=options)
+export OMP_NUM_THREADS=1 ASAN_OPTIONS="detect_leaks=1:malloc_context_size=20"
+src=tests/libfuzzer
+status=0
+for t in "${targets[@]}"; do
+  bin=build-fuzz/bin/fuzz_$t
+  [ -x "$bin" ] || { echo "fuzz: no target $t" >&2; exit 2; }
+  out=fuzz-out/$t
+  mkdir -p "$out/corpus"
+  flags=(-max_len="${max_len[$t]}" -timeout=10 -rss_limit_mb=2560 -malloc_limit_mb=1024
+    -print_final_stats=1 -artifact_prefix="$out/" "${limit[@]}")
+  [ -n "${dict[$t]:-}" ] && flags+=(-dict="$src/dict/${dict[$t]}.dict")
+  [ "$t" = plugin_elf ] && flags+=(-use_value_profile=1)
+  if "$bin" "${flags[@]}" "$out/corpus" "$src/corpus/$t" >"$out/log" 2>&1; then
+    result=clean
+  else
+    result="FOUND: $(ls "$out" | grep -E '^(crash|leak|timeout|oom|slow-unit)-' | tr '\n' ' ')"
+    status=1
+  fi
+  runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$out/log" | grep -o '[0-9]*$' || echo 0)
+  secs=$(grep -o 'Done [0-9]* runs in [0-9]* second' "$out/log" | grep -o 'in [0-9]*' | grep -o '[0-9]*' || echo '?')
+  cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$out/log" | tail -1)
+  echo "fuzz: $t: $runs executions in ${secs} s, $cov, corpus $(ls "$out/corpus" | wc -l) new; $result"
+  if ((merge)) && [ "$result" = clean ]; then
+    "$bin" -merge=1 -max_len="${max_len[$t]}" "$src/corpus/$t" "$out/corpus" >>"$out/log" 2>&1
+  fi
+done
+exit $status
