@@ -52,6 +52,9 @@ std::map<std::string, Counts> run_suite(const std::string& suite, const std::str
   }
   auto f = run_crucible(fmt::format("results 1 --failed --db {}", (dir / "c.db").string()));
   *failures = f.out;
+  // The run's output holds every model's graph with its weights (2.1 GB for onnx-zoo): left in
+  // /tmp by each run of the suite, they once filled this machine's disk.
+  fs::remove_all(dir);
   return counts;
 }
 
