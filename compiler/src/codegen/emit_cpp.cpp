@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "cpp_prelude.h"
@@ -50,8 +51,14 @@ std::string compute_type(DType t) { return t == DType::kBF16 ? "float" : storage
 
 std::string literal(double v, DType t) {
   if (t == DType::kBool) return v != 0 ? "true" : "false";
-  if (!is_floating(t))
-    return fmt::format("static_cast<{}>({}LL)", storage_type(t), static_cast<int64_t>(v));
+  if (!is_floating(t)) {
+    // The kernels' own float-to-integer rule (cr_float_to_int): NaN is 0, and a value past int64
+    // is INT64_MIN, never an undefined conversion here.
+    const int64_t i = std::isnan(v)                   ? 0
+                      : (v >= 9.2e18 || v <= -9.2e18) ? std::numeric_limits<int64_t>::min()
+                                                      : static_cast<int64_t>(v);
+    return fmt::format("static_cast<{}>({}LL)", storage_type(t), i);
+  }
   if (t == DType::kBF16) v = static_cast<float>(BFloat16(static_cast<float>(v)));
   const std::string ct = compute_type(t);
   if (std::isnan(v)) return fmt::format("std::numeric_limits<{}>::quiet_NaN()", ct);
@@ -577,7 +584,8 @@ class KernelEmitter {
       e = fmt::format("({0} != {0})", a[0]);
       ct = DType::kBool;
     } else if (op == "isinf") {
-      const std::string inf = literal(INFINITY, in(0));
+      // An integer input is never infinite: no infinity literal of its type is made.
+      const std::string inf = is_floating(in(0)) ? literal(INFINITY, in(0)) : "";
       std::vector<std::string> tests;
       if (n.attrs.get_bool_or("detect_positive", true)) tests.push_back(a[0] + " == " + inf);
       if (n.attrs.get_bool_or("detect_negative", true)) tests.push_back(a[0] + " == -" + inf);

@@ -38,8 +38,14 @@ std::optional<BlasLayout> blas_layout(int64_t rows, int64_t cols, int64_t rs, in
 }
 
 BlasLayout matrix_layout(const Tensor& t) {
-  const int64_t n = t.dim();
-  return *blas_layout(t.shape()[n - 2], t.shape()[n - 1], t.strides()[n - 2], t.strides()[n - 1]);
+  const int64_t n = t.dim(), rows = t.shape()[n - 2], cols = t.shape()[n - 1];
+  if (auto l = blas_layout(rows, cols, t.strides()[n - 2], t.strides()[n - 1])) return *l;
+  // An empty matrix keeps whatever strides it had (contiguous() has nothing to copy): BLAS reads
+  // none of it and needs only a valid leading dimension. Reading the empty optional instead was
+  // undefined (caught by _GLIBCXX_ASSERTIONS in the sanitized build).
+  if (rows == 0 || cols == 0) return {false, std::max<int64_t>(cols, 1)};
+  throw Error(fmt::format("matmul: operand strides [{}, {}] fit no BLAS layout", t.strides()[n - 2],
+                          t.strides()[n - 1]));
 }
 
 // The operand itself when its trailing two dims fit a BLAS layout (plain, transposed, or with a
