@@ -10,6 +10,7 @@
 #include "cli_util.h"
 #include "crucible/ir/text_format.h"
 #include "onnx_model_builder.h"
+#include "test_util.h"
 
 namespace crucible {
 namespace {
@@ -276,6 +277,7 @@ namespace {
 // weights, a tiny model's workers (forked from that runner) report megabytes, not the runner's
 // high-water mark, which ru_maxrss carries across fork and exec.
 TEST(OnnxImport, AWorkersPeakMemoryIsNotItsRunnersAfterAnImport) {
+  CRUCIBLE_SKIP_WHEN_SANITIZED("AddressSanitizer's shadow memory and quarantine count in RSS");
   const fs::path dir = testing::fresh_test_dir("onnx_import");
   OnnxModelBuilder b;
   const int64_t n = 50'000'000;

@@ -13,6 +13,14 @@
 #include "crucible/core/tensor.h"
 #include "crucible/ir/op_registry.h"
 
+// Skips a test whose verdict a sanitized build cannot give (ci/sanitize.sh), saying why; the
+// normal build runs it.
+#ifdef CRUCIBLE_SANITIZED
+#define CRUCIBLE_SKIP_WHEN_SANITIZED(why) GTEST_SKIP() << "sanitized build: " << (why)
+#else
+#define CRUCIBLE_SKIP_WHEN_SANITIZED(why) static_cast<void>(0)
+#endif
+
 namespace crucible::testing {
 
 inline Tensor T(DType dtype, Shape shape, std::vector<double> values) {

@@ -134,8 +134,9 @@ Tensor materialize_param(const Graph& g, ValueId id);
 // kind and in range (randint's range non-empty and inside an integer dtype; std >= 0; finite
 // bounds; file's path a string). Throws Error saying which attribute and why.
 void check_initializer(const Initializer& init, const TensorType& type);
-// Checks every file(path=...) parameter's and input's side file before anything runs: it exists, is a regular
-// file and holds exactly the bytes its type needs. Throws Error at the recipe's file:line:col.
+// Checks every file(path=...) parameter's and input's side file before anything runs: it exists, is
+// a regular file and holds exactly the bytes its type needs. Throws Error at the recipe's
+// file:line:col.
 void check_side_files(const Graph& g);
 // Builds a tensor of `type` from a recipe; `seed` overrides the recipe's own seed when it has none.
 Tensor materialize(const Initializer& init, const TensorType& type,
