@@ -176,18 +176,24 @@ bool same_bytes(const Tensor& a, const Tensor& b) {
                                                 static_cast<const char*>(y.raw_data()));
 }
 
-TEST(MinifyRepro, ParametersAreWrittenAsDataWithTheirRecipesBeside) {
-  const Graph g = parse_graph(kChain);
-  const Recording rec = record_values(g, make_inputs(g, 3));
-  const Candidate c = cut(g, rec, {1, 2});  // mul reads %w = randn(seed=5)
+// Writes `c` as a codegen f32 accuracy failure into a fresh folder `name` of the test's temp dir.
+std::filesystem::path write_fresh_repro(const std::string& name, const Candidate& c) {
   ReproInfo info;
   info.backend = "codegen";
   info.backend_version = "0.1.0";
   info.signature.status = Status::kFailAccuracy;
   info.signature.detail = "f32";
-  const std::filesystem::path dir = ::testing::TempDir() + "repro_data";
+  const std::filesystem::path dir = ::testing::TempDir() + name;
   std::filesystem::remove_all(dir);
   write_repro(dir, c, info);
+  return dir;
+}
+
+TEST(MinifyRepro, ParametersAreWrittenAsDataWithTheirRecipesBeside) {
+  const Graph g = parse_graph(kChain);
+  const Recording rec = record_values(g, make_inputs(g, 3));
+  const Candidate c = cut(g, rec, {1, 2});  // mul reads %w = randn(seed=5)
+  const std::filesystem::path dir = write_fresh_repro("repro_data", c);
 
   const LoadedRepro back = load_repro(dir);
   EXPECT_EQ(back.info.backend_version, "0.1.0");
@@ -244,13 +250,7 @@ void edit_manifest_line(const std::filesystem::path& dir, const std::string& key
 TEST(MinifyRepro, ForgedGraphsAndNumbersAreRefusedBeforeAnythingIsMade) {
   const Graph g = parse_graph(kChain);
   const Candidate c = cut(g, record_values(g, make_inputs(g, 3)), {1, 2});
-  ReproInfo info;
-  info.backend = "codegen";
-  info.signature.status = Status::kFailAccuracy;
-  info.signature.detail = "f32";
-  const std::filesystem::path good = ::testing::TempDir() + "repro_forged";
-  std::filesystem::remove_all(good);
-  write_repro(good, c, info);
+  const std::filesystem::path good = write_fresh_repro("repro_forged", c);
   ASSERT_NO_THROW(load_repro(good));
   auto refused = [&](const std::string& name, auto&& edit, const std::string& phrase) {
     const std::filesystem::path d = good.string() + "_" + name;
