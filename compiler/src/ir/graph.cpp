@@ -179,8 +179,9 @@ void check_initializer(const Initializer& init, const TensorType& type) {
   }
   const std::string& k = init.kind;
   for (const auto& [name, value] : init.args.items()) {
+    // Captured by an init-capture: clang before 16 cannot capture a structured binding.
     auto arg = std::find_if(spec->args.begin(), spec->args.end(),
-                            [&](const auto& a) { return name == a.first; });
+                            [&n = name](const auto& a) { return n == a.first; });
     if (arg == spec->args.end()) {
       std::vector<std::string> names;
       for (const auto& a : spec->args) names.emplace_back(a.first);

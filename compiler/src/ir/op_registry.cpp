@@ -126,8 +126,9 @@ TensorType infer_type(const OpDef& op, std::span<const TensorType> operands, Att
   }
   Attrs checked;
   for (const auto& [name, value] : attrs.items()) {
+    // An init-capture: clang before 16 cannot capture a structured binding.
     auto spec = std::find_if(s.attrs.begin(), s.attrs.end(),
-                             [&](const AttrSpec& a) { return a.name == name; });
+                             [&n = name](const AttrSpec& a) { return a.name == n; });
     if (spec == s.attrs.end())
       throw GraphError(fmt::format("{}: unknown attribute '{}'", s.name, name));
     AttrKind got = attr_kind_of(value);
