@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <set>
 
 #include "cpp_prelude.h"
@@ -51,14 +50,8 @@ std::string compute_type(DType t) { return t == DType::kBF16 ? "float" : storage
 
 std::string literal(double v, DType t) {
   if (t == DType::kBool) return v != 0 ? "true" : "false";
-  if (!is_floating(t)) {
-    // The kernels' own float-to-integer rule (cr_float_to_int): NaN is 0, and a value past int64
-    // is INT64_MIN, never an undefined conversion here.
-    const int64_t i = std::isnan(v)                   ? 0
-                      : (v >= 9.2e18 || v <= -9.2e18) ? std::numeric_limits<int64_t>::min()
-                                                      : static_cast<int64_t>(v);
-    return fmt::format("static_cast<{}>({}LL)", storage_type(t), i);
-  }
+  if (!is_floating(t))  // eager's cast rule, as cr_float_to_int applies it in the kernels
+    return fmt::format("static_cast<{}>({}LL)", storage_type(t), float_to_int64(v));
   if (t == DType::kBF16) v = static_cast<float>(BFloat16(static_cast<float>(v)));
   const std::string ct = compute_type(t);
   if (std::isnan(v)) return fmt::format("std::numeric_limits<{}>::quiet_NaN()", ct);

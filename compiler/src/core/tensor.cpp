@@ -319,12 +319,7 @@ inline To convert(From v) {
   } else if constexpr (std::is_same_v<To, bool>) {
     return static_cast<compute_t<From>>(v) != 0;
   } else if constexpr (std::is_integral_v<To> && !std::is_integral_v<From>) {
-    // Float to integer: NaN gives 0; otherwise truncate through i64 and wrap, as PyTorch's CPU
-    // casts do.
-    double d = static_cast<double>(static_cast<compute_t<From>>(v));
-    if (std::isnan(d)) return To(0);
-    if (d >= 9.2e18 || d <= -9.2e18) return static_cast<To>(std::numeric_limits<int64_t>::min());
-    return static_cast<To>(static_cast<int64_t>(d));
+    return static_cast<To>(float_to_int64(static_cast<double>(static_cast<compute_t<From>>(v))));
   } else {
     return static_cast<To>(static_cast<compute_t<To>>(static_cast<compute_t<From>>(v)));
   }

@@ -34,6 +34,15 @@ DType promote_types(DType a, DType b);
 // bool and integers go to f32 as PyTorch's default dtype does.
 inline DType to_floating(DType t) { return is_floating(t) ? t : DType::kF32; }
 
+// A float cast to an integer dtype as PyTorch's CPU casts do (eager's cast, and the constants
+// codegen writes): NaN gives 0, a value past int64 INT64_MIN, anything else truncates through
+// int64 (the caller wraps it to the narrower type). Never an undefined conversion.
+inline int64_t float_to_int64(double d) {
+  if (d != d) return 0;
+  if (d >= 9.2e18 || d <= -9.2e18) return INT64_MIN;
+  return static_cast<int64_t>(d);
+}
+
 template <typename T>
 struct DTypeOf;
 template <>
