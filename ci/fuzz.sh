@@ -30,6 +30,27 @@ declare -A max_len=([graph_text]=4096 [suite_manifest]=4096 [repro_dir]=8192 [wo
   [plugin_elf]=16384 [store_file]=262144 [options]=1024 [onnx_model]=65536 [onnx_tensor]=65536)
 declare -A dict=([graph_text]=graph [suite_manifest]=manifest [repro_dir]=repro
   [worker_report]=report [options]=options)
+# Seeds the tree already has beyond the committed corpus (the same the replay tests read), copied
+# into fuzz-out/TARGET/seeds: libFuzzer reads corpus folders, and a seed over max_len is useless.
+seed() {
+  local t=$1 dir=fuzz-out/$1/seeds f n=0
+  rm -rf "$dir" && mkdir -p "$dir"
+  case $t in
+    graph_text) set -- suites/*/*.graph $(find tests -name '*.graph') ;;
+    suite_manifest) set -- suites/*/suite.manifest ;;
+    plugin_elf) set -- build-fuzz/test_plugins/*.so build-fuzz/lib/*.so ;;
+    onnx_model) set -- /usr/share/libonnx-testdata/data/node/*/model.onnx ;;
+    onnx_tensor) set -- /usr/share/libonnx-testdata/data/node/*/test_data_set_0/*.pb ;;
+    *) set -- ;;
+  esac
+  for f in "$@"; do
+    [ -f "$f" ] || continue
+    n=$((n + 1))
+    # ELF files: their first max_len bytes hold the headers the check reads.
+    head -c "${max_len[$t]}" "$f" >"$dir/$n.$(basename "$f")"
+  done
+}
+
 export OMP_NUM_THREADS=1 ASAN_OPTIONS="detect_leaks=1:malloc_context_size=20"
 src=tests/libfuzzer
 status=0
@@ -38,11 +59,12 @@ for t in "${targets[@]}"; do
   [ -x "$bin" ] || { echo "fuzz: no target $t" >&2; exit 2; }
   out=fuzz-out/$t
   mkdir -p "$out/corpus"
+  seed "$t"
   flags=(-max_len="${max_len[$t]}" -timeout=10 -rss_limit_mb=2560 -malloc_limit_mb=1024
     -print_final_stats=1 -artifact_prefix="$out/" "${limit[@]}")
   [ -n "${dict[$t]:-}" ] && flags+=(-dict="$src/dict/${dict[$t]}.dict")
   [ "$t" = plugin_elf ] && flags+=(-use_value_profile=1)
-  if "$bin" "${flags[@]}" "$out/corpus" "$src/corpus/$t" >"$out/log" 2>&1; then
+  if "$bin" "${flags[@]}" "$out/corpus" "$src/corpus/$t" "$out/seeds" >"$out/log" 2>&1; then
     result=clean
   else
     result="FOUND: $(ls "$out" | grep -E '^(crash|leak|timeout|oom|slow-unit)-' | tr '\n' ' ')"
@@ -51,9 +73,10 @@ for t in "${targets[@]}"; do
   runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$out/log" | grep -o '[0-9]*$' || echo 0)
   secs=$(grep -o 'Done [0-9]* runs in [0-9]* second' "$out/log" | grep -o 'in [0-9]*' | grep -o '[0-9]*' || echo '?')
   cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$out/log" | tail -1)
-  echo "fuzz: $t: $runs executions in ${secs} s, $cov, corpus $(ls "$out/corpus" | wc -l) new; $result"
+  echo "fuzz: $t: $runs executions in ${secs} s, $cov, corpus $(ls "$out/corpus" | wc -l) new," \
+    "$(ls "$out/seeds" | wc -l) seeds; $result"
   if ((merge)) && [ "$result" = clean ]; then
-    "$bin" -merge=1 -max_len="${max_len[$t]}" "$src/corpus/$t" "$out/corpus" >>"$out/log" 2>&1
+    "$bin" -merge=1 -max_len="${max_len[$t]}" "$src/corpus/$t" "$out/corpus" "$out/seeds" >>"$out/log" 2>&1
   fi
 done
 exit $status
