@@ -220,6 +220,12 @@ TEST(OnnxImport, HostileFilesAreOneLineAndNothingRuns) {
     std::ofstream(dir / "huge_external" / "w.bin") << std::string(64, 'x');
     expect_refused(dir / "huge_external" / "m.onnx", "holds 64 bytes, needs 4398046511104");
   }
+  {  // empty, but its other sizes overflow its strides (fuzz_onnx_tensor found it in a tensor file)
+    OnnxModelBuilder b = relu_model();
+    b.initializer("empty", {0, int64_t{2157896034072363200}, 121}, {});
+    b.save(fresh("empty_huge"));
+    expect_refused(dir / "empty_huge" / "m.onnx", "sizes other than 0 span over 2^48 bytes");
+  }
   {  // Range bounds that make no count (NaN), too many elements, or no scalar at all: refused
      // before anything is cast or allocated
     auto range_model = [&](const std::string& name, std::vector<int64_t> limit_dims,

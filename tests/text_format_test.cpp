@@ -248,6 +248,18 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"graph g(%x: f64[1048576,1048576,64]) {\n  return %x\n}",
                   "t.graph:1:13: shape [1048576,1048576,64] is too large (70368744177664 elements "
                   "of 8 bytes; at most 2^48 bytes)"},
+        // Empty, but its other sizes overflow its strides (found by fuzz_onnx_tensor), declared
+        // or inferred.
+        Malformed{"graph g(%x: f32[2157896034072363200,121,0]) {\n  return %x\n}",
+                  "t.graph:1:13: shape [2157896034072363200,121,0] is too large (its sizes other "
+                  "than 0 span over 2^48 bytes of 4-byte elements)"},
+        Malformed{"graph g(%x: u8[0,281474976710657]) {\n  return %x\n}",
+                  "t.graph:1:13: shape [0,281474976710657] is too large (its sizes other than 0 "
+                  "span over 2^48 bytes of 1-byte elements)"},
+        Malformed{"graph g(%x: f32[1,0]) {\n  %y = expand(%x, shape=[4294967296,4294967296,0])\n"
+                  "  return %y\n}",
+                  "t.graph:2:8: expand: result shape [4294967296,4294967296,0] is too large (its "
+                  "sizes other than 0 span over 2^48 bytes of 4-byte elements)"},
         Malformed{"graph g(%x: f32[1,1]) {\n  %y = expand(%x, shape=[4294967296,4294967296])\n"
                   "  return %y\n}",
                   "t.graph:2:8: expand: result shape [4294967296,4294967296] is too large (over "

@@ -36,6 +36,16 @@ void check_shape_bytes(std::span<const int64_t> shape, size_t element_bytes) {
     throw Error(fmt::format("shape {} is too large ({} elements of {} bytes; at most 2^48 bytes)",
                             shape_str(shape), n, element_bytes));
   }
+  // An empty tensor's other dimensions multiply too: into its strides, and into every loop bound
+  // and outer/inner size an op takes of a part of its shape. Zeros count as one here.
+  int64_t span = static_cast<int64_t>(element_bytes);
+  for (int64_t s : shape) {
+    if (__builtin_mul_overflow(span, std::max<int64_t>(s, 1), &span) || span > kMaxTensorBytes) {
+      throw Error(fmt::format(
+          "shape {} is too large (its sizes other than 0 span over 2^48 bytes of {}-byte elements)",
+          shape_str(shape), element_bytes));
+    }
+  }
 }
 
 Shape contiguous_strides(std::span<const int64_t> shape) {

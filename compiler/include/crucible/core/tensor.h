@@ -20,7 +20,8 @@ int64_t shape_numel(std::span<const int64_t> shape);
 // Largest tensor crucible creates: 2^48 bytes (256 TiB), far above any machine's memory and far
 // below where byte offsets, oneDNN's dims or a kernel's index arithmetic could overflow.
 inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 48;
-// Throws Error("shape [...] is too large ...") when shape's bytes exceed kMaxTensorBytes.
+// Throws Error("shape [...] is too large ...") when shape's bytes exceed kMaxTensorBytes, or
+// its sizes with zeros counted as one would (an empty [2^62,4,0] has strides past int64).
 void check_shape_bytes(std::span<const int64_t> shape, size_t element_bytes);
 Shape contiguous_strides(std::span<const int64_t> shape);
 std::string shape_str(std::span<const int64_t> shape);  // "[2,3]"
