@@ -1,35 +1,38 @@
 #!/usr/bin/env bash
 # libFuzzer campaigns on the fuzz targets (tests/libfuzzer/), built with clang, ASan and UBSan in
 # a tree of their own (build-fuzz). Not part of CI, which replays the corpora instead:
-#   bash ci/fuzz.sh [--seconds S | --runs N] [--merge] [TARGET...]   (default: all, 60 s each)
+#   bash ci/fuzz.sh [--seconds S | --runs N] [--merge] [--no-build] [TARGET...]
+# (default: every target, 60 s each; --no-build: campaigns running side by side on a built tree)
 # Prints each target's executions, coverage and findings. A crash leaves its input in
 # fuzz-out/TARGET/ and fails the script; --merge folds new coverage into the committed corpus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 limit=(-max_total_time=60)
 merge=0
+build=1
 targets=()
 while (($#)); do
   case "$1" in
     --seconds) limit=(-max_total_time="$2"); shift 2 ;;
     --runs) limit=(-runs="$2"); shift 2 ;;
     --merge) merge=1; shift ;;
+    --no-build) build=0; shift ;;
     -*) echo "fuzz: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
 ((${#targets[@]})) || targets=(graph_text suite_manifest repro_dir worker_report plugin_elf
-  store_file options onnx_model onnx_tensor)
+  store_file store_rows options onnx_model onnx_tensor)
 
-BUILD_DIR=build-fuzz CRUCIBLE_EXTRA_PACKAGES="clang-14 libclang-rt-14-dev" \
+((build)) && BUILD_DIR=build-fuzz CRUCIBLE_EXTRA_PACKAGES="clang-14 libclang-rt-14-dev" \
   CRUCIBLE_CMAKE_ARGS="-DCMAKE_CXX_COMPILER=clang++-14 -DCRUCIBLE_FUZZ=ON \
   -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON" bash ci/setup.sh
 
 # Per target: the largest input worth trying and its dictionary (none for binary formats).
 declare -A max_len=([graph_text]=4096 [suite_manifest]=4096 [repro_dir]=8192 [worker_report]=16384
-  [plugin_elf]=16384 [store_file]=262144 [options]=1024 [onnx_model]=65536 [onnx_tensor]=65536)
+  [plugin_elf]=16384 [store_file]=262144 [store_rows]=16384 [options]=1024 [onnx_model]=65536 [onnx_tensor]=65536)
 declare -A dict=([graph_text]=graph [suite_manifest]=manifest [repro_dir]=repro
-  [worker_report]=report [options]=options)
+  [worker_report]=report [options]=options [store_rows]=store_rows)
 # Seeds the tree already has beyond the committed corpus (the same the replay tests read), copied
 # into fuzz-out/TARGET/seeds: libFuzzer reads corpus folders, and a seed over max_len is useless.
 seed() {

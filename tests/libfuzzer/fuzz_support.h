@@ -10,6 +10,10 @@
 #include <utility>
 #include <vector>
 
+namespace crucible::reports {
+class Store;
+}
+
 namespace crucible::fuzz {
 
 // This process's scratch folder (under /dev/shm where it exists: the targets write each input),
@@ -19,6 +23,9 @@ const std::filesystem::path& scratch_dir();
 // Writes `bytes` to `name` in the scratch folder, replacing it; returns its path.
 std::filesystem::path write_scratch(const std::string& name, std::string_view bytes);
 
+// The whole content of the file at `p` ("" when it cannot be read).
+std::string read_file_bytes(const std::filesystem::path& p);
+
 inline std::string_view as_text(const uint8_t* data, size_t size) {
   return {reinterpret_cast<const char*>(data), size};
 }
@@ -26,6 +33,14 @@ inline std::string_view as_text(const uint8_t* data, size_t size) {
 // Splits `text` at lines "--- NAME": the part before the first such line is returned under "",
 // each later part under its NAME (how one input carries a folder of files).
 std::vector<std::pair<std::string, std::string>> split_sections(std::string_view text);
+
+// The bytes of a freshly migrated empty store, made once (migrating one per input is most of a
+// store target's time).
+const std::string& empty_store();
+
+// Every reader the history commands use, on the first runs and results of `s` (what a damaged
+// or forged store must survive: only crucible::Error may come out).
+void read_store(reports::Store& s);
 
 }  // namespace crucible::fuzz
 
