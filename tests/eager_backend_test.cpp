@@ -1,5 +1,6 @@
 // The eager plugin end to end through the real loader: tutorial graphs run and match hand
 // computations, profiling names kernels per op kind, intermediates expose every node's value.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -180,6 +181,33 @@ TEST(RunGraphCli, PrintsEachOutputAndKernelProfile) {
   auto fnv = [](const std::string& s) { return s.substr(s.find("fnv="), 20); };
   EXPECT_EQ(fnv(r.out), fnv(again.out));
   EXPECT_NE(fnv(r.out), fnv(other.out));
+}
+
+// OMP_THREAD_LIMIT below --threads: oneDNN split its GEMM into as many parts as threads were
+// asked for and computed only the parts of the one thread that came (eager's linear had a different
+// checksum). Each backend must give what it gives on one thread, whatever caps OpenMP.
+TEST(RunGraphCli, AThreadLimitBelowTheThreadsAskedChangesNoResult) {
+  const auto dir = testing::fresh_test_dir("crucible_omp_limit");
+  std::ofstream(dir / "lin.graph") << "graph lin(%x: f32[64,512]) {\n"
+                                      "  param %w: f32[512,512] = randn(seed=1, std=0.05)\n"
+                                      "  param %b: f32[512] = randn(seed=2, std=0.05)\n"
+                                      "  %y = linear(%x, %w, %b)\n"
+                                      "  %z = relu(%y)\n"
+                                      "  return %z\n}\n";
+  auto fnv = [](const testing::CliResult& r) {
+    const size_t at = r.out.find("fnv=");
+    return at == std::string::npos ? "(none: " + r.err + ")" : r.out.substr(at, 20);
+  };
+  for (const char* backend : {"eager", "codegen"}) {
+    SCOPED_TRACE(backend);
+    const std::string run = fmt::format("run-graph {} --backend {} --seed 1 --threads ",
+                                        (dir / "lin.graph").string(), backend);
+    const auto one = testing::run_crucible(run + "1");
+    ASSERT_EQ(one.status, 0) << one.err;
+    EXPECT_EQ(fnv(testing::run_crucible(run + "2", "OMP_THREAD_LIMIT=1")), fnv(one));
+    EXPECT_EQ(fnv(testing::run_crucible(run + "2", "OMP_DYNAMIC=true")), fnv(one));
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(RunGraphCli, BadInputGivesOneLineAndExitTwo) {

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "accuracy.h"
+#include "crucible/core/openmp_threads.h"
 #include "crucible/ir/text_format.h"
 #include "crucible/ir/transforms.h"
 #include "crucible/plugin_loader.h"
@@ -268,7 +269,7 @@ int run_worker_job(const WorkerJob& given) {
   // physical cores, 1 on a 2-vCPU VM), which every backend timed after it would otherwise inherit.
   WorkerJob job = given;
   if (job.threads <= 0) job.threads = omp_get_max_threads();
-  omp_set_num_threads(job.threads);
+  job.threads = use_openmp_threads(job.threads);
   if (job.job == "run-graph") return run_graph_job(job);
   Session s(job);
   // Opened before anything can start a thread, so every thread's work is counted.

@@ -16,6 +16,7 @@
 #include "crucible/codegen/program.h"
 #include "crucible/codegen/toolchain.h"
 #include "crucible/core/block_cache.h"
+#include "crucible/core/openmp_threads.h"
 #include "crucible/ir/op_registry.h"
 #include "crucible/ir/uses.h"
 #include "crucible/ops/max_pool_nhwc.h"
@@ -274,7 +275,7 @@ class CodegenExecutable final : public plugin::Executable {
   std::vector<Tensor> execute(std::span<const Tensor> inputs, const std::set<ValueId>& keep) {
     const Graph& g = prog_.graph;
     plugin::check_inputs(g, inputs);
-    if (opts_.threads > 0) omp_set_num_threads(opts_.threads);
+    if (opts_.threads > 0) use_openmp_threads(opts_.threads);
     std::vector<Tensor> env(g.values().size());
     for (size_t k = 0; k < inputs.size(); ++k) {
       env[g.inputs()[k]] = inputs[k].contiguous();  // generated code indexes contiguous buffers

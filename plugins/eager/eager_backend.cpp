@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include "crucible/core/openmp_threads.h"
 #include "crucible/ir/graph_cost.h"
 #include "crucible/ops/interpreter.h"
 #include "crucible/plugin_api.h"
@@ -51,13 +52,13 @@ class EagerExecutable final : public plugin::Executable {
       : interpreter_(g, opts.profile), threads_(opts.threads) {}
 
   std::vector<Tensor> run(std::span<const Tensor> inputs) override {
-    if (threads_ > 0) omp_set_num_threads(threads_);
+    if (threads_ > 0) use_openmp_threads(threads_);
     return interpreter_.run(inputs);
   }
 
   std::vector<Tensor> intermediates(std::span<const Tensor> inputs,
                                     std::span<const ValueId> values) override {
-    if (threads_ > 0) omp_set_num_threads(threads_);
+    if (threads_ > 0) use_openmp_threads(threads_);
     try {
       return interpreter_.values(inputs, values);
     } catch (const Error& e) {

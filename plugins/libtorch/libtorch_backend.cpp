@@ -15,6 +15,7 @@
 #include "aten_bridge.h"
 #include "aten_ops.h"
 #include "blas_probe.h"
+#include "crucible/core/openmp_threads.h"
 #include "crucible/ir/uses.h"
 #include "crucible/plugin_api.h"
 #include "jit_profile.h"
@@ -29,12 +30,13 @@ namespace {
 
 using plugin::KernelStat;
 
-// ATen's parallel backend here is OpenMP (at::get_parallel_info), so omp_set_num_threads is what
-// sets its threads. at::set_num_threads is not called: called before every run, as a first version
-// did, it took resnet18 at batch 1 from 14.6 to 38.7 ms and slowed the backends timed beside it in
-// the same worker (our eager 11.4 -> 20.4 ms, its threads runnable but waiting 89% of the time).
+// ATen's parallel backend here is OpenMP (at::get_parallel_info), so OpenMP's count is what sets
+// its threads (use_openmp_threads: held to what a region can get). at::set_num_threads is not
+// called: called before every run, as a first version did, it took resnet18 at batch 1 from 14.6
+// to 38.7 ms and slowed the backends timed beside it in the same worker (our eager 11.4 -> 20.4 ms,
+// its threads runnable but waiting 89% of the time).
 void set_threads(int threads) {
-  if (threads > 0) omp_set_num_threads(threads);
+  if (threads > 0) use_openmp_threads(threads);
 }
 
 // Runs `f`, turning ATen's errors (a message, then a C++ backtrace) into one crucible line.

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "crucible/core/openmp_threads.h"
 #include "mkldnn_linear.h"
 
 namespace crucible::libtorch {
@@ -171,7 +172,7 @@ LinearPlan plan_linears(const Graph& g, const std::vector<at::Tensor>& params,
     }
     return plan;
   }
-  if (threads > 0) omp_set_num_threads(threads);  // timed on the run's threads
+  if (threads > 0) use_openmp_threads(threads);  // timed on the run's threads
   const int team = omp_get_max_threads();
   std::map<ValueId, size_t> param_index;
   for (size_t k = 0; k < g.params().size(); ++k) param_index[g.params()[k]] = k;
