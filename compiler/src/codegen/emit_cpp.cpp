@@ -546,6 +546,33 @@ class KernelEmitter {
     return fmt::format("crucible_fast::{}_lim_f32({}, cr_lim)", fn, arg);
   }
 
+  // isinf of `x` (dtype t) as the node's attributes ask; an integer is never infinite, and has
+  // no infinity literal to compare with.
+  std::string isinf_test(const Node& n, const std::string& x, DType t) {
+    if (!is_floating(t)) return "false";
+    const std::string inf = literal(INFINITY, t);
+    std::vector<std::string> tests;
+    if (n.attrs.get_bool_or("detect_positive", true)) tests.push_back(x + " == " + inf);
+    if (n.attrs.get_bool_or("detect_negative", true)) tests.push_back(x + " == -" + inf);
+    return tests.empty() ? "false" : fmt::format("({})", fmt::join(tests, " || "));
+  }
+
+  // GELU of `x` in compute type `t`, exact (erf) or tanh-approximated as the node asks.
+  std::string gelu(const Node& n, const std::string& x, const std::string& t) {
+    auto fn = [&](const std::string& f, const std::string& arg) {
+      return t == "float" ? fast(f, arg) : fmt::format("std::{}({})", f, arg);
+    };
+    if (n.attrs.get_string_or("approximate", "none") == "tanh") {
+      return fmt::format(
+          "{0}(0.5) * {1} * ({0}(1) + {2})", t, x,
+          fn("tanh", fmt::format("{0}(0.79788456080286535588) * ({1} + {0}(0.044715) * {1} * "
+                                 "{1} * {1})",
+                                 t, x)));
+    }
+    return fmt::format("{0}(0.5) * {1} * ({0}(1) + {2})", t, x,
+                       fn("erf", fmt::format("{1} * {0}(0.70710678118654752440)", t, x)));
+  }
+
   std::string expression(const Node& n, const std::vector<std::string>& a) {
     const DType out = g_.value(n.output).type.dtype;
     std::vector<TensorType> types;
@@ -577,13 +604,7 @@ class KernelEmitter {
       e = fmt::format("({0} != {0})", a[0]);
       ct = DType::kBool;
     } else if (op == "isinf") {
-      // An integer input is never infinite: no infinity literal of its type is made.
-      const std::string inf = is_floating(in(0)) ? literal(INFINITY, in(0)) : "";
-      std::vector<std::string> tests;
-      if (n.attrs.get_bool_or("detect_positive", true)) tests.push_back(a[0] + " == " + inf);
-      if (n.attrs.get_bool_or("detect_negative", true)) tests.push_back(a[0] + " == -" + inf);
-      e = !is_floating(in(0)) || tests.empty() ? "false"
-                                               : fmt::format("({})", fmt::join(tests, " || "));
+      e = isinf_test(n, a[0], in(0));
       ct = DType::kBool;
     } else if (op == "logical_not") {
       e = fmt::format("({} == 0)", a[0]);
@@ -605,20 +626,7 @@ class KernelEmitter {
           "{0}(1) / ({0}(1) + {1})", compute_type(out),
           compute_type(out) == "float" ? fast("exp", minus) : "std::exp(" + minus + ")");
     } else if (op == "gelu") {
-      const std::string t = compute_type(out);
-      auto fn = [&](const std::string& f, const std::string& arg) {
-        return t == "float" ? fast(f, arg) : fmt::format("std::{}({})", f, arg);
-      };
-      if (n.attrs.get_string_or("approximate", "none") == "tanh") {
-        e = fmt::format(
-            "{0}(0.5) * {1} * ({0}(1) + {2})", t, a[0],
-            fn("tanh", fmt::format("{0}(0.79788456080286535588) * ({1} + {0}(0.044715) * {1} * "
-                                   "{1} * {1})",
-                                   t, a[0])));
-      } else {
-        e = fmt::format("{0}(0.5) * {1} * ({0}(1) + {2})", t, a[0],
-                        fn("erf", fmt::format("{1} * {0}(0.70710678118654752440)", t, a[0])));
-      }
+      e = gelu(n, a[0], compute_type(out));
     } else if (op == "add" || op == "sub" || op == "mul" || op == "maximum" || op == "minimum") {
       ct = result_type(types);
       e = fmt::format("cr_{}({}, {})", op, c(0, ct), c(1, ct));
