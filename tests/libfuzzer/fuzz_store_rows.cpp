@@ -29,8 +29,9 @@ bool reaches_outside(std::string_view sql) {
   return false;
 }
 
-// Runs each statement of `sql` on `db`, going on past the ones SQLite refuses. A statement may
-// step 10^6 virtual-machine instructions and make values of 64 KiB: a recursive query is bounded.
+// Runs each statement of `sql` on `db`, going on past the ones SQLite refuses. The whole input
+// may step 10^6 virtual-machine instructions and make values of 64 KiB: a recursive query is
+// bounded.
 void run_statements(const fs::path& db, const std::string& sql) {
   sqlite3* h = nullptr;
   if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
