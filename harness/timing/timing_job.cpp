@@ -65,9 +65,6 @@ using reports::Status;
 constexpr uint64_t kSecondSetStream = 0x5e7b;  // derive_seed(seed, this): input set B
 constexpr uint64_t kFreshStream = 0x9b0be;     // derive_seed(secret, this + j): fresh set j
 constexpr int64_t kMaxCallsPerSample = 1'000'000;
-// Rounds added when a backend's fresh calls look remembered, about half of them with a fresh call:
-// the verdict's medians then stand on some 8 fresh calls and as many more plain samples.
-constexpr int kConfirmRounds = 16;
 // Input sets from this size get their fresh sets by rotating set B (see fresh_set).
 constexpr size_t kDrawFreshBelowBytes = size_t{1} << 20;
 // A fresh call's outputs within this many times the backend's own error against eager on the
@@ -235,7 +232,7 @@ class TimingJob {
     // fresh calls are all slow.
     if (std::any_of(backends_.begin(), backends_.end(),
                     [](const Backend& b) { return b.ok && fresh_vs_samples(b).suspect(); })) {
-      for (int end = rep + kConfirmRounds; rep < end; ++rep)
+      for (int end = rep + FreshVerdict::kConfirmRounds; rep < end; ++rep)
         round(rep, schedule_.confirm_round_is_fresh(rep));
     }
     attribute_cpu(watch_->read(active_), "");

@@ -22,6 +22,9 @@ struct FreshVerdict {
   bool confirmed() const;
 
   static constexpr double kMaxPValue = 0.002;  // two-sided: 0.001 in the direction judged
+  // Rounds timing adds to a suspect, about half of them with a fresh call: the verdict's medians
+  // then stand on some 8 fresh calls and as many more plain samples.
+  static constexpr int kConfirmRounds = 16;
 };
 
 // `fresh`: each call on fresh inputs, timed alone; `samples`: every sample (ms per call);
