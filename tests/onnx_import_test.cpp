@@ -6,9 +6,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <tuple>
 
 #include "cli_util.h"
 #include "crucible/ir/text_format.h"
+#include "crucible/onnx/import.h"
+#include "crucible/ops/interpreter.h"
 #include "onnx_model_builder.h"
 #include "test_util.h"
 
@@ -107,7 +111,9 @@ TEST(OnnxImport, FunctionOpsInlineOnnxsOwnBody) {
   bool has_mean = false;
   for (const auto& n : g.nodes()) {
     has_mean = has_mean || n.op == "mean";
-    if (n.op == "mean") EXPECT_EQ(n.attrs.get_ints("dims"), (std::vector<int64_t>{0, 2, 3}));
+    if (n.op == "mean") {
+      EXPECT_EQ(n.attrs.get_ints("dims"), (std::vector<int64_t>{0, 2, 3}));
+    }
   }
   EXPECT_TRUE(has_mean) << print_graph(g);
   EXPECT_EQ(g.value(g.outputs()[0]).name, "y");
@@ -243,6 +249,23 @@ TEST(OnnxImport, HostileFilesAreOneLineAndNothingRuns) {
     expect_refused(range_model("range_huge", {}, {1e30f}), "more than the 16777216 a constant");
     expect_refused(range_model("range_empty", {0}, {}), "must be scalars");
   }
+  {  // Gemm operands of another rank than 2, refused before any size is read (fuzz_onnx_model
+     // found a 1-d B read past its shape while the bias's role was chosen)
+    for (const auto& [name, a_dims, b_dims] :
+         {std::tuple<const char*, std::vector<int64_t>, std::vector<int64_t>>{
+              "gemm_b1", {2, 3}, {3}},
+          {"gemm_b0", {2, 3}, {}},
+          {"gemm_a3", {1, 2, 3}, {3, 4}}}) {
+      OnnxModelBuilder b;
+      b.input("a", a_dims);
+      b.input("b", b_dims);
+      b.input("c", {3});
+      b.node("Gemm", {"a", "b", "c"}, {"y"}, "g");
+      b.output("y");
+      b.save(fresh(name));
+      expect_refused(dir / name / "m.onnx", "node 'g' (op Gemm): Gemm operands must be 2-d");
+    }
+  }
   {  // a cycle and a dangling input
     OnnxModelBuilder b;
     b.input("x", {2});
@@ -271,6 +294,29 @@ TEST(OnnxImport, HostileFilesAreOneLineAndNothingRuns) {
   }
   // A missing file.
   expect_refused(dir / "missing" / "m.onnx", "cannot read");
+}
+
+// EyeLike's diagonal k may be any int64: its ones stand where column i + k is in the matrix
+// (i + k itself overflowed for k near either end, which UBSan reports).
+TEST(OnnxImport, EyeLikeTakesAnyDiagonal) {
+  const fs::path dir = testing::fresh_test_dir("onnx_import");
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  for (int64_t k : {int64_t{0}, int64_t{1}, int64_t{-2}, int64_t{3}, int64_t{4}, int64_t{-3}, kMax,
+                    -kMax - 1}) {
+    OnnxModelBuilder b;
+    b.input("x", {3, 4});
+    OnnxModelBuilder::attr_int(b.node("EyeLike", {"x"}, {"y"}), "k", k);
+    b.output("y");
+    Graph g = onnx::import_model(b.save(dir / "eye.onnx"));
+    const auto out = Interpreter(g).run(std::vector<Tensor>{Tensor::zeros(DType::kF32, {3, 4})});
+    ASSERT_EQ(out.size(), 1u);
+    for (int64_t i = 0; i < 3; ++i) {
+      for (int64_t j = 0; j < 4; ++j) {
+        EXPECT_EQ(out[0].get(i * 4 + j), j - i == k ? 1.0 : 0.0)
+            << "k " << k << " at " << i << "," << j;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -380,6 +380,8 @@ Val transpose2d(Ctx& c, const Val& v) {
 
 void gemm(Ctx& c, const NodeProto& n) {
   Val a = c.in(n, 0), b = c.in(n, 1);
+  // Before any size is read: B's size picks the bias's role below.
+  if (a.rank() != 2 || b.rank() != 2) malformed("Gemm operands must be 2-d");
   const double alpha = attr_float(n, "alpha", 1.0), beta = attr_float(n, "beta", 1.0);
   const bool trans_a = attr_int(n, "transA", 0) != 0, trans_b = attr_int(n, "transB", 0) != 0;
   auto bias = c.opt_in(n, 2);
@@ -388,7 +390,7 @@ void gemm(Ctx& c, const NodeProto& n) {
   const bool as_linear =
       alpha == 1.0 && (!bias || (beta == 1.0 && bias->rank() == 1 &&
                                  bias->type.shape[0] == b.type.shape[trans_b ? 0 : 1]));
-  if (as_linear && b.rank() == 2) {
+  if (as_linear) {
     Val w = trans_b ? b : transpose2d(c, b);
     std::vector<Val> operands = {a, w};
     if (bias) operands.push_back(*bias);

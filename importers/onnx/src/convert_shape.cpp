@@ -385,8 +385,9 @@ void eye_like(Ctx& c, const NodeProto& n) {
   const int64_t k = attr_int(n, "k", 0);
   Tensor t = Tensor::zeros(dtype, x.type.shape);
   std::vector<double> v(static_cast<size_t>(t.numel()), 0.0);
-  for (int64_t i = 0; i < x.type.shape[0]; ++i)
-    if (i + k >= 0 && i + k < x.type.shape[1]) v[i * x.type.shape[1] + i + k] = 1;
+  const int64_t cols = x.type.shape[1];
+  for (int64_t i = 0; i < x.type.shape[0]; ++i)  // column i + k, without computing it for any k
+    if (k >= -i && k < cols - i) v[i * cols + i + k] = 1;
   c.out(n, 0, c.constant(Tensor::from_doubles(dtype, x.type.shape, v)));
 }
 
