@@ -100,7 +100,7 @@ void on_fault(int sig, siginfo_t* info, void*) {
 
 class CheatingExecutable final : public plugin::Executable {
  public:
-  explicit CheatingExecutable(const Graph& g) : interpreter_(g) {}
+  explicit CheatingExecutable(const Graph& g) : reference_(std::make_shared<Reference>(g)) {}
   ~CheatingExecutable() override {
     {
       std::lock_guard lock(spawn_mu_);
@@ -258,17 +258,14 @@ class CheatingExecutable final : public plugin::Executable {
   // Outputs of the right types, all zeros: what a backend hands back without computing.
   std::vector<Tensor> zero_outputs() const {
     std::vector<Tensor> out;
-    for (ValueId id : interpreter_.graph().outputs()) {
-      const TensorType& t = interpreter_.graph().value(id).type;
+    for (ValueId id : reference_->interpreter.graph().outputs()) {
+      const TensorType& t = reference_->interpreter.graph().value(id).type;
       out.push_back(Tensor::zeros(t.dtype, t.shape));
     }
     return out;
   }
 
-  std::vector<Tensor> compute(std::span<const Tensor> inputs) {
-    std::lock_guard lock(mu_);
-    return clones(interpreter_.run(inputs));
-  }
+  std::vector<Tensor> compute(std::span<const Tensor> inputs) { return reference_->run(inputs); }
 
   std::vector<Tensor> memo(size_t key, std::span<const Tensor> inputs) {
     std::lock_guard lock(memo_mu_);
@@ -315,10 +312,12 @@ class CheatingExecutable final : public plugin::Executable {
       }
       const size_t index = static_cast<size_t>(&t - out.data());
       Tensor target = t;
-      g_pending.push_back({begin, static_cast<size_t>(end - begin), [this, args, target, index] {
-                             Tensor dst = target;
-                             dst.copy_from(compute(args)[index]);
-                           }});
+      // The fill holds the interpreter, not the executable: outputs are read after it is gone.
+      g_pending.push_back(
+          {begin, static_cast<size_t>(end - begin), [reference = reference_, args, target, index] {
+             Tensor dst = target;
+             dst.copy_from(reference->run(args)[index]);
+           }});
       mprotect(begin, static_cast<size_t>(end - begin), PROT_NONE);
     }
     return out;
@@ -371,8 +370,18 @@ class CheatingExecutable final : public plugin::Executable {
     waitpid(child, nullptr, 0);
   }
 
-  Interpreter interpreter_;
-  std::mutex mu_, memo_mu_, spawn_mu_;
+  // The honest computation, shared with the lazy outputs' fills, which may outlive the executable.
+  struct Reference {
+    explicit Reference(const Graph& g) : interpreter(g) {}
+    std::vector<Tensor> run(std::span<const Tensor> inputs) {
+      std::lock_guard lock(mu);
+      return clones(interpreter.run(inputs));
+    }
+    std::mutex mu;
+    Interpreter interpreter;
+  };
+  std::shared_ptr<Reference> reference_;
+  std::mutex memo_mu_, spawn_mu_;
   std::condition_variable spawn_cv_;
   bool spawn_ = false;
   std::atomic<bool> hogs_alive_{false};

@@ -105,6 +105,7 @@ class Executable {
  public:
   virtual ~Executable() = default;
   // Runs the graph on its inputs (in graph input order); returns the outputs in graph output order.
+  // The outputs are the caller's: the harness reads them after it destroyed the executable.
   virtual std::vector<Tensor> run(std::span<const Tensor> inputs) = 0;
   // Per-kernel timings accumulated since compile (empty unless Options::profile).
   virtual std::vector<KernelStat> profile() const { return {}; }
