@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Builds crucible under sanitizers in a tree of its own and runs the unit tests there:
-#   bash ci/sanitize.sh [address,undefined|thread]     (default address,undefined)
+#   bash ci/sanitize.sh [--all] [address,undefined|thread]     (default address,undefined)
+# --all builds and runs the slow tests too (the nightly's: about N x the unit run, see the guide).
 # A finding fails the run and is printed; docs/guide/sanitizers.md says what runs and why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+TESTS=unit
+if [ "${1:-}" = --all ]; then TESTS=all; shift; fi
 SAN=${1:-address,undefined}
 case "$SAN" in
   address,undefined | address | undefined) TREE=build-asan ;;
@@ -12,7 +15,7 @@ case "$SAN" in
 esac
 start=$(date +%s)
 # The libtorch peer stays out: its tests are all slow, and PyTorch is not built with the sanitizer.
-BUILD_DIR=$TREE CRUCIBLE_CMAKE_ARGS="-DCRUCIBLE_SANITIZE=$SAN -DCRUCIBLE_TESTS=unit \
+BUILD_DIR=$TREE CRUCIBLE_CMAKE_ARGS="-DCRUCIBLE_SANITIZE=$SAN -DCRUCIBLE_TESTS=$TESTS \
   -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON" bash ci/setup.sh
 built=$(date +%s)
 
@@ -39,13 +42,20 @@ if [ "$SAN" = thread ]; then
 fi
 
 status=0
-ctest --test-dir "$TREE" -L unit -j "$(nproc)" --timeout 900 --output-on-failure || status=$?
+labels=(-L unit) timeout=900
+[ "$TESTS" = all ] && labels=() timeout=1800
+ctest --test-dir "$TREE" "${labels[@]}" -j "$(nproc)" --timeout $timeout --output-on-failure ||
+  status=$?
 tested=$(date +%s)
 if compgen -G "$LOGS/*" >/dev/null; then
   echo "sanitize: $SAN reported findings:" >&2
   for f in "$LOGS"/*; do echo "== $f" >&2; head -60 "$f" >&2; done
   status=1
 fi
-echo "sanitize: $SAN on the unit tests (ctest -L unit; the slow ones and the libtorch peer are" \
-  "not built here): build $((built - start)) s, tests $((tested - built)) s, exit $status"
+if [ "$TESTS" = all ]; then
+  what="every test (the libtorch peer's are not built here)"
+else
+  what="the unit tests (ctest -L unit; the slow ones and the libtorch peer's are not built here)"
+fi
+echo "sanitize: $SAN on $what: build $((built - start)) s, tests $((tested - built)) s, exit $status"
 exit $status
