@@ -266,6 +266,23 @@ TEST(OnnxImport, HostileFilesAreOneLineAndNothingRuns) {
       expect_refused(dir / name / "m.onnx", "node 'g' (op Gemm): Gemm operands must be 2-d");
     }
   }
+  {  // an axis of a 0-d input, which has none, refused before the shape is indexed by it
+     // (fuzz_onnx_model found Split reading past a scalar's shape)
+    for (const std::string op : {"Split", "Squeeze", "ArgMax"}) {
+      OnnxModelBuilder b;
+      b.input("x", {});
+      std::vector<std::string> inputs = {"x"};
+      if (op == "Squeeze") {
+        b.int_initializer("axes", {0});
+        inputs.push_back("axes");
+      }
+      b.node(op, inputs, {"y"}, "s");
+      b.output("y");
+      b.save(fresh("scalar_" + op));
+      expect_refused(dir / ("scalar_" + op) / "m.onnx",
+                     "node 's' (op " + op + "): axis 0 is out of range for rank 0");
+    }
+  }
   {  // a cycle and a dangling input
     OnnxModelBuilder b;
     b.input("x", {2});

@@ -172,7 +172,8 @@ std::optional<std::vector<double>> attr_floats(const NodeProto& n, const std::st
 }
 
 int64_t norm_axis(int64_t axis, int64_t rank, const char* what) {
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+  // A 0-d input has no axis: its callers index the shape with what this returns.
+  if (axis < -rank || axis >= rank)
     malformed(fmt::format("{} {} is out of range for rank {}", what, axis, rank));
   return axis < 0 ? axis + rank : axis;
 }
