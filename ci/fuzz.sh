@@ -79,7 +79,10 @@ for t in "${targets[@]}"; do
   echo "fuzz: $t: $runs executions in ${secs} s, $cov, corpus $(ls "$out/corpus" | wc -l) new," \
     "$(ls "$out/seeds" | wc -l) seeds; $result"
   if ((merge)) && [ "$result" = clean ]; then
-    "$bin" -merge=1 -max_len="${max_len[$t]}" "$src/corpus/$t" "$out/corpus" "$out/seeds" >>"$out/log" 2>&1
+    # One input per new edge (no hit-count buckets): repro_dir's 1-hour corpus is 187 inputs and
+    # 768 KB so, 897 and 3.8 MB with the buckets, for the same edges. The buckets stay in fuzz-out.
+    "$bin" -merge=1 -use_counters=0 -max_len="${max_len[$t]}" "$src/corpus/$t" "$out/corpus" \
+      "$out/seeds" >>"$out/log" 2>&1
   fi
 done
 exit $status
