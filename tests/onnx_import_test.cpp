@@ -283,6 +283,17 @@ TEST(OnnxImport, HostileFilesAreOneLineAndNothingRuns) {
                      "node 's' (op " + op + "): axis 0 is out of range for rank 0");
     }
   }
+  {  // a node without outputs (fuzz_onnx_model found a 1-d pool reading output 0 of none)
+    for (const std::string op : {"MaxPool", "Relu"}) {
+      OnnxModelBuilder b;
+      b.input("x", {1, 2, 8});
+      b.node(op, {"x"}, {}, "p");
+      b.output("x");
+      b.save(fresh("no_output_" + op));
+      expect_refused(dir / ("no_output_" + op) / "m.onnx",
+                     "node 'p' (op " + op + "): a node without outputs");
+    }
+  }
   {  // a cycle and a dangling input
     OnnxModelBuilder b;
     b.input("x", {2});

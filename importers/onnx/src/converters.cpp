@@ -24,6 +24,8 @@ const ConverterTable& converters() {
 void convert_node(Ctx& c, const NodeProto& n) {
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     unsupported(fmt::format("domain '{}' not supported", n.domain()));
+  // Every ONNX op has an output (output 0 may be unnamed when optional), and converters read it.
+  if (n.output_size() == 0) malformed("a node without outputs");
   const auto& table = converters();
   if (auto it = table.find(n.op_type()); it != table.end()) return it->second(c, n);
   if (inline_function(c, n)) return;
