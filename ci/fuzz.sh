@@ -54,7 +54,8 @@ seed() {
   done
 }
 
-export OMP_NUM_THREADS=1 ASAN_OPTIONS="detect_leaks=1:malloc_context_size=20"
+export OMP_NUM_THREADS=1 ASAN_OPTIONS="detect_leaks=1:malloc_context_size=20" \
+  UBSAN_OPTIONS="print_stacktrace=1"
 src=tests/libfuzzer
 status=0
 for t in "${targets[@]}"; do
