@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds crucible under sanitizers in a tree of its own and runs the unit tests there:
 #   bash ci/sanitize.sh [--all] [address,undefined|thread]     (default address,undefined)
-# --all builds and runs the slow tests too (the nightly's: about N x the unit run, see the guide).
+# --all builds and runs the slow tests too (not in CI: about 16 minutes more; see the guide).
 # A finding fails the run and is printed; docs/guide/sanitizers.md says what runs and why.
 set -euo pipefail
 cd "$(dirname "$0")/.."

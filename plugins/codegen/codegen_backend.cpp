@@ -2,7 +2,6 @@
 // compiler (cached), dlopens it and executes the schedule: generated kernels, extern calls, packed
 // GEMMs and convolutions, and views.
 #include <fmt/format.h>
-#include <omp.h>
 #include <signal.h>
 #include <unistd.h>
 

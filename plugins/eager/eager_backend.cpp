@@ -1,7 +1,6 @@
 // The eager backend: the reference interpreter (crucible/ops/interpreter.h), which runs a graph op
 // by op as PyTorch's eager mode would, freeing each intermediate after its last use.
 #include <fmt/format.h>
-#include <omp.h>
 
 #include "crucible/core/openmp_threads.h"
 #include "crucible/ir/graph_cost.h"

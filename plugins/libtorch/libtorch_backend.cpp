@@ -4,7 +4,6 @@
 // default) and `libtorch_jit` (jit by default): CRUCIBLE_LIBTORCH_NAME and _MODE say which.
 #include <c10/core/InferenceMode.h>
 #include <fmt/format.h>
-#include <omp.h>
 #include <torch/version.h>
 
 #include <algorithm>
