@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -20,8 +21,10 @@ namespace crucible {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::ExpectTensor;
 using testing::OnnxModelBuilder;
 using testing::run_crucible;
+using testing::T;
 
 // y = reshape(x @ W, [shape(x)[0], -1]): the reshape's shape is a Shape/Gather/Unsqueeze/Concat
 // chain that must fold away once N is bound.
@@ -343,6 +346,31 @@ TEST(OnnxImport, EyeLikeTakesAnyDiagonal) {
         EXPECT_EQ(out[0].get(i * 4 + j), j - i == k ? 1.0 : 0.0)
             << "k " << k << " at " << i << "," << j;
       }
+    }
+  }
+}
+
+// fuzz_onnx_model: Selu on an int32 input made its alpha an int32 constant through a plain cast,
+// undefined for -1.5e26. A constant past the input's type now holds what the cast to that type
+// gives (0 for int32, as for NaN), so each such model computes what alpha = 0 computes.
+TEST(OnnxImport, ActivationConstantsPastAnIntegerInputsTypeAreTheCastsValue) {
+  const fs::path dir = testing::fresh_test_dir("onnx_import");
+  auto run = [&](const std::string& op, float alpha) {
+    OnnxModelBuilder b;
+    b.input("x", {4}, ::onnx::TensorProto::INT32);
+    auto* n = b.node(op, {"x"}, {"y"});
+    OnnxModelBuilder::attr_float(n, "alpha", alpha);
+    if (op == "Selu") OnnxModelBuilder::attr_float(n, "gamma", 3.0F);
+    b.output("y", ::onnx::TensorProto::INT32);
+    Graph g = onnx::import_model(b.save(dir / "act.onnx"));
+    return Interpreter(g).run(std::vector<Tensor>{T(DType::kI32, {4}, {-3, -1, 0, 5})}).at(0);
+  };
+  for (const std::string op : {"Selu", "Elu"}) {
+    const Tensor at_zero = run(op, 0.0F);
+    for (float alpha : {-1.5e26F, 1e30F, std::numeric_limits<float>::infinity(), std::nanf("")}) {
+      SCOPED_TRACE(fmt::format("{} alpha {}", op, alpha));
+      ExpectTensor(run(op, alpha), at_zero.dtype(), at_zero.shape(),
+                   {at_zero.get(0), at_zero.get(1), at_zero.get(2), at_zero.get(3)});
     }
   }
 }

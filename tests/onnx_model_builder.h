@@ -65,6 +65,12 @@ class OnnxModelBuilder {
     a->set_type(::onnx::AttributeProto::INT);
     a->set_i(v);
   }
+  static void attr_float(::onnx::NodeProto* n, const std::string& name, float v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  }
   static void attr_ints(::onnx::NodeProto* n, const std::string& name, std::vector<int64_t> v) {
     auto* a = n->add_attribute();
     a->set_name(name);

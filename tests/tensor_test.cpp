@@ -1,8 +1,10 @@
 // Tensor core: views share storage, copies convert, reshape views when it can, RNG streams are
 // fixed.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "crucible/core/block_cache.h"
@@ -138,6 +140,33 @@ TEST(Tensor, ConversionsFollowPyTorch) {
   // bf16 keeps 8 mantissa bits: 1 + 2^-9 rounds to even (1.0), 1 + 3*2^-9 rounds up.
   ExpectTensor(T(DType::kF32, {2}, {1.0 + 1.0 / 512, 1.0 + 3.0 / 512}).to(DType::kBF16),
                DType::kBF16, {2}, {1.0, 1.0 + 1.0 / 128}, 0);
+}
+
+// fuzz_onnx_model: Selu on an int32 input made a constant of -1.5e26 as int32 through a plain
+// cast (undefined). Every way a double becomes an element (full, from_doubles, the RNG fills)
+// now stores it as the cast to that dtype does: NaN gives 0, a value past int64 INT64_MIN,
+// wrapped to the narrower type.
+TEST(Tensor, ValuesPastAnIntegerTypeAreStoredAsTheCastStoresThem) {
+  const double values[] = {std::nan(""), 1e30, -1.5e26, HUGE_VAL, -HUGE_VAL, 3e9, -2.5, 300.7};
+  for (DType dt : {DType::kU8, DType::kI32, DType::kI64, DType::kBool}) {
+    for (double v : values) {
+      SCOPED_TRACE(fmt::format("{} {}", dtype_name(dt), v));
+      const Tensor cast = Tensor::full(DType::kF64, {2}, v).to(dt);
+      ExpectTensor(Tensor::full(dt, {2}, v), dt, {2}, {cast.get(0), cast.get(1)});
+      const double pair[] = {v, v};
+      ExpectTensor(Tensor::from_doubles(dt, {2}, pair), dt, {2}, {cast.get(0), cast.get(1)});
+      if (dt == DType::kBool || !std::isfinite(v)) continue;  // the fills' own rules for bool
+      Tensor normal = Tensor::empty(dt, {2}), uniform = Tensor::empty(dt, {2});
+      fill_randn(normal, 7, v, 0);
+      fill_uniform(uniform, 7, v, v);
+      ExpectTensor(normal, dt, {2}, {cast.get(0), cast.get(1)});
+      ExpectTensor(uniform, dt, {2}, {cast.get(0), cast.get(1)});
+    }
+  }
+  // The cast these follow: 1e30 is past int64, so INT64_MIN, whose low 32 and 8 bits are 0.
+  EXPECT_EQ(Tensor::full(DType::kI64, {}, 1e30).get(0), -9223372036854775808.0);
+  EXPECT_EQ(Tensor::full(DType::kI32, {}, 1e30).get(0), 0);
+  EXPECT_EQ(Tensor::full(DType::kI32, {}, -2.5).get(0), -2);
 }
 
 TEST(Tensor, NonContiguousCopyConverts) {

@@ -58,7 +58,7 @@ void fill_randn(Tensor& t, uint64_t seed, double mean, double std) {
   fill_with(t, "randn", [&]<typename T>(uint64_t i) -> T {
     double v = mean + std * random_normal(seed, i);
     if constexpr (std::is_same_v<T, bool>) return v > 0;
-    return static_cast<T>(static_cast<compute_t<T>>(v));
+    return from_double<T>(v);
   });
 }
 
@@ -66,7 +66,7 @@ void fill_uniform(Tensor& t, uint64_t seed, double low, double high) {
   fill_with(t, "uniform", [&]<typename T>(uint64_t i) -> T {
     double v = low + (high - low) * random_uniform(seed, i);
     if constexpr (std::is_same_v<T, bool>) return v >= 0.5;
-    return static_cast<T>(static_cast<compute_t<T>>(v));
+    return from_double<T>(v);
   });
 }
 

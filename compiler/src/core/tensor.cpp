@@ -103,7 +103,7 @@ Tensor Tensor::zeros(DType dtype, Shape shape) {
 Tensor Tensor::full(DType dtype, Shape shape, double value) {
   Tensor t = empty(dtype, std::move(shape));
   dispatch_all(dtype, "full", [&]<typename T>() {
-    T v = static_cast<T>(static_cast<compute_t<T>>(value));
+    const T v = from_double<T>(value);
     T* p = t.data<T>();
     const int64_t n = t.numel();
 #pragma omp parallel for if (n > 65536)
@@ -120,8 +120,7 @@ Tensor Tensor::from_doubles(DType dtype, Shape shape, std::span<const double> va
   }
   dispatch_all(dtype, "from_doubles", [&]<typename T>() {
     T* p = t.data<T>();
-    for (size_t i = 0; i < values.size(); ++i)
-      p[i] = static_cast<T>(static_cast<compute_t<T>>(values[i]));
+    for (size_t i = 0; i < values.size(); ++i) p[i] = from_double<T>(values[i]);
   });
   return t;
 }

@@ -420,7 +420,7 @@ OpDef arange_def() {
       const double start = a.start, step = a.step;
 #pragma omp parallel for simd schedule(static) if (worth_parallel(n))
       for (int64_t i = 0; i < n; ++i) {
-        p[i] = static_cast<T>(static_cast<compute_t<T>>(start + static_cast<double>(i) * step));
+        p[i] = from_double<T>(start + static_cast<double>(i) * step);
       }
     });
     return out;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 
 #include "crucible/core/bfloat16.h"
 
@@ -86,6 +87,19 @@ struct ComputeType<BFloat16> {
 };
 template <typename T>
 using compute_t = typename ComputeType<T>::type;
+
+// A double stored as T the way a cast to T's dtype does it: integers go through float_to_int64
+// (a value past the type, from a file or an attribute, must not reach an undefined conversion).
+template <typename T>
+inline T from_double(double d) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return d != 0;
+  } else if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(float_to_int64(d));
+  } else {
+    return static_cast<T>(static_cast<compute_t<T>>(d));
+  }
+}
 
 [[noreturn]] void throw_unsupported_dtype(DType t, const char* what);
 
