@@ -3,6 +3,7 @@
 // abandoned-run rule, merges refusing unfinished runs, and the errors for a file that is not ours.
 #include "crucible/reports/store.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -197,6 +198,63 @@ TEST_F(StoreTest, AStatusThisBuildDoesNotKnowIsAnErrorNamingTheResult) {
         << e.what();
   }
   EXPECT_THROW(store->status_history("s", "m", "eager", "accuracy", run, 10), StoreError);
+}
+
+// fuzz_store_file's hang: a NaN sample made compare's rank test loop for ever (NaN equals no
+// value, itself included). Every list of doubles is read through one place, which refuses a
+// value that is not finite and a blob that is not whole doubles, naming the file and the column;
+// each reader that sees samples or counts says so instead of hanging or sorting NaNs.
+TEST_F(StoreTest, ASampleListThatIsNotFiniteDoublesIsADamagedRow) {
+  int64_t a = 0, b = 0;
+  auto two_sound_runs = [&] {
+    TearDown();
+    auto store = Store::open(path_);
+    for (int64_t* run : {&a, &b}) {
+      *run = store->begin_run({});
+      ResultRecord r = make_result("s", "m", "eager", "performance", 1);
+      r.samples_ms = {1.0, 1.5, 2.0};
+      r.instructions = {100.0, 101.0, 99.0};
+      store->add_result(*run, r);
+      store->finish_run(*run, "complete");
+    }
+  };
+  struct Damage {
+    const char* column;
+    const char* blob;   // SQLite hex: little-endian doubles
+    const char* error;  // what the one line says
+  };
+  const Damage damages[] = {
+      {"samples", "000000000000F87F", "column 'samples' holds nan, not a finite number"},
+      {"samples", "000000000000F0FF", "column 'samples' holds -inf, not a finite number"},
+      {"samples", "000000000000F03F000000", "column 'samples' holds 11 bytes, not a list"},
+      {"instructions", "000000000000F07F", "column 'instructions' holds inf, not a finite"},
+  };
+  for (const Damage& d : damages) {
+    SCOPED_TRACE(d.blob);
+    two_sound_runs();
+    const std::string cmd =
+        fmt::format("sqlite3 {} \"UPDATE results SET {} = X'{}' WHERE run_id = {}\"",
+                    path_.string(), d.column, d.blob, b);
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    auto store = Store::open(path_);
+    auto expect_damage = [&](const char* reader, auto&& read) {
+      try {
+        read();
+        FAIL() << reader << " read the damaged row";
+      } catch (const StoreError& e) {
+        EXPECT_NE(std::string(e.what()).find(d.error), std::string::npos)
+            << reader << ": " << e.what();
+        EXPECT_NE(std::string(e.what()).find("(a damaged row)"), std::string::npos) << e.what();
+      }
+    };
+    if (std::string(d.column) == "samples") {
+      expect_damage("results", [&] { store->results(b); });
+      expect_damage("compare", [&] { store->compare(a, b); });
+    }
+    expect_damage("regressions", [&] { store->regressions({}); });
+    // The sound run still reads.
+    EXPECT_EQ(store->results(a).at(0).samples_ms, (std::vector<double>{1.0, 1.5, 2.0}));
+  }
 }
 
 // A database written by the first schema (before the audited timing) keeps its rows and gains

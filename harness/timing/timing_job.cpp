@@ -724,11 +724,16 @@ class TimingJob {
       b.calls_timed += b.calls;
       b.r.samples_ms.push_back(timed / kd);
       if (fresh_at < 0) b.plain_ms.push_back(timed / kd);
-      if (std::isfinite(c0.instructions))
-        b.r.instructions.push_back((c1.instructions - c0.instructions) / kd);
-      if (std::isfinite(c0.cycles)) b.r.cycles.push_back((c1.cycles - c0.cycles) / kd);
-      if (std::isfinite(c0.page_faults))
-        b.r.page_faults.push_back((c1.page_faults - c0.page_faults) / kd);
+      // A counter that could not be read at either end (NaN) gives no sample: stores hold
+      // finite numbers only.
+      auto count = [kd](std::vector<double>& into, double before, double after) {
+        if (const double per_call = (after - before) / kd; std::isfinite(per_call)) {
+          into.push_back(per_call);
+        }
+      };
+      count(b.r.instructions, c0.instructions, c1.instructions);
+      count(b.r.cycles, c0.cycles, c1.cycles);
+      count(b.r.page_faults, c0.page_faults, c1.page_faults);
       b.r.cpu_ms.push_back(segment_cpu_ms_ / kd);
     });
     if (b.ok && !audit_off()) {

@@ -114,7 +114,7 @@ double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b
   std::sort(all.begin(), all.end());
   double r1 = 0, ties = 0;
   for (size_t i = 0; i < n;) {
-    size_t j = i;
+    size_t j = i + 1;  // at least one: a NaN equals nothing, itself included
     while (j < n && all[j].first == all[i].first) ++j;
     const double rank = 0.5 * static_cast<double>(i + 1 + j);  // mean of ranks i+1..j
     for (size_t k = i; k < j; ++k) r1 += all[k].second == 0 ? rank : 0;

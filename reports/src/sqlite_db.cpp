@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "crucible/core/quote.h"
@@ -100,9 +101,22 @@ std::string Statement::text(int col) const {
 }
 std::vector<double> Statement::doubles_blob(int col) const {
   const void* p = sqlite3_column_blob(stmt_, col);
-  const int bytes = sqlite3_column_bytes(stmt_, col);
-  std::vector<double> out(static_cast<size_t>(bytes) / sizeof(double));
+  const auto bytes = static_cast<size_t>(sqlite3_column_bytes(stmt_, col));
+  // Every list crucible stores is timings or counts: finite. A NaN would hang or break the
+  // statistics (sorting with it is undefined), so a damaged blob is refused where it is read.
+  auto damaged = [&](std::string_view what) {
+    const char* file = sqlite3_db_filename(db_, "main");
+    const char* name = sqlite3_column_name(stmt_, col);
+    throw StoreError(fmt::format("{}: column '{}' {} (a damaged row)",
+                                 file && *file ? file : "database", name ? name : "?", what));
+  };
+  if (bytes % sizeof(double) != 0)
+    damaged(fmt::format("holds {} bytes, not a list of doubles", bytes));
+  std::vector<double> out(bytes / sizeof(double));
   if (p && !out.empty()) std::memcpy(out.data(), p, out.size() * sizeof(double));
+  for (double v : out) {
+    if (!std::isfinite(v)) damaged(fmt::format("holds {}, not a finite number", v));
+  }
   return out;
 }
 
