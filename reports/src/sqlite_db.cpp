@@ -10,10 +10,17 @@
 
 namespace crucible::reports {
 
-void throw_sqlite(sqlite3* db, std::string_view what) {
+namespace {
+// The database's file for an error message ("database" when it has none, as in memory).
+std::string_view file_of(sqlite3* db) {
   const char* file = db ? sqlite3_db_filename(db, "main") : nullptr;
-  throw StoreError(fmt::format("{}: {}: {}", file && *file ? file : "database", what,
-                               db ? sqlite3_errmsg(db) : "out of memory"));
+  return file && *file ? file : "database";
+}
+}  // namespace
+
+void throw_sqlite(sqlite3* db, std::string_view what) {
+  throw StoreError(
+      fmt::format("{}: {}: {}", file_of(db), what, db ? sqlite3_errmsg(db) : "out of memory"));
 }
 
 void exec(sqlite3* db, std::string_view sql) {
@@ -21,8 +28,7 @@ void exec(sqlite3* db, std::string_view sql) {
   if (sqlite3_exec(db, std::string(sql).c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
     std::string msg = err ? err : "unknown error";
     sqlite3_free(err);
-    const char* file = sqlite3_db_filename(db, "main");
-    throw StoreError(fmt::format("{}: {}", file && *file ? file : "database", msg));
+    throw StoreError(fmt::format("{}: {}", file_of(db), msg));
   }
 }
 
@@ -105,10 +111,9 @@ std::vector<double> Statement::doubles_blob(int col) const {
   // Every list crucible stores is timings or counts: finite. A NaN would hang or break the
   // statistics (sorting with it is undefined), so a damaged blob is refused where it is read.
   auto damaged = [&](std::string_view what) {
-    const char* file = sqlite3_db_filename(db_, "main");
     const char* name = sqlite3_column_name(stmt_, col);
-    throw StoreError(fmt::format("{}: column '{}' {} (a damaged row)",
-                                 file && *file ? file : "database", name ? name : "?", what));
+    throw StoreError(
+        fmt::format("{}: column '{}' {} (a damaged row)", file_of(db_), name ? name : "?", what));
   };
   if (bytes % sizeof(double) != 0)
     damaged(fmt::format("holds {} bytes, not a list of doubles", bytes));

@@ -328,7 +328,7 @@ inline To convert(From v) {
   } else if constexpr (std::is_same_v<To, bool>) {
     return static_cast<compute_t<From>>(v) != 0;
   } else if constexpr (std::is_integral_v<To> && !std::is_integral_v<From>) {
-    return static_cast<To>(float_to_int64(static_cast<double>(static_cast<compute_t<From>>(v))));
+    return from_double<To>(static_cast<double>(static_cast<compute_t<From>>(v)));
   } else {
     return static_cast<To>(static_cast<compute_t<To>>(static_cast<compute_t<From>>(v)));
   }
