@@ -14,6 +14,7 @@ case "$SAN" in
   *) echo "sanitize: expected address,undefined or thread, got '$SAN'" >&2; exit 2 ;;
 esac
 start=$(date +%s)
+cpus=$(nproc)  # before the OpenMP cap below, which GNU nproc would report instead
 # The libtorch peer stays out: its tests are all slow, and PyTorch is not built with the sanitizer.
 BUILD_DIR=$TREE CRUCIBLE_CMAKE_ARGS="-DCRUCIBLE_SANITIZE=$SAN -DCRUCIBLE_TESTS=$TESTS \
   -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON" bash ci/setup.sh
@@ -44,7 +45,7 @@ fi
 status=0
 labels=(-L unit) timeout=900
 [ "$TESTS" = all ] && labels=() timeout=1800
-ctest --test-dir "$TREE" "${labels[@]}" -j "$(nproc)" --timeout $timeout --output-on-failure ||
+ctest --test-dir "$TREE" "${labels[@]}" -j "$cpus" --timeout $timeout --output-on-failure ||
   status=$?
 tested=$(date +%s)
 if compgen -G "$LOGS/*" >/dev/null; then

@@ -35,7 +35,9 @@ dir="$(cd "$dir" && pwd)"
 chmod 0700 "$dir/munge"
 port=${SLURM_LOCAL_PORT:-16817}
 node=$(hostname -s)
-cpus=$(nproc)
+# GNU nproc honours OMP_NUM_THREADS and OMP_THREAD_LIMIT; the node is the machine, whatever the
+# caller's OpenMP cap (ci/sanitize.sh thread sets 1, and a 2-CPU job then pended for ever).
+cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
 mem=$(($(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 1024))
 
 [ -f "$dir/munge/munge.key" ] || mungekey --create --keyfile="$dir/munge/munge.key" 2>/dev/null
