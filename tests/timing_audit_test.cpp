@@ -78,6 +78,16 @@ class TimingAudit : public ::testing::Test {
   fs::path dir_;
 };
 
+// A sanitized build instruments a cheat's remembering (hashing, counting calls) but not the oneDNN
+// GEMM eager runs, and its slower calls can end the timing before count_calls stops being honest
+// (ThreadSanitizer: 25 ms a call on `wide`, 0.94x eager): a cheat may gain nothing there, and then
+// it may pass at an honest speed. The normal build holds every cheat to "not pass".
+#ifdef CRUCIBLE_SANITIZED
+constexpr bool kCheatsMayGainNothing = true;
+#else
+constexpr bool kCheatsMayGainNothing = false;
+#endif
+
 // No cheat gets `pass` with a speed-up. Each computes, when it does, through the interpreter as
 // eager does, so its honest speed-up is about 1x: memo_until_new, which turns honest at the first
 // content it has not seen, meets one in the first timed round and is then timed honestly.
@@ -86,7 +96,7 @@ void expect_all_caught(std::map<std::string, reports::ResultRow>& perf,
   for (const auto& c : cheats) {
     SCOPED_TRACE(model + " / cheat_" + c);
     const auto& row = perf[model + "/cheat_" + c];
-    if (c == "memo_until_new" && row.status == reports::Status::kPass) {
+    if ((c == "memo_until_new" || kCheatsMayGainNothing) && row.status == reports::Status::kPass) {
       ASSERT_TRUE(row.speedup.has_value());
       EXPECT_LT(*row.speedup, 1.3);
       continue;
