@@ -14,7 +14,8 @@ case "$SAN" in
   *) echo "sanitize: expected address,undefined or thread, got '$SAN'" >&2; exit 2 ;;
 esac
 start=$(date +%s)
-cpus=$(nproc)  # before the OpenMP cap below, which GNU nproc would report instead
+# GNU nproc reports OMP_NUM_THREADS / OMP_THREAD_LIMIT (set below): count without them.
+cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
 # The libtorch peer stays out: its tests are all slow, and PyTorch is not built with the sanitizer.
 BUILD_DIR=$TREE CRUCIBLE_CMAKE_ARGS="-DCRUCIBLE_SANITIZE=$SAN -DCRUCIBLE_TESTS=$TESTS \
   -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON" bash ci/setup.sh

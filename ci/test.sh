@@ -5,4 +5,4 @@ cd "$(dirname "$0")/.."
 bash ci/setup.sh
 bash ci/check_format.sh
 cd build
-ctest --output-on-failure -j "$(nproc)" --timeout 600
+ctest --output-on-failure -j "$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)" --timeout 600
