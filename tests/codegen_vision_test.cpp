@@ -10,11 +10,13 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <span>
 #include <sstream>
 
 #include "accuracy.h"
 #include "backend_pair.h"
 #include "crucible/ir/text_format.h"
+#include "crucible/ops/packed_conv.h"
 #include "crucible/plugin_loader.h"
 
 namespace crucible {
@@ -266,25 +268,47 @@ TEST_F(CodegenVision, ResNetBasicBlocksAreOnePackedConvEach) {
       << ir;
 }
 
-// Between packed convolutions activations stay channels-last: a value only convolutions read (as
-// input or as residual) is NHWC; a graph output, and the residual of a convolution whose output
-// is NCHW, stay NCHW. Results match eager with and without it, and intermediates() returns the
-// NHWC values as NCHW.
-TEST_F(CodegenVision, ConvChainsKeepActivationsChannelsLast) {
-  const Graph g = ResNetBasicBlocks();
-  const std::string sched = debug_artifact(g, "schedule.txt");
-  const std::pair<const char*, const char*> steps[] = {
-      {"(%x) -> %h", "nchw -> nhwc"},     {"(%h) -> %a", "nhwc -> nhwc"},
-      {"(%a, %h) -> %b", "nhwc -> nhwc"}, {"(%b) -> %r3", "nhwc -> nhwc"},
-      {"(%r3) -> %n4", "nhwc -> nchw"},   {"(%b, %n4) -> %y", "nhwc -> nchw"},
-  };
+// Options that keep chains of convolutions in `chain` (chain_layout=nhwc|nchw8c), and the name
+// the schedule prints for it.
+plugin::Options ChainOptions(const std::string& chain) {
+  plugin::Options o;
+  o.config["chain_layout"] = chain;
+  return o;
+}
+std::string ChainName(const std::string& chain) { return chain == "nhwc" ? "nhwc" : "nChw8c"; }
+
+// Every "(inputs) -> output" step of `steps` (a regex) has `layout` in the schedule, with "C"
+// standing for the chain's layout name.
+void ExpectLayouts(const std::string& sched, const std::string& chain,
+                   std::span<const std::pair<const char*, const char*>> steps) {
   for (const auto& [io, layout] : steps) {
-    EXPECT_TRUE(std::regex_search(
-        sched, std::regex(std::regex_replace(std::string(io), std::regex("[()]"), "\\$&") +
-                          "[^\n]* layout " + layout + "\n")))
-        << io << " " << layout << "\n"
+    const std::string want =
+        std::regex_replace(std::string(layout), std::regex("C"), ChainName(chain));
+    EXPECT_TRUE(
+        std::regex_search(sched, std::regex(std::string(io) + "[^\n]* layout " + want + "\n")))
+        << chain << ": " << io << " " << want << "\n"
         << sched;
   }
+}
+
+// Between packed convolutions activations keep the chain layout (NHWC, or nChw8c on CPUs without
+// oneDNN's brgemm kernels): a value only convolutions read (as input or as residual) lies in it; a
+// graph output, and the residual of a convolution whose output is NCHW, stay NCHW. Results match
+// eager in each layout and without one, and intermediates() returns the chain's values as NCHW.
+TEST_F(CodegenVision, ConvChainsKeepActivationsChannelsLast) {
+  const Graph g = ResNetBasicBlocks();
+  const std::pair<const char*, const char*> steps[] = {
+      {"\\(%x\\) -> %h", "nchw -> C"},   {"\\(%h\\) -> %a", "C -> C"},
+      {"\\(%a, %h\\) -> %b", "C -> C"},  {"\\(%b\\) -> %r3", "C -> C"},
+      {"\\(%r3\\) -> %n4", "C -> nchw"}, {"\\(%b, %n4\\) -> %y", "C -> nchw"},
+  };
+  for (const std::string chain : {"nhwc", "nchw8c"}) {
+    ExpectLayouts(debug_artifact(g, "schedule.txt", ChainOptions(chain)), chain, steps);
+    BackendPair::ExpectSameAsEager(g, {}, ChainOptions(chain), 11);
+  }
+  // auto: the layout this CPU prefers.
+  ExpectLayouts(debug_artifact(g, "schedule.txt"),
+                preferred_chain_layout() == ActivationLayout::kNhwc ? "nhwc" : "nchw8c", steps);
   plugin::Options off;
   off.config["channels_last"] = "off";
   EXPECT_EQ(count(debug_artifact(g, "schedule.txt", off), " layout "), 0);
@@ -297,7 +321,37 @@ TEST_F(CodegenVision, ConvChainsKeepActivationsChannelsLast) {
     names.push_back(std::string("%") + v);
   }
   const auto want = eager_->backend().compile(g, {})->intermediates(in, ids);
-  ExpectTensorsMatch(codegen_->backend().compile(g, {})->intermediates(in, ids), want, names);
+  for (const std::string chain : {"nhwc", "nchw8c"}) {
+    ExpectTensorsMatch(codegen_->backend().compile(g, ChainOptions(chain))->intermediates(in, ids),
+                       want, names);
+  }
+}
+
+// nChw8c holds whole blocks of 8 channels only: a chain through 12-channel values keeps them NCHW
+// and blocks the 16-channel ones; NHWC takes every value.
+TEST_F(CodegenVision, BlockedChainsSkipPartialChannelBlocks) {
+  const Graph g = parse_graph(
+      "graph twelve(%x: f32[2,3,11,11]) {\n"
+      "  param %w0: f32[12,3,3,3] = randn(seed=1, std=0.3)\n"
+      "  param %w1: f32[12,12,3,3] = randn(seed=2, std=0.15)\n"
+      "  param %w2: f32[16,12,3,3] = randn(seed=3, std=0.15)\n"
+      "  param %w3: f32[16,16,3,3] = randn(seed=4, std=0.15)\n"
+      "  param %w4: f32[8,16,3,3] = randn(seed=5, std=0.15)\n"
+      "  %a = conv2d(%x, %w0, padding=[1,1])\n"
+      "  %b = conv2d(%a, %w1, padding=[1,1])\n"
+      "  %c = conv2d(%b, %w2, padding=[1,1])\n"
+      "  %d = conv2d(%c, %w3, padding=[1,1])\n"
+      "  %y = conv2d(%d, %w4, padding=[1,1])\n"
+      "  return %y\n}\n");
+  const std::string blocked = debug_artifact(g, "schedule.txt", ChainOptions("nchw8c"));
+  EXPECT_EQ(count(blocked, "(%x) -> %a weight %w0\n"), 1) << blocked;
+  EXPECT_EQ(count(blocked, "(%a) -> %b weight %w1\n"), 1) << blocked;
+  EXPECT_EQ(count(blocked, "(%b) -> %c weight %w2 layout nchw -> nChw8c\n"), 1) << blocked;
+  EXPECT_EQ(count(blocked, "(%c) -> %d weight %w3 layout nChw8c -> nChw8c\n"), 1) << blocked;
+  EXPECT_EQ(count(blocked, "(%d) -> %y weight %w4 layout nChw8c -> nchw\n"), 1) << blocked;
+  EXPECT_EQ(count(debug_artifact(g, "schedule.txt", ChainOptions("nhwc")), " layout "), 5);
+  for (const std::string chain : {"nhwc", "nchw8c"})
+    BackendPair::ExpectSameAsEager(g, {}, ChainOptions(chain), 3);
 }
 
 // Winograd on every 3x3 stride-1 convolution (conv_algorithm=winograd; the default times it first)
@@ -331,11 +385,14 @@ TEST_F(CodegenVision, PointwiseConvOnNchwInputWritesNchw) {
       "  %c2 = conv2d(%c1, %w2, padding=[1,1])\n"
       "  %c3 = conv2d(%c2, %w3, padding=[1,1])\n"
       "  return %c3\n}\n");
-  ExpectSameAsEager(g);
-  const std::string sched = debug_artifact(g, "schedule.txt");
-  EXPECT_EQ(count(sched, "(%r) -> %c1 weight %w1\n"), 1) << sched;
-  EXPECT_EQ(count(sched, "(%c1) -> %c2 weight %w2 layout nchw -> nhwc\n"), 1) << sched;
-  EXPECT_EQ(count(sched, "(%c2) -> %c3 weight %w3 layout nhwc -> nchw\n"), 1) << sched;
+  for (const std::string chain : {"nhwc", "nchw8c"}) {
+    BackendPair::ExpectSameAsEager(g, {}, ChainOptions(chain));
+    const std::string sched = debug_artifact(g, "schedule.txt", ChainOptions(chain));
+    EXPECT_EQ(count(sched, "(%r) -> %c1 weight %w1\n"), 1) << sched;
+    const std::string name = ChainName(chain);
+    EXPECT_EQ(count(sched, "(%c1) -> %c2 weight %w2 layout nchw -> " + name + "\n"), 1) << sched;
+    EXPECT_EQ(count(sched, "(%c2) -> %c3 weight %w3 layout " + name + " -> nchw\n"), 1) << sched;
+  }
 }
 
 // A max pool between convolutions runs on their NHWC buffers (ResNet's stem pool, whose output is
@@ -364,24 +421,21 @@ TEST_F(CodegenVision, MaxPoolBetweenConvolutionsRunsChannelsLast) {
       "  return %q\n}\n");
   std::vector<Tensor> in = make_inputs(g, 4);
   in[0].data<float>()[3 * 20 + 7] = NAN;  // image 0, channel 0: through the stem into the pools
-  ExpectSameAsEager(g, in);
-  const std::string sched = debug_artifact(g, "schedule.txt");
   const std::pair<const char*, const char*> steps[] = {
-      {"conv2d_bn_relu\\(%x\\) -> %h", "nchw -> nhwc"},
-      {"max_pool2d\\(%h\\) -> %m", "nhwc -> nhwc"},
-      {"\\(%a, %m\\) -> %b", "nhwc -> nhwc"},
-      {"max_pool2d\\(%b\\) -> %p", "nhwc -> nhwc"},
-      {"conv2d\\(%p\\) -> %y", "nhwc -> nchw"},
+      {"conv2d_bn_relu\\(%x\\) -> %h", "nchw -> C"},
+      {"max_pool2d\\(%h\\) -> %m", "C -> C"},
+      {"\\(%a, %m\\) -> %b", "C -> C"},
+      {"max_pool2d\\(%b\\) -> %p", "C -> C"},
+      {"conv2d\\(%p\\) -> %y", "C -> nchw"},
   };
-  for (const auto& [io, layout] : steps) {
-    EXPECT_TRUE(
-        std::regex_search(sched, std::regex(std::string(io) + "[^\\n]* layout " + layout + "\\n")))
-        << io << " " << layout << "\n"
-        << sched;
+  for (const std::string chain : {"nhwc", "nchw8c"}) {
+    BackendPair::ExpectSameAsEager(g, in, ChainOptions(chain));
+    const std::string sched = debug_artifact(g, "schedule.txt", ChainOptions(chain));
+    ExpectLayouts(sched, chain, steps);
+    EXPECT_EQ(count(sched, "max_pool2d(%y) -> %q\n"), 1) << sched;  // returned: NCHW
+    auto got = codegen_->backend().compile(g, ChainOptions(chain))->run(in);
+    EXPECT_TRUE(std::isnan(got[0].data<float>()[0])) << "the NaN pixel's window at image 0";
   }
-  EXPECT_EQ(count(sched, "max_pool2d(%y) -> %q\n"), 1) << sched;  // returned: NCHW
-  auto got = codegen_->backend().compile(g, {})->run(in);
-  EXPECT_TRUE(std::isnan(got[0].data<float>()[0])) << "the NaN pixel's window at image 0";
 }
 
 // A ResNet-50 bottleneck with an identity shortcut: 1x1 (GEMM path), 3x3 (direct kernel), 1x1
@@ -504,19 +558,22 @@ TEST_F(CodegenVision, MobileActivationsRunInsideTheirConvolution) {
 }
 
 // With a convolution after the block, the whole block runs channels-last, the depthwise
-// convolution on our NHWC loop (ReLU6 and NaN as eager has them); the head writes NCHW.
+// convolution on our NHWC loop (ReLU6 and NaN as eager has them); the head writes NCHW. Our
+// depthwise loops have no nChw8c form, so under that chain layout the block stays NCHW.
 TEST_F(CodegenVision, MobileNetBlockRunsChannelsLast) {
   const Graph g = InvertedResidual(true);
   std::vector<Tensor> in = make_inputs(g, 3);
   float* x = in[0].data<float>();
   for (int64_t i = 0; i < in[0].numel(); ++i) x[i] *= 4.0f;  // past ReLU6's upper bound too
   x[40] = NAN;
-  ExpectSameAsEager(g, in);
-  const std::string sched = debug_artifact(g, "schedule.txt");
+  for (const std::string chain : {"nhwc", "nchw8c"})
+    BackendPair::ExpectSameAsEager(g, in, ChainOptions(chain));
+  EXPECT_EQ(count(debug_artifact(g, "schedule.txt", ChainOptions("nchw8c")), " layout "), 0);
+  const std::string sched = debug_artifact(g, "schedule.txt", ChainOptions("nhwc"));
   EXPECT_EQ(count(sched, " layout nhwc -> nhwc\n"), 3) << sched;  // expand, depthwise, project
   EXPECT_EQ(count(sched, "(%x) -> %h weight %w0 layout nchw -> nhwc\n"), 1) << sched;
   EXPECT_EQ(count(sched, "(%y) -> %z weight %wz layout nhwc -> nchw\n"), 1) << sched;
-  auto got = codegen_->backend().compile(g, {})->run(in);
+  auto got = codegen_->backend().compile(g, ChainOptions("nhwc"))->run(in);
   int nans = 0;
   for (int64_t i = 0; i < got[0].numel(); ++i) nans += std::isnan(got[0].data<float>()[i]) ? 1 : 0;
   EXPECT_GT(nans, 0) << "the NaN pixel reaches the head";

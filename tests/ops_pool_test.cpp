@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -147,18 +148,18 @@ TEST(Pool2d, RandomizedWindowsMatchReference) {
   }
 }
 
-// max_pool2d_nhwc (codegen's channels-last chains) gives the op's result bit for bit: random
-// windows with NaN and -inf planted, and the ResNet stem's pool large enough to run in parallel.
-TEST(Pool2d, ChannelsLastMaxPoolIsTheOpBitForBit) {
-  const auto nhwc = [](const Tensor& t) {
-    return Op("permute", {t}, {{"dims", std::vector<int64_t>{0, 2, 3, 1}}}).contiguous();
-  };
-  std::mt19937 rng(78);
+// A max pool over a channels-inner buffer gives the op's result bit for bit: random windows with
+// NaN and -inf planted, and the ResNet stem's pool large enough to run in parallel. `in_layout`
+// lays a logical NCHW tensor out as `pool` reads it; channel counts are multiples of `block`.
+using PoolOnBuffers = void (*)(const float*, const Shape&, const Attrs&, float*);
+void CheckChannelsInnerMaxPool(const std::function<Tensor(const Tensor&)>& in_layout,
+                               PoolOnBuffers pool, int64_t block, uint32_t seed) {
+  std::mt19937 rng(seed);
   auto pick = [&](int64_t lo, int64_t hi) { return Pick(rng, lo, hi); };
   int checked = 0;
   while (checked < 60) {
     Pool p = RandomPool(rng);
-    Shape shape{pick(1, 2), pick(1, 70), pick(1, 12), pick(1, 12)};
+    Shape shape{pick(1, 2), pick(1, 70 / block) * block, pick(1, 12), pick(1, 12)};
     if (checked == 0) shape = {2, 64, 56, 56}, p = Pool{3, 3, 2, 2, 1, 1};
     if (OutSize(shape[2], p.kh, p.sh, p.ph, p.dh, p.ceil) < 1 ||
         OutSize(shape[3], p.kw, p.sw, p.pw, p.dw, p.ceil) < 1)
@@ -171,9 +172,9 @@ TEST(Pool2d, ChannelsLastMaxPoolIsTheOpBitForBit) {
     xd[pick(0, x.numel() - 1)] = std::nanf("");
     xd[pick(0, x.numel() - 1)] = -std::numeric_limits<float>::infinity();
     const Attrs attrs = PoolAttrs(p, /*max=*/true);
-    const Tensor want = nhwc(Op("max_pool2d", {x}, attrs));
+    const Tensor want = in_layout(Op("max_pool2d", {x}, attrs));
     Tensor got = Tensor::empty(DType::kF32, want.shape());
-    max_pool2d_nhwc(nhwc(x).data<float>(), shape, attrs, got.data<float>());
+    pool(in_layout(x).data<float>(), shape, attrs, got.data<float>());
     const float *g = got.data<float>(), *w = want.data<float>();
     int bad = 0;
     for (int64_t i = 0; i < got.numel() && bad < 3; ++i) {
@@ -185,12 +186,42 @@ TEST(Pool2d, ChannelsLastMaxPoolIsTheOpBitForBit) {
     ++checked;
   }
   float y = 0;
-  const float x[4] = {};
+  const float x[32] = {};
   ExpectErrorWith(
       [&] {
-        max_pool2d_nhwc(x, {1, 1, 2, 2}, {{"kernel_size", int64_t{3}}}, &y);
+        pool(x, {1, block, 2, 2}, {{"kernel_size", int64_t{3}}}, &y);
       },
       "no window fits");
+}
+
+Tensor Permuted(const Tensor& t, std::vector<int64_t> dims) {
+  return Op("permute", {t}, {{"dims", std::move(dims)}}).contiguous();
+}
+
+// max_pool2d_nhwc: codegen's channels-last chains (AVX-512).
+TEST(Pool2d, ChannelsLastMaxPoolIsTheOpBitForBit) {
+  CheckChannelsInnerMaxPool(
+      [](const Tensor& t) {
+        return Permuted(t, {0, 2, 3, 1});
+      },
+      max_pool2d_nhwc, 1, 78);
+}
+
+// max_pool2d_nchw8c: codegen's blocked chains (AVX2); a channel count with a partial block is
+// refused.
+TEST(Pool2d, BlockedMaxPoolIsTheOpBitForBit) {
+  const auto nchw8c = [](const Tensor& t) {
+    const Shape& s = t.shape();
+    return Permuted(t.contiguous().reshape(Shape{s[0], s[1] / 8, 8, s[2], s[3]}), {0, 1, 3, 4, 2});
+  };
+  CheckChannelsInnerMaxPool(nchw8c, max_pool2d_nchw8c, 8, 79);
+  float y[64] = {};
+  const float x[64] = {};
+  ExpectErrorWith(
+      [&] {
+        max_pool2d_nchw8c(x, {1, 12, 2, 2}, {{"kernel_size", int64_t{2}}}, y);
+      },
+      "C a multiple of 8");
 }
 
 // The ResNet stem pool, large enough to run in parallel, in every float dtype, and on a 3-D input.

@@ -97,18 +97,37 @@ PackedConv2d Pack(const Case& k, const Operands& op, const Shape& input, ConvLay
   return PackedConv2d(op.w, op.b, k.attrs(), input, e, layouts, algorithm);
 }
 
+Tensor Permute(const Tensor& t, std::vector<int64_t> dims) {
+  return Op("permute", {t}, {{"dims", std::move(dims)}}).contiguous();
+}
+
 // A logical NCHW tensor's values as they lie in `layout`: a contiguous tensor whose buffer is
-// what PackedConv2d reads or writes (NHWC: [N, H, W, C]).
+// what PackedConv2d reads or writes (NHWC: [N, H, W, C]; nChw8c: [N, C/8, H, W, 8]).
 Tensor InLayout(const Tensor& t, ActivationLayout layout) {
-  if (layout == ActivationLayout::kNchw) return t.contiguous();
-  return Op("permute", {t}, {{"dims", std::vector<int64_t>{0, 2, 3, 1}}}).contiguous();
+  const Shape& s = t.shape();
+  switch (layout) {
+    case ActivationLayout::kNhwc:
+      return Permute(t, {0, 2, 3, 1});
+    case ActivationLayout::kNchw8c:
+      return Permute(t.contiguous().reshape(Shape{s[0], s[1] / 8, 8, s[2], s[3]}), {0, 1, 3, 4, 2});
+    case ActivationLayout::kNchw:
+      break;
+  }
+  return t.contiguous();
 }
 // The logical NCHW tensor of `shape` from a buffer in `layout`.
 Tensor FromLayout(const Tensor& buffer, const Shape& shape, ActivationLayout layout) {
-  if (layout == ActivationLayout::kNchw) return buffer.reshape(shape);
-  const Shape nhwc_shape{shape[0], shape[2], shape[3], shape[1]};
-  const Tensor nhwc = buffer.reshape(nhwc_shape);
-  return Op("permute", {nhwc}, {{"dims", std::vector<int64_t>{0, 3, 1, 2}}}).contiguous();
+  switch (layout) {
+    case ActivationLayout::kNhwc:
+      return Permute(buffer.reshape(Shape{shape[0], shape[2], shape[3], shape[1]}), {0, 3, 1, 2});
+    case ActivationLayout::kNchw8c:
+      return Permute(buffer.reshape(Shape{shape[0], shape[1] / 8, shape[2], shape[3], 8}),
+                     {0, 1, 4, 2, 3})
+          .reshape(shape);
+    case ActivationLayout::kNchw:
+      break;
+  }
+  return buffer.reshape(shape);
 }
 
 // The chain as the eager backend runs it, op by op.
@@ -182,11 +201,8 @@ double ExpectMatchesEager(const Case& k, const Operands& op, const Tensor& x,
 // as a fraction of the bound.
 double CheckCase(const Case& k, uint64_t seed, bool in_place = false, ConvLayouts layouts = {},
                  ConvAlgorithm algorithm = ConvAlgorithm::kDirect) {
-  const auto name = [](ActivationLayout l) {
-    return l == ActivationLayout::kNhwc ? "nhwc" : "nchw";
-  };
-  SCOPED_TRACE(k.str() + (in_place ? " in place " : " ") + name(layouts.src) + " -> " +
-               name(layouts.dst));
+  SCOPED_TRACE(k.str() + (in_place ? " in place " : " ") + layout_name(layouts.src) + " -> " +
+               layout_name(layouts.dst));
   const Operands op(k, seed);
   const PackedConv2d conv = Pack(k, op, k.input(), layouts, algorithm);
   EXPECT_EQ(conv.uses_winograd(), algorithm == ConvAlgorithm::kWinograd && CpuHasOneDnnWinograd())
@@ -295,6 +311,43 @@ TEST(PackedConv2d, ChannelsLastLayoutsMatchEagerChain) {
     } else if (k.o == k.c) {
       CheckCase(k, 3000 + 10 * i, k.residual, pairs[0]);
     }
+  }
+}
+
+// Codegen keeps chains of dense convolutions in nChw8c where oneDNN has no brgemm kernels (AVX2):
+// every layout pair on the model layers whose channels fill blocks of 8, in place too, and on
+// randomized shapes rounded to such channel counts; the others are refused with the reason.
+TEST(PackedConv2d, BlockedLayoutsMatchEagerChain) {
+  using L = ActivationLayout;
+  const ConvLayouts pairs[] = {
+      {L::kNchw8c, L::kNchw8c}, {L::kNchw, L::kNchw8c}, {L::kNchw8c, L::kNchw}};
+  auto fits = [](const Case& k, const ConvLayouts& l) {
+    return (l.src != L::kNchw8c || k.c % 8 == 0) && (l.dst != L::kNchw8c || k.o % 8 == 0);
+  };
+  uint64_t seed = 5000;
+  int checked = 0;
+  for (const Case& k : kModelLayers) {
+    for (const ConvLayouts& l : pairs) {
+      const Operands op(k, seed += 10);
+      if (Depthwise(k)) {
+        ExpectErrorWith([&] { Pack(k, op, k.input(), l); }, "depthwise convolution takes NCHW");
+      } else if (!fits(k, l)) {
+        ExpectErrorWith([&] { Pack(k, op, k.input(), l); }, "needs channels divisible by 8");
+      } else {
+        CheckCase(k, seed, false, l);
+        if (k.residual) CheckCase(k, seed + 5, true, l);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 15);  // most model layers run blocked
+  std::mt19937 rng(20261127);
+  for (int i = 0; i < 40; ++i) {
+    Case k = RandomCase(rng);
+    if (Depthwise(k)) continue;
+    k.c = (k.c / k.groups + 7) / 8 * 8 * k.groups;  // channels per group a multiple of 8
+    k.o = (k.o / k.groups + 7) / 8 * 8 * k.groups;
+    CheckCase(k, 6000 + 10 * i, k.residual && i % 2 == 1, pairs[i % 3]);
   }
 }
 
@@ -485,6 +538,10 @@ TEST(PackedConv2d, DescribeNamesTheKernelPath) {
   EXPECT_NE(d1.find("activations nchw -> nchw, epilogue in a pass after"), std::string::npos) << d1;
   EXPECT_NE(dd.find("direct depthwise loop"), std::string::npos) << dd;
   EXPECT_NE(d3.find("relu epilogue"), std::string::npos) << d3;
+  using L = ActivationLayout;
+  const std::string db =
+      PackedConv2d(w3, Tensor(), pad1, {8, 32, 28, 28}, relu, {L::kNchw8c, L::kNchw8c}).describe();
+  EXPECT_NE(db.find("caller's activations nChw8c -> nChw8c"), std::string::npos) << db;
 }
 
 TEST(PackedConv2d, RejectsBadOperands) {

@@ -181,11 +181,12 @@ class CodegenExecutable final : public plugin::Executable {
 
  private:
   // Whether a run of this program leaves every value in `values` (source ids) in a buffer, as
-  // NCHW: inputs, parameters, the steps' results (but those kept channels-last) and constants do.
+  // NCHW: inputs, parameters, the steps' results (but those kept in a chain layout) and constants
+  // do.
   bool holds_all(std::span<const ValueId> values) const {
     std::set<ValueId> held;
     for (const Step& s : prog_.steps) {
-      if (!s.y_channels_last) held.insert(s.outputs.begin(), s.outputs.end());
+      if (s.y_layout == ActivationLayout::kNchw) held.insert(s.outputs.begin(), s.outputs.end());
       if (s.raw >= 0) held.insert(s.raw);
     }
     for (ValueId v : values) {
@@ -260,13 +261,9 @@ class CodegenExecutable final : public plugin::Executable {
       }
     }
     const Shape& x = g.value(s.inputs[0]).type.shape;
-    const auto layout = [](bool nhwc) {
-      return nhwc ? ActivationLayout::kNhwc : ActivationLayout::kNchw;
-    };
     auto conv = std::make_unique<PackedConv2d>(
         param(s.weight), s.bias >= 0 ? param(s.bias) : Tensor(), g.nodes()[s.node].attrs, x,
-        std::move(e), ConvLayouts{layout(s.x_channels_last), layout(s.y_channels_last)},
-        conv_algorithm_);
+        std::move(e), ConvLayouts{s.x_layout, s.y_layout}, conv_algorithm_);
     conv->prepare(x);
     return conv;
   }
@@ -331,12 +328,13 @@ class CodegenExecutable final : public plugin::Executable {
         convs_[i]->run(x.data<float>(), x.shape(), y.data<float>(),
                        residual.defined() ? residual.data<float>() : nullptr);
         env[s.outputs[0]] = y;
-      } else if (s.kind == Step::Kind::kExtern && s.y_channels_last) {  // max_pool2d, NHWC
-        const Node& n = g.nodes()[s.node];
+      } else if (s.kind == Step::Kind::kExtern && s.y_layout != ActivationLayout::kNchw) {
+        const Node& n = g.nodes()[s.node];  // a max_pool2d in a chain (conv_layouts.cpp)
         const Tensor& x = env[s.inputs[0]];
         const TensorType& yt = g.value(n.output).type;
         Tensor y = Tensor::empty(yt.dtype, yt.shape);
-        max_pool2d_nhwc(x.data<float>(), x.shape(), n.attrs, y.data<float>());
+        (s.y_layout == ActivationLayout::kNhwc ? max_pool2d_nhwc : max_pool2d_nchw8c)(
+            x.data<float>(), x.shape(), n.attrs, y.data<float>());
         env[n.output] = y;
       } else if (s.kind == Step::Kind::kExtern) {
         const Node& n = g.nodes()[s.node];

@@ -151,11 +151,13 @@ std::vector<Step> schedule(const Graph& g, const LoopProgram& lp, const MemoryPl
 std::string print_schedule(const Graph& g, const std::vector<Step>& steps);
 
 // 7. Activation layouts of packed convolutions (conv_layouts.cpp): a value a packed convolution
-// (dense, or depthwise with one output channel per input channel) or an f32 max pool produces
-// stays channels-last when only those read it (a residual in its reader's output layout, a pool's
-// or depthwise convolution's input in its output's, a 1x1's output NCHW when its input is) and it
-// is neither a graph output nor kept; the steps' x/y_channels_last say so.
-void assign_conv_layouts(const Graph& g, std::vector<Step>& steps, const std::set<ValueId>& keep);
+// (dense, or under NHWC depthwise with one output channel per input channel) or an f32 max pool
+// produces lies in `chain` (kNhwc or kNchw8c) when only those read it (a residual in its reader's
+// output layout, a pool's or depthwise convolution's input in its output's, a 1x1's output NCHW
+// when its input is), it is neither a graph output nor kept, and, under kNchw8c, its channels
+// fill whole blocks of 8; the steps' x/y_layout say so.
+void assign_conv_layouts(const Graph& g, std::vector<Step>& steps, const std::set<ValueId>& keep,
+                         ActivationLayout chain);
 
 // Static layout of a view node's result over its base buffer (a contiguous graph input, parameter,
 // kernel or extern output). Returns false when the view cannot be expressed without a copy.

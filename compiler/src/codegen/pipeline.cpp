@@ -70,7 +70,11 @@ void compile_decomposed(Program& p, const CodegenOptions& options) {
   p.steps = timer.run("schedule", [&] { return schedule(p.graph, lp, mp, keep); });
   if (options.config.channels_last) {
     timer.run("conv_layouts", [&] {
-      assign_conv_layouts(p.graph, p.steps, keep);
+      const std::string& chain = options.config.chain_layout;
+      assign_conv_layouts(p.graph, p.steps, keep,
+                          chain == "nhwc"     ? ActivationLayout::kNhwc
+                          : chain == "nchw8c" ? ActivationLayout::kNchw8c
+                                              : preferred_chain_layout());
       return 0;
     });
   }

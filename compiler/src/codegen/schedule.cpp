@@ -120,10 +120,8 @@ std::string print_schedule(const Graph& g, const std::vector<Step>& steps) {
     if (s.bias >= 0) out += fmt::format(" bias %{}", g.value(s.bias).name);
     if (s.kind == Step::Kind::kPackedLinear && s.epilogue != "none")
       out += " epilogue " + s.epilogue;
-    if (s.x_channels_last || s.y_channels_last) {
-      out += fmt::format(" layout {} -> {}", s.x_channels_last ? "nhwc" : "nchw",
-                         s.y_channels_last ? "nhwc" : "nchw");
-    }
+    if (s.x_layout != ActivationLayout::kNchw || s.y_layout != ActivationLayout::kNchw)
+      out += fmt::format(" layout {} -> {}", layout_name(s.x_layout), layout_name(s.y_layout));
     if (s.kind == Step::Kind::kView)
       out += fmt::format(" as {} strides {} offset {}", shape_str(s.view_shape),
                          shape_str(s.view_strides), s.view_offset);

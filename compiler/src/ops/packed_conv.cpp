@@ -11,6 +11,7 @@
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 
 #include "conv_epilogue.h"
@@ -147,6 +148,25 @@ bool winograd_safe(const float* x, int64_t n) {
 
 }  // namespace
 
+const char* layout_name(ActivationLayout layout) {
+  switch (layout) {
+    case ActivationLayout::kNhwc:
+      return "nhwc";
+    case ActivationLayout::kNchw8c:
+      return "nChw8c";
+    case ActivationLayout::kNchw:
+      break;
+  }
+  return "nchw";
+}
+
+ActivationLayout preferred_chain_layout() {
+  // Every AVX-512 core level (core, VNNI, BF16, AMX) carries avx512_core's bits.
+  const auto core = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  return (isa & core) == core ? ActivationLayout::kNhwc : ActivationLayout::kNchw8c;
+}
+
 void ConvEpilogue::fold_batch_norm(const Tensor& gamma, const Tensor& beta, const Tensor& mean,
                                    const Tensor& var, double eps) {
   const std::vector<double> g = gamma.to_doubles(), b = beta.to_doubles(), m = mean.to_doubles(),
@@ -224,7 +244,9 @@ struct PackedConv2d::Impl {
     auto plan = std::make_shared<Plan>();
     plan->shape = s;
     auto tag = [](ActivationLayout l) {
-      return l == ActivationLayout::kNhwc ? Tag::nhwc : Tag::nchw;
+      return l == ActivationLayout::kNhwc     ? Tag::nhwc
+             : l == ActivationLayout::kNchw8c ? Tag::nChw8c
+                                              : Tag::nchw;
     };
     plan->user_src = memory::desc(src_dims, kF32, tag(layouts.src));
     plan->user_dst = memory::desc(dst_dims, kF32, tag(layouts.dst));
@@ -251,8 +273,9 @@ struct PackedConv2d::Impl {
       const bool plain =
           layouts.src == ActivationLayout::kNchw && layouts.dst == ActivationLayout::kNchw;
       if (!plain) {
-        // Channels-last on either side: brgemm kernels read and write it as it lies; only when
-        // oneDNN has nothing but GEMM or reference code for it does a reordered problem run.
+        // Channels-last or blocked on either side: direct kernels read and write it as it lies;
+        // only when oneDNN has nothing but GEMM or reference code for it does a reordered problem
+        // run.
         if (is_gemm_or_ref(pd.impl_info_str())) {
           fwd::primitive_desc direct = describe(any_src, any_dst, plain_attr);
           if (!is_gemm_or_ref(direct.impl_info_str())) pd = direct;
@@ -347,7 +370,7 @@ struct PackedConv2d::Impl {
   int64_t images_per_call(const Plan& p) const {
     const ConvShape& s = p.shape;
     const bool pass = epilogue.residual || epilogue.activation != ConvActivation::kNone;
-    if (!pass || p.reorder_src || p.reorder_dst || layouts.dst == ActivationLayout::kNhwc)
+    if (!pass || p.reorder_src || p.reorder_dst || layouts.dst != ActivationLayout::kNchw)
       return s.n;
     const int64_t image_bytes = s.o * s.oh * s.ow * static_cast<int64_t>(sizeof(float));
     const int64_t fit = std::max<int64_t>(1, kSliceBytes / image_bytes);
@@ -482,10 +505,20 @@ PackedConv2d::PackedConv2d(const Tensor& weight, const Tensor& bias, const Attrs
   im.depthwise = is_depthwise_conv(s.c, s.p.groups);
   const bool nhwc =
       layouts.src == ActivationLayout::kNhwc || layouts.dst == ActivationLayout::kNhwc;
-  if (im.depthwise && nhwc && (layouts.src != layouts.dst || s.o != s.c)) {
+  if (im.depthwise &&
+      ((nhwc && (layouts.src != layouts.dst || s.o != s.c)) ||
+       layouts.src == ActivationLayout::kNchw8c || layouts.dst == ActivationLayout::kNchw8c)) {
     throw Error(
         "PackedConv2d: a depthwise convolution takes NCHW activations, or NHWC in and out with "
         "one output channel per input channel");
+  }
+  // A blocked layout with a partial last block would be larger than the caller's buffer.
+  for (const auto& [layout, channels, side] :
+       {std::tuple{layouts.src, s.c, "input"}, std::tuple{layouts.dst, s.o, "output"}}) {
+    if (layout == ActivationLayout::kNchw8c && channels % 8 != 0) {
+      throw Error(fmt::format("PackedConv2d: an nChw8c {} needs channels divisible by 8, got {}",
+                              side, channels));
+    }
   }
   im.layouts = layouts;
   im.epilogue = std::move(epilogue);
@@ -633,7 +666,7 @@ std::string PackedConv2d::describe() const {
         " (oneDNN {}, weights {}, activations {} -> {}, epilogue in a pass after)", plan.impl,
         dnnl_rt::layout_name(im.packed.get_desc(), s.p.groups > 1 ? "goihw" : "oihw"),
         dnnl_rt::layout_name(plan.src_md, "nchw"), dnnl_rt::layout_name(plan.dst_md, "nchw"));
-    if (im.layouts.src == ActivationLayout::kNhwc || im.layouts.dst == ActivationLayout::kNhwc) {
+    if (im.layouts.src != ActivationLayout::kNchw || im.layouts.dst != ActivationLayout::kNchw) {
       text += fmt::format(", caller's activations {} -> {}",
                           dnnl_rt::layout_name(plan.user_src, "nchw"),
                           dnnl_rt::layout_name(plan.user_dst, "nchw"));

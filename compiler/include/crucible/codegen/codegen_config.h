@@ -32,7 +32,10 @@ struct CodegenConfig {
   // For bisecting a bug to a pass or a kernel (the minifier's kernel bisection):
   bool packed_linear = true;  // packed_linear=on|off: linear/matmul via oneDNN, packed
   bool packed_conv = true;    // packed_conv=on|off: conv2d packed, absorbing bn/add/act
-  bool channels_last = true;  // channels_last=on|off: chains of packed convs keep NHWC
+  // channels_last=on|off: chains of packed convs keep a channels-inner layout, the one
+  // chain_layout=auto|nhwc|nchw8c names (auto: preferred_chain_layout() in packed_conv.h).
+  bool channels_last = true;
+  std::string chain_layout = "auto";
   // conv_algorithm=direct|winograd|fastest: a 3x3 stride-1 packed conv's algorithm (fastest:
   // Winograd when timed faster at compile time; see ConvAlgorithm in crucible/ops/packed_conv.h).
   std::string conv_algorithm = "fastest";

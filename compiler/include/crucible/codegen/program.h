@@ -10,6 +10,7 @@
 
 #include "crucible/codegen/codegen_config.h"
 #include "crucible/ir/graph.h"
+#include "crucible/ops/packed_conv.h"
 
 namespace crucible::codegen {
 
@@ -47,10 +48,9 @@ struct Step {
   // `act_node` (each -1 when absent); inputs = {x} or {x, residual}, outputs = {y}.
   int bn_node = -1, act_node = -1;
   ValueId residual = -1;
-  // kPackedConv, and kExtern of a max_pool2d: x (inputs[0]) and y (with the residual) lie
-  // channels-last (NHWC) in their buffers rather than NCHW; only such steps ever read such a value
-  // (conv_layouts.cpp).
-  bool x_channels_last = false, y_channels_last = false;
+  // kPackedConv, and kExtern of a max_pool2d: how x (inputs[0]) and y (with the residual) lie in
+  // their buffers; only such steps ever read a value that is not NCHW (conv_layouts.cpp).
+  ActivationLayout x_layout = ActivationLayout::kNchw, y_layout = ActivationLayout::kNchw;
   // kView: the static layout of outputs[0] over the base buffer inputs[0].
   Shape view_shape, view_strides;
   int64_t view_offset = 0;

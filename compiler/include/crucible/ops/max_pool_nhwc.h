@@ -1,5 +1,5 @@
-// max_pool2d over channels-last (NHWC) f32 activations: codegen's chains of packed convolutions
-// run their max pools on the layout the convolutions hand over, with max_pool2d's semantics.
+// max_pool2d over channels-inner f32 activations (NHWC, nChw8c): codegen's chains of packed
+// convolutions run their max pools on the layout the convolutions hand over, with the op's rules.
 #pragma once
 
 #include "crucible/core/tensor.h"
@@ -12,5 +12,9 @@ namespace crucible {
 // [N, C, H, W]; x and y are contiguous NHWC buffers of the input and of the op's output shape.
 // Throws Error for a shape or attributes the op rejects.
 void max_pool2d_nhwc(const float* x, const Shape& input_shape, const Attrs& attrs, float* y);
+
+// The same on nChw8c buffers ([N][C/8][H][W][8]: an NHWC image of 8 channels per block). Throws
+// Error also when C is not a multiple of 8.
+void max_pool2d_nchw8c(const float* x, const Shape& input_shape, const Attrs& attrs, float* y);
 
 }  // namespace crucible

@@ -17,10 +17,18 @@ namespace crucible {
 // the mobile networks' sigmoid, silu (x * sigmoid(x)), hardsigmoid and hardswish.
 enum class ConvActivation { kNone, kRelu, kClamp, kSigmoid, kSilu, kHardsigmoid, kHardswish };
 
-// How a packed convolution's activations lie in memory. Both are the logical [N, C, H, W]; kNhwc
-// stores channels innermost (PyTorch's channels_last), the layout oneDNN's brgemm kernels read
-// and write directly, so a chain of convolutions that keeps it pays no reorder between them.
-enum class ActivationLayout { kNchw, kNhwc };
+// How a packed convolution's activations lie in memory. All are the logical [N, C, H, W]; kNhwc
+// stores channels innermost (PyTorch's channels_last), the layout oneDNN's brgemm kernels (AVX-512)
+// read and write directly, so a chain of convolutions that keeps it pays no reorder between them.
+// kNchw8c (oneDNN's nChw8c, [N][C/8][H][W][8]) is what its AVX2 direct kernels read and write; it
+// needs a channel count divisible by 8 (no padded tail), and is an NHWC image of 8 channels per
+// block of channels, so a pool over pixels can treat it as one.
+enum class ActivationLayout { kNchw, kNhwc, kNchw8c };
+const char* layout_name(ActivationLayout layout);  // "nchw", "nhwc", "nChw8c"
+
+// Which layout chains of dense convolutions should keep on this CPU: kNhwc where oneDNN runs its
+// brgemm convolutions (AVX-512 core), kNchw8c elsewhere (measured in docs/design_decisions.md).
+ActivationLayout preferred_chain_layout();
 struct ConvLayouts {
   ActivationLayout src = ActivationLayout::kNchw;  // x
   ActivationLayout dst = ActivationLayout::kNchw;  // y, and the residual
