@@ -19,6 +19,7 @@
 #include "dnnl_runtime.h"
 #include "reduction_internal.h"
 #include "vision_internal.h"
+#include "winograd_f4x3.h"
 
 // Which kernel, which activation layouts, and where the epilogue runs (measured on this machine,
 // AMD EPYC with AVX-512, 2 threads, oneDNN 2.6.3, batch 8, medians of interleaved runs):
@@ -58,7 +59,10 @@
 //   64->64 at 56x56 3.35 -> 1.45 ms, 256->256 at 14x14 3.03 -> 1.54, 512->512 at 7x7 2.98 ->
 //   2.65 (brgconv on NHWC against Winograd). Its transforms spread a NaN or an infinity over a
 //   4x4 output tile and multiply magnitudes, so each call first scans its input (all finite and
-//   below 2^64, else the direct plan runs: the op's non-finite pattern, bit for bit).
+//   below 2^64, else the direct plan runs: the op's non-finite pattern, bit for bit). oneDNN 2.6
+//   has that kernel for AVX-512 only; elsewhere ours runs (winograd_f4x3.cpp), timed the same way:
+//   on an AVX2 EPYC, nChw8c, the same layers 16.0 -> 13.7, 13.2 -> 9.5, 15.3 -> 8.5, 18.9 -> 8.2
+//   ms.
 // - Depthwise convolutions on channels-last activations (one output channel per input channel) run
 //   our NHWC loop (conv2d_depthwise_nhwc.cpp): MobileNetV2 at batch 16 58.6 -> 52.0 ms with its
 //   1x1 convolutions channels-last around them.
@@ -217,6 +221,8 @@ struct PackedConv2d::Impl {
   memory packed;                          // the weights in oneDNN's layout for `base`
   std::shared_ptr<const Plan> base_plan;  // made in the constructor, for `base`
   std::shared_ptr<const Plan> winograd;   // for `base`, when chosen (finite inputs only)
+  // Ours, for `base`, when chosen where oneDNN has no Winograd kernel (finite inputs only).
+  std::shared_ptr<const vision::WinogradF4x3> own_winograd;
   Shape base_input;
   dnnl::primitive_attr plain_attr, sum_attr;
 
@@ -381,29 +387,38 @@ struct PackedConv2d::Impl {
     return per_call;
   }
 
-  // Builds the Winograd plan for `base` from the folded OIHW weights and keeps it, when `timed`
-  // only if it beats the direct plan (the fastest of 3 alternating runs each, after one warm-up,
-  // on the graph's own shape, epilogue and layouts).
+  // Builds the Winograd plan for `base` from the folded OIHW weights (oneDNN's, else ours) and
+  // keeps it, when `timed` only if it beats the direct plan (the fastest of 3 alternating runs
+  // each, after one warm-up, on the graph's own shape, epilogue and layouts).
   void choose_winograd(const float* folded_weights, bool timed) {
     std::shared_ptr<const Plan> w;
+    std::shared_ptr<const vision::WinogradF4x3> own;
     try {
       w = make_plan(base, folded_weights, /*winograd=*/true);
     } catch (const dnnl::error&) {
-      return;  // no Winograd kernel for this problem on this CPU
+      // oneDNN 2.6 has Winograd for AVX-512 only.
+      own = std::make_shared<const vision::WinogradF4x3>(
+          base, folded_weights, has_bias ? bias_values.data() : nullptr, layouts);
     }
     if (timed) {
-      Tensor x = scratch_tensor(w->user_src), y = scratch_tensor(w->user_dst), r;
+      const memory::desc& user_src = base_plan->user_src;
+      const memory::desc& user_dst = base_plan->user_dst;
+      Tensor x = scratch_tensor(user_src), y = scratch_tensor(user_dst), r;
       std::fill_n(x.data<float>(), x.numel(), 0.5f);
       if (epilogue.residual) {
-        r = scratch_tensor(w->user_dst);
+        r = scratch_tensor(user_dst);
         std::fill_n(r.data<float>(), r.numel(), 0.25f);
       }
+      const float* res = r.defined() ? r.data<float>() : nullptr;
       double best[2] = {INFINITY, INFINITY};
       for (int rep = 0; rep < 4; ++rep) {
         for (int k = 0; k < 2; ++k) {
           const auto t0 = std::chrono::steady_clock::now();
-          run_onednn(k == 0 ? *base_plan : *w, x.data<float>(), y.data<float>(),
-                     r.defined() ? r.data<float>() : nullptr);
+          if (k == 0 || w) {
+            run_onednn(k == 0 ? *base_plan : *w, x.data<float>(), y.data<float>(), res);
+          } else {
+            own->run(base, x.data<float>(), y.data<float>(), res, row);
+          }
           const double t =
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           if (rep > 0) best[k] = std::min(best[k], t);
@@ -412,6 +427,7 @@ struct PackedConv2d::Impl {
       if (!(best[1] < best[0])) return;
     }
     winograd = std::move(w);
+    own_winograd = std::move(own);
   }
 
   void run_onednn(const Plan& p, const float* x, float* y, const float* residual) const {
@@ -587,7 +603,9 @@ Shape PackedConv2d::output_shape(const Shape& input_shape) const {
 
 const ConvEpilogue& PackedConv2d::epilogue() const { return impl_->epilogue; }
 const ConvLayouts& PackedConv2d::layouts() const { return impl_->layouts; }
-bool PackedConv2d::uses_winograd() const { return impl_->winograd != nullptr; }
+bool PackedConv2d::uses_winograd() const {
+  return impl_->winograd != nullptr || impl_->own_winograd != nullptr;
+}
 
 void PackedConv2d::run(const float* x, const Shape& input_shape, float* y,
                        const float* residual) const {
@@ -611,8 +629,13 @@ void PackedConv2d::run(const float* x, const Shape& input_shape, float* y,
     }
     return;
   }
-  if (im.winograd && input_shape == im.base_input && winograd_safe(x, shape_numel(input_shape))) {
-    im.run_onednn(*im.winograd, x, y, residual);
+  if ((im.winograd || im.own_winograd) && input_shape == im.base_input &&
+      winograd_safe(x, shape_numel(input_shape))) {
+    if (im.winograd) {
+      im.run_onednn(*im.winograd, x, y, residual);
+    } else {
+      im.own_winograd->run(s, x, y, residual, im.row);
+    }
     return;
   }
   const std::shared_ptr<const Plan> plan = im.plan_for(input_shape);
@@ -643,6 +666,7 @@ size_t PackedConv2d::packed_bytes() const {
   if (im.depthwise) return bytes;
   bytes += im.packed.get_desc().get_size();
   if (im.winograd) bytes += im.winograd->weights.get_desc().get_size();
+  if (im.own_winograd) bytes += im.own_winograd->packed_bytes();
   std::lock_guard<std::mutex> lock(im.mutex);
   for (const auto& [shape, plan] : im.plans) {
     if (plan->own_weights) bytes += plan->weights.get_desc().get_size();
@@ -674,6 +698,10 @@ std::string PackedConv2d::describe() const {
     if (im.winograd) {
       text += fmt::format(", Winograd F(4x4,3x3) on finite inputs (oneDNN {}, activations {})",
                           im.winograd->impl, dnnl_rt::layout_name(im.winograd->src_md, "nchw"));
+    }
+    if (im.own_winograd) {
+      text +=
+          ", Winograd F(4x4,3x3) on finite inputs (ours: 36 GEMMs on packed transformed weights)";
     }
   }
   return fmt::format("{}{}, {} epilogue", text, im.has_bias ? ", bias" : "", im.epilogue.name());
