@@ -354,6 +354,34 @@ TEST(PackedConv2d, BlockedLayoutsMatchEagerChain) {
   }
 }
 
+// Whatever the caller's layouts, a convolution never runs oneDNN's reference kernel (on AVX2
+// oneDNN 2.6 has nothing else for some problems in a channels-inner layout, such as AlexNet's
+// 11x11/4 stem writing nChw8c or NHWC: a thousand times slower than GEMM and a reorder), and the
+// reordered problem it runs instead matches eager.
+TEST(PackedConv2d, NoLayoutLeavesAConvolutionOnTheReferenceKernel) {
+  using L = ActivationLayout;
+  const Case stems[] = {
+      {1, 3, 63, 63, 64, 11, 4, 2, 1, 1, true, false, false, ConvActivation::kRelu},  // AlexNet
+      {1, 3, 45, 45, 16, 7, 2, 3, 1, 1, false, true, false, ConvActivation::kRelu},   // ResNet
+      {1, 16, 20, 20, 24, 5, 2, 2, 1, 1, false, true, false, ConvActivation::kNone},
+      {1, 16, 20, 20, 16, 3, 1, 2, 2, 1, false, true, true, ConvActivation::kRelu},  // dilated
+      {2, 32, 9, 9, 64, 3, 2, 1, 1, 4, false, true, false, ConvActivation::kRelu},   // grouped
+  };
+  const ConvLayouts pairs[] = {{L::kNchw, L::kNchw8c},   {L::kNchw, L::kNhwc},
+                               {L::kNchw8c, L::kNchw8c}, {L::kNhwc, L::kNhwc},
+                               {L::kNchw8c, L::kNchw},   {L::kNhwc, L::kNchw}};
+  uint64_t seed = 7000;
+  for (const Case& k : stems) {
+    for (const ConvLayouts& l : pairs) {
+      if ((l.src == L::kNchw8c && k.c % 8 != 0) || (l.dst == L::kNchw8c && k.o % 8 != 0)) continue;
+      const Operands op(k, seed += 10);
+      const std::string d = Pack(k, op, k.input(), l).describe();
+      EXPECT_EQ(d.find("ref:"), std::string::npos) << k.str() << ": " << d;
+      CheckCase(k, seed, false, l);
+    }
+  }
+}
+
 // Winograd (3x3, stride 1, dense) against eager's direct chain: every layout pair, epilogues, in
 // place, random channel counts and sizes; a strided or dilated 3x3 does not take it.
 TEST(PackedConv2d, WinogradMatchesEagerWithinItsBound) {

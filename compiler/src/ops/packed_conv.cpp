@@ -282,9 +282,16 @@ struct PackedConv2d::Impl {
         // Channels-last or blocked on either side: direct kernels read and write it as it lies;
         // only when oneDNN has nothing but GEMM or reference code for it does a reordered problem
         // run.
+        // And anything beats the reference kernel, which is all oneDNN 2.6 has on AVX2 for some
+        // problems in a channels-inner layout (AlexNet's 11x11/4 stem to nChw8c or NHWC: 2 s
+        // against 2 ms for GEMM on plain activations and a reorder).
         if (is_gemm_or_ref(pd.impl_info_str())) {
           fwd::primitive_desc direct = describe(any_src, any_dst, plain_attr);
-          if (!is_gemm_or_ref(direct.impl_info_str())) pd = direct;
+          if (!is_gemm_or_ref(direct.impl_info_str()) ||
+              (dnnl_rt::is_reference(pd.impl_info_str()) &&
+               !dnnl_rt::is_reference(direct.impl_info_str()))) {
+            pd = direct;
+          }
         }
       } else if (!pointwise) {
         fwd::primitive_desc direct = describe(plan->user_src, any_dst, plain_attr);
