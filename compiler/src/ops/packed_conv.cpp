@@ -155,6 +155,40 @@ bool winograd_safe(const float* x, int64_t n) {
   return bad == 0;
 }
 
+Tag tag_of(ActivationLayout layout) {
+  switch (layout) {
+    case ActivationLayout::kNhwc:
+      return Tag::nhwc;
+    case ActivationLayout::kNchw8c:
+      return Tag::nChw8c;
+    case ActivationLayout::kNchw:
+      break;
+  }
+  return Tag::nchw;
+}
+
+// The layouts a problem accepts: our depthwise loops take NCHW, or NHWC in and out with one output
+// channel per input channel; a blocked layout with a partial last block would be larger than the
+// caller's buffer. Throws Error naming what is wrong.
+void check_layouts(const ConvShape& s, const ConvLayouts& layouts, bool depthwise) {
+  const bool nhwc =
+      layouts.src == ActivationLayout::kNhwc || layouts.dst == ActivationLayout::kNhwc;
+  if (depthwise &&
+      ((nhwc && (layouts.src != layouts.dst || s.o != s.c)) ||
+       layouts.src == ActivationLayout::kNchw8c || layouts.dst == ActivationLayout::kNchw8c)) {
+    throw Error(
+        "PackedConv2d: a depthwise convolution takes NCHW activations, or NHWC in and out with "
+        "one output channel per input channel");
+  }
+  for (const auto& [layout, channels, side] :
+       {std::tuple{layouts.src, s.c, "input"}, std::tuple{layouts.dst, s.o, "output"}}) {
+    if (layout == ActivationLayout::kNchw8c && channels % 8 != 0) {
+      throw Error(fmt::format("PackedConv2d: an nChw8c {} needs channels divisible by 8, got {}",
+                              side, channels));
+    }
+  }
+}
+
 }  // namespace
 
 const char* layout_name(ActivationLayout layout) {
@@ -254,13 +288,8 @@ struct PackedConv2d::Impl {
         g > 1 ? dims{g, s.o / g, s.c / g, s.kh, s.kw} : dims{s.o, s.c, s.kh, s.kw};
     auto plan = std::make_shared<Plan>();
     plan->shape = s;
-    auto tag = [](ActivationLayout l) {
-      return l == ActivationLayout::kNhwc     ? Tag::nhwc
-             : l == ActivationLayout::kNchw8c ? Tag::nChw8c
-                                              : Tag::nchw;
-    };
-    plan->user_src = memory::desc(src_dims, kF32, tag(layouts.src));
-    plan->user_dst = memory::desc(dst_dims, kF32, tag(layouts.dst));
+    plan->user_src = memory::desc(src_dims, kF32, tag_of(layouts.src));
+    plan->user_dst = memory::desc(dst_dims, kF32, tag_of(layouts.dst));
     const memory::desc any_src(src_dims, kF32, Tag::any), any_dst(dst_dims, kF32, Tag::any),
         any_wei(wei_dims, kF32, Tag::any);
     // oneDNN counts dilation from 0 (no gaps); PyTorch from 1.
@@ -536,23 +565,9 @@ PackedConv2d::PackedConv2d(const Tensor& weight, const Tensor& bias, const Attrs
                             epilogue.clamp_min, epilogue.clamp_max));
   }
   im.depthwise = is_depthwise_conv(s.c, s.p.groups);
+  check_layouts(s, layouts, im.depthwise);
   const bool nhwc =
       layouts.src == ActivationLayout::kNhwc || layouts.dst == ActivationLayout::kNhwc;
-  if (im.depthwise &&
-      ((nhwc && (layouts.src != layouts.dst || s.o != s.c)) ||
-       layouts.src == ActivationLayout::kNchw8c || layouts.dst == ActivationLayout::kNchw8c)) {
-    throw Error(
-        "PackedConv2d: a depthwise convolution takes NCHW activations, or NHWC in and out with "
-        "one output channel per input channel");
-  }
-  // A blocked layout with a partial last block would be larger than the caller's buffer.
-  for (const auto& [layout, channels, side] :
-       {std::tuple{layouts.src, s.c, "input"}, std::tuple{layouts.dst, s.o, "output"}}) {
-    if (layout == ActivationLayout::kNchw8c && channels % 8 != 0) {
-      throw Error(fmt::format("PackedConv2d: an nChw8c {} needs channels divisible by 8, got {}",
-                              side, channels));
-    }
-  }
   im.layouts = layouts;
   im.epilogue = std::move(epilogue);
   const ConvEpilogue& ep = im.epilogue;
