@@ -70,6 +70,10 @@ constexpr size_t kDrawFreshBelowBytes = size_t{1} << 20;
 // A fresh call's outputs within this many times the backend's own error against eager on the
 // checked sets pass without an fp64 reference (see rule_failure).
 constexpr double kKnownErrFactor = 2.0;
+// A backend whose last kRefitSamples samples all lasted more than kRefitFactor times
+// --min-sample-ms (or all less than 1/kRefitFactor) gets its calls per sample chosen again.
+constexpr size_t kRefitSamples = 5;
+constexpr double kRefitFactor = 4.0;
 // --min-time-ms takes at most this many times --repeat samples.
 constexpr int kMaxSampleFactor = 100;
 // A backend's threads may burn this share of its own timed time (at least kOutsideCpuMinMs) outside
@@ -429,6 +433,27 @@ class TimingJob {
     return n;
   }
 
+  // Calls per sample are chosen once, in the warm-up; a backend whose calls then changed speed (a
+  // memo that turned honest at its first new content, a JIT that finished compiling) gets them
+  // again from its recent samples, so that every backend's samples keep the target's length. On
+  // this 2-vCPU VM a 0.15 ms call measured up to 1.4x slower in samples of 1 ms than in samples of
+  // 25 ms beside eleven other backends: a ratio between samples of unequal length is biased.
+  void refit_calls(Backend& b) const {
+    const std::vector<double>& s = b.r.samples_ms;
+    if (s.size() < kRefitSamples) return;
+    const auto recent = std::span(s).last(kRefitSamples);
+    const double fastest = *std::min_element(recent.begin(), recent.end());
+    const double slowest = *std::max_element(recent.begin(), recent.end());
+    const double target = s_.job.timing.min_sample_ms, calls = static_cast<double>(b.calls);
+    double per_call = 0;
+    if (b.calls > 1 && fastest * calls > kRefitFactor * target) per_call = fastest;
+    if (b.calls < kMaxCallsPerSample && slowest * calls < target / kRefitFactor) per_call = slowest;
+    if (per_call <= 0) return;
+    // The warm-up's 25% headroom, so that the samples stay above the target.
+    b.calls = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(1.25 * target / per_call)), 1,
+                                  kMaxCallsPerSample);
+  }
+
   // Eager's outputs on input set `i`: the reference every backend's checked outputs are held to.
   const std::vector<Tensor>* eager_outputs(int i) {
     for (Backend& b : backends_) {
@@ -723,6 +748,7 @@ class TimingJob {
       b.timed_ms += timed;
       b.calls_timed += b.calls;
       b.r.samples_ms.push_back(timed / kd);
+      refit_calls(b);
       if (fresh_at < 0) b.plain_ms.push_back(timed / kd);
       // A counter that could not be read at either end (NaN) gives no sample: stores hold
       // finite numbers only.

@@ -128,7 +128,8 @@ struct ResultRecord {
   bool pass_suspicious = false;
 
   // Performance only. samples_ms and the counters are per graph call: each sample timed
-  // calls_per_sample calls back to back.
+  // calls_per_sample calls back to back (the last count: a backend whose calls changed speed
+  // after the warm-up has its count chosen again, see timing_job.cpp).
   int64_t calls_per_sample = 0;
   double timer_overhead_ns = 0;  // cost of one clock read pair, measured in the worker
   std::string audit;             // how the timed outputs were checked against the checked outputs
