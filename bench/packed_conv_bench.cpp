@@ -110,19 +110,16 @@ const Layer kDepthwise{144, 56, 144, 3, 1, 144, false, ConvActivation::kClamp};
 const Layer kDepthwise5x5Eff{672, 14, 672, 5, 1, 672, false, ConvActivation::kSilu};
 const Layer kDepthwise3x3Eff{480, 14, 480, 3, 1, 480, false, ConvActivation::kSilu};
 
-// ResNet-50's 3x3 stride-1 convolutions (with bn and relu) as codegen runs them on a CPU without
-// AVX-512: nChw8c in and out, oneDNN's direct kernel against Winograd F(4x4,3x3) (oneDNN's where
-// it has one, else ours). The FLOPs are the direct sum's, so Winograd's of_peak is an effective
-// rate and may pass 1.
-void run_blocked_3x3(benchmark::State& state, int64_t c, int64_t hw, ConvAlgorithm algorithm) {
-  const Layer l{c, hw, c, 3};
+// Layer `l` (batch norm folded, no residual) packed for `layouts` and `algorithm`, run into one
+// output buffer. Reports its FLOPs and the bytes its activations must move (x read, y written).
+void run_laid_out(benchmark::State& state, const Layer& l, ConvLayouts layouts,
+                  ConvAlgorithm algorithm) {
   const Operands op(l);
   ConvEpilogue e;
   e.fold_batch_norm(op.gamma, op.beta, op.mean, op.var, 1e-5);
-  e.activation = ConvActivation::kRelu;
-  const Shape in{8, c, hw, hw};
-  const PackedConv2d conv(op.w, Tensor(), l.attrs(), in, e,
-                          {ActivationLayout::kNchw8c, ActivationLayout::kNchw8c}, algorithm);
+  e.activation = l.act;
+  const Shape in{8, l.c, l.hw, l.hw};
+  const PackedConv2d conv(op.w, Tensor(), l.attrs(), in, e, layouts, algorithm);
   if (algorithm == ConvAlgorithm::kWinograd && !conv.uses_winograd()) {
     state.SkipWithError("no Winograd for this problem");
     return;
@@ -134,14 +131,19 @@ void run_blocked_3x3(benchmark::State& state, int64_t c, int64_t hw, ConvAlgorit
     timer.time([&] { conv.run(op.x.data<float>(), in, y.data<float>()); });
     benchmark::DoNotOptimize(y.raw_data());
   }
-  timer.report(0, l.flops());
+  timer.report(4.0 * static_cast<double>(op.x.numel() + y.numel()), l.flops());
 }
 
+// ResNet-50's 3x3 stride-1 convolutions (with bn and relu) as codegen runs them on a CPU without
+// AVX-512: nChw8c in and out, oneDNN's direct kernel against Winograd F(4x4,3x3) (oneDNN's where
+// it has one, else ours). The FLOPs are the direct sum's, so Winograd's of_peak is an effective
+// rate and may pass 1.
+const ConvLayouts kBlocked{ActivationLayout::kNchw8c, ActivationLayout::kNchw8c};
 void BM_Blocked3x3_Direct(benchmark::State& s) {
-  run_blocked_3x3(s, s.range(0), s.range(1), ConvAlgorithm::kDirect);
+  run_laid_out(s, Layer{s.range(0), s.range(1), s.range(0), 3}, kBlocked, ConvAlgorithm::kDirect);
 }
 void BM_Blocked3x3_Winograd(benchmark::State& s) {
-  run_blocked_3x3(s, s.range(0), s.range(1), ConvAlgorithm::kWinograd);
+  run_laid_out(s, Layer{s.range(0), s.range(1), s.range(0), 3}, kBlocked, ConvAlgorithm::kWinograd);
 }
 void ResNet50Blocks(benchmark::internal::Benchmark* b) {
   b->Args({64, 56})->Args({128, 28})->Args({256, 14})->Args({512, 7});
@@ -149,6 +151,26 @@ void ResNet50Blocks(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Blocked3x3_Direct)->Apply(ResNet50Blocks);
 BENCHMARK(BM_Blocked3x3_Winograd)->Apply(ResNet50Blocks);
+
+// Mobile networks' depthwise convolutions (bn and ReLU6) in each layout codegen may hand them:
+// NCHW (our row loop), NHWC (16-lane channel vectors) and nChw8c (8 lanes per block, what chains
+// keep on AVX2). Args: channels, plane side, kernel, stride.
+void run_depthwise(benchmark::State& s, ActivationLayout layout) {
+  const Layer l{s.range(0), s.range(1), s.range(0), s.range(2),
+                s.range(3), s.range(0), false,      ConvActivation::kClamp};
+  run_laid_out(s, l, {layout, layout}, ConvAlgorithm::kDirect);
+}
+void BM_Depthwise_Nchw(benchmark::State& s) { run_depthwise(s, ActivationLayout::kNchw); }
+void BM_Depthwise_Nhwc(benchmark::State& s) { run_depthwise(s, ActivationLayout::kNhwc); }
+void BM_Depthwise_Nchw8c(benchmark::State& s) { run_depthwise(s, ActivationLayout::kNchw8c); }
+void MobileDepthwise(benchmark::internal::Benchmark* b) {
+  // MobileNetV2's 144 at 56x56, its 96 at 112x112 stride 2, 384 at 14x14; a 5x5 on 480 at 14x14.
+  b->Args({144, 56, 3, 1})->Args({96, 112, 3, 2})->Args({384, 14, 3, 1})->Args({480, 14, 5, 1});
+  b->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.5);
+}
+BENCHMARK(BM_Depthwise_Nchw)->Apply(MobileDepthwise);
+BENCHMARK(BM_Depthwise_Nhwc)->Apply(MobileDepthwise);
+BENCHMARK(BM_Depthwise_Nchw8c)->Apply(MobileDepthwise);
 
 #define CONV_PAIR(NAME, LAYER)                                                                \
   void BM_##NAME##_Eager(benchmark::State& s) { run_eager(s, LAYER); }                        \

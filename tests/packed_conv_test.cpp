@@ -332,8 +332,8 @@ TEST(PackedConv2d, BlockedLayoutsMatchEagerChain) {
   for (const Case& k : kModelLayers) {
     for (const ConvLayouts& l : pairs) {
       const Operands op(k, seed += 10);
-      if (Depthwise(k)) {
-        ExpectErrorWith([&] { Pack(k, op, k.input(), l); }, "depthwise convolution takes NCHW");
+      if (Depthwise(k) && l.src != l.dst) {
+        ExpectErrorWith([&] { Pack(k, op, k.input(), l); }, "takes one layout in and out");
       } else if (!fits(k, l)) {
         ExpectErrorWith([&] { Pack(k, op, k.input(), l); }, "needs channels divisible by 8");
       } else {
@@ -347,7 +347,12 @@ TEST(PackedConv2d, BlockedLayoutsMatchEagerChain) {
   std::mt19937 rng(20261127);
   for (int i = 0; i < 40; ++i) {
     Case k = RandomCase(rng);
-    if (Depthwise(k)) continue;
+    if (Depthwise(k)) {
+      // Our depthwise loop on blocks of 8 channels: one layout in and out, multiplier one.
+      k.c = k.o = k.groups = (k.c + 7) / 8 * 8;
+      CheckCase(k, 6000 + 10 * i, k.residual, pairs[0]);
+      continue;
+    }
     k.c = (k.c / k.groups + 7) / 8 * 8 * k.groups;  // channels per group a multiple of 8
     k.o = (k.o / k.groups + 7) / 8 * 8 * k.groups;
     CheckCase(k, 6000 + 10 * i, k.residual && i % 2 == 1, pairs[i % 3]);
@@ -448,22 +453,34 @@ TEST(PackedConv2d, WinogradLeavesNonFiniteInputsToTheDirectKernel) {
   }
 }
 
-// Our channels-last depthwise loop reads and writes NHWC, one output channel per input channel.
-TEST(PackedConv2d, ChannelsLastDepthwiseNeedsOneLayoutAndMultiplierOne) {
+// Our channels-inner depthwise loop reads and writes NHWC, or nChw8c, one output channel per input
+// channel; nChw8c also needs whole blocks of 8 channels.
+TEST(PackedConv2d, ChannelsInnerDepthwiseNeedsOneLayoutAndMultiplierOne) {
   using L = ActivationLayout;
   const Case k{1, 8, 6, 6, 8, 3, 1, 1, 1, 8, false, true, false, ConvActivation::kRelu};
   const Operands op(k, 7);
-  for (const ConvLayouts& l : {ConvLayouts{L::kNchw, L::kNhwc}, ConvLayouts{L::kNhwc, L::kNchw}}) {
-    ExpectErrorWith([&] { Pack(k, op, k.input(), l); }, "NHWC in and out with one output channel");
+  for (const ConvLayouts& l : {ConvLayouts{L::kNchw, L::kNhwc}, ConvLayouts{L::kNhwc, L::kNchw},
+                               ConvLayouts{L::kNchw, L::kNchw8c}, ConvLayouts{L::kNchw8c, L::kNchw},
+                               ConvLayouts{L::kNhwc, L::kNchw8c}}) {
+    ExpectErrorWith([&] { Pack(k, op, k.input(), l); }, "takes one layout in and out");
   }
   Case twice = k;
   twice.o = 16;
   const Operands op2(twice, 8);
+  for (const L layout : {L::kNhwc, L::kNchw8c}) {
+    ExpectErrorWith(
+        [&] {
+          Pack(twice, op2, twice.input(), {layout, layout});
+        },
+        "one output channel per input channel");
+  }
+  const Case partial{1, 12, 6, 6, 12, 3, 1, 1, 1, 12, false, true, false, ConvActivation::kRelu};
+  const Operands op3(partial, 9);
   ExpectErrorWith(
       [&] {
-        Pack(twice, op2, twice.input(), {L::kNhwc, L::kNhwc});
+        Pack(partial, op3, partial.input(), {L::kNchw8c, L::kNchw8c});
       },
-      "one output channel per input channel");
+      "needs channels divisible by 8");
 }
 
 // Codegen hands the residual's own buffer in as y when the residual dies at the convolution: each

@@ -11,7 +11,7 @@ namespace crucible::codegen {
 
 namespace {
 
-// A packed convolution oneDNN runs (depthwise ones run our NCHW loop).
+// A packed convolution oneDNN runs (depthwise ones run our own loops).
 bool dense_packed_conv(const Graph& g, const Step& s) {
   if (s.kind != Step::Kind::kPackedConv) return false;
   const Node& conv = g.nodes()[s.node];
@@ -39,18 +39,16 @@ bool chain_max_pool(const Graph& g, const Step& s) {
   return x.dtype == DType::kF32 && x.shape.size() == 4;
 }
 
-// A packed depthwise convolution with one output channel per input channel: our NHWC loop runs it
-// when its input and output both are.
-bool nhwc_depthwise(const Graph& g, const Step& s) {
+// A packed depthwise convolution with one output channel per input channel: our channels-inner
+// loop runs it when its input and output both are NHWC, or both nChw8c.
+bool chain_depthwise(const Graph& g, const Step& s) {
   if (s.kind != Step::Kind::kPackedConv || dense_packed_conv(g, s)) return false;
   const Node& conv = g.nodes()[s.node];
   return g.value(conv.output).type.shape[1] == g.value(conv.operands[0]).type.shape[1];
 }
 
-// Our depthwise loops have no nChw8c form, so under it depthwise convolutions read and write NCHW.
-bool reads_chain(const Graph& g, const Step& s, ActivationLayout chain) {
-  return dense_packed_conv(g, s) || chain_max_pool(g, s) ||
-         (chain == ActivationLayout::kNhwc && nhwc_depthwise(g, s));
+bool reads_chain(const Graph& g, const Step& s) {
+  return dense_packed_conv(g, s) || chain_max_pool(g, s) || chain_depthwise(g, s);
 }
 
 // Whether value v can lie in `chain`: nChw8c has no partial last block (PackedConv2d's rule).
@@ -68,7 +66,7 @@ void assign_conv_layouts(const Graph& g, std::vector<Step>& steps, const std::se
   // until none does: each drop only removes candidates, so this ends.
   std::vector<bool> in_chain(nv, false);
   for (const Step& s : steps) {
-    if (reads_chain(g, s, chain)) in_chain[s.outputs[0]] = fits_chain(g, s.outputs[0], chain);
+    if (reads_chain(g, s)) in_chain[s.outputs[0]] = fits_chain(g, s.outputs[0], chain);
   }
   for (ValueId v : g.outputs()) in_chain[v] = false;
   for (ValueId v : keep) in_chain[v] = false;
@@ -76,7 +74,7 @@ void assign_conv_layouts(const Graph& g, std::vector<Step>& steps, const std::se
   // input) needs NCHW.
   std::vector<bool> read(nv, false);
   for (const Step& s : steps) {
-    const bool flexible = reads_chain(g, s, chain);
+    const bool flexible = reads_chain(g, s);
     for (size_t k = 0; k < s.inputs.size(); ++k) {
       read[s.inputs[k]] = true;
       if (!flexible) in_chain[s.inputs[k]] = false;
@@ -90,7 +88,7 @@ void assign_conv_layouts(const Graph& g, std::vector<Step>& steps, const std::se
   for (const Step& s : steps) {
     if (s.kind == Step::Kind::kPackedConv && s.residual >= 0)
       same.emplace_back(s.outputs[0], s.residual);
-    if (chain_max_pool(g, s) || nhwc_depthwise(g, s)) same.emplace_back(s.outputs[0], s.inputs[0]);
+    if (chain_max_pool(g, s) || chain_depthwise(g, s)) same.emplace_back(s.outputs[0], s.inputs[0]);
     if (pointwise_conv(g, s)) follows.emplace_back(s.outputs[0], s.inputs[0]);
   }
   for (bool changed = true; changed;) {
@@ -109,7 +107,7 @@ void assign_conv_layouts(const Graph& g, std::vector<Step>& steps, const std::se
     }
   }
   for (Step& s : steps) {
-    if (!reads_chain(g, s, chain)) continue;
+    if (!reads_chain(g, s)) continue;
     s.x_layout = in_chain[s.inputs[0]] ? chain : ActivationLayout::kNchw;
     s.y_layout = in_chain[s.outputs[0]] ? chain : ActivationLayout::kNchw;
   }

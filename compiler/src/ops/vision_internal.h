@@ -43,6 +43,10 @@ void conv2d_depthwise(const ConvShape& s, const T* x, const T* w, const T* bias,
 // vectors, then the epilogue runs on that pixel's C values.
 void conv2d_depthwise_nhwc(const ConvShape& s, const float* x, const float* w_taps,
                            const float* bias, float* y, const RowEpilogue<float>& epilogue);
+// The same on nChw8c x, y and residual ([N][C/8][H][W][8], C divisible by 8): `w_blocks` is
+// [C/8][kh][kw][8]. Each block of 8 channels is an NHWC image of 8 channels for that loop.
+void conv2d_depthwise_nchw8c(const ConvShape& s, const float* x, const float* w_blocks,
+                             const float* bias, float* y, const RowEpilogue<float>& epilogue);
 // The same on NCHW x, y and residual (w: [C][kh][kw]) through that loop: each image's channels,
 // 16 at a time, are laid [H][W][16] in a tile, and the output rows transposed back. For small
 // planes, where the NCHW loop's vectors run along rows of 7 or 14 outputs (EfficientNet's later
