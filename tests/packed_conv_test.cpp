@@ -344,6 +344,13 @@ TEST(PackedConv2d, BlockedLayoutsMatchEagerChain) {
     }
   }
   EXPECT_GE(checked, 15);  // most model layers run blocked
+  // Depthwise on nChw8c takes a zero-padded tile per block on planes narrower than 40 (the model
+  // layers above) and the per-row loop with border pixels on wider ones: 3x3, 5x5/2 and dilated.
+  for (const Case& k : {Case{2, 16, 9, 45, 16, 3, 1, 1, 1, 16, true, true, true, kRelu},
+                        Case{1, 24, 7, 90, 24, 5, 2, 2, 1, 24, false, true, false, kClamp},
+                        Case{1, 8, 11, 50, 8, 3, 1, 2, 2, 8, false, true, true, kNone}}) {
+    CheckCase(k, seed += 10, k.residual, pairs[0]);
+  }
   std::mt19937 rng(20261127);
   for (int i = 0; i < 40; ++i) {
     Case k = RandomCase(rng);

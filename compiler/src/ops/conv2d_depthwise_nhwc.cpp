@@ -243,8 +243,73 @@ void conv2d_depthwise_nhwc(const ConvShape& s, const float* x, const float* w_ta
   });
 }
 
+namespace {
+// One block image ([H][W][8]) into tile[TH][TW][8] with its padding as zeros, as the padding-free
+// problem `b` reads it.
+void to_padded_block(const ConvShape& s, const ConvShape& b, const float* x, float* tile) {
+  constexpr int64_t kLanes = 8;
+  const int64_t ph = s.p.padding.h, pw = s.p.padding.w;
+  const int64_t cols = std::max<int64_t>(0, std::min(s.w, b.w - pw));  // columns windows reach
+  for (int64_t r = 0; r < b.h; ++r) {
+    float* dst = tile + r * b.w * kLanes;
+    const int64_t ih = r - ph;
+    if (ih < 0 || ih >= s.h) {
+      std::fill(dst, dst + b.w * kLanes, 0.0f);
+      continue;
+    }
+    std::fill(dst, dst + pw * kLanes, 0.0f);
+    std::memcpy(dst + pw * kLanes, x + ih * s.w * kLanes, cols * kLanes * sizeof(float));
+    std::fill(dst + (pw + cols) * kLanes, dst + b.w * kLanes, 0.0f);
+  }
+}
+
+// nChw8c on planes narrower than kTiledBelowWidth: each block image is copied into a tile with its
+// padding as zeros, so no output takes any_pixel's per-tap checks (on 14-wide planes a 3x3's
+// border outputs are 2 of 14, a 5x5's 4). On an AVX2 EPYC, bn + ReLU6, batch 8: 384 channels at
+// 14x14 0.78-0.82 -> 0.57-0.63 ms, a 5x5 on 480 at 14x14 2.38-2.55 -> 1.39-1.69; on 56- and
+// 112-wide planes the copy gained nothing measurable (3.2-4.1 against 3.6-3.8 ms).
+constexpr int64_t kTiledBelowWidth = 40;
+
+void conv2d_depthwise_nchw8c_tiled(const ConvShape& s, const float* x, const float* w_blocks,
+                                   const float* bias, float* y, const RowEpilogue<float>& ep) {
+  constexpr int64_t kLanes = 8;
+  const int64_t blocks = s.c / kLanes, taps = s.kh * s.kw;
+  ConvShape b = s;  // one block of one image, its padding laid as zeros: every output is interior
+  b.n = 1;
+  b.c = b.o = kLanes;
+  b.h = (s.oh - 1) * s.p.stride.h + (s.kh - 1) * s.p.dilation.h + 1;
+  b.w = (s.ow - 1) * s.p.stride.w + (s.kw - 1) * s.p.dilation.w + 1;
+  b.p.padding = {0, 0};
+  const int64_t row_len = s.ow * kLanes, work = s.n * s.c * s.oh * s.ow * taps;
+#pragma omp parallel if (work >= reduction::kParallelGrain && s.n * blocks > 1)
+  {
+    std::vector<float> tile(static_cast<size_t>(b.h * b.w * kLanes));
+    std::vector<float> scratch(ep.residual != nullptr ? static_cast<size_t>(row_len) : 0);
+#pragma omp for schedule(static)
+    for (int64_t image = 0; image < s.n * blocks; ++image) {
+      const int64_t block = image % blocks;
+      to_padded_block(s, b, x + image * s.h * s.w * kLanes, tile.data());
+      const float* wb = w_blocks + block * taps * kLanes;
+      const float* bb = bias != nullptr ? bias + block * kLanes : nullptr;
+      for (int64_t oh = 0; oh < s.oh; ++oh) {
+        const int64_t at = (image * s.oh + oh) * row_len;
+        float* acc = ep.residual != nullptr ? scratch.data() : y + at;
+        interior_block<kLanes>(b, tile.data(), wb, bb, acc, oh, 0, s.kh, 0, s.ow, 0);
+        if (ep.active() || acc != y + at) {
+          finish_row(acc, ep.residual != nullptr ? ep.residual + at : nullptr, y + at, row_len, ep);
+        }
+      }
+    }
+  }
+}
+}  // namespace
+
 void conv2d_depthwise_nchw8c(const ConvShape& s, const float* x, const float* w_blocks,
                              const float* bias, float* y, const RowEpilogue<float>& ep) {
+  if (s.ow < kTiledBelowWidth) {
+    conv2d_depthwise_nchw8c_tiled(s, x, w_blocks, bias, y, ep);
+    return;
+  }
   constexpr int64_t kLanes = 8;
   ConvShape b = s;  // one block of channels: an NHWC image of 8
   b.c = b.o = kLanes;
