@@ -135,6 +135,33 @@ void nhwc_row(const ConvShape& s, const float* xn, const float* w_taps, const fl
   }
 }
 
+// Where output row `at` (an offset into y) is summed: y itself, or `scratch` when a residual,
+// which may be y itself, is added after.
+float* row_accumulator(const RowEpilogue<float>& ep, std::vector<float>& scratch, float* y,
+                       int64_t at) {
+  return ep.residual != nullptr ? scratch.data() : y + at;
+}
+
+// The epilogue from acc into y's row at offset `at`, when there is anything to do.
+void finish_output_row(const float* acc, float* y, int64_t at, int64_t row_len,
+                       const RowEpilogue<float>& ep) {
+  if (ep.active() || acc != y + at) {
+    finish_row(acc, ep.residual != nullptr ? ep.residual + at : nullptr, y + at, row_len, ep);
+  }
+}
+
+// The padding-free problem of one image's block of `lanes` channels laid in a tile with s's
+// padding as zeros: every output of it is an interior one.
+ConvShape padded_block_problem(const ConvShape& s, int64_t lanes) {
+  ConvShape b = s;
+  b.n = 1;
+  b.c = b.o = lanes;
+  b.h = (s.oh - 1) * s.p.stride.h + (s.kh - 1) * s.p.dilation.h + 1;
+  b.w = (s.ow - 1) * s.p.stride.w + (s.kw - 1) * s.p.dilation.w + 1;
+  b.p.padding = {0, 0};
+  return b;
+}
+
 // Output rows [0, rows) of row_len floats each, in parallel: row(r, acc) sums row r into acc, then
 // the epilogue finishes it into y's row r.
 template <typename RowFn>
@@ -146,13 +173,9 @@ void each_output_row(int64_t rows, int64_t row_len, int64_t taps, float* y,
     std::vector<float> scratch(ep.residual != nullptr ? static_cast<size_t>(row_len) : 0);
 #pragma omp for schedule(static)
     for (int64_t row = 0; row < rows; ++row) {
-      float* yr = y + row * row_len;
-      float* acc = ep.residual != nullptr ? scratch.data() : yr;
+      float* acc = row_accumulator(ep, scratch, y, row * row_len);
       row_fn(row, acc);
-      if (ep.active() || acc != yr) {
-        finish_row(acc, ep.residual != nullptr ? ep.residual + row * row_len : nullptr, yr, row_len,
-                   ep);
-      }
+      finish_output_row(acc, y, row * row_len, row_len, ep);
     }
   }
 }
@@ -274,12 +297,7 @@ void conv2d_depthwise_nchw8c_tiled(const ConvShape& s, const float* x, const flo
                                    const float* bias, float* y, const RowEpilogue<float>& ep) {
   constexpr int64_t kLanes = 8;
   const int64_t blocks = s.c / kLanes, taps = s.kh * s.kw;
-  ConvShape b = s;  // one block of one image, its padding laid as zeros: every output is interior
-  b.n = 1;
-  b.c = b.o = kLanes;
-  b.h = (s.oh - 1) * s.p.stride.h + (s.kh - 1) * s.p.dilation.h + 1;
-  b.w = (s.ow - 1) * s.p.stride.w + (s.kw - 1) * s.p.dilation.w + 1;
-  b.p.padding = {0, 0};
+  const ConvShape b = padded_block_problem(s, kLanes);
   const int64_t row_len = s.ow * kLanes, work = s.n * s.c * s.oh * s.ow * taps;
 #pragma omp parallel if (work >= reduction::kParallelGrain && s.n * blocks > 1)
   {
@@ -293,11 +311,9 @@ void conv2d_depthwise_nchw8c_tiled(const ConvShape& s, const float* x, const flo
       const float* bb = bias != nullptr ? bias + block * kLanes : nullptr;
       for (int64_t oh = 0; oh < s.oh; ++oh) {
         const int64_t at = (image * s.oh + oh) * row_len;
-        float* acc = ep.residual != nullptr ? scratch.data() : y + at;
+        float* acc = row_accumulator(ep, scratch, y, at);
         interior_block<kLanes>(b, tile.data(), wb, bb, acc, oh, 0, s.kh, 0, s.ow, 0);
-        if (ep.active() || acc != y + at) {
-          finish_row(acc, ep.residual != nullptr ? ep.residual + at : nullptr, y + at, row_len, ep);
-        }
+        finish_output_row(acc, y, at, row_len, ep);
       }
     }
   }
@@ -329,12 +345,7 @@ void conv2d_depthwise_channel_blocks(const ConvShape& s, const float* x, const f
   const int64_t plane = s.h * s.w, out_plane = s.oh * s.ow;
   // The block's problem: one image of 16 channels lying [TH][TW][16] with its padding as zeros, so
   // every output is an interior one (the padding is multiplied, as the NCHW loop does its rows).
-  ConvShape b = s;
-  b.n = 1;
-  b.c = b.o = kBlock;
-  b.h = (s.oh - 1) * s.p.stride.h + (s.kh - 1) * s.p.dilation.h + 1;
-  b.w = (s.ow - 1) * s.p.stride.w + (s.kw - 1) * s.p.dilation.w + 1;
-  b.p.padding = {0, 0};
+  const ConvShape b = padded_block_problem(s, kBlock);
   const int64_t work = s.n * s.c * out_plane * taps;
 #pragma omp parallel if (work >= reduction::kParallelGrain && s.n * blocks > 1)
   {

@@ -192,6 +192,18 @@ void check_layouts(const ConvShape& s, const ConvLayouts& layouts, bool depthwis
   }
 }
 
+// Depthwise weights [O][taps] regrouped for our channels-inner loops: [O/lanes][taps][lanes], so a
+// tap's weights for `lanes` consecutive channels are one vector (lanes = O: tap-major, for NHWC).
+std::vector<float> taps_inner(const std::vector<float>& w, int64_t outputs, int64_t taps,
+                              int64_t lanes) {
+  std::vector<float> out(w.size());
+  for (int64_t o = 0; o < outputs; ++o) {
+    for (int64_t t = 0; t < taps; ++t)
+      out[(o / lanes * taps + t) * lanes + o % lanes] = w[o * taps + t];
+  }
+  return out;
+}
+
 }  // namespace
 
 const char* layout_name(ActivationLayout layout) {
@@ -601,16 +613,9 @@ PackedConv2d::PackedConv2d(const Tensor& weight, const Tensor& bias, const Attrs
   if (im.depthwise) {
     const int64_t taps = s.kh * s.kw;
     if (nhwc) {  // tap-major, [kh][kw][C], for the channels-last loop
-      im.folded.resize(folded.size());
-      for (int64_t o = 0; o < s.o; ++o) {
-        for (int64_t t = 0; t < taps; ++t) im.folded[t * s.o + o] = folded[o * taps + t];
-      }
+      im.folded = taps_inner(folded, s.o, taps, s.o);
     } else if (layouts.src == ActivationLayout::kNchw8c) {  // [C/8][kh][kw][8]
-      im.folded.resize(folded.size());
-      for (int64_t o = 0; o < s.o; ++o) {
-        for (int64_t t = 0; t < taps; ++t)
-          im.folded[(o / 8 * taps + t) * 8 + o % 8] = folded[o * taps + t];
-      }
+      im.folded = taps_inner(folded, s.o, taps, 8);
     } else {
       im.folded = std::move(folded);
     }
