@@ -14,6 +14,7 @@
 
 #include "crucible/core/error.h"
 #include "crucible/core/rng.h"
+#include "ops/timed_choice.h"
 #include "test_util.h"
 
 namespace crucible {
@@ -457,6 +458,41 @@ TEST(PackedConv2d, WinogradLeavesNonFiniteInputsToTheDirectKernel) {
     wino.run(x.data<float>(), k.input(), a.data<float>(), residual.data<float>());
     direct.run(x.data<float>(), k.input(), b.data<float>(), residual.data<float>());
     EXPECT_EQ(std::memcmp(a.data<float>(), b.data<float>(), a.numel() * sizeof(float)), 0);
+  }
+}
+
+// `fastest` keeps Winograd only when its fastest run takes at most 0.9 of the direct kernel's: a
+// near tie stays direct (Winograd rounds more), and one clean run among ones a loaded machine
+// inflated is the estimate. The CI case: 3 runs each, direct all preempted, a 2.5x slower
+// Winograd won.
+TEST(TimedChoice, ChallengerMustClearlyWinOnItsFastestRun) {
+  using V = std::vector<double>;
+  EXPECT_FALSE(vision::challenger_wins(V{1.0, 1.1}, V{1.0, 0.98}, 0.9));  // a tie
+  EXPECT_FALSE(vision::challenger_wins(V{1.0}, V{0.95}, 0.9));
+  EXPECT_TRUE(vision::challenger_wins(V{1.0}, V{0.9}, 0.9));
+  EXPECT_TRUE(vision::challenger_wins(V{3.0, 1.0, 2.0}, V{0.5, 4.0}, 0.9));
+  EXPECT_FALSE(
+      vision::challenger_wins(V{2e-3, 3.1e-5, 1e-3, 9e-4}, V{8e-5, 7.5e-5, 2e-3, 7.7e-5}, 0.9));
+  EXPECT_TRUE(vision::challenger_wins(V{2e-3, 1e-3, 9e-4}, V{8e-5, 7.5e-5}, 0.9));
+  EXPECT_FALSE(vision::challenger_wins(V{}, V{0.1}, 0.9));
+  EXPECT_FALSE(vision::challenger_wins(V{1.0}, V{}, 0.9));
+  EXPECT_FALSE(vision::challenger_wins(V{NAN}, V{0.1}, 0.9));
+  EXPECT_FALSE(vision::challenger_wins(V{1.0}, V{NAN, 0.1}, 0.9));
+}
+
+// A race warms each side once, then alternates them: at least min_rounds rounds, more while
+// within the budget, never more than max_rounds.
+TEST(TimedChoice, RaceAlternatesForItsRounds) {
+  for (const auto& [budget, rounds] : {std::pair{0.0, 8}, std::pair{1e9, 64}}) {
+    std::string order;
+    const vision::RaceTimes t =
+        vision::race([&] { order += 'i'; }, [&] { order += 'c'; }, {8, 64, budget});
+    EXPECT_EQ(t.incumbent.size(), size_t(rounds));
+    EXPECT_EQ(t.challenger.size(), size_t(rounds));
+    std::string want;
+    for (int i = 0; i <= rounds; ++i) want += "ic";
+    EXPECT_EQ(order, want);
+    for (const double s : t.incumbent) EXPECT_GE(s, 0.0);
   }
 }
 

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <exception>
 #include <map>
@@ -19,6 +18,7 @@
 #include "crucible/core/error.h"
 #include "dnnl_runtime.h"
 #include "reduction_internal.h"
+#include "timed_choice.h"
 #include "vision_internal.h"
 #include "winograd_f4x3.h"
 
@@ -134,6 +134,11 @@ Tensor scratch_tensor(const memory::desc& md) {
 // intermediate of a 3x3 tile below 2^126 for up to 2^16 input channels, so nothing overflows where
 // the direct sum would not.
 constexpr float kWinogradInputLimit = 0x1p64f, kWinogradWeightLimit = 0x1p32f;
+
+// `fastest` keeps Winograd only when it takes at most this fraction of the direct kernel's time:
+// its transforms round more (RMSE against fp64 up to 7.5x eager's on a 16-channel layer whose
+// output the block returns), which a near tie does not pay for.
+constexpr double kWinogradMargin = 0.9;
 
 // A dense 3x3 stride-1 convolution with bounded finite weights: what oneDNN's Winograd computes.
 // Padding at most 1 ("same" or "valid"): with more, an edge output's window holds mostly padding
@@ -444,8 +449,8 @@ struct PackedConv2d::Impl {
   }
 
   // Builds the Winograd plan for `base` from the folded OIHW weights (oneDNN's, else ours) and
-  // keeps it, when `timed` only if it beats the direct plan (the fastest of 3 alternating runs
-  // each, after one warm-up, on the graph's own shape, epilogue and layouts).
+  // keeps it, when `timed` only if it clearly beats the direct plan (timed_choice.h: alternating
+  // runs on the graph's own shape, epilogue and layouts, the fastest of each compared).
   void choose_winograd(const float* folded_weights, bool timed) {
     std::shared_ptr<const Plan> w;
     std::shared_ptr<const vision::WinogradF4x3> own;
@@ -471,21 +476,16 @@ struct PackedConv2d::Impl {
         std::fill_n(r.data<float>(), r.numel(), 0.25f);
       }
       const float* res = r.defined() ? r.data<float>() : nullptr;
-      double best[2] = {INFINITY, INFINITY};
-      for (int rep = 0; rep < 4; ++rep) {
-        for (int k = 0; k < 2; ++k) {
-          const auto t0 = std::chrono::steady_clock::now();
-          if (k == 0 || w) {
-            run_onednn(k == 0 ? *base_plan : *w, x.data<float>(), y.data<float>(), res);
-          } else {
-            own->run(base, x.data<float>(), y.data<float>(), res, row);
-          }
-          const double t =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          if (rep > 0) best[k] = std::min(best[k], t);
-        }
-      }
-      if (!(best[1] < best[0])) return;
+      const vision::RaceTimes t =
+          vision::race([&] { run_onednn(*base_plan, x.data<float>(), y.data<float>(), res); },
+                       [&] {
+                         if (w) {
+                           run_onednn(*w, x.data<float>(), y.data<float>(), res);
+                         } else {
+                           own->run(base, x.data<float>(), y.data<float>(), res, row);
+                         }
+                       });
+      if (!vision::challenger_wins(t.incumbent, t.challenger, kWinogradMargin)) return;
     }
     winograd = std::move(w);
     own_winograd = std::move(own);

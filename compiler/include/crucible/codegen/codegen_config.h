@@ -37,7 +37,7 @@ struct CodegenConfig {
   bool channels_last = true;
   std::string chain_layout = "auto";
   // conv_algorithm=direct|winograd|fastest: a 3x3 stride-1 packed conv's algorithm (fastest:
-  // Winograd when timed faster at compile time; see ConvAlgorithm in crucible/ops/packed_conv.h).
+  // Winograd when timed clearly faster at compile time; see ConvAlgorithm in ops/packed_conv.h).
   std::string conv_algorithm = "fastest";
   std::set<std::string> no_decompose;  // no_decompose=OP,OP: these ops are not decomposed
   std::set<std::string> eager_nodes;   // eager_nodes=NAME,NAME: these nodes run as extern calls

@@ -62,7 +62,8 @@ inline bool is_depthwise_conv(int64_t channels, int64_t groups) {
 // Which algorithm a dense 3x3 stride-1 convolution padded by at most 1 may run. kDirect: oneDNN's
 // direct kernels. kWinograd: Winograd F(4x4, 3x3), oneDNN's where it has one (AVX-512), else ours
 // (winograd_f4x3.h: 36 GEMMs on packed transformed weights). kFastest: Winograd timed against the
-// direct kernel at construction and kept when faster. Winograd runs only on inputs whose values
+// direct kernel at construction and kept when it takes at most 0.9 of the direct kernel's time
+// (it rounds more, so a near tie stays direct). Winograd runs only on inputs whose values
 // are all finite and below 2^64 in magnitude (a scan per call; its transforms would spread a NaN
 // or an infinity over a tile and could overflow), and only with weights below 2^32: anything else
 // takes the direct kernel, so non-finite values propagate as the op's do.
