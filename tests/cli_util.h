@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -50,13 +51,38 @@ inline CliResult run_crucible(const std::string& args, const std::string& env = 
   return run_command(env + " " + std::string(CRUCIBLE_BIN_DIR) + "/crucible " + args);
 }
 
-// An empty directory of its own for the running test: <tmp>/<prefix>_<pid>_<test name>.
+// Removes the directories fresh_test_dir made for a test when it ends without failing; a failed
+// test's stay for whoever reads its log. Installed by the first fresh_test_dir of a process.
+class RemoveTestDirsUnlessFailed : public ::testing::EmptyTestEventListener {
+ public:
+  static std::vector<std::filesystem::path>& pending() {
+    static std::vector<std::filesystem::path> dirs;
+    return dirs;
+  }
+  void OnTestEnd(const ::testing::TestInfo& info) override {
+    if (!info.result()->Failed()) {
+      std::error_code ignored;
+      for (const auto& dir : pending()) std::filesystem::remove_all(dir, ignored);
+    }
+    pending().clear();
+  }
+};
+
+// An empty directory of its own for the running test, <tmp>/<prefix>_<pid>_<test name> (a
+// parameterized name's '/' becomes '_'), removed when the test ends unless it failed.
 inline std::filesystem::path fresh_test_dir(const std::string& prefix) {
+  static const bool installed = [] {
+    ::testing::UnitTest::GetInstance()->listeners().Append(new RemoveTestDirsUnlessFailed);
+    return true;
+  }();
+  (void)installed;
+  std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::replace(name.begin(), name.end(), '/', '_');
   const auto dir = std::filesystem::temp_directory_path() /
-                   (prefix + "_" + std::to_string(::getpid()) + "_" +
-                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
+                   (prefix + "_" + std::to_string(::getpid()) + "_" + name);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  RemoveTestDirsUnlessFailed::pending().push_back(dir);
   return dir;
 }
 

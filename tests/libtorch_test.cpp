@@ -51,7 +51,8 @@ TEST_F(Libtorch, AnOpWithoutAMappingIsACompileErrorNamingIt) {
   // table has never heard of.
   OpRegistry::global().add(OpDef{{"test_only_identity", 1, 1, {}},
                                  [](std::span<const TensorType> t, const Attrs&) { return t[0]; },
-                                 [](std::span<const Tensor> x, const Attrs&) { return x[0]; }});
+                                 [](std::span<const Tensor> x, const Attrs&) { return x[0]; },
+                                 {}});
   Graph g("unmapped");
   const ValueId x = g.add_input("x", {DType::kF32, {4}});
   const ValueId y = g.add_node("relu", {g.add_node("test_only_identity", {x})});
