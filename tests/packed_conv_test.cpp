@@ -496,6 +496,21 @@ TEST(TimedChoice, RaceAlternatesForItsRounds) {
   }
 }
 
+// A key's first decide() runs its race; later ones reuse the outcome without racing, and other
+// keys race for themselves.
+TEST(TimedChoice, EachKeyRacesOnce) {
+  vision::RaceOutcomes outcomes;
+  int races = 0;
+  const auto win = [&] { return ++races, true; };
+  const auto lose = [&] { return ++races, false; };
+  EXPECT_TRUE(outcomes.decide("16x16x9x9", win));
+  EXPECT_TRUE(outcomes.decide("16x16x9x9", lose));
+  EXPECT_EQ(races, 1);
+  EXPECT_FALSE(outcomes.decide("16x16x9x10", lose));
+  EXPECT_FALSE(outcomes.decide("16x16x9x10", win));
+  EXPECT_EQ(races, 2);
+}
+
 // Our channels-inner depthwise loop reads and writes NHWC, or nChw8c, one output channel per input
 // channel; nChw8c also needs whole blocks of 8 channels.
 TEST(PackedConv2d, ChannelsInnerDepthwiseNeedsOneLayoutAndMultiplierOne) {

@@ -264,6 +264,14 @@ std::string ConvEpilogue::name() const {
   return s.empty() ? "none" : s;
 }
 
+// The outcome of each Winograd race this process ran, by race_key: a network's repeated layers
+// (DenseNet-121's 58 3x3 convolutions have 4 shapes) race once, and then all run the same
+// algorithm, so equal layers round alike.
+vision::RaceOutcomes& winograd_races() {
+  static vision::RaceOutcomes outcomes;
+  return outcomes;
+}
+
 struct PackedConv2d::Impl {
   Attrs attrs;
   Shape weight_shape;
@@ -466,29 +474,46 @@ struct PackedConv2d::Impl {
         return;
       }
     }
-    if (timed) {
-      const memory::desc& user_src = base_plan->user_src;
-      const memory::desc& user_dst = base_plan->user_dst;
-      Tensor x = scratch_tensor(user_src), y = scratch_tensor(user_dst), r;
-      std::fill_n(x.data<float>(), x.numel(), 0.5f);
-      if (epilogue.residual) {
-        r = scratch_tensor(user_dst);
-        std::fill_n(r.data<float>(), r.numel(), 0.25f);
-      }
-      const float* res = r.defined() ? r.data<float>() : nullptr;
-      const vision::RaceTimes t =
-          vision::race([&] { run_onednn(*base_plan, x.data<float>(), y.data<float>(), res); },
-                       [&] {
-                         if (w) {
-                           run_onednn(*w, x.data<float>(), y.data<float>(), res);
-                         } else {
-                           own->run(base, x.data<float>(), y.data<float>(), res, row);
-                         }
-                       });
-      if (!vision::challenger_wins(t.incumbent, t.challenger, kWinogradMargin)) return;
+    if (timed &&
+        !winograd_races().decide(race_key(w != nullptr), [&] { return race_winograd(w, own); })) {
+      return;
     }
     winograd = std::move(w);
     own_winograd = std::move(own);
+  }
+
+  // What a race's outcome depends on: the problem, the layouts, the epilogue's cost and whose
+  // Winograd runs. Weights and the affine's values do not change the timing.
+  std::string race_key(bool onednn_winograd) const {
+    const ConvShape& s = base;
+    return fmt::format("{}x{}x{}x{} o{} pad{},{} layouts {},{} bias{} {} {}", s.n, s.c, s.h, s.w,
+                       s.o, s.p.padding.h, s.p.padding.w, static_cast<int>(layouts.src),
+                       static_cast<int>(layouts.dst), has_bias, epilogue.name(),
+                       onednn_winograd ? "onednn" : "ours");
+  }
+
+  // Whether Winograd (`w`, else `own`) clearly beats the direct plan on this problem.
+  bool race_winograd(const std::shared_ptr<const Plan>& w,
+                     const std::shared_ptr<const vision::WinogradF4x3>& own) const {
+    const memory::desc& user_src = base_plan->user_src;
+    const memory::desc& user_dst = base_plan->user_dst;
+    Tensor x = scratch_tensor(user_src), y = scratch_tensor(user_dst), r;
+    std::fill_n(x.data<float>(), x.numel(), 0.5f);
+    if (epilogue.residual) {
+      r = scratch_tensor(user_dst);
+      std::fill_n(r.data<float>(), r.numel(), 0.25f);
+    }
+    const float* res = r.defined() ? r.data<float>() : nullptr;
+    const vision::RaceTimes t =
+        vision::race([&] { run_onednn(*base_plan, x.data<float>(), y.data<float>(), res); },
+                     [&] {
+                       if (w) {
+                         run_onednn(*w, x.data<float>(), y.data<float>(), res);
+                       } else {
+                         own->run(base, x.data<float>(), y.data<float>(), res, row);
+                       }
+                     });
+    return vision::challenger_wins(t.incumbent, t.challenger, kWinogradMargin);
   }
 
   void run_onednn(const Plan& p, const float* x, float* y, const float* residual) const {
