@@ -3,6 +3,7 @@
 #include "crucible/ops/packed_conv.h"
 
 #include <fmt/format.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -482,14 +483,14 @@ struct PackedConv2d::Impl {
     own_winograd = std::move(own);
   }
 
-  // What a race's outcome depends on: the problem, the layouts, the epilogue's cost and whose
-  // Winograd runs. Weights and the affine's values do not change the timing.
+  // What a race's outcome depends on: the problem, the layouts, the epilogue's cost, whose
+  // Winograd runs and on how many threads. Weights and the affine's values do not change timing.
   std::string race_key(bool onednn_winograd) const {
     const ConvShape& s = base;
-    return fmt::format("{}x{}x{}x{} o{} pad{},{} layouts {},{} bias{} {} {}", s.n, s.c, s.h, s.w,
-                       s.o, s.p.padding.h, s.p.padding.w, static_cast<int>(layouts.src),
+    return fmt::format("{}x{}x{}x{} o{} pad{},{} layouts {},{} bias{} {} {} threads {}", s.n, s.c,
+                       s.h, s.w, s.o, s.p.padding.h, s.p.padding.w, static_cast<int>(layouts.src),
                        static_cast<int>(layouts.dst), has_bias, epilogue.name(),
-                       onednn_winograd ? "onednn" : "ours");
+                       onednn_winograd ? "onednn" : "ours", omp_get_max_threads());
   }
 
   // Whether Winograd (`w`, else `own`) clearly beats the direct plan on this problem.
