@@ -210,6 +210,36 @@ std::vector<float> taps_inner(const std::vector<float>& w, int64_t outputs, int6
   return out;
 }
 
+// Throws Error unless `ep` fits a convolution with `outputs` channels: scale and shift one per
+// output, or both empty; a clamp's bounds ordered numbers.
+void check_epilogue(const ConvEpilogue& ep, int64_t outputs) {
+  const bool affine = !ep.scale.empty() || !ep.shift.empty();
+  if (affine && (ep.scale.size() != static_cast<size_t>(outputs) ||
+                 ep.shift.size() != static_cast<size_t>(outputs))) {
+    throw Error(fmt::format("PackedConv2d: scale and shift need {} values each, got {} and {}",
+                            outputs, ep.scale.size(), ep.shift.size()));
+  }
+  if (ep.activation == ConvActivation::kClamp && !(ep.clamp_min <= ep.clamp_max)) {  // NaN too
+    throw Error(fmt::format("PackedConv2d: clamp bounds [{}, {}] are not ordered numbers",
+                            ep.clamp_min, ep.clamp_max));
+  }
+}
+
+// Each output channel's weights times its affine scale (none without an affine), in double,
+// each rounded once to f32.
+std::vector<float> scaled_weights(const Tensor& weight, const ConvEpilogue& ep, int64_t outputs) {
+  const std::vector<double> w = weight.to_doubles();
+  const int64_t per_output = static_cast<int64_t>(w.size()) / outputs;
+  std::vector<float> folded(w.size());
+  for (int64_t o = 0; o < outputs; ++o) {
+    const double sc = ep.scale.empty() ? 1.0 : ep.scale[o];
+    for (int64_t k = 0; k < per_output; ++k) {
+      folded[o * per_output + k] = static_cast<float>(w[o * per_output + k] * sc);
+    }
+  }
+  return folded;
+}
+
 }  // namespace
 
 const char* layout_name(ActivationLayout layout) {
@@ -394,27 +424,28 @@ struct PackedConv2d::Impl {
       attr.set_post_ops(sum);
       plan->from_dst_sum = dnnl::reorder({e, plan->dst_md, e, plan->user_dst, attr});
     }
-    // The weights: packed from the plain copy for the first plan; a later problem whose kernel
-    // wants another layout gets its own copy, reordered from the packed one.
-    const memory::desc& w_md = pd.weights_desc();
-    if (plain_weights != nullptr) {
-      plan->weights = memory(w_md, e);
-      memory user({wei_dims, kF32, g > 1 ? Tag::goihw : Tag::oihw}, e,
-                  const_cast<float*>(plain_weights));
-      dnnl::stream& stream = dnnl_rt::thread_stream();
-      dnnl::reorder(user, plan->weights).execute(stream, user, plan->weights);
-      stream.wait();
-    } else if (w_md == packed.get_desc()) {
-      plan->weights = packed;
-    } else {
-      plan->weights = memory(w_md, e);
-      plan->own_weights = true;
-      memory from = packed;
-      dnnl::stream& stream = dnnl_rt::thread_stream();
-      dnnl::reorder(from, plan->weights).execute(stream, from, plan->weights);
-      stream.wait();
-    }
+    attach_weights(*plan, pd.weights_desc(), {wei_dims, kF32, g > 1 ? Tag::goihw : Tag::oihw},
+                   plain_weights);
     return plan;
+  }
+
+  // The plan's weights in the layout its kernel wants (`w_md`): packed from the plain copy
+  // (`plain_md`) for the first plan; a later problem whose kernel wants another layout gets its
+  // own copy, reordered from the packed one.
+  void attach_weights(Plan& plan, const memory::desc& w_md, const memory::desc& plain_md,
+                      const float* plain_weights) const {
+    if (plain_weights == nullptr && w_md == packed.get_desc()) {
+      plan.weights = packed;
+      return;
+    }
+    const dnnl::engine& e = dnnl_rt::cpu_engine();
+    plan.weights = memory(w_md, e);
+    plan.own_weights = plain_weights == nullptr;
+    memory from =
+        plain_weights != nullptr ? memory(plain_md, e, const_cast<float*>(plain_weights)) : packed;
+    dnnl::stream& stream = dnnl_rt::thread_stream();
+    dnnl::reorder(from, plan.weights).execute(stream, from, plan.weights);
+    stream.wait();
   }
 
   std::shared_ptr<const Plan> plan_for(const Shape& x) const {
@@ -487,9 +518,9 @@ struct PackedConv2d::Impl {
   // Winograd runs and on how many threads. Weights and the affine's values do not change timing.
   std::string race_key(bool onednn_winograd) const {
     const ConvShape& s = base;
-    return fmt::format("{}x{}x{}x{} o{} pad{},{} layouts {},{} bias{} {} {} threads {}", s.n, s.c,
-                       s.h, s.w, s.o, s.p.padding.h, s.p.padding.w, static_cast<int>(layouts.src),
-                       static_cast<int>(layouts.dst), has_bias, epilogue.name(),
+    return fmt::format("{}x{}x{}x{} o{} pad{},{} {}->{} bias{} {} {} threads {}", s.n, s.c, s.h,
+                       s.w, s.o, s.p.padding.h, s.p.padding.w, layout_name(layouts.src),
+                       layout_name(layouts.dst), has_bias, epilogue.name(),
                        onednn_winograd ? "onednn" : "ours", omp_get_max_threads());
   }
 
@@ -594,17 +625,8 @@ PackedConv2d::PackedConv2d(const Tensor& weight, const Tensor& bias, const Attrs
     throw Error(fmt::format("PackedConv2d: empty convolution (input {}, weight {})",
                             shape_str(input_shape), shape_str(weight.shape())));
   }
-  const bool affine = !epilogue.scale.empty() || !epilogue.shift.empty();
-  if (affine && (epilogue.scale.size() != static_cast<size_t>(s.o) ||
-                 epilogue.shift.size() != static_cast<size_t>(s.o))) {
-    throw Error(fmt::format("PackedConv2d: scale and shift need {} values each, got {} and {}", s.o,
-                            epilogue.scale.size(), epilogue.shift.size()));
-  }
-  if (epilogue.activation == ConvActivation::kClamp &&
-      !(epilogue.clamp_min <= epilogue.clamp_max)) {  // NaN fails too
-    throw Error(fmt::format("PackedConv2d: clamp bounds [{}, {}] are not ordered numbers",
-                            epilogue.clamp_min, epilogue.clamp_max));
-  }
+  check_epilogue(epilogue, s.o);
+  const bool affine = !epilogue.scale.empty();
   im.depthwise = is_depthwise_conv(s.c, s.p.groups);
   check_layouts(s, layouts, im.depthwise);
   const bool nhwc =
@@ -617,15 +639,7 @@ PackedConv2d::PackedConv2d(const Tensor& weight, const Tensor& bias, const Attrs
   im.row.hi = static_cast<float>(ep.clamp_max);
 
   // Fold the affine into the weights and bias in double, rounding each once to f32.
-  const std::vector<double> w = weight.to_doubles();
-  const int64_t per_output = static_cast<int64_t>(w.size()) / s.o;
-  std::vector<float> folded(w.size());
-  for (int64_t o = 0; o < s.o; ++o) {
-    const double sc = affine ? ep.scale[o] : 1.0;
-    for (int64_t k = 0; k < per_output; ++k) {
-      folded[o * per_output + k] = static_cast<float>(w[o * per_output + k] * sc);
-    }
-  }
+  std::vector<float> folded = scaled_weights(weight, ep, s.o);
   im.has_bias = bias.defined() || affine;
   if (im.has_bias) {
     const std::vector<double> b = bias.defined() ? bias.to_doubles() : std::vector<double>(s.o);
