@@ -746,13 +746,15 @@ TEST(CodegenConfig, ParsesEveryOptionOnceIntoTypes) {
   EXPECT_EQ(c.inject.op, "mul");
   EXPECT_EQ(c.inject.kind, "crash");
   EXPECT_TRUE(c.inject.node.empty());
-  EXPECT_TRUE(c.packed_linear && c.packed_conv && c.channels_last && c.eager_nodes.empty());
+  EXPECT_TRUE(c.packed_linear && c.packed_conv && c.channels_last && c.chain_kernels &&
+              c.eager_nodes.empty());
   EXPECT_EQ(c.chain_layout, "auto");
   const codegen::CodegenConfig b =
       codegen::CodegenConfig::parse({{"packed_linear", "off"},
                                      {"packed_conv", "false"},
                                      {"channels_last", "off"},
                                      {"chain_layout", "nchw8c"},
+                                     {"chain_kernels", "off"},
                                      {"conv_algorithm", "direct"},
                                      {"eager_nodes", "%a,b.c"},
                                      {"no_decompose", "softmax,layer_norm"}});
@@ -760,6 +762,8 @@ TEST(CodegenConfig, ParsesEveryOptionOnceIntoTypes) {
   EXPECT_FALSE(b.packed_conv);
   EXPECT_FALSE(b.channels_last);
   EXPECT_EQ(b.chain_layout, "nchw8c");
+  EXPECT_FALSE(b.chain_kernels);
+  EXPECT_THROW(codegen::CodegenConfig::parse({{"chain_kernels", "some"}}), Error);
   EXPECT_THROW(codegen::CodegenConfig::parse({{"chain_layout", "nchw16c"}}), Error);
   EXPECT_EQ(b.conv_algorithm, "direct");
   EXPECT_EQ(c.conv_algorithm, "fastest");

@@ -10,11 +10,11 @@
 #include <fstream>
 #include <map>
 #include <regex>
-#include <span>
 #include <sstream>
 
 #include "accuracy.h"
 #include "backend_pair.h"
+#include "chain_layouts.h"
 #include "crucible/ir/text_format.h"
 #include "crucible/ops/packed_conv.h"
 #include "crucible/plugin_loader.h"
@@ -23,6 +23,9 @@ namespace crucible {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::ChainName;
+using testing::ChainOptions;
+using testing::ExpectLayouts;
 
 class CodegenVision : public testing::BackendPair {
  protected:
@@ -266,29 +269,6 @@ TEST_F(CodegenVision, ResNetBasicBlocksAreOnePackedConvEach) {
       ir, std::regex("extern::packed_conv2d_bn_add_relu\n  %cd = conv2d[^\n]*\n  %nd = "
                      "batch_norm[^\n]*\n  %s2 = add")))
       << ir;
-}
-
-// Options that keep chains of convolutions in `chain` (chain_layout=nhwc|nchw8c), and the name
-// the schedule prints for it.
-plugin::Options ChainOptions(const std::string& chain) {
-  plugin::Options o;
-  o.config["chain_layout"] = chain;
-  return o;
-}
-std::string ChainName(const std::string& chain) { return chain == "nhwc" ? "nhwc" : "nChw8c"; }
-
-// Every "(inputs) -> output" step of `steps` (a regex) has `layout` in the schedule, with "C"
-// standing for the chain's layout name.
-void ExpectLayouts(const std::string& sched, const std::string& chain,
-                   std::span<const std::pair<const char*, const char*>> steps) {
-  for (const auto& [io, layout] : steps) {
-    const std::string want =
-        std::regex_replace(std::string(layout), std::regex("C"), ChainName(chain));
-    EXPECT_TRUE(
-        std::regex_search(sched, std::regex(std::string(io) + "[^\n]* layout " + want + "\n")))
-        << chain << ": " << io << " " << want << "\n"
-        << sched;
-  }
 }
 
 // Between packed convolutions activations keep the chain layout (NHWC, or nChw8c on CPUs without

@@ -72,6 +72,7 @@ Culprit bisect_codegen(const Candidate& c, const Signature& locked, const Oracle
   const auto& nodes = c.graph.nodes();
   if (std::any_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.op == "conv2d"; })) {
     toggles.emplace_back("channels_last", "off");
+    toggles.emplace_back("chain_kernels", "off");
     toggles.emplace_back("conv_algorithm", "direct");
   }
   if (auto it = base.config.find("fast_math"); it != base.config.end() && it->second != "off") {

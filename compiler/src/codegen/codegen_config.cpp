@@ -71,6 +71,8 @@ CodegenConfig CodegenConfig::parse(const std::map<std::string, std::string>& pai
       c.packed_conv = parse_bool(k, v);
     } else if (k == "channels_last") {
       c.channels_last = parse_bool(k, v);
+    } else if (k == "chain_kernels") {
+      c.chain_kernels = parse_bool(k, v);
     } else if (k == "chain_layout") {
       if (v != "auto" && v != "nhwc" && v != "nchw8c") {
         throw Error(fmt::format("codegen: -c chain_layout={}: expected auto, nhwc or nchw8c", v));
@@ -95,7 +97,7 @@ CodegenConfig CodegenConfig::parse(const std::map<std::string, std::string>& pai
       throw Error(fmt::format(
           "codegen: unknown option -c {}={} (known: debug_dir, inject, fusion, max_fusion_size, "
           "kernels_per_unit, fast_math, packed_linear, packed_conv, channels_last, chain_layout, "
-          "conv_algorithm, eager_nodes, no_decompose)",
+          "chain_kernels, conv_algorithm, eager_nodes, no_decompose)",
           k, v));
     }
   }

@@ -84,8 +84,16 @@ struct Access {
 class KernelEmitter {
  public:
   KernelEmitter(const Graph& g, const LoopProgram& lp, const MemoryPlan& mp,
-                const Consumers& consumers, size_t gi, const Injection& inj)
-      : g_(g), lp_(lp), mp_(mp), consumers_(consumers), gi_(gi), grp_(lp.groups[gi]), inj_(inj) {
+                const Consumers& consumers, size_t gi, const Injection& inj,
+                ActivationLayout layout)
+      : g_(g),
+        lp_(lp),
+        mp_(mp),
+        consumers_(consumers),
+        gi_(gi),
+        grp_(lp.groups[gi]),
+        inj_(inj),
+        layout_(layout) {
     full_ = grp_.outer;
     full_.insert(full_.end(), grp_.inner.begin(), grp_.inner.end());
     outer_rank_ = grp_.has_reduction ? grp_.outer.size() : full_.size();
@@ -122,7 +130,9 @@ class KernelEmitter {
       out +=
           "  { volatile int* crash = nullptr; *crash = 1; }  // injected: " + inj_.op + ":crash\n";
     out += declare_args();
-    if (flat_) {
+    if (layout_ != ActivationLayout::kNchw && grp_.has_reduction) {
+      out += emit_chain_spatial_reduction(g_, grp_, layout_, inj_, worth_threads());
+    } else if (flat_) {
       out += emit_flat();
     } else {
       out += emit_rows();
@@ -276,6 +286,7 @@ class KernelEmitter {
   // between outer and reduced dims), so that contiguous tensors become one long SIMD loop.
   void coalesce() {
     coalesced_ = true;
+    if (layout_ != ActivationLayout::kNchw) to_chain_order();
     auto merge_range = [&](size_t begin, size_t end, Shape& dims, std::vector<Shape>& per_access) {
       per_access.assign(accesses_.size(), {});
       const size_t first = dims.size();
@@ -304,7 +315,7 @@ class KernelEmitter {
       }
     };
     std::vector<Shape> outer_strides, inner_strides;
-    if (!grp_.has_reduction) {
+    if (!grp_.has_reduction && layout_ == ActivationLayout::kNchw) {
       merge_range(0, full_.size(), outer_dims_, outer_strides);
       if (outer_dims_.size() <= 1) {
         flat_ = true;
@@ -339,6 +350,28 @@ class KernelEmitter {
       if (!inner_strides[a].empty())
         accesses_[a].nest_strides.assign(inner_strides[a].begin(), inner_strides[a].end() - 1);
     }
+  }
+
+  // A pointwise kernel over [N,C,H,W] whose full-space values lie in the chain layout (its other
+  // values alike at every pixel, is_chain_pointwise): the iteration dims become that layout's
+  // order, [N,H | W,C] for NHWC and [N,C/8,H | W,8] for nChw8c, rows before the bar, so the SIMD
+  // loop runs along the channels every value holds contiguously and a gate is read as a vector.
+  void to_chain_order() {
+    const int64_t n = full_[0], c = full_[1], h = full_[2], w = full_[3];
+    const bool nhwc = layout_ == ActivationLayout::kNhwc;
+    const size_t n_inputs = mp_.inputs[gi_].size();
+    for (Access& a : accesses_) {
+      const auto arg = static_cast<size_t>(a.arg);
+      const ValueId v = arg < n_inputs ? mp_.inputs[gi_][arg] : mp_.outputs[gi_][arg - n_inputs];
+      const Shape& s = a.strides;
+      if (g_.value(v).type.shape == full_) {  // a buffer in the chain layout
+        a.strides = nhwc ? Shape{h * w * c, w * c, c, 1} : Shape{c * h * w, 8 * h * w, 8 * w, 8, 1};
+      } else {
+        a.strides = nhwc ? Shape{s[0], s[2], s[3], s[1]} : Shape{s[0], 8 * s[1], s[2], s[3], s[1]};
+      }
+    }
+    full_ = nhwc ? Shape{n, h, w, c} : Shape{n, c / 8, h, w, 8};
+    outer_rank_ = nhwc ? 2 : 3;
   }
 
   // Elements per row: the SIMD loop's length times the loops around it.
@@ -877,6 +910,7 @@ class KernelEmitter {
   size_t gi_;
   const Group& grp_;
   Injection inj_;
+  ActivationLayout layout_;  // the chain layout the kernel runs on, or kNchw
   Shape full_;
   size_t outer_rank_ = 0;
   std::set<ValueId> in_group_;
@@ -898,7 +932,7 @@ class KernelEmitter {
 }  // namespace
 
 EmitResult emit_cpp(const Graph& g, const LoopProgram& lp, const MemoryPlan& mp,
-                    const CodegenConfig& config) {
+                    const CodegenConfig& config, const std::vector<Step>& steps) {
   const Injection& inj = config.inject;
   const size_t per_tu = config.kernels_per_unit;
   const Consumers consumers = consumers_of(g);
@@ -906,7 +940,7 @@ EmitResult emit_cpp(const Graph& g, const LoopProgram& lp, const MemoryPlan& mp,
   std::vector<std::string> kernels;
   for (size_t gi = 0; gi < lp.groups.size(); ++gi) {
     if (lp.groups[gi].kind != Group::Kind::kKernel) continue;
-    kernels.push_back(KernelEmitter(g, lp, mp, consumers, gi, inj).emit());
+    kernels.push_back(KernelEmitter(g, lp, mp, consumers, gi, inj, steps[gi].x_layout).emit());
   }
   for (size_t k = 0; k < kernels.size(); k += per_tu) {
     std::string tu = std::string(kCppPrelude) + kFastMathSource;

@@ -135,29 +135,47 @@ struct MemoryPlan {
 // never overwritten in place.
 MemoryPlan plan_memory(const Graph& g, const LoopProgram& lp, const std::set<ValueId>& keep = {});
 
-// 5. C++ emission: one function per kernel group, each statement preceded by the graph node it
-// comes from; split into translation units of at most `kernels_per_tu` kernels.
-struct EmitResult {
-  std::vector<std::string> sources;
-  std::string output_code;  // all units, for output_code.cpp
-};
-EmitResult emit_cpp(const Graph& g, const LoopProgram& lp, const MemoryPlan& mp,
-                    const CodegenConfig& config);
-
-// 6. Schedule: the runtime's steps, one per group in order, with the buffers each reads and
+// 5. Schedule: the runtime's steps, one per group in order, with the buffers each reads and
 // writes (Step in program.h); print_schedule() is the pass's dump, schedule.txt.
 std::vector<Step> schedule(const Graph& g, const LoopProgram& lp, const MemoryPlan& mp,
                            const std::set<ValueId>& keep);
 std::string print_schedule(const Graph& g, const std::vector<Step>& steps);
 
-// 7. Activation layouts of packed convolutions (conv_layouts.cpp): a value a packed convolution
+// 6. Activation layouts of packed convolutions (conv_layouts.cpp): a value a packed convolution
 // (dense, or under NHWC depthwise with one output channel per input channel) or an f32 max pool
 // produces lies in `chain` (kNhwc or kNchw8c) when only those read it (a residual in its reader's
 // output layout, a pool's or depthwise convolution's input in its output's, a 1x1's output NCHW
 // when its input is), it is neither a graph output nor kept, and, under kNchw8c, its channels
 // fill whole blocks of 8; the steps' x/y_layout say so.
-void assign_conv_layouts(const Graph& g, std::vector<Step>& steps, const std::set<ValueId>& keep,
-                         ActivationLayout chain);
+// With `kernels`, generated kernels take part too (chain_kernels.cpp): a pointwise kernel keeps its
+// [N,C,H,W] values in one layout, and a spatial sum or mean reads its input in any.
+void assign_conv_layouts(const Graph& g, const LoopProgram& lp, std::vector<Step>& steps,
+                         const std::set<ValueId>& keep, ActivationLayout chain, bool kernels);
+
+// Generated kernels that also run on a chain layout (chain_kernels.cpp). A pointwise kernel over
+// an [N,C,H,W] space whose values over the whole space are f32 buffers (no views) and whose other
+// values are alike at every pixel ([N,C,1,1], one element): a squeeze-excite gate, a per-channel
+// scale, an activation; emit_cpp walks it in the chain's order. A lone sum or mean over H and W of
+// an f32 [N,C,H,W] buffer (a global average pool), whose [N,C(,1,1)] result lies alike in every
+// layout; emit_chain_spatial_reduction() writes its loops.
+bool is_chain_pointwise(const Graph& g, const LoopProgram& lp, const Group& grp);
+bool is_chain_spatial_reduction(const Graph& g, const LoopProgram& lp, const Group& grp);
+// The body of such a reduction's kernel on `layout` (a0: its input, a1: its output), channels as
+// the SIMD lanes; `parallel`: whether it forks. Plants `inj`'s offbyone and bad_init as the NCHW
+// kernel does.
+std::string emit_chain_spatial_reduction(const Graph& g, const Group& grp, ActivationLayout layout,
+                                         const Injection& inj, bool parallel);
+
+// 7. C++ emission: one function per kernel group, each statement preceded by the graph node it
+// comes from; split into translation units of at most `kernels_per_tu` kernels.
+struct EmitResult {
+  std::vector<std::string> sources;
+  std::string output_code;  // all units, for output_code.cpp
+};
+// `steps` (schedule(), after assign_conv_layouts()): a kernel whose step has a chain layout walks
+// its values in it (chain_kernels.cpp says which kernels can).
+EmitResult emit_cpp(const Graph& g, const LoopProgram& lp, const MemoryPlan& mp,
+                    const CodegenConfig& config, const std::vector<Step>& steps);
 
 // Static layout of a view node's result over its base buffer (a contiguous graph input, parameter,
 // kernel or extern output). Returns false when the view cannot be expressed without a copy.

@@ -1,6 +1,6 @@
 // The codegen pipeline as a straight list of passes, each timed and each leaving a dump:
-// decompose -> lower (loop IR) -> fuse -> plan memory -> emit C++ -> schedule (the runtime's
-// steps) -> conv layouts (which of those steps' values stay channels-last).
+// decompose -> lower (loop IR) -> fuse -> plan memory -> schedule (the runtime's steps) -> conv
+// layouts (which of those steps' values stay channels-last) -> emit C++ (kernels in those layouts).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -47,7 +47,8 @@ std::string print_memory_plan(const Graph& g, const LoopProgram& lp, const Memor
   return out;
 }
 
-// The passes after decompose(), over `p.graph`: lower, fuse, plan memory, emit C++, schedule.
+// The passes after decompose(), over `p.graph`: lower, fuse, plan memory, schedule, conv layouts,
+// emit C++.
 void compile_decomposed(Program& p, const CodegenOptions& options) {
   PassTimer timer(p);
   std::set<ValueId> keep;
@@ -63,21 +64,22 @@ void compile_decomposed(Program& p, const CodegenOptions& options) {
   p.dumps["ir_post_fusion.txt"] = "# kernels and extern calls, in order\n" +
                                   print_loop_program(p.graph, lp) + "\n# buffers\n" +
                                   print_memory_plan(p.graph, lp, mp);
-  EmitResult code =
-      timer.run("emit_cpp", [&] { return emit_cpp(p.graph, lp, mp, options.config); });
-  p.sources = std::move(code.sources);
-  p.dumps["output_code.cpp"] = std::move(code.output_code);
   p.steps = timer.run("schedule", [&] { return schedule(p.graph, lp, mp, keep); });
   if (options.config.channels_last) {
     timer.run("conv_layouts", [&] {
       const std::string& chain = options.config.chain_layout;
-      assign_conv_layouts(p.graph, p.steps, keep,
+      assign_conv_layouts(p.graph, lp, p.steps, keep,
                           chain == "nhwc"     ? ActivationLayout::kNhwc
                           : chain == "nchw8c" ? ActivationLayout::kNchw8c
-                                              : preferred_chain_layout());
+                                              : preferred_chain_layout(),
+                          options.config.chain_kernels);
       return 0;
     });
   }
+  EmitResult code =
+      timer.run("emit_cpp", [&] { return emit_cpp(p.graph, lp, mp, options.config, p.steps); });
+  p.sources = std::move(code.sources);
+  p.dumps["output_code.cpp"] = std::move(code.output_code);
   p.dumps["schedule.txt"] = "# the runtime's steps, in order\n" + print_schedule(p.graph, p.steps);
 }
 

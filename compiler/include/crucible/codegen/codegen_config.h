@@ -36,6 +36,9 @@ struct CodegenConfig {
   // chain_layout=auto|nhwc|nchw8c names (auto: preferred_chain_layout() in packed_conv.h).
   bool channels_last = true;
   std::string chain_layout = "auto";
+  // chain_kernels=on|off: generated pointwise kernels and spatial means join those chains
+  // (chain_kernels.cpp); off, a chain ends before them.
+  bool chain_kernels = true;
   // conv_algorithm=direct|winograd|fastest: a 3x3 stride-1 packed conv's algorithm (fastest:
   // Winograd when timed clearly faster at compile time; see ConvAlgorithm in ops/packed_conv.h).
   std::string conv_algorithm = "fastest";
