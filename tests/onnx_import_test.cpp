@@ -350,6 +350,53 @@ TEST(OnnxImport, EyeLikeTakesAnyDiagonal) {
   }
 }
 
+// Clip with constant float bounds (PyTorch's ReLU6) imports as one clamp, which a packed
+// convolution absorbs; it computes what max then min compute, NaN and crossed bounds included.
+// Bounds read from graph inputs, a NaN bound and integer data keep the maximum and minimum.
+TEST(OnnxImport, ClipWithConstantBoundsIsOneClamp) {
+  const fs::path dir = testing::fresh_test_dir("onnx_import");
+  const float nan = std::nanf("");
+  auto import = [&](float lo, float hi, bool bounds_are_inputs, bool ints) {
+    OnnxModelBuilder b;
+    const auto type = ints ? ::onnx::TensorProto::INT32 : ::onnx::TensorProto::FLOAT;
+    b.input("x", {5}, type);
+    if (bounds_are_inputs) {
+      b.input("lo", {}, type);
+      b.input("hi", {}, type);
+    } else if (ints) {
+      for (const auto& [name, v] : {std::pair{"lo", lo}, std::pair{"hi", hi}}) {
+        auto* t = b.proto().mutable_graph()->add_initializer();
+        t->set_name(name);
+        t->set_data_type(::onnx::TensorProto::INT32);
+        t->add_int32_data(static_cast<int32_t>(v));
+      }
+    } else {
+      b.initializer("lo", {}, {lo});
+      b.initializer("hi", {}, {hi});
+    }
+    b.node("Clip", {"x", "lo", "hi"}, {"y"});
+    b.output("y", type);
+    return onnx::import_model(b.save(dir / "clip.onnx"));
+  };
+  auto ops = [](const Graph& g) {
+    std::string s;
+    for (const Node& n : g.nodes()) s += n.op + " ";
+    return s;
+  };
+  const Tensor x = T(DType::kF32, {5}, {-3.0, 0.5, nan, 7.0, 6.0});
+  Graph relu6 = import(0.0F, 6.0F, false, false);
+  EXPECT_EQ(ops(relu6), "clamp ") << print_graph(relu6);
+  ExpectTensor(Interpreter(relu6).run(std::vector<Tensor>{x}).at(0), DType::kF32, {5},
+               {0.0, 0.5, nan, 6.0, 6.0});
+  Graph crossed = import(2.0F, 1.0F, false, false);  // every element takes the upper bound
+  EXPECT_EQ(ops(crossed), "clamp ");
+  ExpectTensor(Interpreter(crossed).run(std::vector<Tensor>{x}).at(0), DType::kF32, {5},
+               {1.0, 1.0, nan, 1.0, 1.0});
+  EXPECT_EQ(ops(import(0.0F, 6.0F, true, false)), "maximum minimum ");
+  EXPECT_EQ(ops(import(nan, 6.0F, false, false)), "maximum minimum ");
+  EXPECT_EQ(ops(import(0.0F, 6.0F, false, true)), "maximum minimum ");
+}
+
 // fuzz_onnx_model: Selu on an int32 input made its alpha an int32 constant through a plain cast,
 // undefined for -1.5e26. A constant past the input's type now holds what the cast to that type
 // gives (0 for int32, as for NaN), so each such model computes what alpha = 0 computes.

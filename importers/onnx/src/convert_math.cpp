@@ -2,6 +2,8 @@
 // Mean, activations with attributes (decomposed into registry ops), Clip and Cast.
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "converters.h"
 #include "tensor_proto.h"
 
@@ -158,10 +160,24 @@ std::optional<Val> clip_bound(Ctx& c, const NodeProto& n, int input, const char*
   return c.opt_in(n, input);
 }
 
+// Clip on floats with constant bounds is one clamp, as PyTorch exports ReLU6 (NaN stays NaN, and
+// a lower bound above the upper one gives the upper, as max then min do), so a packed
+// convolution absorbs it; other bounds are a maximum and a minimum.
 void clip(Ctx& c, const NodeProto& n) {
   Val x = c.in(n, 0);
-  if (auto lo = clip_bound(c, n, 1, "min")) x = c.op("maximum", {x, *lo});
-  if (auto hi = clip_bound(c, n, 2, "max")) x = c.op("minimum", {x, *hi});
+  const std::optional<Val> lo = clip_bound(c, n, 1, "min"), hi = clip_bound(c, n, 2, "max");
+  auto constant_bound = [](const std::optional<Val>& b) {
+    return !b || (b->is_const() && b->constant.numel() == 1 && !std::isnan(b->constant.get(0)));
+  };
+  if (is_floating(x.type.dtype) && (lo || hi) && constant_bound(lo) && constant_bound(hi)) {
+    Attrs bounds;
+    if (lo) bounds.set("min", lo->constant.get(0));
+    if (hi) bounds.set("max", hi->constant.get(0));
+    c.out(n, 0, c.op("clamp", {x}, std::move(bounds)));
+    return;
+  }
+  if (lo) x = c.op("maximum", {x, *lo});
+  if (hi) x = c.op("minimum", {x, *hi});
   c.out(n, 0, x);
 }
 
