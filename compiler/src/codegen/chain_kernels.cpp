@@ -45,6 +45,10 @@ bool is_chain_pointwise(const Graph& g, const LoopProgram& lp, const Group& grp)
   return true;
 }
 
+bool spans_chain_pointwise(const Graph& g, const Group& grp, ValueId v) {
+  return g.value(v).type.shape == grp.outer;
+}
+
 bool is_chain_spatial_reduction(const Graph& g, const LoopProgram& lp, const Group& grp) {
   if (grp.kind != Group::Kind::kKernel || !grp.has_reduction || grp.nodes.size() != 1 ||
       grp.outer.size() != 2) {

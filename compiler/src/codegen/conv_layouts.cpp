@@ -66,10 +66,8 @@ ChainRole role_of(const Graph& g, const LoopProgram& lp, const Step& s, size_t i
   return r;
 }
 
-// The values a chain pointwise kernel holds over its whole [N,C,H,W] space: those share its
-// layout; the rest (its gate) stay NCHW.
 bool spans_kernel(const Graph& g, const LoopProgram& lp, size_t i, ValueId v) {
-  return g.value(v).type.shape == lp.groups[i].outer;
+  return spans_chain_pointwise(g, lp.groups[i], v);
 }
 
 // Whether value v can lie in `chain`: nChw8c has no partial last block (PackedConv2d's rule).

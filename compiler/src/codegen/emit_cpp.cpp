@@ -364,7 +364,7 @@ class KernelEmitter {
       const auto arg = static_cast<size_t>(a.arg);
       const ValueId v = arg < n_inputs ? mp_.inputs[gi_][arg] : mp_.outputs[gi_][arg - n_inputs];
       const Shape& s = a.strides;
-      if (g_.value(v).type.shape == full_) {  // a buffer in the chain layout
+      if (spans_chain_pointwise(g_, grp_, v)) {  // a buffer in the chain layout
         a.strides = nhwc ? Shape{h * w * c, w * c, c, 1} : Shape{c * h * w, 8 * h * w, 8 * w, 8, 1};
       } else {
         a.strides = nhwc ? Shape{s[0], s[2], s[3], s[1]} : Shape{s[0], 8 * s[1], s[2], s[3], s[1]};

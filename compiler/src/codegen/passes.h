@@ -160,6 +160,10 @@ void assign_conv_layouts(const Graph& g, const LoopProgram& lp, std::vector<Step
 // layout; emit_chain_spatial_reduction() writes its loops.
 bool is_chain_pointwise(const Graph& g, const LoopProgram& lp, const Group& grp);
 bool is_chain_spatial_reduction(const Graph& g, const LoopProgram& lp, const Group& grp);
+// Whether buffer `v` of such a pointwise kernel spans its whole space, so lies in the chain's
+// layout (the layout pass ties these together; the emitter reads them in that layout); the others
+// (a gate) stay NCHW.
+bool spans_chain_pointwise(const Graph& g, const Group& grp, ValueId v);
 // The body of such a reduction's kernel on `layout` (a0: its input, a1: its output), channels as
 // the SIMD lanes; `parallel`: whether it forks. Plants `inj`'s offbyone and bad_init as the NCHW
 // kernel does.
