@@ -66,10 +66,6 @@ ChainRole role_of(const Graph& g, const LoopProgram& lp, const Step& s, size_t i
   return r;
 }
 
-bool spans_kernel(const Graph& g, const LoopProgram& lp, size_t i, ValueId v) {
-  return spans_chain_pointwise(g, lp.groups[i], v);
-}
-
 // Whether value v can lie in `chain`: nChw8c has no partial last block (PackedConv2d's rule).
 bool fits_chain(const Graph& g, ValueId v, ActivationLayout chain) {
   const Shape& shape = g.value(v).type.shape;
@@ -88,7 +84,8 @@ void assign_conv_layouts(const Graph& g, const LoopProgram& lp, std::vector<Step
   std::vector<bool> in_chain(nv, false);
   for (size_t i = 0; i < steps.size(); ++i) {
     for (ValueId v : steps[i].outputs) {
-      if (roles[i].conv_or_pool || (roles[i].pointwise && spans_kernel(g, lp, i, v)))
+      if (roles[i].conv_or_pool ||
+          (roles[i].pointwise && spans_chain_pointwise(g, lp.groups[i], v)))
         in_chain[v] = fits_chain(g, v, chain);
     }
   }
@@ -101,8 +98,9 @@ void assign_conv_layouts(const Graph& g, const LoopProgram& lp, std::vector<Step
     const Step& s = steps[i];
     for (size_t k = 0; k < s.inputs.size(); ++k) {
       read[s.inputs[k]] = true;
-      const bool flexible = roles[i].conv_or_pool || (roles[i].reduction && k == 0) ||
-                            (roles[i].pointwise && spans_kernel(g, lp, i, s.inputs[k]));
+      const bool flexible =
+          roles[i].conv_or_pool || (roles[i].reduction && k == 0) ||
+          (roles[i].pointwise && spans_chain_pointwise(g, lp.groups[i], s.inputs[k]));
       if (!flexible) in_chain[s.inputs[k]] = false;
     }
   }
@@ -121,7 +119,7 @@ void assign_conv_layouts(const Graph& g, const LoopProgram& lp, std::vector<Step
     if (!roles[i].pointwise) continue;
     for (const auto* values : {&s.inputs, &s.outputs}) {
       for (ValueId v : *values) {
-        if (!spans_kernel(g, lp, i, v)) continue;
+        if (!spans_chain_pointwise(g, lp.groups[i], v)) continue;
         if (spanned[i] >= 0) same.emplace_back(spanned[i], v);
         spanned[i] = v;
       }
