@@ -560,7 +560,10 @@ TEST_F(HarnessRun, UnloadablePluginIsFailToLoadPerModelAndTheOthersRun) {
   EXPECT_EQ(res2["m_a/" + wrong_abi + "/performance"].status, reports::Status::kFailToLoad);
 }
 
-TEST_F(HarnessRun, UnloadableEagerReferenceFailsEveryBackendToLoad) {
+// The reference is the registry's interpreter in a worker that loads no plugin: an eager plugin
+// shadowed by --plugin-path (here, one that does not load) fails eager's own results, never the
+// reference other backends are judged against.
+TEST_F(HarnessRun, AShadowedEagerPluginFailsEagerAloneNotTheReference) {
   add_model("m_a");
   const fs::path plugins = dir_ / "plugins";
   fs::create_directories(plugins);
@@ -573,11 +576,11 @@ TEST_F(HarnessRun, UnloadableEagerReferenceFailsEveryBackendToLoad) {
   auto store = reports::Store::open(dir_ / "r.db");
   auto res = results_by_model(*store, store->runs().at(0).id);
   EXPECT_EQ(res["m_a/eager/accuracy"].status, reports::Status::kFailToLoad);
-  EXPECT_EQ(res["m_a/faulty/accuracy"].status, reports::Status::kFailToLoad);
-  EXPECT_NE(res["m_a/faulty/accuracy"].error.find(
-                "the eager reference: " + (plugins / "crucible_backend_eager.so").string() +
-                ": not a loadable shared library (not an ELF"),
+  EXPECT_NE(res["m_a/eager/accuracy"].error.find((plugins / "crucible_backend_eager.so").string() +
+                                                 ": not a loadable shared library (not an ELF"),
             std::string::npos)
+      << res["m_a/eager/accuracy"].error;
+  EXPECT_EQ(res["m_a/faulty/accuracy"].status, reports::Status::kPass)
       << res["m_a/faulty/accuracy"].error;
 }
 

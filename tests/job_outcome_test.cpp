@@ -206,7 +206,7 @@ TEST(FinalizeJob, HowTheWorkerEndedBecomesOneStatusPerBackend) {
 TEST(FinalizeJob, ReportedResultsAreKeptAndAnOomKillRelabelsOnlyFailures) {
   TempDir dir;
   WorkerJob job;
-  job.job = "accuracy";
+  job.job = "outputs";
   job.backends = {"eager", "codegen"};
   WorkerReport rep;
   auto passed = reports::make_result("s", "m", "eager", "accuracy", 1);

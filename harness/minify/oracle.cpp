@@ -3,9 +3,8 @@
 
 #include <fmt/format.h>
 
-#include "job_outcome.h"
-#include "worker.h"
-#include "worker_report.h"
+#include "accuracy_check.h"
+#include "worker_launch.h"
 
 namespace crucible::minify {
 
@@ -31,27 +30,42 @@ Verdict Oracle::test(const Candidate& c) {
 Verdict Oracle::run(const Candidate& c) { return evaluate(c, next_call()); }
 
 Verdict Oracle::evaluate(const Candidate& c, int n) {
-  const Launched l = launch("accuracy", c, n);
+  const fs::path dir = prepare(c, n);
+  const WorkerJob job = job_for("outputs", dir, c);
+  auto files = [&](const std::string& role) {
+    return CheckFiles{{dir / (role + ".report"), dir / (role + ".log")}, dir / (role + ".tensors")};
+  };
+  const CheckLaunch launch{cache_env(), cfg_.limits};
+  const ReferenceOutcome reference = compute_reference(job, files("reference"), launch);
+  const reports::ResultRecord r = check_accuracy(job, reference, files("worker"), launch);
+  forget_old_calls(n);
   Verdict v;
-  if (!l.results.empty()) {
-    v.signature = signature_of(l.results.front());
-    v.error = l.results.front().error;
-    v.backend_version = l.results.front().backend_version;
-  }
+  v.signature = signature_of(r);
+  v.error = r.error;
+  v.backend_version = r.backend_version;
   return v;
 }
 
 std::string Oracle::localize(const Candidate& c) {
-  const Launched l = launch("cosim", c, next_call());
-  if (!l.report.reply || l.report.reply->exit_code != 0) return "";
-  const std::string& out = l.report.reply->out;
+  const int n = next_call();
+  const fs::path dir = prepare(c, n);
+  WorkerJob job = job_for("cosim", dir, c);
+  const WorkerRun w =
+      run_worker(job, {dir / "worker.report", dir / "worker.log"}, cache_env(), cfg_.limits);
+  forget_old_calls(n);
+  if (!w.report.reply || w.report.reply->exit_code != 0) return "";
+  const std::string& out = w.report.reply->out;
   return out.rfind("node ", 0) == 0 ? out.substr(5) : "";
 }
 
-Oracle::Launched Oracle::launch(const std::string& kind, const Candidate& c, int n) {
+fs::path Oracle::prepare(const Candidate& c, int n) const {
   const fs::path dir = cfg_.work_dir / fmt::format("call{:04d}", n);
   fs::remove_all(dir);
   c.write(dir);
+  return dir;
+}
+
+WorkerJob Oracle::job_for(const std::string& kind, const fs::path& dir, const Candidate& c) const {
   WorkerJob job;
   job.job = kind;
   job.graph = (dir / "graph.graph").string();
@@ -64,21 +78,18 @@ Oracle::Launched Oracle::launch(const std::string& kind, const Candidate& c, int
   job.plugin_paths = cfg_.plugin_paths;
   job.config = cfg_.config;
   if (!cfg_.backend_env.empty()) job.backend_env[cfg_.backend] = cfg_.backend_env;
-  job.report = (dir / "worker.report").string();
-  std::vector<std::string> argv{self_executable().string()};
-  for (auto& a : job.to_args()) argv.push_back(a);
-  // Kernels are cached across candidates (the same fused kernel recurs), apart from the user's.
-  const std::map<std::string, std::string> env{
-      {"CRUCIBLE_CACHE_DIR", (cfg_.work_dir / "kernel_cache").string()}};
-  const fs::path log = dir / "worker.log";
-  const ChildOutcome outcome = run_child(argv, env, log, cfg_.limits);
-  Launched l;
-  l.report = read_report(job.report);
-  if (kind != "cosim") l.results = finalize_job(job, outcome, l.report, log, cfg_.limits);
-  // Only the directories of the latest calls are kept, for a look after the fact.
-  // (64 back: with --jobs up to 32, calls that old have finished.)
+  return job;
+}
+
+// Kernels are cached across candidates (the same fused kernel recurs), apart from the user's.
+std::map<std::string, std::string> Oracle::cache_env() const {
+  return {{"CRUCIBLE_CACHE_DIR", (cfg_.work_dir / "kernel_cache").string()}};
+}
+
+// Only the directories of the latest calls are kept, for a look after the fact (64 back: with
+// --jobs up to 32, calls that old have finished).
+void Oracle::forget_old_calls(int n) const {
   if (n > 64) fs::remove_all(cfg_.work_dir / fmt::format("call{:04d}", n - 64));
-  return l;
 }
 
 }  // namespace crucible::minify

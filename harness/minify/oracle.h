@@ -1,5 +1,6 @@
-// The minifier's oracle: runs a candidate through crucible's accuracy job in an isolated worker
-// (timeout, memory limit, the run's own machinery) and says whether it fails like the original.
+// The minifier's oracle: runs a candidate through crucible's accuracy check as `run` does (the
+// reference and the backend in workers of their own, the verdict here) and says whether it fails
+// like the original.
 // Verdicts are cached by the candidate's key, so a candidate seen before costs nothing.
 #pragma once
 
@@ -14,7 +15,7 @@
 #include "candidate.h"
 #include "signature.h"
 #include "subprocess.h"
-#include "worker_report.h"
+#include "worker.h"
 
 namespace crucible::minify {
 
@@ -63,12 +64,12 @@ class Oracle {
   int next_call() { return ++calls_; }
 
  private:
-  struct Launched {
-    std::vector<reports::ResultRecord> results;
-    WorkerReport report;
-  };
-  // Writes `c` for call `n` and runs worker job `kind` on it.
-  Launched launch(const std::string& kind, const Candidate& c, int n);
+  // The directory of call `n`, holding `c` written out.
+  std::filesystem::path prepare(const Candidate& c, int n) const;
+  WorkerJob job_for(const std::string& kind, const std::filesystem::path& dir,
+                    const Candidate& c) const;
+  std::map<std::string, std::string> cache_env() const;
+  void forget_old_calls(int n) const;
 
   OracleConfig cfg_;
   std::mutex cache_mutex_;  // test() may run on several threads (--jobs)

@@ -1,7 +1,9 @@
-// `crucible run`'s engine: for every selected model, accuracy jobs (one worker per backend) and
-// performance jobs (a profile worker per backend, then one interleaved timing worker), each result
-// written to the store in its own transaction as soon as it is known.
+// `crucible run`'s engine: for every selected model, accuracy (one reference worker, then one
+// worker per backend, judged here) and performance jobs (a profile worker per backend, then one
+// interleaved timing worker), each result written to the store in its own transaction as soon as it
+// is known.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -12,6 +14,7 @@
 #include <optional>
 #include <set>
 
+#include "accuracy_check.h"
 #include "bisect_run.h"
 #include "blas_core_probe.h"
 #include "builtin_models.h"
@@ -29,6 +32,7 @@
 #include "output_dir.h"
 #include "result_table.h"
 #include "run_config.h"
+#include "tensor_file.h"
 #include "timing_pool.h"
 
 namespace crucible {
@@ -154,25 +158,11 @@ class Runner {
     }
     std::set<std::string> passed;
     std::map<std::string, std::string> load_failed = load_errors_;  // backend -> loader's message
-    if (cfg_.accuracy()) {
-      for (const auto& b : cfg_.backends) {
-        if (g_interrupted) return;
-        if (auto known = unloadable(b)) {
-          ResultRecord r = blank(m, b, "accuracy", batch);
-          r.status = Status::kFailToLoad;
-          r.error = *known;
-          record(m, r, progress);
-          continue;
-        }
-        WorkerJob job = make_job(m, batch, "accuracy", {b});
-        for (ResultRecord& r : run_job(
-                 job, fmt::format("{}.{}.accuracy", file_component(m.name), file_component(b)))) {
-          if (r.status == Status::kPass) passed.insert(r.backend);
-          if (r.status == Status::kFailToLoad) load_failed.emplace(r.backend, r.error);
-          record(m, r, progress);
-        }
-      }
-    }
+    // The reference first, before any worker loads a plugin: a plugin that rewrites the files a
+    // reference is read from (a test case's output_N.pb) is too late for this model.
+    reference_ = compute_reference(make_job(m, batch, "reference", {}), check_files(m, "reference"),
+                                   {{}, limits_});
+    if (cfg_.accuracy()) run_accuracy(m, batch, passed, load_failed, progress);
     if (cfg_.performance()) run_performance(m, batch, passed, load_failed, progress);
   }
 
@@ -196,15 +186,6 @@ class Runner {
     if (cfg_.accuracy()) out.push_back("accuracy");
     if (cfg_.performance()) out.push_back("performance");
     return out;
-  }
-
-  // The known load error of `backend`, or of eager when `backend` needs it as its reference.
-  std::optional<std::string> unloadable(const std::string& backend) const {
-    if (auto it = load_errors_.find(backend); it != load_errors_.end()) return it->second;
-    if (auto it = load_errors_.find("eager"); it != load_errors_.end()) {
-      return "the eager reference: " + it->second;
-    }
-    return std::nullopt;
   }
 
   ResultRecord blank(const ModelEntry& m, const std::string& backend, const std::string& mode,
@@ -239,23 +220,48 @@ class Runner {
     return job;
   }
 
+  // The files of one accuracy worker: `role` is "reference" or a backend's name.
+  CheckFiles check_files(const ModelEntry& m, const std::string& role) const {
+    const std::string label =
+        fmt::format("{}.{}.accuracy", file_component(m.name), file_component(role));
+    return {{out_ / "reports" / (label + ".report"), out_ / "logs" / (label + ".log")},
+            out_ / "reports" / (label + ".tensors")};
+  }
+
+  // Each backend's outputs in a worker of its own, judged here against the model's reference
+  // (accuracy_check.h).
+  void run_accuracy(const ModelEntry& m, int64_t batch, std::set<std::string>& passed,
+                    std::map<std::string, std::string>& load_failed, Progress& progress) {
+    const CheckLaunch launch{{}, limits_};
+    for (const auto& b : cfg_.backends) {
+      if (g_interrupted) return;
+      if (auto it = load_errors_.find(b); it != load_errors_.end()) {
+        ResultRecord r = blank(m, b, "accuracy", batch);
+        r.status = Status::kFailToLoad;
+        r.error = it->second;
+        record(m, r, progress);
+        continue;
+      }
+      WorkerJob job = make_job(m, batch, "outputs", {b});
+      ResultRecord r = check_accuracy(job, *reference_, check_files(m, b), launch);
+      if (r.status == Status::kPass) passed.insert(r.backend);
+      if (r.status == Status::kFailToLoad) load_failed.emplace(r.backend, r.error);
+      record(m, r, progress);
+    }
+  }
+
   // `wrapper` (a command the worker runs under) and `extra_env` are for the counters job.
   std::vector<ResultRecord> run_job(WorkerJob& job, const std::string& label,
                                     double* peak_rss_mb = nullptr, const fs::path& cache_dir = {},
                                     const std::vector<std::string>& wrapper = {},
                                     const std::map<std::string, std::string>& extra_env = {}) {
-    const fs::path report = out_ / "reports" / (label + ".report");
-    const fs::path log = out_ / "logs" / (label + ".log");
-    fs::remove(report);
-    job.report = report.string();
-    std::vector<std::string> argv = wrapper;
-    argv.push_back(self_executable().string());
-    for (auto& a : job.to_args()) argv.push_back(a);
+    const WorkerFiles files{out_ / "reports" / (label + ".report"),
+                            out_ / "logs" / (label + ".log")};
     std::map<std::string, std::string> env = extra_env;
     if (!cache_dir.empty()) env["CRUCIBLE_CACHE_DIR"] = cache_dir.string();
-    ChildOutcome outcome = run_child(argv, env, log, limits_);
-    if (peak_rss_mb) *peak_rss_mb = outcome.peak_rss_mb;
-    return finalize_job(job, outcome, read_report(report), log, limits_);
+    WorkerRun w = run_worker(job, files, env, limits_, wrapper);
+    if (peak_rss_mb) *peak_rss_mb = w.outcome.peak_rss_mb;
+    return w.results;
   }
 
   void run_performance(const ModelEntry& m, int64_t batch,
@@ -310,7 +316,10 @@ class Runner {
         const std::string log = cfg_.processes == 1
                                     ? fmt::format("{}.timing", file_component(m.name))
                                     : fmt::format("{}.timing.p{}", file_component(m.name), p + 1);
-        for (auto& r : run_job(job, log)) {
+        job.tensors = (out_ / "reports" / (log + ".tensors")).string();
+        std::vector<ResultRecord> timed_results = run_job(job, log);
+        judge_hand_off(job, timed_results);
+        for (auto& r : timed_results) {
           auto [it, first] = by_backend.try_emplace(r.backend, r);
           if (!first) pool_timing(it->second, r);
         }
@@ -361,6 +370,55 @@ class Runner {
         count_calls(m, batch, r);
       }
       record(m, r, progress);
+    }
+  }
+
+  // The timing worker's hand-off: each backend's checked outputs on input set A, judged here
+  // against the model's reference. The worker held every timed call bit for bit to those outputs,
+  // so a backend (or a plugin beside it) that made the worker's own comparison lie is caught
+  // here. Unaudited timing (--no-audit) hands out nothing and says so in every result.
+  void judge_hand_off(const WorkerJob& job, std::vector<ResultRecord>& results) const {
+    if (job.timing.no_audit) return;
+    std::optional<TensorGroups> groups;
+    std::string why = "the file is missing";
+    try {
+      groups = read_tensor_file(job.tensors);
+    } catch (const Error& e) {
+      why = e.what();
+    }
+    std::error_code ignored;
+    fs::remove(job.tensors, ignored);
+    for (ResultRecord& r : results) {
+      if (r.status != Status::kPass) continue;
+      const auto at = std::find(job.backends.begin(), job.backends.end(), r.backend);
+      const auto k = static_cast<size_t>(at - job.backends.begin());
+      std::string failure;
+      if (reference_->failure) {
+        failure = "no reference to hold its outputs to: " + reference_->failure->error;
+      } else if (!groups || groups->size() != job.backends.size() || (*groups)[k].empty()) {
+        failure = "the timing worker handed out none of its checked outputs: " + why;
+      } else {
+        // Eager, the baseline, must have computed what eager computes elsewhere; the others meet
+        // the model's rule, a test case's expected outputs included.
+        WorkerJob rule = job;
+        if (r.backend == "eager") rule.expected.clear();
+        ResultRecord verdict = r;
+        judge_outputs(rule, reference_->ref, (*groups)[k], verdict);
+        if (verdict.status != Status::kPass && r.backend == "eager") {
+          failure = fmt::format(
+              "its outputs on input set A in the timing worker it shared with {} are off eager's "
+              "made outside it (a plugin wrote into them?): {}",
+              fmt::join(job.backends.begin() + 1, job.backends.end(), ", "), verdict.error);
+        } else if (verdict.status != Status::kPass) {
+          failure =
+              "its outputs on input set A in the timing worker fail against the reference "
+              "made outside it: " +
+              verdict.error;
+        }
+      }
+      if (failure.empty()) continue;
+      r.status = Status::kFailAccuracyInPerf;
+      r.error = failure;
     }
   }
 
@@ -438,6 +496,7 @@ class Runner {
   ChildLimits limits_;
   std::vector<std::string> perf_backends_;
   std::vector<ResultRecord> results_;
+  std::optional<ReferenceOutcome> reference_;  // the current model's (accuracy_check.h)
   bool counters_note_shown_ = false;
 };
 

@@ -7,7 +7,8 @@
 //   1. load and compile every backend (each within its share of the worker's time budget);
 //   2. check: each backend runs input set A twice and B once, untimed; its outputs must pass the
 //      accuracy rule against eager on both sets, and the A runs tell whether it is bitwise
-//      deterministic; then warm up each and choose its calls per sample (--min-sample-ms);
+//      deterministic; the outputs on set A are handed out for the parent to judge against its
+//      own reference; then warm up each and choose its calls per sample (--min-sample-ms);
 //   3. time: sample by sample, backends interleaved, input sets alternating A, B, A, ... copied
 //      into the backend's own buffers before each sample (so pointer-keyed caches see new
 //      contents) and scribbled after it. A sample's clock stops only after every output page was
@@ -44,6 +45,7 @@
 #include "perf_counters.h"
 #include "probe_schedule.h"
 #include "process_watch.h"
+#include "tensor_file.h"
 #include "worker_session.h"
 
 namespace crucible {
@@ -215,6 +217,7 @@ class TimingJob {
     if (!audit_off()) {
       s_.report.phase("check", "");
       for (Backend& b : backends_) check(b);
+      hand_out_checked_outputs();
     }
     // Warm-up last, so the allocator's state when timing starts is the one sampling leaves.
     for (Backend& b : backends_) warm_up(b);
@@ -515,6 +518,19 @@ class TimingJob {
     const double warm_up_ms = calls_ms * std::min(s_.job.timing.warmup, kCheckCalls) / kCheckCalls;
     b.audit_ms += std::max(0.0, ms - warm_up_ms);
     charge(b, ms);
+  }
+
+  // Every backend's checked outputs on set A, one group each in the job's order (empty for a
+  // backend that failed), for the parent to judge against a reference made where no plugin was
+  // loaded (accuracy_check.h): every timed call is then held bit for bit to outputs judged outside
+  // this process.
+  void hand_out_checked_outputs() {
+    if (s_.job.tensors.empty()) return;
+    TensorGroups groups;
+    for (const Backend& b : backends_) {
+      groups.push_back(b.ok ? b.checked[0] : std::vector<Tensor>{});
+    }
+    write_tensor_file(s_.job.tensors, groups);
   }
 
   // A, A again (is it bitwise deterministic?), B.

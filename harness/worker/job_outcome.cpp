@@ -59,7 +59,8 @@ std::vector<reports::ResultRecord> finalize_job(const WorkerJob& job, const Chil
                                                 const WorkerReport& report,
                                                 const std::filesystem::path& log,
                                                 const ChildLimits& limits) {
-  const std::string mode = job.job == "accuracy" ? "accuracy" : "performance";
+  const bool accuracy = job.job == "reference" || job.job == "outputs" || job.job == "cosim";
+  const std::string mode = accuracy ? "accuracy" : "performance";
   std::vector<reports::ResultRecord> out;
   for (const std::string& backend : job.backends) {
     auto it = std::find_if(report.results.begin(), report.results.end(),

@@ -1,6 +1,6 @@
-// The worker jobs. Accuracy: eager twice (determinism), the fp64 reference, then the backend,
-// compared output by output. Profile: cold and warm compile, warm-up, a profiled pass for kernel
-// timings. Timing is in timing_job.cpp.
+// The worker jobs. Accuracy is two: the reference (eager twice, fp64) in a worker that loads no
+// plugin, the backend's outputs in another; the parent compares (accuracy_check.h). Profile: cold
+// and warm compile, warm-up, a profiled pass for kernel timings. Timing is in timing_job.cpp.
 #include "worker.h"
 
 #include <fmt/format.h>
@@ -17,9 +17,10 @@
 #include "crucible/core/openmp_threads.h"
 #include "crucible/ir/text_format.h"
 #include "crucible/ir/transforms.h"
+#include "crucible/ops/interpreter.h"
 #include "crucible/plugin_loader.h"
-#include "expected_outputs.h"
 #include "perf_counters.h"
+#include "tensor_file.h"
 #include "worker_session.h"
 
 namespace crucible {
@@ -36,52 +37,6 @@ std::vector<std::string> flag(const std::string& name, const std::string& value)
   return {"--" + name, value};
 }
 
-// An ONNX test case's verdict: each output against its output_N.pb by ONNX's rule.
-// With fp64_check, eager is also held to the fp64 reference and the backend to the rule it meets
-// in any other suite, so a case passes against both references.
-void judge_against_expected(Session& s, reports::ResultRecord& r, const std::vector<Tensor>& res,
-                            const std::vector<Tensor>& eager, const std::vector<Tensor>& fp64) {
-  std::vector<Tensor> expected;
-  if (!attempt(r, Status::kFailToLoad, [&] { expected = load_expected_outputs(s.job.expected); }))
-    return s.report.result(r);
-  r.status = Status::kPass;
-  if (res.size() != expected.size()) {
-    r.status = Status::kFailAccuracy;
-    r.error = fmt::format("{} outputs, the test case expects {}", res.size(), expected.size());
-    return s.report.result(r);
-  }
-  for (size_t i = 0; i < res.size(); ++i) {
-    auto a = compare_expected(res[i], expected[i], s.job.rtol, s.job.atol);
-    a.index = static_cast<int>(i);
-    if (!a.passed && r.status == Status::kPass) {
-      r.status = Status::kFailAccuracy;
-      r.error = expected_mismatch(a, res[i], expected[i], s.job.rtol, s.job.atol);
-    }
-    if (s.job.fp64_check && i < fp64.size() && fp64[i].defined()) {
-      const AccuracyOptions opts{std::max(s.job.rtol, s.job.atol), false, true};
-      // The backend by the usual rule (which also measures eager's RMSE against fp64), and
-      // eager against fp64 elementwise.
-      const auto f = compare_output(res[i], eager[i], fp64[i], opts);
-      auto eager_fp64 =
-          compare_expected(eager[i], fp64[i].to(eager[i].dtype()), opts.tol, opts.tol);
-      a.rmse_vs_fp64 = f.rmse_vs_fp64;
-      a.rmse_eager_vs_fp64 = f.rmse_eager_vs_fp64;
-      if ((!eager_fp64.passed || !f.passed) && r.status == Status::kPass) {
-        r.status = Status::kFailAccuracy;
-        r.error =
-            !eager_fp64.passed
-                ? fmt::format("output {}: eager is off the fp64 reference by {:.3g} (tolerance {})",
-                              i, eager_fp64.max_abs_err, opts.tol)
-                : fmt::format(
-                      "output {}: off eager and fp64 by the usual rule, max abs error {:.3g}", i,
-                      f.max_abs_err);
-      }
-    }
-    r.accuracy.push_back(a);
-  }
-  s.report.result(r);
-}
-
 // VmHWM of /proc/self/status in MB: the peak resident size of this process image since exec.
 double own_peak_rss_mb() {
   std::ifstream status("/proc/self/status");
@@ -94,26 +49,17 @@ double own_peak_rss_mb() {
   return static_cast<double>(self.ru_maxrss) / 1024.0;
 }
 
-void accuracy_job(Session& s) {
-  const std::string backend = s.job.backends.at(0);
-  reports::ResultRecord r = s.record(backend, "accuracy");
-  // Both plugins are loaded before any work, so one that cannot load is fail_to_load at once.
-  std::unique_ptr<LoadedBackend> eager, be;
-  s.report.phase("load", backend);
-  if (backend != "eager" && !attempt(r, Status::kFailToLoad, [&] { be = s.load(backend); })) {
-    return s.report.result(r);
-  }
-  s.report.phase("load", "eager");
-  if (!attempt(r, Status::kFailToLoad, [&] { eager = s.load("eager"); })) {
-    r.error = "the eager reference: " + r.error;
-    return s.report.result(r);
-  }
-  std::vector<Tensor> e1, e2, fp64, res;
+// The accuracy reference, in a worker that loads no plugin: eager's outputs twice on the same
+// inputs (they must agree bit for bit) and the fp64 reference, from the registry's interpreter
+// that the eager backend wraps. Written to job.tensors as two groups; the parent judges.
+void reference_job(Session& s) {
+  reports::ResultRecord r = s.record("eager", "accuracy");
+  std::vector<Tensor> e1, e2, fp64;
   s.report.phase("eager_run", "eager");
   if (!attempt(r, Status::kEagerFailToRun, [&] {
-        auto exe = eager->backend().compile(s.graph, s.options("eager", false));
-        e1 = exe->run(s.inputs);
-        e2 = exe->run(s.inputs);
+        Interpreter eager(s.graph);
+        e1 = eager.run(s.inputs);
+        e2 = eager.run(s.inputs);
       })) {
     return s.report.result(r);
   }
@@ -124,48 +70,39 @@ void accuracy_job(Session& s) {
       return s.report.result(r);
     }
   }
-  const bool has_expected = !s.job.expected.empty();
   s.report.phase("eager_fp64", "eager");
-  if ((!has_expected || s.job.fp64_check) &&
-      !attempt(r, Status::kEagerFailToRun, [&] { fp64 = s.fp64_reference(*eager, s.inputs); })) {
+  if (s.job.want_fp64 && !attempt(r, Status::kEagerFailToRun, [&] {
+        fp64 = Interpreter(widen_to_f64(s.graph)).run(widen_inputs_to_f64(s.inputs));
+      })) {
     r.error = "fp64 reference: " + r.error;
     return s.report.result(r);
   }
-  if (backend == "eager") {
-    res = e1;
-  } else {
-    std::unique_ptr<plugin::Executable> exe;
-    s.report.phase("compile", backend);
-    if (!attempt(r, Status::kFailToCompile, [&] { exe = s.compile(*be, backend, false); })) {
-      return s.report.result(r);
-    }
-    s.report.phase("run", backend);
-    if (!attempt(r, Status::kFailToRun, [&] { res = exe->run(s.inputs); }))
-      return s.report.result(r);
-  }
-  s.report.phase("compare", backend);
-  if (has_expected) return judge_against_expected(s, r, res, e1, fp64);
-  if (res.size() != e1.size()) {
-    r.status = Status::kFailAccuracy;
-    r.error = fmt::format("{} outputs, eager gives {}", res.size(), e1.size());
+  s.report.phase("write", "eager");
+  if (!attempt(r, Status::kEagerFailToRun, [&] { write_tensor_file(s.job.tensors, {e1, fp64}); }))
     return s.report.result(r);
-  }
-  AccuracyOptions opts{s.job.tolerance, s.job.cosine, true};
-  bool all = true;
-  for (size_t i = 0; i < res.size(); ++i) {
-    auto a = compare_output(res[i], e1[i], fp64[i], opts);
-    a.index = static_cast<int>(i);
-    if (!a.passed && all) {
-      all = false;
-      r.error = fmt::format(
-          "output {} ({}{}): {} of {} elements differ, first at {}, max abs error {:.3g}", i,
-          a.dtype, a.shape, a.mismatches, res[i].numel(), a.first_mismatch, a.max_abs_err);
-    }
-    r.pass_suspicious = r.pass_suspicious || pass_suspicious(a, res[i], opts);
-    r.accuracy.push_back(a);
-  }
-  r.status = all ? Status::kPass : Status::kFailAccuracy;
-  if (!all) r.pass_suspicious = false;
+  r.status = Status::kPass;
+  s.report.result(r);
+}
+
+// The backend's half of accuracy, in a worker that never computes a reference: compile, run once
+// on the seeded inputs, hand the outputs out in job.tensors. `pass` here only says it ran.
+void outputs_job(Session& s) {
+  const std::string backend = s.job.backends.at(0);
+  reports::ResultRecord r = s.record(backend, "accuracy");
+  std::unique_ptr<LoadedBackend> be;
+  s.report.phase("load", backend);
+  if (!attempt(r, Status::kFailToLoad, [&] { be = s.load(backend); })) return s.report.result(r);
+  std::unique_ptr<plugin::Executable> exe;
+  s.report.phase("compile", backend);
+  if (!attempt(r, Status::kFailToCompile, [&] { exe = s.compile(*be, backend, false); }))
+    return s.report.result(r);
+  std::vector<Tensor> res;
+  s.report.phase("run", backend);
+  if (!attempt(r, Status::kFailToRun, [&] { res = exe->run(s.inputs); })) return s.report.result(r);
+  s.report.phase("write", backend);
+  if (!attempt(r, Status::kFailToRun, [&] { write_tensor_file(s.job.tensors, {res}); }))
+    return s.report.result(r);
+  r.status = Status::kPass;
   s.report.result(r);
 }
 
@@ -247,15 +184,13 @@ std::vector<std::string> WorkerJob::to_args() const {
   add(flag("threads", std::to_string(threads)));
   add(flag("tolerance", fmt::format("{}", tolerance)));
   if (cosine) a.push_back("--cosine");
-  if (!expected.empty()) {
-    add(flag("expected", expected));
-    add(flag("rtol", fmt::format("{}", rtol)));
-    add(flag("atol", fmt::format("{}", atol)));
-    if (fp64_check) a.push_back("--fp64-check");
-  }
+  // The expected outputs and their rule stay with the parent, which judges: no worker is told
+  // where they are.
   add(timing_args(timing));
   if (budget_s > 0) add(flag("budget-s", fmt::format("{}", budget_s)));
   if (profile) a.push_back("--profile");
+  if (!tensors.empty()) add(flag("tensors", tensors));
+  if (!want_fp64) a.push_back("--no-fp64");
   add(flag("report", report));
   for (const auto& p : plugin_paths) add(flag("plugin-path", p));
   for (const auto& [k, v] : config) add(flag("config", fmt::format("{}={}", k, v)));
@@ -280,8 +215,10 @@ int run_worker_job(const WorkerJob& given) {
     s.graph = load_graph_file(job.graph);
     reseed_params(s.graph, job.seed);
     s.inputs = make_inputs(s.graph, job.seed);
-    if (job.job == "accuracy") {
-      accuracy_job(s);
+    if (job.job == "reference") {
+      reference_job(s);
+    } else if (job.job == "outputs") {
+      outputs_job(s);
     } else if (job.job == "profile") {
       profile_job(s);
     } else if (job.job == "timing") {

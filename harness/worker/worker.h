@@ -1,4 +1,4 @@
-// The worker side of an isolated job, `crucible worker --job accuracy|profile|timing|run-graph`
+// The worker side of an isolated job, `crucible worker --job reference|outputs|profile|timing|...`
 // (started by `run` or `run-graph`), which writes its results to a report file (worker_report.h).
 #pragma once
 
@@ -15,24 +15,29 @@ namespace crucible {
 inline constexpr int kWorkerExitOom = 3;
 
 struct WorkerJob {
-  std::string job;  // accuracy | profile | timing | counters | run-graph | cosim | blas-probe
+  // reference | outputs | profile | timing | counters | run-graph | cosim | blas-probe
+  std::string job;
   std::string graph;
   std::string suite;
   std::string model;
   int64_t batch_size = 0;
-  std::vector<std::string> backends;  // accuracy/profile: one; timing: all, eager first
+  std::vector<std::string> backends;  // outputs/profile: one; timing: all, eager first
   uint64_t seed = 0;
   int threads = 0;
   double tolerance = 1e-4;
   bool cosine = false;
-  // A folder of expected outputs (output_N.pb, an ONNX test case): accuracy compares every
-  // backend with them by |res - exp| <= atol + rtol * |exp| instead of with eager and fp64.
+  // A folder of expected outputs (output_N.pb, an ONNX test case): the parent compares every
+  // backend with them by |res - exp| <= atol + rtol * |exp| instead of with eager and fp64. These
+  // four are the parent's alone: to_args() passes none of them to a worker.
   std::string expected;
   double rtol = 1e-3, atol = 1e-7;
   bool fp64_check = false;  // with `expected`: eager must also match the fp64 reference
-  TimingSettings timing;    // the run's timing options (timing_settings.h)
-  double budget_s = 0;      // timing: the worker's time limit, split among its backends (0: none)
-  bool profile = false;     // run-graph: per-kernel timings
+  // reference/outputs/timing: the tensor file (tensor_file.h) the worker hands its tensors out in.
+  std::string tensors;
+  bool want_fp64 = true;  // reference: compute the fp64 reference too
+  TimingSettings timing;  // the run's timing options (timing_settings.h)
+  double budget_s = 0;    // timing: the worker's time limit, split among its backends (0: none)
+  bool profile = false;   // run-graph: per-kernel timings
   std::string report;
   std::vector<std::string> plugin_paths;
   std::map<std::string, std::string> config;  // -c: see backend_config.h (run-graph: all)

@@ -9,8 +9,9 @@ int worker_command(const std::vector<std::string>& args) {
   WorkerJob job;
   std::vector<std::string> config, backend_env;
   po::options_description opts("worker options (internal: started by crucible run)");
-  opts.add_options()("job", po::value(&job.job)->required(),
-                     "accuracy | profile | timing | counters | cosim | run-graph | blas-probe")(
+  opts.add_options()(
+      "job", po::value(&job.job)->required(),
+      "reference | outputs | profile | timing | counters | cosim | run-graph | blas-probe")(
       "graph", po::value(&job.graph)->required(), ".graph file")(
       "suite", po::value(&job.suite), "suite name")("model", po::value(&job.model)->required(),
                                                     "model name")(
@@ -20,10 +21,8 @@ int worker_command(const std::vector<std::string>& args) {
       "threads", po::value(&job.threads), "OpenMP threads")("tolerance", po::value(&job.tolerance),
                                                             "accuracy tolerance")(
       "cosine", po::bool_switch(&job.cosine), "cosine-similarity accuracy")(
-      "expected", po::value(&job.expected), "folder of expected outputs (output_N.pb)")(
-      "rtol", po::value(&job.rtol), "relative tolerance against --expected")(
-      "atol", po::value(&job.atol), "absolute tolerance against --expected")(
-      "fp64-check", po::bool_switch(&job.fp64_check), "with --expected: eager against fp64 too")(
+      "tensors", po::value(&job.tensors), "reference/outputs: the tensor file to write")(
+      "no-fp64", po::bool_switch(), "reference: no fp64 reference")(
       "profile", po::bool_switch(&job.profile), "run-graph: per-kernel timings")(
       "budget-s", po::value(&job.budget_s), "timing: the worker's time, split among backends")(
       "report", po::value(&job.report)->required(), "report file")(
@@ -36,6 +35,7 @@ int worker_command(const std::vector<std::string>& args) {
   if (!parse("worker", "--job J --graph F --model M --backend B --report FILE ...", opts, {}, args,
              vm))
     return kExitOk;
+  job.want_fp64 = !vm["no-fp64"].as<bool>();
   job.config = parse_config(config);
   try {
     job.backend_env = parse_backend_env(backend_env);

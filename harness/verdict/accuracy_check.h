@@ -1,0 +1,45 @@
+// Accuracy as two workers and a verdict in the parent: the reference (eager twice, fp64) in a
+// worker that loads no plugin, the backend's outputs in a worker that computes no reference, and
+// the comparison here, where no plugin was ever loaded (docs/design_decisions.md, "Isolation").
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "accuracy_verdict.h"
+#include "subprocess.h"
+#include "worker_launch.h"
+
+namespace crucible {
+
+// Where one worker of the check leaves its report, log and tensors.
+struct CheckFiles {
+  WorkerFiles worker;
+  std::filesystem::path tensors;  // removed once read
+};
+
+// How the check's workers run: extra environment and limits, the same for both.
+struct CheckLaunch {
+  std::map<std::string, std::string> env;
+  ChildLimits limits;
+};
+
+struct ReferenceOutcome {
+  AccuracyReference ref;
+  // Set when there is no reference to judge against (eager failed, crashed, differed between its
+  // two runs, or a test case's expected outputs did not read): every backend's result.
+  std::optional<reports::ResultRecord> failure;
+};
+
+// The reference for the model and seed of `job` (its kind and backends are set here). A test
+// case's expected outputs (job.expected) are read in this process.
+ReferenceOutcome compute_reference(const WorkerJob& job, const CheckFiles& files,
+                                   const CheckLaunch& launch);
+
+// The accuracy result of job.backends[0] against `reference`.
+reports::ResultRecord check_accuracy(const WorkerJob& job, const ReferenceOutcome& reference,
+                                     const CheckFiles& files, const CheckLaunch& launch);
+
+}  // namespace crucible

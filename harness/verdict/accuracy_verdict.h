@@ -1,0 +1,27 @@
+// The accuracy verdict on a backend's outputs: against eager and the fp64 reference by the
+// accuracy rule, or against a test case's expected outputs by ONNX's. Reached in the parent, on
+// tensors the plugin's process handed out, never in the process that loaded the plugin.
+#pragma once
+
+#include <vector>
+
+#include "crucible/core/tensor.h"
+#include "crucible/reports/records.h"
+#include "worker.h"
+
+namespace crucible {
+
+// What a backend's outputs are judged against, made where no plugin was loaded.
+struct AccuracyReference {
+  std::vector<Tensor> eager;     // eager's outputs, the same on two runs
+  std::vector<Tensor> fp64;      // the graph widened to f64 (empty when not computed)
+  std::vector<Tensor> expected;  // a test case's output_N.pb (empty without --expected)
+};
+
+// Sets r's status (pass or fail_accuracy), error, accuracy figures and pass_suspicious from the
+// outputs `res`, by the rule `job` carries (tolerance, cosine; expected with rtol, atol,
+// fp64_check).
+void judge_outputs(const WorkerJob& job, const AccuracyReference& ref,
+                   const std::vector<Tensor>& res, reports::ResultRecord& r);
+
+}  // namespace crucible

@@ -1,0 +1,22 @@
+// Tensors handed between processes as a file: a worker writes the outputs it computed, the parent
+// reads them back to judge them. The reader treats the file as hostile (a plugin wrote it).
+#pragma once
+
+#include <filesystem>
+#include <vector>
+
+#include "crucible/core/tensor.h"
+
+namespace crucible {
+
+// Groups of tensors (say eager's outputs and the fp64 reference), each tensor contiguous in
+// logical order; undefined tensors are kept as such. Written to a temporary name and renamed, so a
+// reader never sees half a file from a writer that died.
+using TensorGroups = std::vector<std::vector<Tensor>>;
+void write_tensor_file(const std::filesystem::path& path, const TensorGroups& groups);
+
+// Throws Error naming the file and what is wrong (bad magic, a size the file does not hold, an
+// unknown dtype, trailing bytes) before allocating more than the file holds.
+TensorGroups read_tensor_file(const std::filesystem::path& path);
+
+}  // namespace crucible

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The attack corpus: builds tests/attacks against an installed crucible as a third party would,
+# runs each hostile backend on tutorial graphs and on copies of ONNX node cases in `both` and in
+# `performance` mode, and checks that none gets a pass (accuracy fail_accuracy; performance not
+# timed, or failed by the parent's check of what the timing worker handed out) and that the
+# expected outputs on disk are untouched. Each attack's log must show it acted (it reached the process it was
+# loaded in), so a test that passes because an attack never ran cannot hide here.
+#   run.sh BUILD_DIR
+set -euo pipefail
+build_dir=$1
+src_dir=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
+cmake -S "$src_dir" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
+  -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/build" >/dev/null
+crucible="$work/prefix/bin/crucible"
+
+# Two tutorial graphs and three ONNX node cases (copies: an attack may write to them).
+mkdir -p "$work/suite/cases"
+cp "$work/prefix/share/crucible/suites/tutorial/"{sin_cos,add_add_mul_add}.graph "$work/suite/"
+node=/usr/share/libonnx-testdata/data/node
+cases=()
+if [ -d "$node" ]; then
+  for c in test_add test_sigmoid test_relu; do cp -r "$node/$c" "$work/suite/cases/"; cases+=("$c"); done
+  cp -r "$work/suite/cases" "$work/pristine"
+fi
+{
+  echo "model sin_cos graph=sin_cos.graph"
+  echo "model add_add_mul_add graph=add_add_mul_add.graph"
+  [ ${#cases[@]} -eq 0 ] || echo "onnx_cases cases"
+} >"$work/suite/suite.manifest"
+
+failed=0
+want=$((2 + ${#cases[@]}))
+for attack in scan_zero scan_nan hook_interpreter rewrite_expected; do
+  for mode in both performance; do
+    run="$attack.$mode"
+    set +e
+    "$crucible" run --suite "$work/suite/suite.manifest" --backends "attack_$attack" --mode "$mode" \
+      --repeat 2 --min-time-ms 0 --plugin-path "$work/build" --db "$work/$run.db" -o "$work/out_$run" \
+      >"$work/$run.txt" 2>&1
+    status=$?
+    set -e
+    if [ "$status" -ne 1 ]; then
+      echo "attack $run: run exited $status, not 1 (some models failed)" >&2; cat "$work/$run.txt" >&2; failed=1
+    fi
+    rows=$(sqlite3 "$work/$run.db" "select model || ' ' || mode || ' ' || status from results
+                                    where backend = 'attack_$attack' order by model, mode")
+    echo "$rows" | sed "s/^/attack $run: /"
+    if grep -Eq " pass(_suspicious)?$" <<<"$rows"; then
+      echo "attack $run: a result passed" >&2; failed=1
+    fi
+    want_rows=$([ "$mode" = both ] && echo $((2 * want)) || echo "$want")
+    if [ "$(grep -c . <<<"$rows")" -ne "$want_rows" ]; then
+      echo "attack $run: $(grep -c . <<<"$rows") results, want $want_rows" >&2; failed=1
+    fi
+    # The worker that ran the attack's code: the accuracy one in both mode, the timing one else.
+    logs=("$work/out_$run"/logs/*."attack_$attack".accuracy.log)
+    [ "$mode" = both ] || logs=("$work/out_$run"/logs/*.timing.log)
+    if ! grep -qh "^attack $attack: " "${logs[@]}"; then
+      echo "attack $run: its logs show it never acted" >&2; failed=1
+    fi
+  done
+  n_acc=$(sqlite3 "$work/$attack.both.db" "select count(*) from results where backend = 'attack_$attack'
+                                           and mode = 'accuracy' and status = 'fail_accuracy'")
+  if [ "$n_acc" -ne "$want" ]; then
+    echo "attack $attack: $n_acc of $want models fail accuracy" >&2; failed=1
+  fi
+done
+if [ ${#cases[@]} -gt 0 ] && ! diff -r "$work/pristine" "$work/suite/cases" >/dev/null; then
+  echo "an attack changed the expected outputs on disk" >&2; failed=1
+fi
+[ "$failed" -eq 0 ] && echo "attack corpus: no attack got a pass"
+exit "$failed"
