@@ -560,6 +560,27 @@ TEST_F(HarnessRun, UnloadablePluginIsFailToLoadPerModelAndTheOthersRun) {
   EXPECT_EQ(res2["m_a/" + wrong_abi + "/performance"].status, reports::Status::kFailToLoad);
 }
 
+// A backend more accurate than eager (off it, but nearer fp64) passes the accuracy rule through
+// its fp64 step. Performance alone makes eager's reference only; the hand-off of the timing
+// worker then needs the fp64 one, which is made when a verdict needs it: the backend passes.
+TEST_F(HarnessRun, AHandOffThatNeedsFp64GetsTheFullReference) {
+  std::ofstream(dir_ / "suite" / "m_exact.graph")
+      << "graph m_exact(%x: f32[64]) {\n  param %big: f32[64] = full(value=10000000)\n"
+         "  %a = add(%x, %big)\n  %b = sub(%a, %big)\n  return %b\n}\n";
+  std::ofstream(dir_ / "suite" / "suite.manifest") << "model m_exact graph=m_exact.graph\n";
+  auto r =
+      run_crucible(run_args("--backends faulty --mode performance --repeat 2 --min-time-ms 0 -c "
+                            "fault.m_exact=fp64"));
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  auto store = reports::Store::open(dir_ / "r.db");
+  auto res = results_by_model(*store, store->runs().at(0).id);
+  EXPECT_EQ(res["m_exact/faulty/performance"].status, reports::Status::kPass)
+      << res["m_exact/faulty/performance"].error;
+  // And in accuracy mode the same backend passes by the same step, not by allclose.
+  r = run_crucible(run_args("--backends faulty --mode accuracy -c fault.m_exact=fp64"));
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+}
+
 // The reference is the registry's interpreter in a worker that loads no plugin: an eager plugin
 // shadowed by --plugin-path (here, one that does not load) fails eager's own results, never the
 // reference other backends are judged against.

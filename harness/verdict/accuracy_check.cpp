@@ -46,8 +46,9 @@ reports::ResultRecord reference_failure_for(const reports::ResultRecord& failure
 }  // namespace
 
 ReferenceOutcome compute_reference(const WorkerJob& given, const CheckFiles& files,
-                                   const CheckLaunch& launch) {
+                                   const CheckLaunch& launch, bool full) {
   ReferenceOutcome out;
+  out.full = full;
   reports::ResultRecord r =
       reports::make_result(given.suite, given.model, "eager", "accuracy", given.batch_size);
   if (!given.expected.empty()) {
@@ -63,7 +64,8 @@ ReferenceOutcome compute_reference(const WorkerJob& given, const CheckFiles& fil
   WorkerJob job = given;
   job.job = "reference";
   job.backends = {"eager"};
-  job.want_fp64 = given.expected.empty() || given.fp64_check;
+  job.want_fp64 = full && (given.expected.empty() || given.fp64_check);
+  job.eager_once = !full;
   job.expected.clear();  // the worker needs none of the case's files
   job.tensors = files.tensors.string();
   WorkerRun w = run_worker(job, files.worker, launch.env, launch.limits);

@@ -28,15 +28,18 @@ struct CheckLaunch {
 
 struct ReferenceOutcome {
   AccuracyReference ref;
+  bool full = true;  // eager's determinism checked and fp64 made (when the rule wants it)
   // Set when there is no reference to judge against (eager failed, crashed, differed between its
   // two runs, or a test case's expected outputs did not read): every backend's result.
   std::optional<reports::ResultRecord> failure;
 };
 
 // The reference for the model and seed of `job` (its kind and backends are set here). A test
-// case's expected outputs (job.expected) are read in this process.
+// case's expected outputs (job.expected) are read in this process. Not `full`: eager once and no
+// fp64, which is all a backend close to eager needs (fp64 costs more than eager, eager's second
+// run as much again); a verdict that needs more computes the full one.
 ReferenceOutcome compute_reference(const WorkerJob& job, const CheckFiles& files,
-                                   const CheckLaunch& launch);
+                                   const CheckLaunch& launch, bool full = true);
 
 // The accuracy result of job.backends[0] against `reference`.
 reports::ResultRecord check_accuracy(const WorkerJob& job, const ReferenceOutcome& reference,

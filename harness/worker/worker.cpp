@@ -59,7 +59,7 @@ void reference_job(Session& s) {
   if (!attempt(r, Status::kEagerFailToRun, [&] {
         Interpreter eager(s.graph);
         e1 = eager.run(s.inputs);
-        e2 = eager.run(s.inputs);
+        e2 = s.job.eager_once ? e1 : eager.run(s.inputs);
       })) {
     return s.report.result(r);
   }
@@ -191,6 +191,7 @@ std::vector<std::string> WorkerJob::to_args() const {
   if (profile) a.push_back("--profile");
   if (!tensors.empty()) add(flag("tensors", tensors));
   if (!want_fp64) a.push_back("--no-fp64");
+  if (eager_once) a.push_back("--eager-once");
   add(flag("report", report));
   for (const auto& p : plugin_paths) add(flag("plugin-path", p));
   for (const auto& [k, v] : config) add(flag("config", fmt::format("{}={}", k, v)));

@@ -34,10 +34,11 @@ struct WorkerJob {
   bool fp64_check = false;  // with `expected`: eager must also match the fp64 reference
   // reference/outputs/timing: the tensor file (tensor_file.h) the worker hands its tensors out in.
   std::string tensors;
-  bool want_fp64 = true;  // reference: compute the fp64 reference too
-  TimingSettings timing;  // the run's timing options (timing_settings.h)
-  double budget_s = 0;    // timing: the worker's time limit, split among its backends (0: none)
-  bool profile = false;   // run-graph: per-kernel timings
+  bool want_fp64 = true;    // reference: compute the fp64 reference too
+  bool eager_once = false;  // reference: one eager run, no determinism check
+  TimingSettings timing;    // the run's timing options (timing_settings.h)
+  double budget_s = 0;      // timing: the worker's time limit, split among its backends (0: none)
+  bool profile = false;     // run-graph: per-kernel timings
   std::string report;
   std::vector<std::string> plugin_paths;
   std::map<std::string, std::string> config;  // -c: see backend_config.h (run-graph: all)

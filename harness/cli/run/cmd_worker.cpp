@@ -23,6 +23,7 @@ int worker_command(const std::vector<std::string>& args) {
       "cosine", po::bool_switch(&job.cosine), "cosine-similarity accuracy")(
       "tensors", po::value(&job.tensors), "reference/outputs: the tensor file to write")(
       "no-fp64", po::bool_switch(), "reference: no fp64 reference")(
+      "eager-once", po::bool_switch(&job.eager_once), "reference: one eager run")(
       "profile", po::bool_switch(&job.profile), "run-graph: per-kernel timings")(
       "budget-s", po::value(&job.budget_s), "timing: the worker's time, split among backends")(
       "report", po::value(&job.report)->required(), "report file")(
