@@ -134,6 +134,52 @@ TEST_F(Report, StaticSiteEscapesEveryNameAndNeedsNoNetwork) {
                                            "(codegen|other) --mode performance")));
 }
 
+// The index marks what is not a clean speed-up: a noisy result and an unaudited one carry their
+// mark in the models table, a failed one its status, and the backend's geomean counts the models
+// it covers, noisy ones left out.
+TEST_F(Report, TheIndexMarksNoisyUnauditedAndFailedResults) {
+  const fs::path db = dir_ / "marks.db";
+  {
+    auto s = Store::open(db);
+    RunInfo info;
+    info.suites = "m";
+    info.backends = "eager,fast";
+    info.mode = "performance";
+    const int64_t run = s->begin_run(info);
+    std::vector<ResultRecord> rs;
+    auto add = [&](const std::string& model, Status status, double speedup) {
+      ResultRecord x = make_result("m", model, "fast", "performance", 1);
+      x.status = status;
+      x.samples_ms = {1.0, 1.0, 1.0};
+      x.audit = "bitwise";
+      if (status == Status::kPass) x.speedup = speedup;
+      rs.push_back(x);
+      return &rs.back();
+    };
+    add("clean", Status::kPass, 1.5);
+    add("loud", Status::kPass, 68.0)->noisy = true;
+    add("broken", Status::kFailAccuracyInPerf, 0);
+    add("blind", Status::kPass, 2100.0)->audit = kAuditOff;
+    s->add_results(run, rs);
+    s->finish_run(run, "complete");
+  }
+  const fs::path site = dir_ / "site_marks";
+  ASSERT_EQ(
+      run_crucible("report --html " + site.string() + " --since all --db " + db.string()).status,
+      0);
+  const std::string index = testing::read_all(site / "index.html");
+  EXPECT_NE(index.find("fast: <span class=\"pass\">pass</span> <span class=\"warn\">noisy</span>"),
+            std::string::npos)
+      << index;
+  EXPECT_NE(index.find("<span class=\"warn\">unaudited</span>"), std::string::npos);
+  EXPECT_NE(index.find("<span class=\"fail\">fail_accuracy_in_perf</span>"), std::string::npos);
+  // fast: clean's 1.5x alone, over 1 of its 3 audited models; the unaudited row apart.
+  EXPECT_NE(index.find("1.500x over 1 of 3 models <span class=\"warn\">(1 noisy left out)</span>"),
+            std::string::npos)
+      << index;
+  EXPECT_NE(index.find("2100.000x over 1 of 1 models"), std::string::npos);
+}
+
 TEST_F(Report, HeadlessChromiumDrawsEveryChartAndRendersInUnderASecond) {
   const fs::path site = dir_ / "site_browser";
   ASSERT_EQ(run_crucible("report --html " + site.string() + " --since all --db " +

@@ -27,9 +27,30 @@ TEST(SpeedupSummary, GeomeanPerSuiteAndOverall) {
       perf("mlp", "d", "codegen", reports::Status::kPass, 0.5),
   };
   EXPECT_EQ(format_speedup_summary(rs),
-            "geomean speedup of codegen over crucible eager, suite mlp: 0.50x (1 models)\n"
-            "geomean speedup of codegen over crucible eager, suite vision: 4.00x (2 models)\n"
-            "geomean speedup of codegen over crucible eager, all suites: 2.00x (3 models)\n");
+            "geomean speedup of codegen over crucible eager, suite mlp: 0.50x over 1 of 1 models, "
+            "pass rate 1/1 (100%)\n"
+            "geomean speedup of codegen over crucible eager, suite vision: 4.00x over 2 of 3 "
+            "models, pass rate 2/3 (67%)\n"
+            "geomean speedup of codegen over crucible eager, all suites: 2.00x over 3 of 4 models, "
+            "pass rate 3/4 (75%)\n");
+}
+
+// A backend that fails 4 of 5 models is not summed up by its one pass, and a noisy timing is no
+// speed-up to average: each line says what it covers.
+TEST(SpeedupSummary, FailedAndNoisyModelsAreCountedNotAveraged) {
+  std::vector<reports::ResultRecord> rs = {perf("s", "ok", "fast", reports::Status::kPass, 37.08)};
+  for (const std::string m : {"a", "b", "c", "d"})
+    rs.push_back(perf("s", m, "fast", reports::Status::kFailAccuracy, {}));
+  auto noisy = perf("s", "n", "fast", reports::Status::kPass, 68.0);
+  noisy.noisy = true;
+  rs.push_back(noisy);
+  EXPECT_EQ(format_speedup_summary(rs),
+            "geomean speedup of fast over crucible eager, suite s: 37.08x over 1 of 6 models, "
+            "pass rate 2/6 (33%), 1 noisy left out\n");
+  rs.erase(rs.begin());
+  EXPECT_EQ(format_speedup_summary(rs),
+            "geomean speedup of fast over crucible eager, suite s: - over 0 of 5 models, pass "
+            "rate 1/5 (20%), 1 noisy left out\n");
 }
 
 // With the peer in the run every backend is also read against it, each line naming its baseline,
@@ -43,10 +64,12 @@ TEST(SpeedupSummary, OverThePeerTooWhenTheRunHasIt) {
       perf("vision", "b", "libtorch", reports::Status::kFailToRun, {}),  // no peer figure for b
   };
   EXPECT_EQ(format_speedup_summary(rs),
-            "geomean speedup of codegen over crucible eager, suite vision: 4.90x (2 models)\n"
-            "geomean speedup of libtorch over crucible eager, suite vision: 1.50x (1 models)\n"
-            "geomean speedup of codegen over libtorch (PyTorch eager), suite vision: 2.00x (1 "
-            "models)\n");
+            "geomean speedup of codegen over crucible eager, suite vision: 4.90x over 2 of 2 "
+            "models, pass rate 2/2 (100%)\n"
+            "geomean speedup of libtorch over crucible eager, suite vision: 1.50x over 1 of 2 "
+            "models, pass rate 1/2 (50%)\n"
+            "geomean speedup of codegen over libtorch (PyTorch eager), suite vision: 2.00x over 1 "
+            "of 2 models, pass rate 2/2 (100%)\n");
   const std::string table = format_result_table(rs);
   EXPECT_NE(table.find("vs libtorch"), std::string::npos) << table;
   EXPECT_NE(table.find("3.00x       2.00x"), std::string::npos) << table;

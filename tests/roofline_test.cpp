@@ -101,3 +101,37 @@ TEST_F(Roofline, EveryTimedResultAndKernelStandsBesideItsBound) {
 
 }  // namespace
 }  // namespace crucible
+
+namespace crucible {
+namespace {
+
+// A median the machine cannot reach is named with its reason; one it can, even with a fast
+// algorithm (Winograd's 4x fewer multiplies) or from a cache faster than the one measured, is not.
+TEST(BeyondTheMachine, FlopsOverThePeakOrBytesOverTheirLevelAreImpossible) {
+  reports::Roofline r;
+  r.flops = 2e9;            // 2 GFLOP a call
+  r.min_bytes = 1e6;        // 1 MB a call
+  r.peak_gflops = 200;      // a call takes at least 10 ms at the peak
+  r.triad_gbs = 40;         // DRAM
+  r.cache_gbs = 150;        // L2 of the timed threads
+  r.cache_bytes = 2 << 20;  // the bytes fit there
+  EXPECT_EQ(reports::beyond_the_machine(r, 10.0), "");
+  EXPECT_EQ(reports::beyond_the_machine(r, 3.0), "");  // 3.3x: Winograd at 83% of the peak
+  const std::string fast = reports::beyond_the_machine(r, 1.0);  // 10x the peak
+  EXPECT_NE(fast.find("faster than the machine computes: 2000.0 GFLOP/s"), std::string::npos)
+      << fast;
+  EXPECT_NE(fast.find("10.0x the FMA peak of 200.0 GFLOP/s"), std::string::npos) << fast;
+  r.flops = 0;                                           // a data-movement graph: bytes alone
+  EXPECT_EQ(reports::beyond_the_machine(r, 0.002), "");  // 500 GB/s: 3.3x the L2 triad
+  EXPECT_NE(reports::beyond_the_machine(r, 0.001).find("the L2 triad of 150.0 GB/s"),
+            std::string::npos);
+  r.min_bytes = 64e6;  // does not fit the L2: DRAM's triad is the level
+  EXPECT_EQ(reports::beyond_the_machine(r, 1.0), "");  // 64 GB/s
+  EXPECT_NE(reports::beyond_the_machine(r, 0.3).find("the DRAM triad of 40.0 GB/s"),
+            std::string::npos);
+  EXPECT_EQ(reports::beyond_the_machine(r, 0.0), "");  // no median, no verdict
+  EXPECT_EQ(reports::beyond_the_machine(reports::Roofline{}, 1.0), "");
+}
+
+}  // namespace
+}  // namespace crucible

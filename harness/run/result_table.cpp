@@ -116,45 +116,63 @@ std::string format_result_table(const std::vector<reports::ResultRecord>& result
 
 namespace {
 
+// What a geomean line covers: every performance result of its (backend, suite) counts towards the
+// pass rate, as PyTorch's dashboard reports it beside the geomean; only passing, undisturbed
+// results with a ratio enter the mean, and the line says how many of the models that is.
+struct GeomeanTally {
+  double log_sum = 0;
+  int in_mean = 0, passed = 0, total = 0, noisy = 0;
+
+  void add(const reports::ResultRecord& r, const std::optional<double>& ratio) {
+    ++total;
+    if (r.status != Status::kPass) return;
+    ++passed;
+    // A noisy timing is no speed-up to average: the machine, not the backend, moved it.
+    if (r.noisy) {
+      ++noisy;
+      return;
+    }
+    if (!ratio || !(*ratio > 0)) return;
+    log_sum += std::log(*ratio);
+    ++in_mean;
+  }
+
+  std::string line(const std::string& backend, const std::string& baseline,
+                   const std::string& where) const {
+    const std::string mean =
+        in_mean > 0 ? fmt::format("{:.2f}x", std::exp(log_sum / in_mean)) : std::string("-");
+    return fmt::format(
+        "geomean speedup of {} over {}, {}: {} over {} of {} models, pass rate {}/{} ({:.0f}%){}\n",
+        backend, baseline, where, mean, in_mean, total, passed, total, 100.0 * passed / total,
+        noisy > 0 ? fmt::format(", {} noisy left out", noisy) : "");
+  }
+};
+
 // Geomean lines of `ratio` (a result's speed-up over `baseline`) per (backend, suite), then over
 // all suites for a backend timed on several.
 std::string geomean_lines(
     const std::vector<reports::ResultRecord>& results, const std::string& baseline,
     const std::string& skip,
     const std::function<std::optional<double>(const reports::ResultRecord&)>& ratio) {
-  struct LogSum {
-    double sum = 0;
-    int n = 0;
-  };
-  std::map<std::pair<std::string, std::string>, LogSum> by_suite;  // (backend, suite)
-  std::map<std::string, LogSum> overall;
+  std::map<std::pair<std::string, std::string>, GeomeanTally> by_suite;  // (backend, suite)
+  std::map<std::string, GeomeanTally> overall;
   std::map<std::string, std::set<std::string>> suites_of;
   for (const auto& r : results) {
-    if (r.mode != "performance" || r.backend == "eager" || r.backend == skip ||
-        r.status != Status::kPass) {
-      continue;
-    }
+    if (r.mode != "performance" || r.backend == "eager" || r.backend == skip) continue;
     // Unaudited results get lines of their own, never averaged with audited ones.
     const std::string backend = reports::unaudited(r) ? r.backend + " (unaudited)" : r.backend;
-    const std::optional<double> x = ratio(r);
-    if (!x || !(*x > 0)) continue;
-    const double l = std::log(*x);
-    auto& s = by_suite[{backend, r.suite}];
-    s.sum += l;
-    ++s.n;
-    overall[backend].sum += l;
-    ++overall[backend].n;
+    const std::optional<double> x = r.status == Status::kPass ? ratio(r) : std::nullopt;
+    by_suite[{backend, r.suite}].add(r, x);
+    overall[backend].add(r, x);
     suites_of[backend].insert(r.suite);
   }
   std::string out;
-  for (const auto& [key, s] : by_suite) {
-    out += fmt::format("geomean speedup of {} over {}, suite {}: {:.2f}x ({} models)\n", key.first,
-                       baseline, key.second, std::exp(s.sum / s.n), s.n);
+  for (const auto& [key, tally] : by_suite) {
+    out += tally.line(key.first, baseline, "suite " + key.second);
   }
-  for (const auto& [backend, s] : overall) {
+  for (const auto& [backend, tally] : overall) {
     if (suites_of[backend].size() < 2) continue;
-    out += fmt::format("geomean speedup of {} over {}, all suites: {:.2f}x ({} models)\n", backend,
-                       baseline, std::exp(s.sum / s.n), s.n);
+    out += tally.line(backend, baseline, "all suites");
   }
   return out;
 }

@@ -358,6 +358,15 @@ class Runner {
       r.kernels = p.kernels;
       if (peak[b] > 0) r.peak_rss_mb = peak[b];
       const double median = reports::summarize(r.samples_ms).median;
+      // Physics: a median faster than the machine it ran on did not do the graph's work. Part of
+      // the audit, which --no-audit turns off (and every such result says so).
+      if (const std::string why = r.status == Status::kPass && r.roofline && !reports::unaudited(r)
+                                      ? reports::beyond_the_machine(*r.roofline, median)
+                                      : "";
+          !why.empty()) {
+        r.status = Status::kFailAudit;
+        r.error = why;
+      }
       // A speed-up is reported only between two timings that passed their audit, neither
       // disturbed by another backend's threads.
       if (r.status == Status::kPass && eager.status == Status::kPass && r.disturbed_by.empty() &&

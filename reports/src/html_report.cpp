@@ -111,7 +111,7 @@ table{border-collapse:collapse;margin:8px 0}th,td{padding:3px 10px;border-bottom
 td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f4f7}
 .charts{display:flex;flex-wrap:wrap;gap:12px}.chart{border:1px solid #e6e8ee;padding:4px}
 .point{font-size:12px;padding:2px 6px;min-height:16px}
-.fail{color:#b3261e;font-weight:600}.pass{color:#1e7b34}.muted{color:#6b7280}
+.fail{color:#b3261e;font-weight:600}.pass{color:#1e7b34}.muted{color:#6b7280}.warn{color:#9a5b00}
 .banner{padding:8px 12px;border-radius:4px;margin:8px 0}.banner ul{margin:4px 0}
 .banner.bad{background:#fde8e8;border:1px solid #b3261e}.banner.ok{background:#e8f5ec}
 code{background:#f3f4f7;padding:1px 4px;border-radius:3px;word-break:break-all}
@@ -415,6 +415,7 @@ std::string index_banner(const AlertMarks& m, int64_t newest) {
 struct RunSummary {
   double t = 0;
   int checked = 0, passed = 0, skipped = 0;
+  int timed = 0, noisy = 0;  // performance results, and the passing ones the machine disturbed
   std::vector<double> log_speedup, compile, log_memory;
 };
 
@@ -452,7 +453,10 @@ Dashboard gather(const std::vector<Point>& points) {
     }
     const auto acc = accuracy.find({p.run, p.suite + "/" + p.model + "/" + p.backend});
     const bool accurate = acc == accuracy.end() ? p.pass() : acc->second == Status::kPass;
-    if (accurate && p.speedup > 0) s.log_speedup.push_back(std::log(p.speedup));
+    ++s.timed;
+    // A noisy timing is no speed-up to average: the machine, not the backend, moved it.
+    if (p.noisy && p.pass()) ++s.noisy;
+    if (accurate && !p.noisy && p.speedup > 0) s.log_speedup.push_back(std::log(p.speedup));
     if (std::isfinite(p.compile_s)) s.compile.push_back(p.compile_s);
     if (p.memory_ratio > 0) s.log_memory.push_back(std::log(p.memory_ratio));
   }
@@ -464,6 +468,24 @@ double mean_of(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += x;
   return s / static_cast<double>(v.size());
+}
+
+// The geomean speed-up with what it covers: how many of the backend's timed models, and how many
+// noisy ones were left out.
+std::string geomean_cell(const RunSummary& s) {
+  if (s.timed == 0) return "–";
+  return fmt::format(
+      "{} over {} of {} models{}", fmt_opt(std::exp(mean_of(s.log_speedup)), "{:.3f}x"),
+      s.log_speedup.size(), s.timed,
+      s.noisy ? fmt::format(" <span class=\"warn\">({} noisy left out)</span>", s.noisy) : "");
+}
+
+// A result's marks in the models table: the ones that say its figure is not a clean speed-up.
+std::string marks(const Point& p) {
+  std::string out;
+  if (p.noisy) out += " <span class=\"warn\">noisy</span>";
+  if (p.unaudited) out += " <span class=\"warn\">unaudited</span>";
+  return out;
 }
 
 // index.html: the banner, the latest run per backend with its charts over time, the models.
@@ -486,8 +508,7 @@ std::string index_page(const Dashboard& d, const AlertMarks& marked, int64_t new
                                    100.0 * last.passed / last.checked,
                                    last.skipped ? fmt::format(", {} skipped", last.skipped) : "")
                      : "–",
-        fmt_opt(std::exp(mean_of(last.log_speedup)), "{:.3f}x"),
-        fmt_opt(mean_of(last.compile), "{:.2f}"),
+        geomean_cell(last), fmt_opt(mean_of(last.compile), "{:.2f}"),
         fmt_opt(std::exp(mean_of(last.log_memory)), "{:.2f}"));
     std::vector<double> t, pass, speed, compile, memory, run_ids;
     for (const auto& [run, s] : by_run) {
@@ -536,9 +557,9 @@ std::string index_page(const Dashboard& d, const AlertMarks& marked, int64_t new
       if (pts.empty()) continue;
       const Point& p = pts.back();
       latest +=
-          fmt::format("{}{}: <span class=\"{}\">{}</span> {} ms{}", latest.empty() ? "" : "; ",
+          fmt::format("{}{}: <span class=\"{}\">{}</span>{} {} ms{}", latest.empty() ? "" : "; ",
                       html_escape(backend), p.pass() ? "pass" : "fail",
-                      html_escape(p.status_text()), fmt_opt(p.median_ms, "{:.4g}"),
+                      html_escape(p.status_text()), marks(p), fmt_opt(p.median_ms, "{:.4g}"),
                       std::isfinite(p.speedup) ? fmt::format(", {:.2f}x", p.speedup) : "");
     }
     body += fmt::format("<tr><td>{}</td><td><a href=\"{}\">{}</a></td><td>{}</td></tr>\n",

@@ -90,6 +90,11 @@ struct RooflineFigures {
   bool memory_bound = false;
 };
 std::optional<RooflineFigures> roofline_figures(const Roofline& r, double median_ms);
+// "" for a median the machine can reach; else why it cannot: the graph's FLOPs at over 6x the
+// measured FMA peak, or its compulsory bytes at over 4x the triad of the fastest level they fit
+// in (the L2 of the timed threads, else DRAM). The margins leave room for fast algorithms
+// (Winograd) and for caches faster than the level measured.
+std::string beyond_the_machine(const Roofline& r, double median_ms);
 
 // How much the machine disturbed a timed result, measured around its samples.
 struct Contention {
