@@ -403,6 +403,7 @@ class Runner {
     for (ResultRecord& r : results) {
       if (r.status != Status::kPass) continue;
       const auto at = std::find(job.backends.begin(), job.backends.end(), r.backend);
+      if (at == job.backends.end()) continue;  // finalize_job gives one result per job backend
       const auto k = static_cast<size_t>(at - job.backends.begin());
       std::string failure;
       if (reference_->failure) {
