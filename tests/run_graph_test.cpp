@@ -2,6 +2,7 @@
 // way a plugin can misbehave (hang, crash, abort, exit) contained as one line and exit status 1.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <regex>
 
 #include "cli_util.h"
@@ -43,6 +44,31 @@ TEST(RunGraph, NormalOutputIsUnchanged) {
             std::string::npos)
       << prof.out;
   EXPECT_NE(prof.out.find("  eager::sin "), std::string::npos) << prof.out;
+}
+
+// Eager is the reference: it computes the same whatever OpenMP settings it is started under. With
+// OMP_MAX_ACTIVE_LEVELS=0 every region ran on one thread while omp_get_max_threads() said 2, and
+// oneDNN left the other thread's half of a GEMM unwritten: eager and codegen agreed on the wrong
+// answer, and accuracy passed. Every run sets its count through use_openmp_threads, which turns
+// regions back on.
+TEST(RunGraph, EagerComputesTheSameUnderAnyOpenMpSetting) {
+  const auto dir = testing::fresh_test_dir("run_graph_omp");
+  std::ofstream(dir / "lin.graph")
+      << "graph lin(%x: f32[64,256]) {\n  param %w: f32[256,256] = randn(seed=3, std=0.06)\n"
+         "  %y = linear(%x, %w)\n  %z = relu(%y)\n  return %z\n}\n";
+  auto output = [&](const std::string& env, const std::string& backend) {
+    auto r = run_crucible(
+        "run-graph " + (dir / "lin.graph").string() + " --backend " + backend + " --threads 2",
+        env);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return r.out.substr(r.out.find('\n') + 1);  // the outputs, without the timing line
+  };
+  for (const std::string backend : {"eager", "codegen"}) {
+    const std::string want = output("", backend);
+    for (const std::string env :
+         {"OMP_MAX_ACTIVE_LEVELS=0", "OMP_DYNAMIC=true", "OMP_NUM_THREADS=1", "OMP_NESTED=false"})
+      EXPECT_EQ(output(env, backend), want) << backend << " under " << env;
+  }
 }
 
 // Each misbehaving plugin: exit 1, nothing on stdout, one line on stderr saying what and when.
