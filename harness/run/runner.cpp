@@ -3,7 +3,6 @@
 // interleaved timing worker), each result written to the store in its own transaction as soon as it
 // is known.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -32,7 +31,6 @@
 #include "output_dir.h"
 #include "result_table.h"
 #include "run_config.h"
-#include "tensor_file.h"
 #include "timing_pool.h"
 
 namespace crucible {
@@ -82,6 +80,16 @@ class Progress {
   size_t done_ = 0;
   std::chrono::steady_clock::time_point start_;
 };
+
+// Physics: a median faster than the machine it ran on did not do the graph's work. Part of the
+// audit, which --no-audit turns off (and every such result says so).
+void fail_beyond_the_machine(ResultRecord& r, double median_ms) {
+  if (r.status != Status::kPass || !r.roofline || reports::unaudited(r)) return;
+  const std::string why = reports::beyond_the_machine(*r.roofline, median_ms);
+  if (why.empty()) return;
+  r.status = Status::kFailAudit;
+  r.error = why;
+}
 
 std::string first_noise_reason(const std::map<std::string, ResultRecord>& results) {
   for (const auto& [backend, r] : results) {
@@ -222,11 +230,8 @@ class Runner {
 
   // The files of one accuracy worker: `role` is "reference" or a backend's name.
   CheckFiles check_files(const ModelEntry& m, const std::string& role) const {
-    return check_files_of(m.name, role);
-  }
-  CheckFiles check_files_of(const std::string& model, const std::string& role) const {
     const std::string label =
-        fmt::format("{}.{}.accuracy", file_component(model), file_component(role));
+        fmt::format("{}.{}.accuracy", file_component(m.name), file_component(role));
     return {{out_ / "reports" / (label + ".report"), out_ / "logs" / (label + ".log")},
             out_ / "reports" / (label + ".tensors")};
   }
@@ -321,7 +326,8 @@ class Runner {
                                     : fmt::format("{}.timing.p{}", file_component(m.name), p + 1);
         job.tensors = (out_ / "reports" / (log + ".tensors")).string();
         std::vector<ResultRecord> timed_results = run_job(job, log);
-        judge_hand_off(job, timed_results);
+        judge_timing_hand_off(job, *reference_, check_files(m, "reference"), {{}, limits_},
+                              timed_results);
         for (auto& r : timed_results) {
           auto [it, first] = by_backend.try_emplace(r.backend, r);
           if (!first) pool_timing(it->second, r);
@@ -358,15 +364,7 @@ class Runner {
       r.kernels = p.kernels;
       if (peak[b] > 0) r.peak_rss_mb = peak[b];
       const double median = reports::summarize(r.samples_ms).median;
-      // Physics: a median faster than the machine it ran on did not do the graph's work. Part of
-      // the audit, which --no-audit turns off (and every such result says so).
-      if (const std::string why = r.status == Status::kPass && r.roofline && !reports::unaudited(r)
-                                      ? reports::beyond_the_machine(*r.roofline, median)
-                                      : "";
-          !why.empty()) {
-        r.status = Status::kFailAudit;
-        r.error = why;
-      }
+      fail_beyond_the_machine(r, median);
       // A speed-up is reported only between two timings that passed their audit, neither
       // disturbed by another backend's threads.
       if (r.status == Status::kPass && eager.status == Status::kPass && r.disturbed_by.empty() &&
@@ -382,68 +380,6 @@ class Runner {
         count_calls(m, batch, r);
       }
       record(m, r, progress);
-    }
-  }
-
-  // The timing worker's hand-off: each backend's checked outputs on input set A, judged here
-  // against the model's reference. The worker held every timed call bit for bit to those outputs,
-  // so a backend (or a plugin beside it) that made the worker's own comparison lie is caught
-  // here. Unaudited timing (--no-audit) hands out nothing and says so in every result.
-  void judge_hand_off(const WorkerJob& job, std::vector<ResultRecord>& results) {
-    if (job.timing.no_audit) return;
-    std::optional<TensorGroups> groups;
-    std::string why = "the file is missing";
-    try {
-      groups = read_tensor_file(job.tensors);
-    } catch (const Error& e) {
-      why = e.what();
-    }
-    std::error_code ignored;
-    fs::remove(job.tensors, ignored);
-    for (ResultRecord& r : results) {
-      if (r.status != Status::kPass) continue;
-      const auto at = std::find(job.backends.begin(), job.backends.end(), r.backend);
-      if (at == job.backends.end()) continue;  // finalize_job gives one result per job backend
-      const auto k = static_cast<size_t>(at - job.backends.begin());
-      std::string failure;
-      if (reference_->failure) {
-        failure = "no reference to hold its outputs to: " + reference_->failure->error;
-      } else if (!groups || groups->size() != job.backends.size() || (*groups)[k].empty()) {
-        failure = "the timing worker handed out none of its checked outputs: " + why;
-      } else {
-        // Eager, the baseline, must have computed what eager computes elsewhere; the others meet
-        // the model's rule, a test case's expected outputs included.
-        WorkerJob rule = job;
-        if (r.backend == "eager") rule.expected.clear();
-        ResultRecord verdict = r;
-        judge_outputs(rule, reference_->ref, (*groups)[k], verdict);
-        // Not allclose to eager: the rule's fp64 step needs the full reference, made now.
-        if (verdict.status != Status::kPass && !reference_->full && rule.expected.empty()) {
-          reference_ =
-              compute_reference(job, check_files_of(job.model, "reference"), {{}, limits_});
-          verdict = r;
-          if (reference_->failure) {
-            verdict.status = Status::kFailAccuracyInPerf;
-            verdict.error = "no full reference: " + reference_->failure->error;
-          } else {
-            judge_outputs(rule, reference_->ref, (*groups)[k], verdict);
-          }
-        }
-        if (verdict.status != Status::kPass && r.backend == "eager") {
-          failure = fmt::format(
-              "its outputs on input set A in the timing worker it shared with {} are off eager's "
-              "made outside it (a plugin wrote into them?): {}",
-              fmt::join(job.backends.begin() + 1, job.backends.end(), ", "), verdict.error);
-        } else if (verdict.status != Status::kPass) {
-          failure =
-              "its outputs on input set A in the timing worker fail against the reference "
-              "made outside it: " +
-              verdict.error;
-        }
-      }
-      if (failure.empty()) continue;
-      r.status = Status::kFailAccuracyInPerf;
-      r.error = failure;
     }
   }
 

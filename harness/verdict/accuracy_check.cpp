@@ -2,6 +2,9 @@
 #include "accuracy_check.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "crucible/core/error.h"
 #include "expected_outputs.h"
@@ -14,18 +17,28 @@ namespace {
 using reports::Status;
 
 // The tensors a worker handed out, then their file gone. A file that does not read (a plugin may
-// have written anything there) is the worker's failure to run.
-std::optional<TensorGroups> take_tensors(const std::filesystem::path& path,
-                                         reports::ResultRecord& r, Status status) {
+// have written anything there) gives nullopt and `why`.
+std::optional<TensorGroups> take_tensors(const std::filesystem::path& path, std::string& why) {
   std::optional<TensorGroups> groups;
   try {
     groups = read_tensor_file(path);
   } catch (const Error& e) {
-    r.status = status;
-    r.error = e.what();
+    why = e.what();
   }
   std::error_code ignored;
   std::filesystem::remove(path, ignored);
+  return groups;
+}
+
+// The same, where a file that does not read is `r`'s failure with `status`.
+std::optional<TensorGroups> take_tensors(const std::filesystem::path& path,
+                                         reports::ResultRecord& r, Status status) {
+  std::string why;
+  auto groups = take_tensors(path, why);
+  if (!groups) {
+    r.status = status;
+    r.error = why;
+  }
   return groups;
 }
 
@@ -109,6 +122,59 @@ reports::ResultRecord check_accuracy(const WorkerJob& given, const ReferenceOutc
   WorkerJob rule = given;  // judged by the rule of the model (its expected outputs included)
   judge_outputs(rule, reference.ref, (*groups)[0], r);
   return r;
+}
+
+// One backend's hand-off judged: "" when it passes, else why. The eager baseline is held to
+// eager's own outputs; the others to the model's rule, a test case's expected outputs included.
+std::string hand_off_failure(const WorkerJob& job, ReferenceOutcome& reference,
+                             const CheckFiles& reference_files, const CheckLaunch& launch,
+                             const reports::ResultRecord& r, const std::vector<Tensor>& outputs) {
+  WorkerJob rule = job;
+  if (r.backend == "eager") rule.expected.clear();
+  reports::ResultRecord verdict = r;
+  judge_outputs(rule, reference.ref, outputs, verdict);
+  // Not allclose to eager: the rule's fp64 step needs the full reference, made now.
+  if (verdict.status != Status::kPass && !reference.full && rule.expected.empty()) {
+    reference = compute_reference(job, reference_files, launch);
+    if (reference.failure) return "no full reference: " + reference.failure->error;
+    verdict = r;
+    judge_outputs(rule, reference.ref, outputs, verdict);
+  }
+  if (verdict.status == Status::kPass) return "";
+  if (r.backend == "eager") {
+    return fmt::format(
+        "its outputs on input set A in the timing worker it shared with {} are off eager's made "
+        "outside it (a plugin wrote into them?): {}",
+        fmt::join(job.backends.begin() + 1, job.backends.end(), ", "), verdict.error);
+  }
+  return "its outputs on input set A in the timing worker fail against the reference made "
+         "outside it: " +
+         verdict.error;
+}
+
+void judge_timing_hand_off(const WorkerJob& job, ReferenceOutcome& reference,
+                           const CheckFiles& reference_files, const CheckLaunch& launch,
+                           std::vector<reports::ResultRecord>& results) {
+  if (job.timing.no_audit) return;  // nothing handed out: every result says it is unaudited
+  std::string why = "the file is missing";
+  const std::optional<TensorGroups> groups = take_tensors(job.tensors, why);
+  for (reports::ResultRecord& r : results) {
+    if (r.status != Status::kPass) continue;
+    const auto at = std::find(job.backends.begin(), job.backends.end(), r.backend);
+    if (at == job.backends.end()) continue;  // finalize_job gives one result per job backend
+    const auto k = static_cast<size_t>(at - job.backends.begin());
+    std::string failure;
+    if (reference.failure) {
+      failure = "no reference to hold its outputs to: " + reference.failure->error;
+    } else if (!groups || groups->size() != job.backends.size() || (*groups)[k].empty()) {
+      failure = "the timing worker handed out none of its checked outputs: " + why;
+    } else {
+      failure = hand_off_failure(job, reference, reference_files, launch, r, (*groups)[k]);
+    }
+    if (failure.empty()) continue;
+    r.status = Status::kFailAccuracyInPerf;
+    r.error = failure;
+  }
 }
 
 }  // namespace crucible

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "accuracy_verdict.h"
 #include "subprocess.h"
@@ -44,5 +45,15 @@ ReferenceOutcome compute_reference(const WorkerJob& job, const CheckFiles& files
 // The accuracy result of job.backends[0] against `reference`.
 reports::ResultRecord check_accuracy(const WorkerJob& job, const ReferenceOutcome& reference,
                                      const CheckFiles& files, const CheckLaunch& launch);
+
+// The timing worker's hand-off (job.tensors: each backend's checked outputs on input set A, one
+// group per backend of `job`) judged against `reference`. The worker held every timed call bit for
+// bit to those outputs, so a backend (or a plugin beside it) that made the worker's own comparison
+// lie is caught here: a passing result whose outputs fail becomes fail_accuracy_in_perf. A
+// reference that is not full is made full, in place (its worker's files `reference_files`), when a
+// verdict needs the rule's fp64 step. Unaudited timing (--no-audit) hands out nothing.
+void judge_timing_hand_off(const WorkerJob& job, ReferenceOutcome& reference,
+                           const CheckFiles& reference_files, const CheckLaunch& launch,
+                           std::vector<reports::ResultRecord>& results);
 
 }  // namespace crucible
