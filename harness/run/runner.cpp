@@ -272,6 +272,43 @@ class Runner {
     return w.results;
   }
 
+  // The timing of `loadable` on model `m`, one result per backend. A noisy timing is rerun
+  // (--retry-noisy) as a whole: the backends are timed side by side, so the speed-ups stay ratios
+  // of one attempt's medians. Under --processes N each attempt is N timing workers in turn, each
+  // sampling --min-time-ms / N, whose samples are pooled per backend.
+  std::map<std::string, ResultRecord> time_backends(const ModelEntry& m, int64_t batch,
+                                                    const std::vector<std::string>& loadable) {
+    std::map<std::string, ResultRecord> by_backend;
+    for (int attempt = 1; !loadable.empty() && !g_interrupted; ++attempt) {
+      WorkerJob job = make_job(m, batch, "timing", loadable);
+      job.timing.min_time_ms /= cfg_.processes;
+      by_backend.clear();
+      for (int p = 0; p < cfg_.processes && !g_interrupted; ++p) {
+        const std::string log = cfg_.processes == 1
+                                    ? fmt::format("{}.timing", file_component(m.name))
+                                    : fmt::format("{}.timing.p{}", file_component(m.name), p + 1);
+        job.tensors = (out_ / "reports" / (log + ".tensors")).string();
+        std::vector<ResultRecord> timed_results = run_job(job, log);
+        judge_timing_hand_off(job, *reference_, check_files(m, "reference"), {{}, limits_},
+                              timed_results);
+        for (auto& r : timed_results) {
+          auto [it, first] = by_backend.try_emplace(r.backend, r);
+          if (!first) pool_timing(it->second, r);
+        }
+      }
+      bool noisy = false;
+      for (auto& [name, r] : by_backend) {
+        r.attempts = attempt;
+        noisy = noisy || r.noisy;
+      }
+      if (!noisy || attempt > cfg_.retry_noisy) break;
+      std::cerr << fmt::format("{}/{}: timing was noisy ({}), retrying ({} of {})\n",
+                               escape_controls(m.suite), escape_controls(m.name),
+                               first_noise_reason(by_backend), attempt, cfg_.retry_noisy);
+    }
+    return by_backend;
+  }
+
   void run_performance(const ModelEntry& m, int64_t batch,
                        const std::set<std::string>& accuracy_passed,
                        const std::map<std::string, std::string>& load_failed, Progress& progress) {
@@ -311,38 +348,7 @@ class Runner {
       progress.done(profile[b], "profile");
     }
     if (g_interrupted) return;
-    std::map<std::string, ResultRecord> by_backend;
-    // A noisy timing is rerun (--retry-noisy) as a whole: the backends are timed side by side, so
-    // the speed-ups stay ratios of one attempt's medians.
-    // Under --processes N each attempt is N timing workers in turn, each sampling --min-time-ms /
-    // N, whose samples are pooled per backend.
-    for (int attempt = 1; !loadable.empty() && !g_interrupted; ++attempt) {
-      WorkerJob job = make_job(m, batch, "timing", loadable);
-      job.timing.min_time_ms /= cfg_.processes;
-      by_backend.clear();
-      for (int p = 0; p < cfg_.processes && !g_interrupted; ++p) {
-        const std::string log = cfg_.processes == 1
-                                    ? fmt::format("{}.timing", file_component(m.name))
-                                    : fmt::format("{}.timing.p{}", file_component(m.name), p + 1);
-        job.tensors = (out_ / "reports" / (log + ".tensors")).string();
-        std::vector<ResultRecord> timed_results = run_job(job, log);
-        judge_timing_hand_off(job, *reference_, check_files(m, "reference"), {{}, limits_},
-                              timed_results);
-        for (auto& r : timed_results) {
-          auto [it, first] = by_backend.try_emplace(r.backend, r);
-          if (!first) pool_timing(it->second, r);
-        }
-      }
-      bool noisy = false;
-      for (auto& [name, r] : by_backend) {
-        r.attempts = attempt;
-        noisy = noisy || r.noisy;
-      }
-      if (!noisy || attempt > cfg_.retry_noisy) break;
-      std::cerr << fmt::format("{}/{}: timing was noisy ({}), retrying ({} of {})\n",
-                               escape_controls(m.suite), escape_controls(m.name),
-                               first_noise_reason(by_backend), attempt, cfg_.retry_noisy);
-    }
+    std::map<std::string, ResultRecord> by_backend = time_backends(m, batch, loadable);
     const ResultRecord& eager = by_backend["eager"];
     const double eager_median = reports::summarize(eager.samples_ms).median;
     for (const auto& b : perf_backends_) {
