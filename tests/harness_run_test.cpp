@@ -371,8 +371,13 @@ TEST_F(HarnessRun, MinTimeSamplesFastGraphsLongerAndThreadsAreBound) {
     expect_repeat_samples(perf, 2, 3);
   }
   EXPECT_TRUE(res["m_a/faulty/performance"].speedup.has_value());
-  for (int p = 1; p <= 3; ++p) {
-    EXPECT_TRUE(fs::exists(out() / "logs" / ("m_a.timing.p" + std::to_string(p) + ".log"))) << p;
+  // A timing worker per backend and process, each with its own log.
+  for (const std::string b : {"eager", "faulty"}) {
+    for (int p = 1; p <= 3; ++p) {
+      EXPECT_TRUE(
+          fs::exists(out() / "logs" / ("m_a." + b + ".timing.p" + std::to_string(p) + ".log")))
+          << b << p;
+    }
   }
   r = run_crucible(run_args("--backends eager --mode performance --processes 0"));
   EXPECT_EQ(r.status, 2);

@@ -157,7 +157,8 @@ TEST_F(TimingAudit, EachCheatIsCaughtForWhatItDid) {
       << perf["dense/cheat_fault_handler"].error;
   EXPECT_NE(perf["dense/cheat_hog_others"].error.find("outside its own calls"), std::string::npos)
       << perf["dense/cheat_hog_others"].error;
-  EXPECT_NE(perf["dense/cheat_nondet_skip"].error.find("accuracy rule"), std::string::npos)
+  EXPECT_NE(perf["dense/cheat_nondet_skip"].error.find("fail against the reference made outside"),
+            std::string::npos)
       << perf["dense/cheat_nondet_skip"].error;
   // The backend it disturbed says by whom, and gets no speed-up against the disturbed timing.
   const auto& eager = perf["dense/eager"];
@@ -202,7 +203,7 @@ TEST_F(TimingAudit, RememberingIsCaughtOnInputsOfMegabytes) {
   EXPECT_EQ(perf["wide/eager"].status, reports::Status::kPass) << perf["wide/eager"].error;
 }
 
-TEST_F(TimingAudit, ANonDeterministicHonestBackendPassesWithEveryCallChecked) {
+TEST_F(TimingAudit, ANonDeterministicHonestBackendPassesWithARandomCallOfEachSampleChecked) {
   auto r = run_crucible(
       run_args("--backends eager,cheat_nondet_honest --mode performance --repeat 6 --warmup 2"));
   EXPECT_EQ(r.status, 0) << r.err << r.out;
@@ -210,7 +211,13 @@ TEST_F(TimingAudit, ANonDeterministicHonestBackendPassesWithEveryCallChecked) {
     SCOPED_TRACE(key);
     EXPECT_EQ(row.status, reports::Status::kPass) << row.error;
     ASSERT_TRUE(row.audit_coverage.has_value());
-    EXPECT_EQ(*row.audit_coverage, 1.0);  // every timed call's outputs checked
+    // Eager: every call bit for bit. The other: a call of each sample at a secret index handed
+    // out and judged outside its process (its outputs differ every call).
+    if (row.backend == "eager") {
+      EXPECT_EQ(*row.audit_coverage, 1.0);
+    } else {
+      EXPECT_GT(*row.audit_coverage, 0.0);
+    }
     ASSERT_TRUE(row.audit_share.has_value());
     EXPECT_GT(*row.audit_share, 0.0);
     EXPECT_LT(*row.audit_share, 1.0);

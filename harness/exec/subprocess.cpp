@@ -10,16 +10,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <iterator>
 #include <memory>
 #include <sstream>
 #include <thread>
 
 #include "crucible/core/error.h"
 #include "memory_cgroup.h"
+#include "worker_cpu.h"
 
 namespace crucible {
 
@@ -102,7 +105,7 @@ size_t format_pid(pid_t v, char* buf) {
 // descriptors and cgroup prepared before the fork; split, that contract would span functions.
 ChildOutcome run_child(const std::vector<std::string>& argv,
                        const std::map<std::string, std::string>& env, const fs::path& log,
-                       const ChildLimits& limits) {
+                       const ChildLimits& limits, const ChildHooks& hooks) {
   // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -158,6 +161,12 @@ ChildOutcome run_child(const std::vector<std::string>& argv,
     ::dup2(devnull, 0);
     ::dup2(log_fd, 1);
     ::dup2(log_fd, 2);
+    // Out of the way first (one may already sit at a target number), then to 3, 4, ...: dup2
+    // clears close-on-exec on the copies only.
+    int moved[8];
+    const size_t passed = std::min(hooks.fds.size(), std::size(moved));
+    for (size_t i = 0; i < passed; ++i) moved[i] = ::fcntl(hooks.fds[i], F_DUPFD_CLOEXEC, 64);
+    for (size_t i = 0; i < passed; ++i) ::dup2(moved[i], static_cast<int>(3 + i));
     ::execve(args[0], args.data(), envp.data());
     fail(2);
   }
@@ -181,6 +190,9 @@ ChildOutcome run_child(const std::vector<std::string>& argv,
   ::close(log_fd);
   ::setpgid(pid, pid);  // also from the parent, so the group exists before any kill below
   const int slot = register_child(pid);
+  // Just executed: it has started nothing yet that could stay outside its tree.
+  const auto tree = std::make_shared<const WorkerCpu>(pid);
+  if (hooks.started) hooks.started(pid, tree);
 
   ChildOutcome out;
   int status = 0;
@@ -201,6 +213,7 @@ ChildOutcome run_child(const std::vector<std::string>& argv,
   }
   if (slot >= 0) g_running_children[slot] = 0;
   if (out.timed_out) ::kill(-pid, SIGKILL);  // grandchildren left in the group
+  tree->kill_all();  // and those that left it: nothing the worker started outlives it
   if (group) {
     out.memory_cgroup = true;
     out.oom_killed = group->oom_kills() > 0;

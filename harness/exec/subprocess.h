@@ -2,13 +2,19 @@
 // own memory cgroup, else RLIMIT_AS), and reports how it ended with the kernel's accounting.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace crucible {
+
+class WorkerCpu;
 
 struct ChildLimits {
   double timeout_s = 0;  // 0: none; on expiry the whole process group gets SIGKILL
@@ -29,13 +35,25 @@ struct ChildOutcome {
   double wall_s = 0;
 };
 
+// What a child gets besides its limits: descriptors it inherits (fds[i] becomes its descriptor
+// 3 + i, at most 8), and a call in the parent once it has executed, with its pid and its process
+// tree (worker_cpu.h), before the parent waits for it.
+struct ChildHooks {
+  std::vector<int> fds;
+  std::function<void(pid_t, std::shared_ptr<const WorkerCpu>)> started;
+};
+
 // Starts argv[0] (an absolute path) with `argv`, extra environment `env` (added to this process's),
 // stdout and stderr appended to `log`, stdin from /dev/null. Blocks until it ends or times out.
 // Throws Error if the process cannot be started (also if it cannot join its cgroup or exec fails).
-// A memory cgroup is removed after the child, with anything left in it killed.
+// The child's process tree is held in a cgroup of its own (worker_cpu.h) where the machine allows
+// one: anything left in it when the child ends (a process that left the process group, a
+// CLONE_PARENT sibling) is killed then. A memory cgroup is removed after the child, with anything
+// left in it killed.
 ChildOutcome run_child(const std::vector<std::string>& argv,
                        const std::map<std::string, std::string>& env,
-                       const std::filesystem::path& log, const ChildLimits& limits);
+                       const std::filesystem::path& log, const ChildLimits& limits,
+                       const ChildHooks& hooks = {});
 
 // This process's environment with `overrides` replacing or adding variables, as NAME=value strings.
 std::vector<std::string> merged_environment(const std::map<std::string, std::string>& overrides);

@@ -29,9 +29,11 @@
 #include "job_outcome.h"
 #include "onnx_models.h"
 #include "output_dir.h"
+#include "probe_schedule.h"
 #include "result_table.h"
 #include "run_config.h"
 #include "timing_pool.h"
+#include "turn_driver.h"
 
 namespace crucible {
 
@@ -272,26 +274,18 @@ class Runner {
     return w.results;
   }
 
-  // The timing of `loadable` on model `m`, one result per backend. A noisy timing is rerun
+  // The timing of `loadable` on model `m`, one result per backend: a timing worker per backend,
+  // taking turns (turn_driver.h), their hand-offs judged here. A noisy timing is rerun
   // (--retry-noisy) as a whole: the backends are timed side by side, so the speed-ups stay ratios
-  // of one attempt's medians. Under --processes N each attempt is N timing workers in turn, each
+  // of one attempt's medians. Under --processes N each attempt is N timings in turn, each
   // sampling --min-time-ms / N, whose samples are pooled per backend.
   std::map<std::string, ResultRecord> time_backends(const ModelEntry& m, int64_t batch,
                                                     const std::vector<std::string>& loadable) {
     std::map<std::string, ResultRecord> by_backend;
     for (int attempt = 1; !loadable.empty() && !g_interrupted; ++attempt) {
-      WorkerJob job = make_job(m, batch, "timing", loadable);
-      job.timing.min_time_ms /= cfg_.processes;
       by_backend.clear();
       for (int p = 0; p < cfg_.processes && !g_interrupted; ++p) {
-        const std::string log = cfg_.processes == 1
-                                    ? fmt::format("{}.timing", file_component(m.name))
-                                    : fmt::format("{}.timing.p{}", file_component(m.name), p + 1);
-        job.tensors = (out_ / "reports" / (log + ".tensors")).string();
-        std::vector<ResultRecord> timed_results = run_job(job, log);
-        judge_timing_hand_off(job, *reference_, check_files(m, "reference"), {{}, limits_},
-                              timed_results);
-        for (auto& r : timed_results) {
+        for (ResultRecord& r : time_in_turns(m, batch, loadable, p)) {
           auto [it, first] = by_backend.try_emplace(r.backend, r);
           if (!first) pool_timing(it->second, r);
         }
@@ -307,6 +301,35 @@ class Runner {
                                first_noise_reason(by_backend), attempt, cfg_.retry_noisy);
     }
     return by_backend;
+  }
+
+  // One timing of `loadable`, the `p`-th of --processes: each backend's worker gets its share of
+  // --timeout as its budget, all share one secret (the same fresh sets hide in every backend's
+  // samples), and every result is judged by what the parent saw and by its hand-off.
+  std::vector<ResultRecord> time_in_turns(const ModelEntry& m, int64_t batch,
+                                          const std::vector<std::string>& loadable, int p) {
+    const uint64_t secret = os_secret();
+    std::vector<TurnWorker> workers;
+    for (const std::string& b : loadable) {
+      WorkerJob job = make_job(m, batch, "timing", {b});
+      job.timing.min_time_ms /= cfg_.processes;
+      job.budget_s = cfg_.timeout_s / static_cast<double>(loadable.size());
+      job.secret = secret;
+      std::string label = fmt::format("{}.{}.timing", file_component(m.name), file_component(b));
+      if (cfg_.processes > 1) label += fmt::format(".p{}", p + 1);
+      job.tensors = (out_ / "reports" / (label + ".tensors")).string();
+      workers.push_back(
+          {job, {out_ / "reports" / (label + ".report"), out_ / "logs" / (label + ".log")}});
+    }
+    std::vector<TurnRecord> records = take_turns(workers, {}, limits_);
+    judge_turns(records);
+    std::vector<ResultRecord> out;
+    for (size_t k = 0; k < workers.size(); ++k) {
+      judge_timing_hand_off(workers[k].job, *reference_, check_files(m, "reference"), {{}, limits_},
+                            records[k].results);
+      for (ResultRecord& r : records[k].results) out.push_back(std::move(r));
+    }
+    return out;
   }
 
   void run_performance(const ModelEntry& m, int64_t batch,

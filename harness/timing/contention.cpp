@@ -60,6 +60,8 @@ void ContentionMeter::add_sample(const ContentionSnapshot& before,
   sample_s_ += std::chrono::duration<double>(after.at - before.at).count();
   run_delay_s_ += std::max(0.0, after.run_delay_s - before.run_delay_s);
   switches_ += std::max<int64_t>(0, after.involuntary_switches - before.involuntary_switches);
+  sample_other_s_ += (after.busy_s - before.busy_s) - (after.self_cpu_s - before.self_cpu_s);
+  sample_steal_s_ += after.steal_s - before.steal_s;
 }
 
 void ContentionMeter::set_window(const ContentionSnapshot& begin, const ContentionSnapshot& end) {
@@ -74,9 +76,11 @@ reports::Contention ContentionMeter::figures(int cores) const {
   reports::Contention c;
   c.run_delay = sample_s_ > 0 ? run_delay_s_ / sample_s_ : 0;
   c.involuntary_switches = switches_;
-  const double capacity = window_s_ * std::max(1, cores);
-  c.other_cpu = capacity > 0 ? window_other_s_ / capacity : 0;
-  c.steal = capacity > 0 ? window_steal_s_ / capacity : 0;
+  const double capacity = window_s() * std::max(1, cores);
+  const double other = samples_only_ ? sample_other_s_ : window_other_s_;
+  const double steal = samples_only_ ? sample_steal_s_ : window_steal_s_;
+  c.other_cpu = capacity > 0 ? std::max(0.0, other) / capacity : 0;
+  c.steal = capacity > 0 ? std::max(0.0, steal) / capacity : 0;
   return c;
 }
 

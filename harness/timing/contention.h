@@ -28,10 +28,14 @@ class ContentionMeter {
   void add_sample(const ContentionSnapshot& before, const ContentionSnapshot& after);
   void set_window(const ContentionSnapshot& begin, const ContentionSnapshot& end);
   reports::Contention figures(int cores) const;
-  double window_s() const { return window_s_; }
+  double window_s() const { return samples_only_ ? sample_s_ : window_s_; }
+  // Other processes' CPU and steal over the samples only, not the whole window: a timing worker
+  // that takes turns shares its window with the other backends' workers, timed by design.
+  void count_samples_only() { samples_only_ = true; }
 
  private:
-  double sample_s_ = 0, run_delay_s_ = 0;
+  bool samples_only_ = false;
+  double sample_s_ = 0, run_delay_s_ = 0, sample_other_s_ = 0, sample_steal_s_ = 0;
   int64_t switches_ = 0;
   double window_s_ = 0, window_other_s_ = 0, window_steal_s_ = 0;
 };

@@ -29,6 +29,10 @@ struct CheckLaunch {
 
 struct ReferenceOutcome {
   AccuracyReference ref;
+  // With job.fresh_sets >= 0: the references on the timing audit's other input sets, [0] set B,
+  // [1 + j] fresh set j of job.secret (eager once, fp64 when `full`; never a test case's expected
+  // outputs, which are for set A).
+  std::vector<AccuracyReference> timing_sets;
   bool full = true;  // eager's determinism checked and fp64 made (when the rule wants it)
   // Set when there is no reference to judge against (eager failed, crashed, differed between its
   // two runs, or a test case's expected outputs did not read): every backend's result.
@@ -46,12 +50,13 @@ ReferenceOutcome compute_reference(const WorkerJob& job, const CheckFiles& files
 reports::ResultRecord check_accuracy(const WorkerJob& job, const ReferenceOutcome& reference,
                                      const CheckFiles& files, const CheckLaunch& launch);
 
-// The timing worker's hand-off (job.tensors: each backend's checked outputs on input set A, one
-// group per backend of `job`) judged against `reference`. The worker held every timed call bit for
-// bit to those outputs, so a backend (or a plugin beside it) that made the worker's own comparison
-// lie is caught here: a passing result whose outputs fail becomes fail_accuracy_in_perf. A
-// reference that is not full is made full, in place (its worker's files `reference_files`), when a
-// verdict needs the rule's fp64 step. Unaudited timing (--no-audit) hands out nothing.
+// The timing workers' hand-off (job.tensors, see timing_job.cpp: each backend's outputs on input
+// sets A and B, on every fresh set it met, and its distinct outputs when it is not bitwise
+// deterministic) judged against references made where no plugin was loaded: set A's is
+// `reference`; B's and the fresh sets' (of job.secret) are computed here by a reference worker
+// (its files `reference_files`). A passing result whose outputs fail becomes
+// fail_accuracy_in_perf. A reference that is not full is made full when a verdict needs the rule's
+// fp64 step. Unaudited timing (--no-audit) hands out nothing.
 void judge_timing_hand_off(const WorkerJob& job, ReferenceOutcome& reference,
                            const CheckFiles& reference_files, const CheckLaunch& launch,
                            std::vector<reports::ResultRecord>& results);

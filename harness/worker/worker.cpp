@@ -19,6 +19,7 @@
 #include "crucible/ir/transforms.h"
 #include "crucible/ops/interpreter.h"
 #include "crucible/plugin_loader.h"
+#include "input_sets.h"
 #include "perf_counters.h"
 #include "tensor_file.h"
 #include "worker_session.h"
@@ -51,7 +52,8 @@ double own_peak_rss_mb() {
 
 // The accuracy reference, in a worker that loads no plugin: eager's outputs twice on the same
 // inputs (they must agree bit for bit) and the fp64 reference, from the registry's interpreter
-// that the eager backend wraps. Written to job.tensors as two groups; the parent judges.
+// that the eager backend wraps. Written to job.tensors as two groups (then two per timing set when
+// job.fresh_sets >= 0: set B, fresh sets 0 .. fresh_sets - 1); the parent judges.
 void reference_job(Session& s) {
   reports::ResultRecord r = s.record("eager", "accuracy");
   std::vector<Tensor> e1, e2, fp64;
@@ -77,8 +79,29 @@ void reference_job(Session& s) {
     r.error = "fp64 reference: " + r.error;
     return s.report.result(r);
   }
+  TensorGroups groups = {e1, fp64};
+  // The timing audit's other sets: B and the fresh sets the timing workers met, once each.
+  if (s.job.fresh_sets >= 0) {
+    s.report.phase("timing_sets", "eager");
+    if (!attempt(r, Status::kEagerFailToRun, [&] {
+          const Graph varied = with_varied_inputs(s.graph);
+          const std::vector<Tensor> set_b = second_input_set(varied, s.job.seed);
+          for (int j = -1; j < s.job.fresh_sets; ++j) {
+            const std::vector<Tensor> inputs =
+                j < 0 ? set_b : fresh_input_set(varied, set_b, s.job.secret, j);
+            groups.push_back(Interpreter(s.graph).run(inputs));
+            groups.push_back(
+                s.job.want_fp64
+                    ? Interpreter(widen_to_f64(s.graph)).run(widen_inputs_to_f64(inputs))
+                    : std::vector<Tensor>{});
+          }
+        })) {
+      r.error = "the timing audit's input sets: " + r.error;
+      return s.report.result(r);
+    }
+  }
   s.report.phase("write", "eager");
-  if (!attempt(r, Status::kEagerFailToRun, [&] { write_tensor_file(s.job.tensors, {e1, fp64}); }))
+  if (!attempt(r, Status::kEagerFailToRun, [&] { write_tensor_file(s.job.tensors, groups); }))
     return s.report.result(r);
   r.status = Status::kPass;
   s.report.result(r);
@@ -192,6 +215,9 @@ std::vector<std::string> WorkerJob::to_args() const {
   if (!tensors.empty()) add(flag("tensors", tensors));
   if (!want_fp64) a.push_back("--no-fp64");
   if (eager_once) a.push_back("--eager-once");
+  if (turns) a.push_back("--turns");
+  if (secret != 0) add(flag("secret", std::to_string(secret)));
+  if (fresh_sets >= 0) add(flag("fresh-sets", std::to_string(fresh_sets)));
   add(flag("report", report));
   for (const auto& p : plugin_paths) add(flag("plugin-path", p));
   for (const auto& [k, v] : config) add(flag("config", fmt::format("{}={}", k, v)));

@@ -36,9 +36,17 @@ struct WorkerJob {
   std::string tensors;
   bool want_fp64 = true;    // reference: compute the fp64 reference too
   bool eager_once = false;  // reference: one eager run, no determinism check
-  TimingSettings timing;    // the run's timing options (timing_settings.h)
-  double budget_s = 0;      // timing: the worker's time limit, split among its backends (0: none)
-  bool profile = false;     // run-graph: per-kernel timings
+  // timing: take turns with the parent over descriptor 3 (turn_channel.h), one backend per worker.
+  bool turns = false;
+  // timing and its reference: the seed of the audit's schedule and of its inputs never seen
+  // before, drawn by the parent per timing (0: the worker draws one).
+  uint64_t secret = 0;
+  // reference: besides input set A, eager's outputs (and fp64's) on the timing audit's set B and
+  // on its first `fresh_sets` fresh sets (-1: set A only).
+  int fresh_sets = -1;
+  TimingSettings timing;  // the run's timing options (timing_settings.h)
+  double budget_s = 0;    // timing: the worker's time limit, split among its backends (0: none)
+  bool profile = false;   // run-graph: per-kernel timings
   std::string report;
   std::vector<std::string> plugin_paths;
   std::map<std::string, std::string> config;  // -c: see backend_config.h (run-graph: all)

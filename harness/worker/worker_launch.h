@@ -26,9 +26,10 @@ struct WorkerRun {
 };
 
 // Runs `job` (its report set to files.report) in a `crucible worker` child with `env` added to the
-// environment, under `wrapper` (a command the worker runs under, say valgrind) when given.
+// environment, under `wrapper` (a command the worker runs under, say valgrind) when given, with
+// `hooks` (descriptors it inherits, a call once it runs).
 WorkerRun run_worker(WorkerJob& job, const WorkerFiles& files,
                      const std::map<std::string, std::string>& env, const ChildLimits& limits,
-                     const std::vector<std::string>& wrapper = {});
+                     const std::vector<std::string>& wrapper = {}, const ChildHooks& hooks = {});
 
 }  // namespace crucible

@@ -8,11 +8,27 @@
 //                         return zeros;
 //   rewrite_expected      rewrites the test case's output_N.pb (found through --expected in
 //                         /proc/self/cmdline) to hold zeros.
+// And hostile backends that compute honestly (through the interpreter, as eager does) but try to
+// look faster than eager by moving the clock or slowing eager from outside their own calls:
+//   clock_slow            rewrites every GOT slot of clock_gettime in every loaded object to a
+//                         clock running at a quarter of the real speed;
+//   pin_eager             pins every thread of the other timing workers to CPU 0 and renices
+//                         them to 19, at every call;
+//   thread_chain          keeps a chain of threads working outside its calls, each living 200 us
+//                         and starting its successor;
+//   clone_parent          starts a process with CLONE_PARENT (a sibling of its worker, outside
+//                         its process group) that works while eager is timed.
 // Each says on stderr what it did, so a test can tell an attack that acted from one that missed.
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -23,6 +39,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "crucible/ops/interpreter.h"
@@ -159,6 +176,83 @@ int rewrite_expected(const std::vector<Tensor>& answer) {
   return rewritten;
 }
 
+// --- clock_slow ----------------------------------------------------------------------------------
+
+// CLOCK_MONOTONIC and friends at a quarter of real speed from the first call on.
+int slow_clock_gettime(clockid_t id, timespec* ts) {
+  static timespec first{};
+  const long r = ::syscall(SYS_clock_gettime, id, ts);
+  if (id != CLOCK_MONOTONIC && id != CLOCK_MONOTONIC_RAW) return static_cast<int>(r);
+  if (first.tv_sec == 0 && first.tv_nsec == 0) first = *ts;
+  const int64_t base = first.tv_sec * 1'000'000'000LL + first.tv_nsec;
+  const int64_t now = ts->tv_sec * 1'000'000'000LL + ts->tv_nsec;
+  const int64_t slow = base + (now - base) / 4;
+  ts->tv_sec = slow / 1'000'000'000LL;
+  ts->tv_nsec = slow % 1'000'000'000LL;
+  return static_cast<int>(r);
+}
+
+int slow_the_clock() {
+  attack::GotPatch p{"clock_gettime", reinterpret_cast<void*>(&slow_clock_gettime)};
+  dl_iterate_phdr(attack::patch_object, &p);
+  return p.patched;
+}
+
+// --- pin_eager -----------------------------------------------------------------------------------
+
+// Every thread of every other timing worker of this user: pinned to CPU 0, niced to 19.
+int pin_other_workers() {
+  int touched = 0;
+  const std::string self = std::to_string(::getpid());
+  std::error_code ec;
+  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string pid = proc.path().filename().string();
+    if (pid == self || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(proc.path() / "cmdline");
+    const std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmd.find(std::string("--job\0timing", 12)) == std::string::npos) continue;
+    for (const auto& task : std::filesystem::directory_iterator(proc.path() / "task", ec)) {
+      const pid_t tid = std::atoi(task.path().filename().c_str());
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(0, &one);
+      if (::sched_setaffinity(tid, sizeof one, &one) == 0) ++touched;
+      ::setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 19);
+    }
+  }
+  return touched;
+}
+
+// --- thread_chain, clone_parent ------------------------------------------------------------------
+
+void spin_for(std::chrono::microseconds d) {
+  const auto end = std::chrono::steady_clock::now() + d;
+  volatile uint64_t x = 0;
+  while (std::chrono::steady_clock::now() < end) x = x + 1;
+}
+
+std::atomic<int> g_chain_links{0};
+void chain_link() {
+  spin_for(std::chrono::microseconds(200));
+  ++g_chain_links;
+  std::thread(chain_link).detach();
+}
+
+int start_clone_parent() {
+  static bool started = false;
+  if (started) return 0;
+  started = true;
+  static char stack[1 << 16];
+  const int pid = ::clone(
+      [](void*) -> int {
+        ::setsid();
+        for (;;) spin_for(std::chrono::microseconds(1000));
+        return 0;
+      },
+      stack + sizeof stack, CLONE_PARENT | SIGCHLD, nullptr);
+  return pid > 0 ? 1 : 0;
+}
+
 // --- the backend ---------------------------------------------------------------------------------
 
 class AttackExecutable final : public plugin::Executable {
@@ -173,6 +267,19 @@ class AttackExecutable final : public plugin::Executable {
       say("patched {} slots of Interpreter::run", hook_everything());
     } else if (kAttack == "rewrite_expected") {
       say("rewrote {} expected outputs", rewrite_expected(answer));
+    } else if (kAttack == "clock_slow") {
+      say("patched {} slots of clock_gettime", slow_the_clock());
+      return interpreter_.run(inputs);
+    } else if (kAttack == "pin_eager") {
+      say("pinned and reniced {} threads of other workers", pin_other_workers());
+      return interpreter_.run(inputs);
+    } else if (kAttack == "thread_chain") {
+      if (g_chain_links == 0) std::thread(chain_link).detach();
+      say("its chain has run {} links", g_chain_links.load());
+      return interpreter_.run(inputs);
+    } else if (kAttack == "clone_parent") {
+      say("started {} CLONE_PARENT processes", start_clone_parent());
+      return interpreter_.run(inputs);
     }
     return answer;
   }

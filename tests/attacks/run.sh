@@ -31,6 +31,7 @@ fi
   echo "model add_add_mul_add graph=add_add_mul_add.graph"
   [ ${#cases[@]} -eq 0 ] || echo "onnx_cases cases"
 } >"$work/suite/suite.manifest"
+head -2 "$work/suite/suite.manifest" >"$work/suite/speed.manifest"
 
 failed=0
 want=$((2 + ${#cases[@]}))
@@ -67,6 +68,35 @@ for attack in scan_zero scan_nan hook_interpreter rewrite_expected; do
                                            and mode = 'accuracy' and status = 'fail_accuracy'")
   if [ "$n_acc" -ne "$want" ]; then
     echo "attack $attack: $n_acc of $want models fail accuracy" >&2; failed=1
+  fi
+done
+# The attacks on the clock compute honest outputs: in performance mode none may show a speed-up
+# over eager (theirs is about 1x, the interpreter's), and those that work outside their calls
+# must not pass.
+for attack in clock_slow pin_eager thread_chain clone_parent; do
+  run="$attack.performance"
+  set +e
+  "$crucible" run --suite "$work/suite/speed.manifest" \
+    --backends "attack_$attack" --mode performance --repeat 4 --min-time-ms 0 \
+    --plugin-path "$work/build" --db "$work/$run.db" -o "$work/out_$run" >"$work/$run.txt" 2>&1
+  set -e
+  rows=$(sqlite3 "$work/$run.db" "select model || ' ' || backend || ' ' || status || ' ' ||
+                                  (case when speedup is null then '-' else printf('%.2f', speedup) end) from results
+                                  where mode = 'performance' order by model, backend")
+  echo "$rows" | sed "s/^/attack $run: /"
+  if [ "$(grep -c " attack_$attack " <<<"$rows")" -ne 2 ]; then
+    echo "attack $run: not 2 results" >&2; cat "$work/$run.txt" >&2; failed=1
+  fi
+  if awk -v a="attack_$attack" '$2 == a && $4 != "-" && $4 + 0 > 1.3 { bad = 1 } END { exit !bad }' <<<"$rows"; then
+    echo "attack $run: a speed-up over 1.3x" >&2; failed=1
+  fi
+  if [ "$attack" = thread_chain ] || [ "$attack" = clone_parent ]; then
+    if grep -q " attack_$attack pass" <<<"$rows"; then
+      echo "attack $run: work outside its calls passed" >&2; failed=1
+    fi
+  fi
+  if ! grep -qh "^attack $attack: " "$work/out_$run"/logs/*."attack_$attack".timing.log; then
+    echo "attack $run: its logs show it never acted" >&2; failed=1
   fi
 done
 if [ ${#cases[@]} -gt 0 ] && ! diff -r "$work/pristine" "$work/suite/cases" >/dev/null; then

@@ -25,6 +25,10 @@ int worker_command(const std::vector<std::string>& args) {
       "no-fp64", po::bool_switch(), "reference: no fp64 reference")(
       "eager-once", po::bool_switch(&job.eager_once), "reference: one eager run")(
       "profile", po::bool_switch(&job.profile), "run-graph: per-kernel timings")(
+      "turns", po::bool_switch(&job.turns), "timing: take turns with the parent on fd 3")(
+      "secret", po::value(&job.secret), "timing, reference: the audit's secret")(
+      "fresh-sets", po::value(&job.fresh_sets),
+      "reference: also set B and this many fresh sets of the timing audit")(
       "budget-s", po::value(&job.budget_s), "timing: the worker's time, split among backends")(
       "report", po::value(&job.report)->required(), "report file")(
       "plugin-path", po::value(&job.plugin_paths)->composing(), "plugin directories")(

@@ -30,6 +30,10 @@ struct MemoryLimitSupport {
 // crucible processes that no longer exist.
 const MemoryLimitSupport& memory_limit_support();
 
+// The directory of this process's cgroup: in the v2 hierarchy (`v2`), else in the v1 hierarchy
+// holding `controller`; "" with `why` set when there is none this process can see.
+std::filesystem::path own_cgroup_dir(bool v2, const std::string& controller, std::string& why);
+
 // The smallest --memory-limit (MB) a worker can start and compile under with this mechanism (see
 // the measurements in memory_cgroup.cpp).
 int64_t memory_limit_floor_mb(MemoryLimitKind kind);

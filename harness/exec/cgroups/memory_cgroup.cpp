@@ -133,31 +133,6 @@ std::optional<std::string> own_cgroup(bool v2, const std::string& controller) {
   return std::nullopt;
 }
 
-// The directory of this process's cgroup, or "" with `why` set.
-fs::path own_cgroup_dir(bool v2, std::string& why) {
-  const std::string what = v2 ? "cgroup v2" : "the cgroup v1 memory controller";
-  const auto mount = find_mount(v2, "memory");
-  if (!mount) {
-    why = fmt::format("{} is not mounted", what);
-    return {};
-  }
-  const auto path = own_cgroup(v2, "memory");
-  if (!path) {
-    why = fmt::format("/proc/self/cgroup names no {} group", v2 ? "cgroup v2" : "memory");
-    return {};
-  }
-  std::string rel = *path;
-  if (mount->root != "/") {
-    if (rel.rfind(mount->root, 0) != 0) {
-      why = fmt::format("this process's cgroup {} is outside the mounted part {} of {}", rel,
-                        mount->root, what);
-      return {};
-    }
-    rel = rel.substr(mount->root.size());
-  }
-  return fs::path(mount->point) / fs::path(rel).relative_path();
-}
-
 std::atomic<unsigned> g_group_counter{0};
 
 fs::path new_group_name(const fs::path& parent) {
@@ -203,7 +178,7 @@ MemoryLimitSupport detect() {
   // processes in it (this one) may only enable it if it is the root: cgroup v2 keeps processes in
   // leaves. Nothing is moved to make room: that would change the caller's cgroup layout.
   std::string why;
-  if (fs::path dir = own_cgroup_dir(true, why); !dir.empty()) {
+  if (fs::path dir = own_cgroup_dir(true, "memory", why); !dir.empty()) {
     const auto controllers = read_text(dir / "cgroup.controllers");
     const auto subtree = read_text(dir / "cgroup.subtree_control");
     if (!controllers || !has_word(*controllers, "memory")) {
@@ -234,7 +209,7 @@ MemoryLimitSupport detect() {
   // cgroup v1's memory controller (hybrid layouts): no such rule, a child group always works if
   // we may create it.
   why.clear();
-  if (fs::path dir = own_cgroup_dir(false, why); !dir.empty()) {
+  if (fs::path dir = own_cgroup_dir(false, "memory", why); !dir.empty()) {
     if (std::string p = probe(MemoryLimitKind::kCgroupV1, dir); !p.empty()) {
       reasons.push_back("cgroup v1: " + p);
     } else {
@@ -251,6 +226,31 @@ MemoryLimitSupport detect() {
 }
 
 }  // namespace
+
+fs::path own_cgroup_dir(bool v2, const std::string& controller, std::string& why) {
+  const std::string what =
+      v2 ? "cgroup v2" : fmt::format("the cgroup v1 {} controller", controller);
+  const auto mount = find_mount(v2, controller);
+  if (!mount) {
+    why = fmt::format("{} is not mounted", what);
+    return {};
+  }
+  const auto path = own_cgroup(v2, controller);
+  if (!path) {
+    why = fmt::format("/proc/self/cgroup names no {} group", v2 ? "cgroup v2" : controller);
+    return {};
+  }
+  std::string rel = *path;
+  if (mount->root != "/") {
+    if (rel.rfind(mount->root, 0) != 0) {
+      why = fmt::format("this process's cgroup {} is outside the mounted part {} of {}", rel,
+                        mount->root, what);
+      return {};
+    }
+    rel = rel.substr(mount->root.size());
+  }
+  return fs::path(mount->point) / fs::path(rel).relative_path();
+}
 
 const MemoryLimitSupport& memory_limit_support() {
   static const MemoryLimitSupport support = detect();

@@ -1,0 +1,82 @@
+// The turn protocol's lines and the worker's side of it (see turn_channel.h).
+#include "turn_channel.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "crucible/core/error.h"
+#include "raw_clock.h"
+
+namespace crucible {
+
+std::optional<TurnMessage> parse_turn_message(const std::string& line) {
+  std::istringstream in(line);
+  std::string kind;
+  in >> kind;
+  TurnMessage m;
+  if (kind == "ready") {
+    int more = -1;
+    if (!(in >> more) || (more != 0 && more != 1)) return std::nullopt;
+    m.ready = true;
+    m.more = more == 1;
+  } else if (kind == "done") {
+    TurnDone d;
+    if (!(in >> d.window_ms >> d.timed_ms >> d.cpu_ms >> d.calls)) return std::nullopt;
+    for (double v : {d.window_ms, d.timed_ms, d.cpu_ms})
+      if (!std::isfinite(v) || v < 0) return std::nullopt;
+    if (d.calls < 1) return std::nullopt;
+    m.done = d;
+  } else {
+    return std::nullopt;
+  }
+  std::string rest;
+  if (in >> rest) return std::nullopt;
+  return m;
+}
+
+TurnChannel::TurnChannel() {
+  if (::fcntl(fd_, F_SETFD, FD_CLOEXEC) != 0)
+    throw Error(fmt::format("--turns: descriptor 3 is not open: {}", strerror(errno)));
+}
+
+bool TurnChannel::wait_go() {
+  char c = 0;
+  ssize_t n;
+  do {
+    n = ::read(fd_, &c, 1);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1) throw Error("--turns: the parent is gone");
+  go_ns_ = raw_monotonic_ns();
+  if (c == 'g') return true;
+  if (c == 'q') return false;
+  throw Error(fmt::format("--turns: unknown word {:d} from the parent", c));
+}
+
+double TurnChannel::window_ms() const {
+  return static_cast<double>(raw_monotonic_ns() - go_ns_) / 1e6;
+}
+
+void TurnChannel::done(const TurnDone& d) {
+  send(fmt::format("done {:.9g} {:.9g} {:.9g} {}\n", d.window_ms, d.timed_ms, d.cpu_ms, d.calls));
+}
+
+void TurnChannel::ready(bool more) { send(fmt::format("ready {}\n", more ? 1 : 0)); }
+
+void TurnChannel::send(const std::string& line) {
+  size_t at = 0;
+  while (at < line.size()) {
+    const ssize_t n = ::send(fd_, line.data() + at, line.size() - at, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error("--turns: the parent is gone");
+    at += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace crucible

@@ -1,0 +1,380 @@
+// Taking turns with one timing worker per backend, and judging what they said against what the
+// parent saw (see turn_driver.h).
+#include "turn_driver.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+#include "worker_cpu.h"
+
+namespace crucible {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using reports::Status;
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// The longest line a worker may send: the protocol's are under 100 bytes.
+constexpr size_t kMaxLine = 1024;
+
+// One worker while it runs: its thread (blocked in run_worker), its socket, what it said.
+struct Live {
+  TurnWorker* worker = nullptr;
+  int fd = -1;        // the parent's end
+  int child_fd = -1;  // the worker's end, closed here once the worker has it
+  std::thread thread;
+  std::atomic<bool> finished{false};
+  std::shared_ptr<const WorkerCpu> cpu;  // set by the started hook, before its first word
+  std::atomic<bool> cpu_set{false};
+  WorkerRun run;
+  std::string start_error;
+  std::string buffer;
+  std::map<pid_t, std::string> placement;  // each thread's as first seen
+  bool alive = false;
+  bool more = false;
+  TurnRecord record;
+
+  ~Live() {
+    if (thread.joinable()) thread.join();
+    if (fd >= 0) ::close(fd);
+    if (child_fd >= 0) ::close(child_fd);
+  }
+
+  const std::string& backend() const { return worker->job.backends.at(0); }
+  double tree_ms() const { return cpu_set ? cpu->tree_ms() : NAN; }
+  double main_ms() const { return cpu_set ? cpu->main_thread_ms() : NAN; }
+  double wait_ms() const { return cpu_set ? cpu->main_thread_wait_ms() : NAN; }
+
+  bool send(char c) { return ::send(fd, &c, 1, MSG_NOSIGNAL) == 1; }
+
+  // The worker's next line, or nullopt once it is gone or said something else.
+  std::optional<TurnMessage> next() {
+    for (;;) {
+      if (const size_t nl = buffer.find('\n'); nl != std::string::npos) {
+        const std::string line = buffer.substr(0, nl);
+        buffer.erase(0, nl + 1);
+        auto m = parse_turn_message(line);
+        if (!m) record.protocol_error = fmt::format("it said '{}'", line.substr(0, 80));
+        return m;
+      }
+      if (buffer.size() > kMaxLine) {
+        record.protocol_error = fmt::format("it sent a line of over {} bytes", kMaxLine);
+        return std::nullopt;
+      }
+      pollfd p{fd, POLLIN, 0};
+      const int ready = ::poll(&p, 1, 50);
+      if (ready > 0) {
+        char chunk[4096];
+        const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+        if (n <= 0) return std::nullopt;
+        buffer.append(chunk, static_cast<size_t>(n));
+        continue;
+      }
+      if (ready < 0 && errno != EINTR) return std::nullopt;
+      if (finished) return std::nullopt;
+    }
+  }
+};
+
+// Whether a thread of `l` seen before (from its start, before the next worker was started) now has
+// another priority or other CPUs (sched_setaffinity, setpriority): any process of the same user
+// may do that to slow a baseline.
+void check_placement(Live& l) {
+  if (!l.cpu_set || !l.record.placement_change.empty()) return;
+  for (const auto& [tid, now] : l.cpu->placement()) {
+    const auto [at, first] = l.placement.try_emplace(tid, now);
+    if (!first && at->second != now) {
+      l.record.placement_change = fmt::format("thread {}: {} -> {}", tid, at->second, now);
+      return;
+    }
+  }
+}
+
+// After a worker's turn its thread pool spins a while before it sleeps (libgomp's spin count);
+// the next worker's sample starts once that has stopped, so that it is not disturbed by it and the
+// spinning is not taken for work outside the clock. Settled: two polls in a row see no thread of
+// the worker but its main one running, and its tree's CPU did not move between them (a pool that
+// yields between spins is running between the polls). At most kSettleMaxPolls x kSettlePollUs;
+// CPU used after that is charged as usual.
+constexpr int kSettlePollUs = 250;
+constexpr int kSettleMaxPolls = 80;
+void settle(Live& l) {
+  if (!l.cpu_set) return;
+  double before = l.tree_ms();
+  int quiet = 0;
+  for (int k = 0; k < kSettleMaxPolls && quiet < 2; ++k) {
+    std::this_thread::sleep_for(std::chrono::microseconds(kSettlePollUs));
+    const double now = l.tree_ms();
+    quiet = !l.cpu->other_threads_running() && now == before ? quiet + 1 : 0;
+    before = now;
+  }
+}
+
+void start(Live& l, const std::map<std::string, std::string>& env, const ChildLimits& limits) {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    l.start_error = fmt::format("cannot make the turn socket: {}", strerror(errno));
+    l.finished = true;
+    return;
+  }
+  l.fd = sv[0];
+  l.child_fd = sv[1];
+  l.worker->job.turns = true;
+  l.thread = std::thread([&l, &env, &limits] {
+    ChildHooks hooks;
+    hooks.fds = {l.child_fd};
+    hooks.started = [&l](pid_t, std::shared_ptr<const WorkerCpu> tree) {
+      l.cpu = std::move(tree);
+      l.cpu_set = true;
+      ::close(l.child_fd);
+      l.child_fd = -1;
+    };
+    try {
+      l.run = run_worker(l.worker->job, l.worker->files, env, limits, {}, hooks);
+    } catch (const std::exception& e) {
+      l.start_error = e.what();
+    }
+    l.finished = true;
+  });
+  const std::optional<TurnMessage> first = l.next();
+  l.alive = first && first->ready;
+  l.more = l.alive && first->more;
+  // Its warm-up's pool spins down before the next worker starts (and before any turn); its
+  // threads' placement is taken before any other worker runs code.
+  if (l.alive) {
+    settle(l);
+    check_placement(l);
+  }
+}
+
+// One sample of `live[i]`, timed from here; the others' CPU meanwhile is charged to them.
+void turn(std::vector<std::unique_ptr<Live>>& live, size_t i) {
+  Live& l = *live[i];
+  const size_t n = live.size();
+  std::vector<double> tree0(n), main0(n), tree1(n);
+  for (size_t j = 0; j < n; ++j) {
+    tree0[j] = live[j]->tree_ms();
+    main0[j] = live[j]->main_ms();
+  }
+  check_placement(l);
+  const double wait0 = l.wait_ms() + own_thread_wait_ms();
+  const auto t0 = Clock::now();
+  if (!l.send('g')) {
+    l.alive = false;
+    return;
+  }
+  std::optional<TurnMessage> m = l.next();
+  const auto t1 = Clock::now();
+  const double waited = l.wait_ms() + own_thread_wait_ms() - wait0;
+  for (size_t j = 0; j < n; ++j) tree1[j] = live[j]->tree_ms();
+  if (m && m->done) {
+    l.record.windows.push_back(
+        {ms_between(t0, t1), *m->done, tree1[i] - tree0[i], std::isfinite(waited) ? waited : 0.0});
+    for (size_t j = 0; j < n; ++j) {
+      if (j != i && std::isfinite(tree1[j] - tree0[j]))
+        l.record.disturbed[live[j]->backend()] += tree1[j] - tree0[j];
+    }
+    m = l.next();
+  }
+  for (size_t j = 0; j < n; ++j) {
+    if (j == i) continue;
+    // Its main thread waits for "go" (no CPU); anything else of its tree ran its own code.
+    const double idle = (live[j]->tree_ms() - tree0[j]) - (live[j]->main_ms() - main0[j]);
+    if (std::isfinite(idle)) live[j]->record.idle_cpu_ms += std::max(0.0, idle);
+  }
+  if (!m || !m->ready) {
+    l.alive = false;  // gone mid-sample or off the protocol: its report (or protocol_error) says
+    return;
+  }
+  l.more = m->more;
+  settle(l);
+}
+
+}  // namespace
+
+std::vector<TurnRecord> take_turns(std::vector<TurnWorker>& workers,
+                                   const std::map<std::string, std::string>& env,
+                                   const ChildLimits& limits) {
+  std::vector<std::unique_ptr<Live>> live;
+  for (TurnWorker& w : workers) {
+    live.push_back(std::make_unique<Live>());
+    live.back()->worker = &w;
+    start(*live.back(), env, limits);
+  }
+  // Rounds of one sample each, while any worker wants more: all get the same number of samples,
+  // as backends timed side by side did in one process.
+  auto wanted = [&] {
+    return std::any_of(live.begin(), live.end(), [](const auto& l) { return l->alive && l->more; });
+  };
+  while (wanted()) {
+    for (size_t i = 0; i < live.size(); ++i) {
+      if (live[i]->alive) turn(live, i);
+    }
+  }
+  std::vector<TurnRecord> out;
+  for (auto& l : live) {
+    if (l->alive) l->send('q');
+    if (l->thread.joinable()) l->thread.join();
+    TurnRecord r = std::move(l->record);
+    r.results = std::move(l->run.results);
+    if (r.results.empty()) {
+      reports::ResultRecord fail =
+          reports::make_result(l->worker->job.suite, l->worker->job.model, l->backend(),
+                               "performance", l->worker->job.batch_size);
+      fail.status = Status::kFailToRun;
+      fail.error = l->start_error.empty() ? "its timing worker gave no result" : l->start_error;
+      r.results.push_back(fail);
+    }
+    if (l->cpu) {
+      r.cpu_how = l->cpu->how();
+      r.cpu_resolution_ms = l->cpu->resolution_ms();
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+namespace {
+
+// Tolerances of the outside checks. The worker's window starts after the parent's clock does and
+// ends before it stops, so it can be no longer (5 us for the printed digits). It is shorter by a
+// message each way and by the waits for a CPU of both ends (subtracted), and, on a VM whose vCPUs
+// are taken away (steal, which neither end sees as waiting), by up to a fifth of a sample: 1.8 ms
+// of 8 ms in the median of 6 samples with another test's workers on the same 2 vCPUs. So a clock
+// is judged fast when every sample's gap passes kLatencyMs + kLatencyShare of the sample (a
+// clock that lies in every sample), or when the median gap passes kLieShare of the median sample
+// (one that lies in most); a median gap between kLatencyShare and kLieShare is noise, and says so.
+constexpr double kPrintedMs = 0.005;
+constexpr double kLatencyMs = 0.2;
+constexpr double kLatencyShare = 0.1;
+constexpr double kLieShare = 0.25;
+// CPU outside its samples, or of another worker during them: as the in-worker watch allows
+// (timing_job.cpp), this share of its timed time, at least kOutsideMinMs, plus two reads' steps.
+constexpr double kOutsideShare = 0.05;
+constexpr double kOutsideMinMs = 2.0;
+double median_of(const std::vector<double>& v) { return reports::summarize(v).median; }
+
+std::string clock_failure(const TurnRecord& r) {
+  std::vector<double> outside, gap;
+  for (const TurnWindow& w : r.windows) {
+    if (w.inside.window_ms > w.outside_ms + kPrintedMs) {
+      return fmt::format(
+          "its clock counted {:.3f} ms for a sample the harness saw last {:.3f} ms: its clock "
+          "runs slow (a rewritten clock_gettime?)",
+          w.inside.window_ms, w.outside_ms);
+    }
+    if (w.inside.timed_ms > w.inside.window_ms + kPrintedMs) {
+      return fmt::format("it counted {:.3f} ms of calls in a window of {:.3f} ms by its own clock",
+                         w.inside.timed_ms, w.inside.window_ms);
+    }
+    outside.push_back(w.outside_ms);
+    // What waiting for a CPU does not explain.
+    gap.push_back(w.outside_ms - w.inside.window_ms - w.wait_ms);
+  }
+  if (outside.empty()) return "";
+  const double o = median_of(outside), g = median_of(gap);
+  double least = INFINITY;  // the smallest gap past what latency explains
+  for (size_t k = 0; k < gap.size(); ++k)
+    least = std::min(least, gap[k] - kLatencyMs - kLatencyShare * outside[k]);
+  if (least > 0 || g > kLieShare * o) {
+    return fmt::format(
+        "its samples lasted {:.3f} ms by the harness's clock and {:.3f} ms less by its own, "
+        "waits for a CPU aside (the medians of {}; every sample {:.3f} ms or more past the "
+        "latency allowed): its clock runs fast (a rewritten clock_gettime?)",
+        o, g, outside.size(), std::max(0.0, least));
+  }
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  for (const TurnWindow& w : r.windows) {
+    if (w.inside.cpu_ms > w.outside_ms * static_cast<double>(cores) * 1.05 + 1.0) {
+      return fmt::format(
+          "it claimed {:.3f} ms of CPU in a sample of {:.3f} ms on {} CPUs: more than the "
+          "machine has",
+          w.inside.cpu_ms, w.outside_ms, cores);
+    }
+  }
+  return "";
+}
+
+// The clocks disagreeing by more than latency but less than a lie: noise, said as such.
+std::string clock_noise(const TurnRecord& r) {
+  std::vector<double> outside, gap;
+  for (const TurnWindow& w : r.windows) {
+    outside.push_back(w.outside_ms);
+    gap.push_back(w.outside_ms - w.inside.window_ms - w.wait_ms);
+  }
+  if (outside.empty()) return "";
+  const double o = median_of(outside), g = median_of(gap);
+  if (g <= kLatencyMs + kLatencyShare * o || g > kLieShare * o) return "";
+  return fmt::format("its samples were {:.0f}% shorter by its clock than by the harness's",
+                     100 * g / o);
+}
+
+}  // namespace
+
+void judge_turns(std::vector<TurnRecord>& records) {
+  for (TurnRecord& rec : records) {
+    double timed = 0;
+    for (const TurnWindow& w : rec.windows) timed += w.outside_ms;
+    const double allowance = std::max(kOutsideMinMs, kOutsideShare * timed) +
+                             2 * rec.cpu_resolution_ms * static_cast<double>(rec.windows.size());
+    for (reports::ResultRecord& r : rec.results) {
+      std::vector<std::string> by;
+      for (const auto& [other, ms] : rec.disturbed) {
+        if (ms <= allowance) continue;
+        by.push_back(other);
+        const std::string why = fmt::format(
+            "disturbed by backend {}: its worker used {:.1f} ms of CPU during these samples "
+            "({:.1f} ms timed, read from outside: {})",
+            other, ms, timed, rec.cpu_how);
+        r.noise_reason = r.noise_reason.empty() ? why : r.noise_reason + "; " + why;
+        r.noisy = true;
+      }
+      if (!by.empty()) {
+        const std::string names = fmt::format("{}", fmt::join(by, ","));
+        r.disturbed_by = r.disturbed_by.empty() ? names : r.disturbed_by + "," + names;
+      }
+      if (const std::string n = clock_noise(rec); !n.empty()) {
+        r.noise_reason = r.noise_reason.empty() ? n : r.noise_reason + "; " + n;
+        r.noisy = true;
+      }
+      if (r.status != Status::kPass || r.audit == reports::kAuditOff) continue;
+      std::string why;
+      if (!rec.protocol_error.empty()) {
+        why = "its timing worker broke the turn protocol: " + rec.protocol_error;
+      } else if (rec.windows.empty()) {
+        why = "its timing worker reported samples the harness never saw";
+      } else if (!rec.placement_change.empty()) {
+        why = fmt::format(
+            "its worker's threads were moved or reprioritized while it was timed ({}): another "
+            "process may have slowed it",
+            rec.placement_change);
+      } else if (why = clock_failure(rec); !why.empty()) {
+      } else if (rec.idle_cpu_ms > allowance) {
+        why = fmt::format(
+            "its processes used {:.1f} ms of CPU outside its own samples while other backends "
+            "were timed ({:.1f} ms timed; read from outside: {}): work outside the clock",
+            rec.idle_cpu_ms, timed, rec.cpu_how);
+      }
+      if (why.empty()) continue;
+      r.status = Status::kFailAudit;
+      r.error = why;
+    }
+  }
+}
+
+}  // namespace crucible

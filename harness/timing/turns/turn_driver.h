@@ -1,0 +1,63 @@
+// The parent's side of timing: one timing worker per backend, eager's included, so no backend
+// shares a process with another; the parent interleaves their samples by turns, timestamps each
+// sample with its own clock, and reads every worker's CPU from its cgroup, then judges what the
+// workers reported against what it saw (docs/design_decisions.md, "Isolation").
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "crucible/reports/records.h"
+#include "turn_channel.h"
+#include "worker_launch.h"
+
+namespace crucible {
+
+struct TurnWorker {
+  WorkerJob job;  // a timing job of one backend; turns is set here
+  WorkerFiles files;
+};
+
+// One sample seen from outside: the parent's time from "go" to "done", what the worker said, and
+// the CPU its whole process tree used meanwhile.
+struct TurnWindow {
+  double outside_ms = 0;
+  TurnDone inside;
+  double tree_cpu_ms = 0;
+  // The time the worker's main thread and the parent's waited for a CPU meanwhile: a message
+  // each way is late by that much, not by a clock that lies.
+  double wait_ms = 0;
+};
+
+// One worker's timing, its report and what the parent saw of it.
+struct TurnRecord {
+  std::vector<reports::ResultRecord> results;  // as its report gave them (one)
+  std::vector<TurnWindow> windows;
+  // CPU of its process tree, less its main thread's, during the other workers' samples: its own
+  // code running outside its own calls.
+  double idle_cpu_ms = 0;
+  // backend -> CPU that backend's worker used during this worker's samples.
+  std::map<std::string, double> disturbed;
+  std::string cpu_how;  // how its CPU was read (WorkerCpu::how)
+  double cpu_resolution_ms = 0;
+  std::string protocol_error;  // it broke the turn protocol: what it said
+  // A thread of it whose priority or CPUs changed after it was first seen (from the worker's start,
+  // before the next worker started), and how ("" if none).
+  std::string placement_change;
+};
+
+// Starts the workers one after another (each loads, compiles, checks and warms up while the others
+// wait), then gives each a sample in turn, in the order given, for as long as any wants more, and
+// ends them one after another (each measures the machine again alone). Each runs under `limits`.
+std::vector<TurnRecord> take_turns(std::vector<TurnWorker>& workers,
+                                   const std::map<std::string, std::string>& env,
+                                   const ChildLimits& limits);
+
+// What the parent saw, held against what each worker reported; a passing result fails the audit
+// when its clock and the parent's disagree, when it claims more CPU than the machine has, or when
+// its processes worked outside its samples; one whose samples another worker's CPU disturbed says
+// by whom.
+void judge_turns(std::vector<TurnRecord>& records);
+
+}  // namespace crucible

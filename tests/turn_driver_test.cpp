@@ -1,0 +1,127 @@
+// The parent's judgement of timing workers that take turns (turn_driver.h): a worker's line is
+// untrusted input, and a clock that disagrees with the parent's, CPU beyond the machine, threads
+// moved by someone else and work outside the samples each fail a passing result; waits for a CPU
+// do not.
+#include "turn_driver.h"
+
+#include <gtest/gtest.h>
+
+#include "turn_channel.h"
+
+namespace crucible {
+namespace {
+
+using reports::Status;
+
+TEST(TurnChannel, ParsesItsTwoLinesAndNothingElse) {
+  auto ready = parse_turn_message("ready 1");
+  ASSERT_TRUE(ready);
+  EXPECT_TRUE(ready->ready && ready->more);
+  auto done = parse_turn_message("done 1.5 1.25 2 40");
+  ASSERT_TRUE(done && done->done);
+  EXPECT_EQ(done->done->calls, 40);
+  EXPECT_DOUBLE_EQ(done->done->timed_ms, 1.25);
+  for (const char* bad :
+       {"", "ready", "ready 2", "ready 1 x", "done 1 2 3", "done 1 2 3 0", "done -1 0.5 1 3",
+        "done nan 1 1 1", "done inf 1 1 1", "go", "done 1 1 1 1 extra", "READY 1"}) {
+    EXPECT_FALSE(parse_turn_message(bad)) << bad;
+  }
+}
+
+// A record of `n` samples of 5 ms seen from outside, each window `inside` ms by the worker's clock.
+TurnRecord record(int n, double inside, double wait = 0) {
+  TurnRecord rec;
+  reports::ResultRecord r = reports::make_result("s", "m", "b", "performance", 1);
+  r.status = Status::kPass;
+  r.audit = "bitwise";
+  rec.results.push_back(r);
+  for (int i = 0; i < n; ++i) {
+    TurnWindow w;
+    w.outside_ms = 5.0;
+    w.inside = {inside, inside * 0.9, inside, 10};
+    w.wait_ms = wait;
+    rec.windows.push_back(w);
+  }
+  rec.cpu_how = "test";
+  return rec;
+}
+
+reports::ResultRecord judged(TurnRecord rec) {
+  std::vector<TurnRecord> v{std::move(rec)};
+  judge_turns(v);
+  return v[0].results[0];
+}
+
+TEST(TurnDriver, AnHonestWorkerPasses) {
+  EXPECT_EQ(judged(record(10, 4.97)).status, Status::kPass);
+  // A parent or worker that waited for a CPU sees a longer window: not a lying clock.
+  EXPECT_EQ(judged(record(10, 3.0, 2.0)).status, Status::kPass);
+}
+
+TEST(TurnDriver, AClockThatRunsFastOrSlowFails) {
+  const auto fast = judged(record(10, 5.0 / 4));  // a quarter speed: calls look 4x faster
+  EXPECT_EQ(fast.status, Status::kFailAudit);
+  EXPECT_NE(fast.error.find("runs fast"), std::string::npos) << fast.error;
+  const auto slow = judged(record(10, 6.0));  // more time than passed: a baseline made slower
+  EXPECT_EQ(slow.status, Status::kFailAudit);
+  EXPECT_NE(slow.error.find("runs slow"), std::string::npos) << slow.error;
+  // A clock that lies in most samples but not all.
+  TurnRecord most = record(10, 5.0 / 4);
+  for (int k = 0; k < 3; ++k) most.windows[k].inside.window_ms = 4.97;
+  EXPECT_EQ(judged(most).status, Status::kFailAudit);
+  // Samples a fifth shorter by its clock in the median but not in every sample (a VM's vCPU
+  // taken away at a message): noisy, not guilty.
+  TurnRecord stolen = record(10, 4.0);
+  for (int k = 0; k < 3; ++k) stolen.windows[k].inside.window_ms = 4.97;
+  const auto n = judged(stolen);
+  EXPECT_EQ(n.status, Status::kPass) << n.error;
+  EXPECT_TRUE(n.noisy);
+  // Calls timed longer than the window they were timed in.
+  TurnRecord inner = record(10, 4.97);
+  inner.windows[3].inside.timed_ms = 4.99;
+  EXPECT_EQ(judged(inner).status, Status::kFailAudit);
+}
+
+TEST(TurnDriver, CpuBeyondTheMachineFails) {
+  TurnRecord rec = record(10, 4.97);
+  rec.windows[0].inside.cpu_ms = 5.0 * 1000;  // a thousand CPUs' worth
+  const auto r = judged(rec);
+  EXPECT_EQ(r.status, Status::kFailAudit);
+  EXPECT_NE(r.error.find("more than the machine has"), std::string::npos) << r.error;
+}
+
+TEST(TurnDriver, WorkOutsideItsSamplesFailsAndDisturbanceIsNamed) {
+  TurnRecord rec = record(10, 4.97);
+  rec.idle_cpu_ms = 2.4;  // 50 ms timed: the allowance is 2.5 ms
+  EXPECT_EQ(judged(rec).status, Status::kPass);
+  rec.idle_cpu_ms = 10;
+  const auto r = judged(rec);
+  EXPECT_EQ(r.status, Status::kFailAudit);
+  EXPECT_NE(r.error.find("outside its own samples"), std::string::npos) << r.error;
+  TurnRecord disturbed = record(10, 4.97);
+  disturbed.disturbed["hog"] = 20;
+  const auto d = judged(disturbed);
+  EXPECT_EQ(d.status, Status::kPass);  // disturbed, not guilty: noisy, and by whom
+  EXPECT_TRUE(d.noisy);
+  EXPECT_EQ(d.disturbed_by, "hog");
+}
+
+TEST(TurnDriver, ThreadsMovedOrReprioritizedFailAndAProtocolBreakFails) {
+  TurnRecord moved = record(10, 4.97);
+  moved.placement_change = "thread 7: nice 0, CPUs 0-1 -> nice 19, CPUs 0";
+  const auto r = judged(moved);
+  EXPECT_EQ(r.status, Status::kFailAudit);
+  EXPECT_NE(r.error.find("nice 19"), std::string::npos) << r.error;
+  TurnRecord broke = record(10, 4.97);
+  broke.protocol_error = "it said 'hello'";
+  EXPECT_EQ(judged(broke).status, Status::kFailAudit);
+  // Samples in its report the parent never saw.
+  EXPECT_EQ(judged(record(0, 0)).status, Status::kFailAudit);
+  // Unaudited timing is judged by none of this.
+  TurnRecord off = record(10, 5.0 / 4);
+  off.results[0].audit = std::string(reports::kAuditOff);
+  EXPECT_EQ(judged(off).status, Status::kPass);
+}
+
+}  // namespace
+}  // namespace crucible
