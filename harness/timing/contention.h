@@ -44,6 +44,13 @@ class ContentionMeter {
 // core when the system does not say). The shared L3 is left out: a VM reports the host's whole L3.
 double private_cache_mb();
 
+// A backend's threads may burn this share of its own timed time (at least kOutsideCpuMinMs) outside
+// its own calls, or during another backend's samples, before it counts as work outside the clock:
+// thread pools spin briefly after a call returns. The timing worker holds its own threads to it,
+// the parent each worker's process tree (turn_driver.cpp).
+inline constexpr double kOutsideCpuShare = 0.05;
+inline constexpr double kOutsideCpuMinMs = 2.0;
+
 // Thresholds past which a result is marked noisy.
 struct NoiseThresholds {
   // Quiet, this VM's workers wait up to 10% (OpenMP wake-ups); beside a CPU hog, 25-150%.

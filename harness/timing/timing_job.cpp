@@ -87,11 +87,6 @@ constexpr size_t kRefitSamples = 5;
 constexpr double kRefitFactor = 4.0;
 // --min-time-ms takes at most this many times --repeat samples.
 constexpr int kMaxSampleFactor = 100;
-// A backend's threads may burn this share of its own timed time (at least kOutsideCpuMinMs) outside
-// its own calls, or during another backend's samples, before it counts as work outside the clock:
-// thread pools spin briefly after a call returns.
-constexpr double kOutsideCpuShare = 0.05;
-constexpr double kOutsideCpuMinMs = 2.0;
 // The share of the worker's time limit the backends' timing may use, split evenly among them; the
 // rest is for loading the model, the canaries and the report.
 constexpr double kBudgetShare = 0.8;

@@ -139,19 +139,6 @@ fs::path new_group_name(const fs::path& parent) {
   return parent / fmt::format("crucible-{}-{}", ::getpid(), g_group_counter++);
 }
 
-// Removes empty crucible-<pid>-* groups whose crucible process is gone (it was killed outright).
-void remove_stale_groups(const fs::path& parent) {
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(parent, ec)) {
-    const std::string name = e.path().filename().string();
-    if (!name.starts_with("crucible-") || !e.is_directory(ec)) continue;
-    const std::string rest = name.substr(9);
-    const pid_t pid = static_cast<pid_t>(std::atoll(rest.substr(0, rest.find('-')).c_str()));
-    if (pid <= 0 || pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
-    ::rmdir(e.path().c_str());  // fails, harmlessly, while a process is still in it
-  }
-}
-
 // Creates, limits and removes a probe group under `dir`; "" if that all works, else the reason.
 std::string probe(MemoryLimitKind kind, const fs::path& dir) {
   const fs::path g = new_group_name(dir);
@@ -199,7 +186,7 @@ MemoryLimitSupport detect() {
       } else {
         s.kind = MemoryLimitKind::kCgroupV2;
         s.parent = dir;
-        remove_stale_groups(dir);
+        remove_stale_groups(dir, "crucible-");
         return s;
       }
     }
@@ -215,7 +202,7 @@ MemoryLimitSupport detect() {
     } else {
       s.kind = MemoryLimitKind::kCgroupV1;
       s.parent = dir;
-      remove_stale_groups(dir);
+      remove_stale_groups(dir, "crucible-");
       return s;
     }
   } else {
@@ -226,6 +213,18 @@ MemoryLimitSupport detect() {
 }
 
 }  // namespace
+
+void remove_stale_groups(const fs::path& parent, const std::string& prefix) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(parent, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!name.starts_with(prefix) || !e.is_directory(ec)) continue;
+    const std::string rest = name.substr(prefix.size());
+    const auto pid = static_cast<pid_t>(std::atoll(rest.substr(0, rest.find('-')).c_str()));
+    if (pid <= 0 || pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    ::rmdir(e.path().c_str());  // fails, harmlessly, while a process is still in it
+  }
+}
 
 fs::path own_cgroup_dir(bool v2, const std::string& controller, std::string& why) {
   const std::string what =

@@ -34,6 +34,10 @@ const MemoryLimitSupport& memory_limit_support();
 // holding `controller`; "" with `why` set when there is none this process can see.
 std::filesystem::path own_cgroup_dir(bool v2, const std::string& controller, std::string& why);
 
+// Removes the empty groups `parent`/<prefix><pid>-<n> whose crucible process <pid> is gone (it was
+// killed before it could remove them).
+void remove_stale_groups(const std::filesystem::path& parent, const std::string& prefix);
+
 // The smallest --memory-limit (MB) a worker can start and compile under with this mechanism (see
 // the measurements in memory_cgroup.cpp).
 int64_t memory_limit_floor_mb(MemoryLimitKind kind);

@@ -35,27 +35,17 @@ bool write_pid(const fs::path& procs, pid_t pid) {
   return ok;
 }
 
-// Removes empty crucible-cpu-<pid>-* groups under `parent` whose crucible process is gone (killed
-// before its destructors ran), once per parent directory and process.
-void remove_stale_groups(const fs::path& parent) {
+// Sweeps stale groups (memory_cgroup.h) once per parent directory and process.
+void sweep_once(const fs::path& parent) {
   static std::mutex mutex;
   static std::set<std::string> swept;
   const std::lock_guard<std::mutex> lock(mutex);
-  if (!swept.insert(parent.string()).second) return;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(parent, ec)) {
-    const std::string name = e.path().filename().string();
-    if (!name.starts_with("crucible-cpu-") || !e.is_directory(ec)) continue;
-    const std::string rest = name.substr(13);
-    const auto owner = static_cast<pid_t>(std::atoll(rest.substr(0, rest.find('-')).c_str()));
-    if (owner <= 0 || owner == ::getpid() || ::kill(owner, 0) == 0 || errno != ESRCH) continue;
-    ::rmdir(e.path().c_str());  // fails, harmlessly, while a process is still in it
-  }
+  if (swept.insert(parent.string()).second) remove_stale_groups(parent, "crucible-cpu-");
 }
 
 // A new group under `parent` holding `pid`, or "" when either step fails.
 fs::path new_group_with(const fs::path& parent, pid_t pid) {
-  remove_stale_groups(parent);
+  sweep_once(parent);
   fs::path g = parent / fmt::format("crucible-cpu-{}-{}", ::getpid(), g_groups++);
   if (::mkdir(g.c_str(), 0755) != 0) return {};
   if (!write_pid(g / "cgroup.procs", pid)) {

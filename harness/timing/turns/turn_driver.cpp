@@ -16,6 +16,7 @@
 #include <memory>
 #include <thread>
 
+#include "contention.h"
 #include "worker_cpu.h"
 
 namespace crucible {
@@ -263,10 +264,6 @@ constexpr double kPrintedMs = 0.005;
 constexpr double kLatencyMs = 0.2;
 constexpr double kLatencyShare = 0.1;
 constexpr double kLieShare = 0.25;
-// CPU outside its samples, or of another worker during them: as the in-worker watch allows
-// (timing_job.cpp), this share of its timed time, at least kOutsideMinMs, plus two reads' steps.
-constexpr double kOutsideShare = 0.05;
-constexpr double kOutsideMinMs = 2.0;
 double median_of(const std::vector<double>& v) { return reports::summarize(v).median; }
 
 std::string clock_failure(const TurnRecord& r) {
@@ -330,7 +327,8 @@ void judge_turns(std::vector<TurnRecord>& records) {
   for (TurnRecord& rec : records) {
     double timed = 0;
     for (const TurnWindow& w : rec.windows) timed += w.outside_ms;
-    const double allowance = std::max(kOutsideMinMs, kOutsideShare * timed) +
+    // As the worker allows its own threads (contention.h), plus two reads' steps a sample.
+    const double allowance = std::max(kOutsideCpuMinMs, kOutsideCpuShare * timed) +
                              2 * rec.cpu_resolution_ms * static_cast<double>(rec.windows.size());
     for (reports::ResultRecord& r : rec.results) {
       std::vector<std::string> by;
