@@ -99,6 +99,55 @@ size_t format_pid(pid_t v, char* buf) {
   return n;
 }
 
+// run_child's second half, once the child has executed: it joins the registry of running
+// children and its own process tree (worker_cpu.h), is waited for under its timeout, and whatever
+// it left behind is killed.
+ChildOutcome supervise(pid_t pid, std::chrono::steady_clock::time_point start,
+                       const ChildLimits& limits, const ChildHooks& hooks,
+                       const WorkerCgroup* group) {
+  ::setpgid(pid, pid);  // also from the parent, so the group exists before any kill below
+  const int slot = register_child(pid);
+  // Just executed: it has started nothing yet that could stay outside its tree.
+  const auto tree = std::make_shared<const WorkerCpu>(pid);
+  if (hooks.started) hooks.started(pid, tree);
+
+  ChildOutcome out;
+  int status = 0;
+  rusage usage{};
+  for (;;) {
+    const pid_t r = ::wait4(pid, &status, WNOHANG, &usage);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR)
+      throw Error(fmt::format("waiting for worker {}: {}", pid, strerror(errno)));
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (limits.timeout_s > 0 && elapsed > limits.timeout_s && !out.timed_out) {
+      out.timed_out = true;
+      ::kill(-pid, SIGKILL);         // the whole group: a hung compiler child dies too
+      if (group) group->kill_all();  // and any that left the process group
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(elapsed < 1.0 ? 2 : 20));
+  }
+  if (slot >= 0) g_running_children[slot] = 0;
+  if (out.timed_out) ::kill(-pid, SIGKILL);  // grandchildren left in the group
+  tree->kill_all();  // and those that left it: nothing the worker started outlives it
+  if (group) {
+    out.memory_cgroup = true;
+    out.oom_killed = group->oom_kills() > 0;
+    out.cgroup_peak_mb = group->peak_mb();
+    group->kill_all();  // nothing may outlive the worker in its group; the destructor removes it
+  }
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.peak_rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
+  if (WIFEXITED(status)) {
+    out.exited = true;
+    out.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    out.signal = WTERMSIG(status);
+  }
+  return out;
+}
+
 }  // namespace
 
 // One function on purpose: everything between fork and exec must be async-signal-safe and see the
@@ -188,47 +237,7 @@ ChildOutcome run_child(const std::vector<std::string>& argv,
                             strerror(failure.error)));
   }
   ::close(log_fd);
-  ::setpgid(pid, pid);  // also from the parent, so the group exists before any kill below
-  const int slot = register_child(pid);
-  // Just executed: it has started nothing yet that could stay outside its tree.
-  const auto tree = std::make_shared<const WorkerCpu>(pid);
-  if (hooks.started) hooks.started(pid, tree);
-
-  ChildOutcome out;
-  int status = 0;
-  rusage usage{};
-  for (;;) {
-    const pid_t r = ::wait4(pid, &status, WNOHANG, &usage);
-    if (r == pid) break;
-    if (r < 0 && errno != EINTR)
-      throw Error(fmt::format("waiting for worker {}: {}", pid, strerror(errno)));
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (limits.timeout_s > 0 && elapsed > limits.timeout_s && !out.timed_out) {
-      out.timed_out = true;
-      ::kill(-pid, SIGKILL);         // the whole group: a hung compiler child dies too
-      if (group) group->kill_all();  // and any that left the process group
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(elapsed < 1.0 ? 2 : 20));
-  }
-  if (slot >= 0) g_running_children[slot] = 0;
-  if (out.timed_out) ::kill(-pid, SIGKILL);  // grandchildren left in the group
-  tree->kill_all();  // and those that left it: nothing the worker started outlives it
-  if (group) {
-    out.memory_cgroup = true;
-    out.oom_killed = group->oom_kills() > 0;
-    out.cgroup_peak_mb = group->peak_mb();
-    group->kill_all();  // nothing may outlive the worker in its group; the destructor removes it
-  }
-  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  out.peak_rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
-  if (WIFEXITED(status)) {
-    out.exited = true;
-    out.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    out.signal = WTERMSIG(status);
-  }
-  return out;
+  return supervise(pid, start, limits, hooks, group.get());
 }
 
 }  // namespace crucible

@@ -86,14 +86,14 @@ void reference_job(Session& s) {
     if (!attempt(r, Status::kEagerFailToRun, [&] {
           const Graph varied = with_varied_inputs(s.graph);
           const std::vector<Tensor> set_b = second_input_set(varied, s.job.seed);
+          Interpreter eager(s.graph);
+          std::optional<Interpreter> fp64;
+          if (s.job.want_fp64) fp64.emplace(widen_to_f64(s.graph));
           for (int j = -1; j < s.job.fresh_sets; ++j) {
             const std::vector<Tensor> inputs =
                 j < 0 ? set_b : fresh_input_set(varied, set_b, s.job.secret, j);
-            groups.push_back(Interpreter(s.graph).run(inputs));
-            groups.push_back(
-                s.job.want_fp64
-                    ? Interpreter(widen_to_f64(s.graph)).run(widen_inputs_to_f64(inputs))
-                    : std::vector<Tensor>{});
+            groups.push_back(eager.run(inputs));
+            groups.push_back(fp64 ? fp64->run(widen_inputs_to_f64(inputs)) : std::vector<Tensor>{});
           }
         })) {
       r.error = "the timing audit's input sets: " + r.error;

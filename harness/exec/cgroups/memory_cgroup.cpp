@@ -153,6 +153,12 @@ std::string probe(MemoryLimitKind kind, const fs::path& dir) {
   return why;
 }
 
+// Support of `kind` with worker groups in `dir`, its stale groups swept.
+MemoryLimitSupport usable(MemoryLimitKind kind, const fs::path& dir) {
+  remove_stale_groups(dir, "crucible-");
+  return {kind, dir, ""};
+}
+
 MemoryLimitSupport detect() {
   MemoryLimitSupport s;
   if (const char* off = std::getenv("CRUCIBLE_NO_CGROUPS");
@@ -184,10 +190,7 @@ MemoryLimitSupport detect() {
       } else if (std::string p = probe(MemoryLimitKind::kCgroupV2, dir); !p.empty()) {
         reasons.push_back("cgroup v2: " + p);
       } else {
-        s.kind = MemoryLimitKind::kCgroupV2;
-        s.parent = dir;
-        remove_stale_groups(dir, "crucible-");
-        return s;
+        return usable(MemoryLimitKind::kCgroupV2, dir);
       }
     }
   } else {
@@ -200,10 +203,7 @@ MemoryLimitSupport detect() {
     if (std::string p = probe(MemoryLimitKind::kCgroupV1, dir); !p.empty()) {
       reasons.push_back("cgroup v1: " + p);
     } else {
-      s.kind = MemoryLimitKind::kCgroupV1;
-      s.parent = dir;
-      remove_stale_groups(dir, "crucible-");
-      return s;
+      return usable(MemoryLimitKind::kCgroupV1, dir);
     }
   } else {
     reasons.push_back(why);
@@ -315,12 +315,7 @@ WorkerCgroup::WorkerCgroup(const MemoryLimitSupport& support, int64_t limit_mb)
 
 WorkerCgroup::~WorkerCgroup() {
   if (procs_fd_ >= 0) ::close(procs_fd_);
-  // Killed processes leave the group a moment after the signal; rmdir fails (EBUSY) until then.
-  for (int i = 0; i < 200; ++i) {
-    if (::rmdir(dir_.c_str()) == 0 || errno == ENOENT) return;
-    kill_all();
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  remove_group(dir_);
 }
 
 int64_t WorkerCgroup::oom_kills() const {
@@ -336,10 +331,25 @@ double WorkerCgroup::peak_mb() const {
   return static_cast<double>(std::atoll(text->c_str())) / (1 << 20);
 }
 
-void WorkerCgroup::kill_all() const {
-  if (kind_ == MemoryLimitKind::kCgroupV2 && write_text(dir_ / "cgroup.kill", "1").empty()) return;
-  std::ifstream in(dir_ / "cgroup.procs");
+void WorkerCgroup::kill_all() const { kill_group(dir_); }
+
+void kill_group(const fs::path& dir) {
+  if (write_text(dir / "cgroup.kill", "1").empty()) return;  // cgroup v2 from Linux 5.14
+  std::ifstream in(dir / "cgroup.procs");
   for (pid_t pid; in >> pid;) ::kill(pid, SIGKILL);
+}
+
+void remove_group(const fs::path& dir) {
+  // Killed processes leave the group a moment after the signal; rmdir fails (EBUSY) until then.
+  for (int i = 0; i < 200; ++i) {
+    if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return;
+    kill_group(dir);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+std::string write_cgroup_file(const fs::path& p, const std::string& text) {
+  return write_text(p, text);
 }
 
 }  // namespace crucible

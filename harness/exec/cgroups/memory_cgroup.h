@@ -34,6 +34,13 @@ const MemoryLimitSupport& memory_limit_support();
 // holding `controller`; "" with `why` set when there is none this process can see.
 std::filesystem::path own_cgroup_dir(bool v2, const std::string& controller, std::string& why);
 
+// SIGKILL to every process in the cgroup `dir` (cgroup.kill where the kernel has it).
+void kill_group(const std::filesystem::path& dir);
+// Removes the cgroup `dir`, killing what is still in it until it can.
+void remove_group(const std::filesystem::path& dir);
+// Writes `text` to a cgroup file with one write(2), as cgroup files want; "" or why not.
+std::string write_cgroup_file(const std::filesystem::path& p, const std::string& text);
+
 // Removes the empty groups `parent`/<prefix><pid>-<n> whose crucible process <pid> is gone (it was
 // killed before it could remove them).
 void remove_stale_groups(const std::filesystem::path& parent, const std::string& prefix);

@@ -1,20 +1,16 @@
 // Reading a timing worker's CPU from outside it (see worker_cpu.h).
 #include "worker_cpu.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <mutex>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include "memory_cgroup.h"
 
@@ -25,15 +21,6 @@ namespace fs = std::filesystem;
 namespace {
 
 std::atomic<unsigned> g_groups{0};
-
-bool write_pid(const fs::path& procs, pid_t pid) {
-  const int fd = ::open(procs.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const std::string text = std::to_string(pid);
-  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
-  return ok;
-}
 
 // Sweeps stale groups (memory_cgroup.h) once per parent directory and process.
 void sweep_once(const fs::path& parent) {
@@ -48,7 +35,7 @@ fs::path new_group_with(const fs::path& parent, pid_t pid) {
   sweep_once(parent);
   fs::path g = parent / fmt::format("crucible-cpu-{}-{}", ::getpid(), g_groups++);
   if (::mkdir(g.c_str(), 0755) != 0) return {};
-  if (!write_pid(g / "cgroup.procs", pid)) {
+  if (!write_cgroup_file(g / "cgroup.procs", std::to_string(pid)).empty()) {
     ::rmdir(g.c_str());
     return {};
   }
@@ -117,19 +104,11 @@ WorkerCpu::WorkerCpu(pid_t pid) : pid_(pid) {
 }
 
 WorkerCpu::~WorkerCpu() {
-  if (!own_group_) return;
-  // Killed processes leave the group a moment after the signal; rmdir fails (EBUSY) until then.
-  for (int i = 0; i < 200; ++i) {
-    if (::rmdir(group_.c_str()) == 0 || errno == ENOENT) return;
-    kill_all();
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  if (own_group_) remove_group(group_);
 }
 
 void WorkerCpu::kill_all() const {
-  if (group_.empty()) return;
-  std::ifstream in(group_ / "cgroup.procs");
-  for (pid_t p; in >> p;) ::kill(p, SIGKILL);
+  if (!group_.empty()) kill_group(group_);
 }
 
 double WorkerCpu::tree_ms() const {
