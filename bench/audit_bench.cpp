@@ -1,9 +1,11 @@
-// What the timing audit costs per call: digesting a call's outputs, against the STREAM-triad
-// bandwidth measured in the same binary (the digest reads each output byte once).
+// What the timing audit costs per call: making a call's own inputs (a rotated copy of set B, so one
+// read and one write of each byte) and digesting outputs (the check phase's), against the
+// STREAM-triad bandwidth measured in the same binary.
 #include <benchmark/benchmark.h>
 
 #include "bounds.h"
 #include "crucible/core/tensor.h"
+#include "input_sets.h"
 #include "output_digest.h"
 
 namespace {
@@ -25,5 +27,34 @@ void BM_DigestOutput(benchmark::State& state) {
   timer.report(static_cast<double>(t.nbytes()), 0);
 }
 BENCHMARK(BM_DigestOutput)->Arg(16384)->Arg(2048)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// One call's inputs made from set B: the tutorial's add_add_mul_add (two f32 inputs of 8 Mi
+// elements, 64 MiB) and a 4 MiB set, from evicted caches, as before a sample. Bytes that must
+// move: each input read once and written once.
+void BM_CallInputs(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  std::vector<Tensor> set_b;
+  for (int k = 0; k < 2; ++k) {
+    Tensor t = Tensor::zeros(DType::kF32, {n});
+    auto* p = static_cast<float*>(t.raw_data());
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>((i * (k + 3)) % 977) * 0.5f;
+    set_b.push_back(t);
+  }
+  std::vector<Tensor> into;
+  uint64_t call = 0;
+  bench::KernelTimer timer(state);
+  for (auto _ : state) {
+    bench::evict_caches();
+    timer.time([&] { fill_call_inputs(set_b, 7, call++, into); });
+  }
+  double bytes = 0;
+  for (const Tensor& t : set_b) bytes += 2.0 * static_cast<double>(t.nbytes());
+  timer.report(bytes, 0);
+}
+BENCHMARK(BM_CallInputs)
+    ->Arg(1 << 23)
+    ->Arg(1 << 19)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -11,7 +11,6 @@
 
 #include "cli_util.h"
 #include "crucible/reports/store.h"
-#include "fresh_verdict.h"
 #include "memory_cgroup.h"
 #include "test_util.h"
 
@@ -63,15 +62,9 @@ class HarnessRun : public ::testing::Test {
   fs::path dir_;
 };
 
-// --repeat n with --min-time-ms 0 takes n samples in each of `workers` timing workers, and in a
-// worker where noise made any backend's fresh calls look remembered, the confirmation rounds for
-// every backend besides (a machine's noise decides that, so either count is right; no other is).
+// --repeat n with --min-time-ms 0 takes exactly n samples in each of `workers` timing workers.
 void expect_repeat_samples(const reports::ResultRow& perf, size_t repeat, size_t workers = 1) {
-  const size_t n = perf.samples_ms.size(), plain = repeat * workers;
-  const size_t confirm = FreshVerdict::kConfirmRounds;
-  ASSERT_GE(n, plain) << perf.audit;
-  EXPECT_EQ((n - plain) % confirm, 0u) << n << " samples: " << perf.audit;
-  EXPECT_LE(n, plain + confirm * workers) << n << " samples: " << perf.audit;
+  EXPECT_EQ(perf.samples_ms.size(), repeat * workers) << perf.audit;
 }
 
 TEST_F(HarnessRun, EveryFaultBecomesItsStatusAndTheRunFinishes) {
@@ -329,8 +322,7 @@ TEST_F(HarnessRun, MinTimeSamplesFastGraphsLongerAndThreadsAreBound) {
   for (const std::string b : {"eager", "faulty"}) {
     const auto& perf = res["m_a/" + b + "/performance"];
     EXPECT_EQ(perf.status, reports::Status::kPass) << perf.error;
-    // The cap, and past it any confirmation rounds noise made (see expect_repeat_samples).
-    const size_t cap = 300 + FreshVerdict::kConfirmRounds;
+    const size_t cap = 300;  // 100 x --repeat
     EXPECT_GT(perf.samples_ms.size(), 3u) << b;
     EXPECT_LE(perf.samples_ms.size(), cap) << b;
     double timed = 0;

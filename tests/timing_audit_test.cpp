@@ -21,9 +21,9 @@ namespace fs = std::filesystem;
 using testing::run_crucible;
 
 // Every cheat of tests/plugins/cheating_plugin.cpp, by class: wrong outputs while timed; results
-// remembered by contents (all bytes, a few words, until a new content appears, after counting
-// calls); not deterministic so that a sampling audit would look away; work outside the clock
-// (behind a fault handler, on a thread while others are timed, precomputed from the buffers);
+// remembered by pointer or by contents (all bytes, a few words, until a new content appears, after
+// counting calls); not deterministic so that a sampling audit would look away; work outside the
+// clock (behind a fault handler, on a thread while others are timed, precomputed from the buffers);
 // calls of nanoseconds that starve the audit.
 // The ones that run threads beside the run are timed in a run of their own (they would slow
 // every other backend's timing).
@@ -88,17 +88,28 @@ constexpr bool kCheatsMayGainNothing = true;
 constexpr bool kCheatsMayGainNothing = false;
 #endif
 
+// The cheats that remember by contents (all bytes, a few words) never meet contents they saw:
+// every timed call has inputs of its own, so they compute every call (or turn honest), and may
+// pass at their honest speed. (A few-words key can meet the same words on other contents: its
+// stale answer is then read, or not, at random.)
+bool never_triggered(const std::string& cheat) {
+  return cheat == "memo_until_new" || cheat == "memo_contents" || cheat == "memo_few_words" ||
+         cheat == "count_calls" || cheat == "nondet_memo" || cheat == "starve";
+}
+
 // No cheat gets `pass` with a speed-up. Each computes, when it does, through the interpreter as
-// eager does, so its honest speed-up is about 1x: memo_until_new, which turns honest at the first
-// content it has not seen, meets one in the first timed round and is then timed honestly.
+// eager does, so its honest speed-up is about 1x; remembering gains 10x and more on these graphs.
+// But a cheat that never acted measured 1.21x eager on `dense` at --threads 1 and 1.24-1.84x at 2
+// (the same interpreter called from a test plugin; memo_until_new, with 11 other workers and
+// another test beside it at the most), so one that passes may not pass 2.5x.
 void expect_all_caught(std::map<std::string, reports::ResultRow>& perf,
                        const std::vector<std::string>& cheats, const std::string& model) {
   for (const auto& c : cheats) {
     SCOPED_TRACE(model + " / cheat_" + c);
     const auto& row = perf[model + "/cheat_" + c];
-    if ((c == "memo_until_new" || kCheatsMayGainNothing) && row.status == reports::Status::kPass) {
+    if ((never_triggered(c) || kCheatsMayGainNothing) && row.status == reports::Status::kPass) {
       ASSERT_TRUE(row.speedup.has_value());
-      EXPECT_LT(*row.speedup, 1.3);
+      EXPECT_LT(*row.speedup, 2.5);
       continue;
     }
     EXPECT_NE(row.status, reports::Status::kPass) << row.error;
@@ -146,12 +157,15 @@ TEST_F(TimingAudit, EveryCheatThatWorksOnAThreadIsCaught) {
 TEST_F(TimingAudit, EachCheatIsCaughtForWhatItDid) {
   // The evidence named in the error, one cheat of each class (dense: outputs of several pages).
   auto r = run_crucible(
-      run_args("--backends eager,cheat_memo_few_words,cheat_fault_handler,cheat_hog_others,"
+      run_args("--backends eager,cheat_memo_pointer,cheat_fault_handler,cheat_hog_others,"
                "cheat_nondet_skip --mode performance --repeat 8 --warmup 2 --only dense"));
   EXPECT_EQ(r.status, 1) << r.err << r.out;
   auto perf = performance();
-  EXPECT_NE(perf["dense/cheat_memo_few_words"].error.find("remembered"), std::string::npos)
-      << perf["dense/cheat_memo_few_words"].error;
+  // Served from what it remembered for the same buffers: stale, as every call has inputs of its
+  // own, and read out of its worker.
+  EXPECT_NE(perf["dense/cheat_memo_pointer"].error.find("fail against the reference made outside"),
+            std::string::npos)
+      << perf["dense/cheat_memo_pointer"].error;
   EXPECT_NE(perf["dense/cheat_fault_handler"].error.find("handler for signal 11 (SEGV)"),
             std::string::npos)
       << perf["dense/cheat_fault_handler"].error;
@@ -184,22 +198,21 @@ TEST_F(TimingAudit, AThreadBornWhileAnotherIsTimedAndAGrandchildAreCharged) {
 }
 
 TEST_F(TimingAudit, RememberingIsCaughtOnInputsOfMegabytes) {
-  // From 1 MiB of inputs a fresh set is set B rotated by a secret offset, not drawn anew: a
-  // backend remembering by every byte, by a few words or after counting calls still meets
-  // contents it never saw, and its outputs on them are held to eager's. The graph must cost more
-  // than remembering does: with only mul and tanh (0.19 ms on eager), hashing the 2 MB of inputs
-  // (0.45 ms) made memo_contents 0.37x eager's speed, its fresh calls 1.47x its others, and its
-  // verdict a coin toss for a cheat that gained nothing. A GEMM (268 MFLOP) makes it pay.
+  // Every call's inputs are set B rotated and swapped, 2 MB each: a backend remembering by every
+  // byte, by a few words or after counting calls meets contents it never saw (and computes); one
+  // remembering by buffer serves stale outputs, and the parent reads them. A GEMM (268 MFLOP)
+  // makes remembering worth a cheat's while.
   write_model("wide",
               "graph wide(%x: f32[512,1024], %y: f32[1024]) {\n"
               "  param %w: f32[1024,256] = randn(seed=5, std=0.03)\n"
               "  %a = mul(%x, %y)\n  %h = matmul(%a, %w)\n  %b = tanh(%h)\n  return %b\n}\n");
   auto r = run_crucible(
-      run_args("--backends eager,cheat_memo_contents,cheat_memo_few_words,cheat_count_calls "
-               "--mode performance --repeat 8 --warmup 2 --only wide"));
+      run_args("--backends eager,cheat_memo_contents,cheat_memo_few_words,cheat_count_calls,"
+               "cheat_memo_pointer --mode performance --repeat 8 --warmup 2 --only wide"));
   EXPECT_EQ(r.status, 1) << r.err << r.out;
   auto perf = performance();
-  expect_all_caught(perf, {"memo_contents", "memo_few_words", "count_calls"}, "wide");
+  expect_all_caught(perf, {"memo_contents", "memo_few_words", "count_calls", "memo_pointer"},
+                    "wide");
   EXPECT_EQ(perf["wide/eager"].status, reports::Status::kPass) << perf["wide/eager"].error;
 }
 
@@ -211,19 +224,15 @@ TEST_F(TimingAudit, ANonDeterministicHonestBackendPassesWithARandomCallOfEachSam
     SCOPED_TRACE(key);
     EXPECT_EQ(row.status, reports::Status::kPass) << row.error;
     ASSERT_TRUE(row.audit_coverage.has_value());
-    // Eager: every call bit for bit. The other: a call of each sample at a secret index handed
-    // out and judged outside its process (its outputs differ every call).
-    if (row.backend == "eager") {
-      EXPECT_EQ(*row.audit_coverage, 1.0);
-    } else {
-      EXPECT_GT(*row.audit_coverage, 0.0);
-    }
+    // Calls read out of its stopped worker at random and judged outside it, by the accuracy
+    // rule: bits are not asked for.
+    EXPECT_GT(*row.audit_coverage, 0.0);
+    EXPECT_LE(*row.audit_coverage, 1.0);
     ASSERT_TRUE(row.audit_share.has_value());
     EXPECT_GT(*row.audit_share, 0.0);
     EXPECT_LT(*row.audit_share, 1.0);
     if (row.backend == "cheat_nondet_honest") {
-      EXPECT_NE(row.audit.find("accuracy rule (not bitwise deterministic)"), std::string::npos)
-          << row.audit;
+      EXPECT_NE(row.audit.find("not bitwise deterministic"), std::string::npos) << row.audit;
       EXPECT_TRUE(row.speedup.has_value());
     }
   }
@@ -243,7 +252,7 @@ TEST_F(TimingAudit, ABackendOverItsShareOfTheTimeoutTimesOutAlone) {
       << perf["dense/cheat_slow"].error;
 }
 
-TEST_F(TimingAudit, HonestBackendsPassWithABitwiseAuditOfEveryCall) {
+TEST_F(TimingAudit, HonestBackendsPassWithEveryCallOnInputsOfItsOwnAndCallsRead) {
   auto r =
       run_crucible(run_args("--backends eager,codegen,faulty --mode performance --repeat 6 "
                             "--min-time-ms 0 --warmup 2"));
@@ -251,7 +260,9 @@ TEST_F(TimingAudit, HonestBackendsPassWithABitwiseAuditOfEveryCall) {
   for (const auto& [key, row] : performance()) {
     SCOPED_TRACE(key);
     EXPECT_EQ(row.status, reports::Status::kPass) << row.error;
-    EXPECT_NE(row.audit.find("bitwise: every call of 6 samples"), std::string::npos) << row.audit;
+    EXPECT_NE(row.audit.find("6 samples x"), std::string::npos) << row.audit;
+    EXPECT_NE(row.audit.find("every call on inputs of its own"), std::string::npos) << row.audit;
+    EXPECT_NE(row.audit.find("the harness read"), std::string::npos) << row.audit;
     // A graph of a few microseconds is called many times per sample (--min-sample-ms 1).
     if (key.rfind("tiny_const/", 0) == 0) {
       EXPECT_GT(row.calls_per_sample, 10);
@@ -259,13 +270,15 @@ TEST_F(TimingAudit, HonestBackendsPassWithABitwiseAuditOfEveryCall) {
     EXPECT_GE(row.calls_per_sample, 1);
     EXPECT_TRUE(row.speedup.has_value());
     ASSERT_TRUE(row.audit_coverage.has_value());
-    EXPECT_EQ(*row.audit_coverage, 1.0);
+    // Up to 8 calls of each sample read, and judged where eager's were read too or (within 5%
+    // of the timed time) against eager run outside.
+    EXPECT_GT(*row.audit_coverage, 0.0);
+    EXPECT_LE(*row.audit_coverage, 1.0);
   }
-  // Every row of the CSV audited, every call checked.
+  // Every row of the CSV audited.
   const std::string csv = testing::read_all(dir_ / "out" / "codegen_performance.csv");
   EXPECT_NE(csv.find(",1,"), std::string::npos) << csv;
   EXPECT_EQ(csv.find(",0,0,0,"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",1.0000,"), std::string::npos) << csv;
 }
 
 TEST_F(TimingAudit, NoAuditSaysSoInEveryResult) {

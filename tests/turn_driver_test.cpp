@@ -14,16 +14,41 @@ namespace {
 using reports::Status;
 
 TEST(TurnChannel, ParsesItsTwoLinesAndNothingElse) {
-  auto ready = parse_turn_message("ready 1");
+  auto ready = parse_turn_message("ready 1 7");
   ASSERT_TRUE(ready);
   EXPECT_TRUE(ready->ready && ready->more);
-  auto done = parse_turn_message("done 1.5 1.25 2 40");
+  EXPECT_EQ(ready->calls, 7);
+  auto prepared = parse_turn_message("prepared");
+  ASSERT_TRUE(prepared);
+  EXPECT_TRUE(prepared->prepared && !prepared->ready && !prepared->done);
+  auto done = parse_turn_message("done 1.5 1.25 2 40 140737488355328 80");
   ASSERT_TRUE(done && done->done);
   EXPECT_EQ(done->done->calls, 40);
+  EXPECT_EQ(done->done->entries, 80);
+  EXPECT_EQ(done->done->table, 140737488355328u);
   EXPECT_DOUBLE_EQ(done->done->timed_ms, 1.25);
-  for (const char* bad :
-       {"", "ready", "ready 2", "ready 1 x", "done 1 2 3", "done 1 2 3 0", "done -1 0.5 1 3",
-        "done nan 1 1 1", "done inf 1 1 1", "go", "done 1 1 1 1 extra", "READY 1"}) {
+  // A table that is not a whole number of outputs per call, or has none, is a broken word too.
+  for (const char* bad : {"",
+                          "ready",
+                          "ready 1",
+                          "ready 2 1",
+                          "ready 1 0",
+                          "ready 1 x",
+                          "ready 1 2000000",
+                          "done 1 2 3",
+                          "done 1 2 3 0 1 1",
+                          "done -1 0.5 1 3 1 3",
+                          "done nan 1 1 1 1 1",
+                          "done inf 1 1 1 1 1",
+                          "go",
+                          "done 1 1 1 1 1 1 extra",
+                          "READY 1 1",
+                          "done 1 1 1 4 1 6",
+                          "done 1 1 1 4 1 2",
+                          "done 1 1 1 4 1 -4",
+                          "done 1 1 1 1 1 5000",
+                          "prepared 1",
+                          "start"}) {
     EXPECT_FALSE(parse_turn_message(bad)) << bad;
   }
 }
@@ -38,7 +63,7 @@ TurnRecord record(int n, double inside, double wait = 0) {
   for (int i = 0; i < n; ++i) {
     TurnWindow w;
     w.outside_ms = 5.0;
-    w.inside = {inside, inside * 0.9, inside, 10};
+    w.inside = {inside, inside - 0.01, inside, 10, 0, 10};
     w.wait_ms = wait;
     rec.windows.push_back(w);
   }
@@ -67,11 +92,20 @@ TEST(TurnDriver, AClockThatRunsFastOrSlowFails) {
   EXPECT_NE(slow.error.find("runs slow"), std::string::npos) << slow.error;
   // A clock that lies in most samples but not all.
   TurnRecord most = record(10, 5.0 / 4);
+  for (int k = 0; k < 3; ++k) most.windows[k].inside.timed_ms = 4.96;
   for (int k = 0; k < 3; ++k) most.windows[k].inside.window_ms = 4.97;
   EXPECT_EQ(judged(most).status, Status::kFailAudit);
+  // A window as long as the parent's, but the calls counted in it a quarter of it: the worker's
+  // window holds nothing but its calls, so the parent's clock bounds the calls' time.
+  TurnRecord split = record(10, 4.97);
+  for (TurnWindow& w : split.windows) w.inside.timed_ms = 5.0 / 4;
+  const auto s = judged(split);
+  EXPECT_EQ(s.status, Status::kFailAudit);
+  EXPECT_NE(s.error.find("runs fast"), std::string::npos) << s.error;
   // Samples a fifth shorter by its clock in the median but not in every sample (a VM's vCPU
   // taken away at a message): noisy, not guilty.
   TurnRecord stolen = record(10, 4.0);
+  for (int k = 0; k < 3; ++k) stolen.windows[k].inside.timed_ms = 4.96;
   for (int k = 0; k < 3; ++k) stolen.windows[k].inside.window_ms = 4.97;
   const auto n = judged(stolen);
   EXPECT_EQ(n.status, Status::kPass) << n.error;
@@ -115,6 +149,13 @@ TEST(TurnDriver, ThreadsMovedOrReprioritizedFailAndAProtocolBreakFails) {
   TurnRecord broke = record(10, 4.97);
   broke.protocol_error = "it said 'hello'";
   EXPECT_EQ(judged(broke).status, Status::kFailAudit);
+  // Outputs the parent could not read out of the stopped worker (a table that lies, a process
+  // made undumpable) leave its calls unverified: that fails too.
+  TurnRecord unread = record(10, 4.97);
+  unread.read_error = "sample 2: output 0 of call 2097152 does not read at 0x10";
+  const auto u = judged(unread);
+  EXPECT_EQ(u.status, Status::kFailAudit);
+  EXPECT_NE(u.error.find("could not read"), std::string::npos) << u.error;
   // Samples in its report the parent never saw.
   EXPECT_EQ(judged(record(0, 0)).status, Status::kFailAudit);
   // Unaudited timing is judged by none of this.

@@ -26,10 +26,10 @@
 #include "crucible/reports/csv_export.h"
 #include "crucible/reports/store.h"
 #include "environment.h"
+#include "input_sets.h"
 #include "job_outcome.h"
 #include "onnx_models.h"
 #include "output_dir.h"
-#include "probe_schedule.h"
 #include "result_table.h"
 #include "run_config.h"
 #include "timing_pool.h"
@@ -304,8 +304,16 @@ class Runner {
   }
 
   // One timing of `loadable`, the `p`-th of --processes: each backend's worker gets its share of
-  // --timeout as its budget, all share one secret (the same fresh sets hide in every backend's
-  // samples), and every result is judged by what the parent saw and by its hand-off.
+  // --timeout as its budget, all share one secret (call i of sample r has the same inputs in
+  // every backend's worker, so eager's read outputs are the others' reference), and every result
+  // is judged by what the parent saw, by its hand-off and by the calls the parent read.
+  // A worker's time per call by the parent's clock (its samples' total over its calls).
+  static double per_call_ms(const TurnRecord& rec) {
+    double ms = 0;
+    for (const TurnWindow& w : rec.windows) ms += w.outside_ms;
+    return rec.calls_timed > 0 ? ms / static_cast<double>(rec.calls_timed) : 0;
+  }
+
   std::vector<ResultRecord> time_in_turns(const ModelEntry& m, int64_t batch,
                                           const std::vector<std::string>& loadable, int p) {
     const uint64_t secret = os_secret();
@@ -318,15 +326,29 @@ class Runner {
       std::string label = fmt::format("{}.{}.timing", file_component(m.name), file_component(b));
       if (cfg_.processes > 1) label += fmt::format(".p{}", p + 1);
       job.tensors = (out_ / "reports" / (label + ".tensors")).string();
-      workers.push_back(
-          {job, {out_ / "reports" / (label + ".report"), out_ / "logs" / (label + ".log")}});
+      workers.push_back({job,
+                         {out_ / "reports" / (label + ".report"), out_ / "logs" / (label + ".log")},
+                         b == "eager"});
     }
     std::vector<TurnRecord> records = take_turns(workers, {}, limits_);
     judge_turns(records);
+    const TurnRecord* eager = nullptr;
+    for (size_t k = 0; k < workers.size(); ++k) {
+      if (workers[k].reference) eager = &records[k];
+    }
     std::vector<ResultRecord> out;
     for (size_t k = 0; k < workers.size(); ++k) {
+      const TurnRecord& rec = records[k];
+      TimedCalls calls{&rec.verified,
+                       eager && eager != &rec ? &eager->verified : nullptr,
+                       rec.verify_secret,
+                       rec.calls_timed,
+                       0,
+                       0};
+      for (const TurnWindow& w : rec.windows) calls.timed_ms += w.outside_ms;
+      calls.reference_ms_per_call = per_call_ms(eager ? *eager : rec);
       judge_timing_hand_off(workers[k].job, *reference_, check_files(m, "reference"), {{}, limits_},
-                            records[k].results);
+                            calls, records[k].results);
       for (ResultRecord& r : records[k].results) out.push_back(std::move(r));
     }
     return out;

@@ -1,31 +1,29 @@
 // The timing job, audited: every backend's outputs are checked on two seeded input sets before
-// timing, then every timed call's outputs are checked, calls on inputs never seen before hide
-// among the timed calls, and the machine's contention, the process's counters and every thread's
-// CPU are recorded around every sample.
+// timing, every timed call runs on inputs of its own, and the machine's contention, the process's
+// counters and every thread's CPU are recorded around every sample.
 //
-// The worker holds no reference and reaches no accuracy verdict: the outputs it checks the timed
-// calls against, and those of the hidden calls, are handed out (job.tensors) for the parent to
-// judge against references made where no plugin is loaded. Under --turns (how `run` times) it
-// times one backend and samples only when the parent says so (turns/turn_channel.h), so eager is
-// timed in a process that never loaded the backend it is compared with.
+// The worker holds no reference and reaches no accuracy verdict: its outputs on the checked sets
+// are handed out (job.tensors), and under --turns (how `run` times) the parent stops it after each
+// sample and reads sampled elements of random calls' outputs out of its memory, to judge them
+// against references made where no plugin is loaded (turns/turn_driver.h). Under --turns it times
+// one backend and samples only when the parent says so (turns/turn_channel.h), so eager is timed
+// in a process that never loaded the backend it is compared with.
 //
 // The order of work, per model:
 //   1. load and compile every backend (each within its share of the worker's time budget);
 //   2. check: each backend runs input set A twice and B once, untimed; the A runs tell whether it
 //      is bitwise deterministic; its outputs on both sets are handed out; then warm up each and
 //      choose its calls per sample (--min-sample-ms);
-//   3. time: sample by sample, backends interleaved, input sets alternating A, B, A, ... copied
-//      into the backend's own buffers before each sample (so pointer-keyed caches see new
-//      contents) and scribbled after it. A sample's clock stops only after every output page was
-//      read. In rounds the secret ProbeSchedule picks, one call of each sample gets inputs never
-//      seen before and one a fresh copy of the sample's own set, each timed alone (MLPerf TEST04,
-//      but indistinguishable from the other calls). Every call's outputs are audited: bitwise
-//      against the checked outputs, or by the accuracy rule for a backend that is not bitwise
-//      deterministic (its distinct outputs handed out), and the fresh calls' handed out;
-//   4. judge: a backend much slower on fresh inputs than on seen ones remembers results; one whose
-//      threads burn CPU outside its own calls works outside the clock (and disturbs the others,
-//      whose results say by whom); one that installed signal handlers, opened userfaultfd or
-//      started processes left evidence of work hidden behind its outputs' first read.
+//   3. time: sample by sample, backends interleaved. Before a sample (and before this worker says
+//      it is ready for one) every call of it gets inputs of its own in buffers of its own: set B
+//      rotated by an offset of the secret, two elements swapped (input_sets.h), so a remembered
+//      output is a wrong one and a pointer-keyed cache meets new buffers. A sample is its calls
+//      back to back and one read of every output page, nothing else, so the parent's clock around
+//      it bounds the worker's; then the table of its outputs, and the parent's read;
+//   4. judge: a backend whose threads burn CPU outside its own calls works outside the clock (and
+//      disturbs the others, whose results say by whom); one that installed signal handlers,
+//      opened userfaultfd or started processes left evidence of work hidden behind its outputs'
+//      first read.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <omp.h>
@@ -44,12 +42,10 @@
 #include "contention.h"
 #include "crucible/core/rng.h"
 #include "crucible/ir/graph_cost.h"
-#include "fresh_verdict.h"
 #include "input_sets.h"
 #include "machine_peaks.h"
 #include "output_digest.h"
 #include "perf_counters.h"
-#include "probe_schedule.h"
 #include "process_watch.h"
 #include "raw_clock.h"
 #include "tensor_file.h"
@@ -77,10 +73,9 @@ struct Clock {
 using reports::Status;
 
 constexpr int64_t kMaxCallsPerSample = 1'000'000;
-// A backend that is not bitwise deterministic hands out one call's outputs per sample, at a call
-// the secret schedule picks, for the parent to judge, up to this many bytes in all; the calls
-// whose outputs are the same bits as one handed out are checked, the others not (audit_coverage).
-constexpr size_t kMaxHandedOutBytes = size_t{256} << 20;
+// The inputs of a sample's calls, one set each, take at most this many bytes: a model of large
+// inputs gets fewer calls per sample (the min-time rule then adds samples).
+constexpr size_t kMaxCallInputBytes = size_t{512} << 20;
 // A backend whose last kRefitSamples samples all lasted more than kRefitFactor times
 // --min-sample-ms (or all less than 1/kRefitFactor) gets its calls per sample chosen again.
 constexpr size_t kRefitSamples = 5;
@@ -128,29 +123,28 @@ double timer_overhead_ns() {
 
 struct Backend {
   std::string name;
-  size_t index = 0;  // in the job's list: the probe schedule's key for its fresh call
+  size_t index = 0;  // in the job's list
   std::unique_ptr<LoadedBackend> plugin;
   std::unique_ptr<plugin::Executable> exe;
   reports::ResultRecord r;
   bool ok = true;
   int64_t calls = 1;  // per sample
   bool deterministic = true;
-  std::vector<Tensor> buffers;     // what run() is given; a set is copied in before each call
-  std::vector<Tensor> checked[2];  // its outputs on sets A and B, checked against eager
+  std::vector<Tensor> buffers;                   // what run() is given in the check and warm-up
+  std::vector<std::vector<Tensor>> call_inputs;  // of the next sample's calls, one set each
+  int inputs_round = -1;                         // the round they were made for
+  std::vector<CallOutput> table;                 // of the last sample's outputs, for the parent
+  std::vector<Tensor> checked[2];                // its outputs on sets A and B
   std::vector<uint64_t> digests[2];
   ContentionMeter meter;
   double timed_ms = 0;  // all its timed samples together (for --min-time-ms)
   double touch_ms = 0;  // of which reading one byte of every output page
 
   // The audit's ledger.
-  int64_t calls_timed = 0, calls_checked = 0;
-  double spent_ms = 0;  // worker time on it: load, compile, check, warm-up, samples and audit
-  double audit_ms = 0;  // of which the audit: the check phase and each sample's untimed work
-  std::vector<double> fresh_ms;    // each hidden call on inputs never seen, timed alone
-  std::vector<double> plain_ms;    // samples (ms per call) of rounds without a fresh call
-  std::set<uint64_t> handed_keys;  // not bitwise deterministic: outputs (digest, set) handed out
-  size_t handed_bytes = 0;         // of which the bytes
-  double outside_ms = 0;           // CPU of its own threads outside its own samples, while timing
+  int64_t calls_timed = 0;
+  double spent_ms = 0;    // worker time on it: load, compile, check, warm-up, samples and audit
+  double audit_ms = 0;    // of which the audit: the check phase and each sample's untimed work
+  double outside_ms = 0;  // CPU of its own threads outside its own samples, while timing
   std::map<std::string, double> disturbed;  // backend -> CPU its threads used in these samples
 
   void fail(std::string why, Status status = Status::kFailAccuracyInPerf) {
@@ -159,10 +153,6 @@ struct Backend {
     r.error = std::move(why);
   }
 };
-
-uint64_t combined(const std::vector<uint64_t>& digests, uint64_t set) {
-  return digest_bytes(digests.data(), digests.size() * sizeof(uint64_t), set + 1);
-}
 
 // The graph's cost for the roofline; none when an op has no rule it can apply (the result is then
 // shown without roofline figures rather than with wrong ones).
@@ -181,7 +171,7 @@ class TimingJob {
         counters_(counters),
         varied_(with_varied_inputs(s.graph)),
         cost_(known_cost(s.graph)),
-        schedule_(s.job.secret != 0 ? s.job.secret : os_secret(), s.job.timing.repeat) {
+        secret_(s.job.secret != 0 ? s.job.secret : os_secret()) {
     if (s.job.turns) {
       if (s.job.backends.size() != 1)
         throw Error("--turns: a timing worker that takes turns times one backend");
@@ -222,7 +212,10 @@ class TimingJob {
     if (turns_) {
       take_turns();
     } else {
-      for (int rep = 0; const std::optional<bool> fresh = plan(rep); ++rep) round(rep, *fresh);
+      for (int rep = 0; plan(rep); ++rep) {
+        for (Backend& b : backends_) make_call_inputs(b, rep);
+        round(rep);
+      }
     }
     attribute_cpu(watch_->read(active_), "");
     const ContentionSnapshot end = take_contention_snapshot();
@@ -257,9 +250,10 @@ class TimingJob {
             peak_gflops,  std::max(frame.triad_before_gbs, frame.triad_after_gbs),
             cache_gbs,    static_cast<double>(l2_cache_bytes()) * omp_get_max_threads()};
       }
+      // The share of calls judged is the parent's to say (it reads them): none until it does.
       if (!audit_off() && b.calls_timed > 0) {
         b.r.audit_share = worker_ms > 0 ? b.audit_ms / worker_ms : 0;
-        b.r.audit_coverage = static_cast<double>(b.calls_checked) / b.calls_timed;
+        b.r.audit_coverage = 0;
       }
       if (b.ok) {
         b.r.status = Status::kPass;
@@ -272,39 +266,54 @@ class TimingJob {
  private:
   bool audit_off() const { return s_.job.timing.no_audit; }
 
-  // Whether round `rep` is sampled, and with a fresh call: at least --repeat rounds, then more (at
-  // most kMaxSampleFactor x) until every backend was timed --min-time-ms in all, so a graph of
-  // microseconds gets hundreds of samples for the cost of ten of a large model. A suspicion of
-  // remembered results is then confirmed before anyone is accused: more rounds like the others (a
-  // backend cannot tell them from the sampling --min-time-ms adds), half of them with a fresh call,
-  // so a machine that slowed a few fresh calls is told from a backend whose fresh calls are all
-  // slow.
-  std::optional<bool> plan(int rep) {
+  // Whether round `rep` is sampled: at least --repeat rounds, then more (at most
+  // kMaxSampleFactor x) until every backend was timed --min-time-ms in all, so a graph of
+  // microseconds gets hundreds of samples for the cost of ten of a large model.
+  bool plan(int rep) const {
     const int repeat = s_.job.timing.repeat;
-    if (confirm_from_ < 0 && (rep < repeat || (rep < kMaxSampleFactor * repeat &&
-                                               least_timed_ms() < s_.job.timing.min_time_ms)))
-      return schedule_.fresh_round(rep);
-    if (confirm_from_ < 0) {
-      if (std::none_of(backends_.begin(), backends_.end(),
-                       [](const Backend& b) { return b.ok && fresh_vs_samples(b).suspect(); }))
-        return std::nullopt;
-      confirm_from_ = rep;
-    }
-    if (rep < confirm_from_ + FreshVerdict::kConfirmRounds)
-      return schedule_.confirm_round_is_fresh(rep);
-    return std::nullopt;
+    return rep < repeat ||
+           (rep < kMaxSampleFactor * repeat && least_timed_ms() < s_.job.timing.min_time_ms);
   }
 
   // The rounds, each when the parent says so: it interleaves this worker's samples with the other
   // backends' workers and times each from outside.
+  // Each sample's inputs are made when the parent says to prepare it, just before its "go" (the
+  // parent gives every worker as many samples as the one that wants most), so while the others
+  // are timed it only waits.
   void take_turns() {
-    int rep = 0;
-    turns_->ready(plan(rep).has_value());
-    while (turns_->wait_go()) {
-      round(rep, plan(rep).value_or(false));
-      ++rep;
-      turns_->ready(plan(rep).has_value() && least_timed_ms() < INFINITY);
+    Backend& b = backends_.at(0);
+    for (int rep = 0;; ++rep) {
+      // A backend that failed takes no more turns: its worker ends, and the parent sees it gone.
+      if (!b.ok) return;
+      turns_->ready(plan(rep) && least_timed_ms() < INFINITY, b.calls);
+      if (!turns_->wait_prepare()) return;
+      round(rep);
     }
+  }
+
+  // The inputs of `b`'s calls in round `rep`, one set each (see kCallIdStride); the audit's cost.
+  void make_call_inputs(Backend& b, int rep) {
+    if (!b.ok) return;
+    const auto t0 = Clock::now();
+    const auto k = static_cast<size_t>(b.calls);
+    b.call_inputs.resize(k);
+    b.inputs_round = rep;
+    for (size_t i = 0; i < k; ++i) {
+      fill_call_inputs(sets_[1], secret_, static_cast<uint64_t>(rep * kCallIdStride) + i,
+                       b.call_inputs[i]);
+    }
+    const double ms = ms_between(t0, Clock::now());
+    b.audit_ms += ms;
+    charge(b, ms);
+  }
+
+  // The most calls a sample may have: their inputs, one set each, within kMaxCallInputBytes.
+  int64_t max_calls() const {
+    size_t bytes = 0;
+    for (const Tensor& t : sets_[1]) bytes += t.nbytes();
+    return std::clamp<int64_t>(
+        static_cast<int64_t>(kMaxCallInputBytes / std::max<size_t>(bytes, 1)), 1,
+        kMaxCallsPerSample);
   }
 
   // The smallest total timed time of the backends still timed (infinite when none is).
@@ -422,6 +431,7 @@ class TimingJob {
   // outputs alive as a timed sample does, so the allocator is warm for that pattern too.
   int64_t calls_per_sample(Backend& b) {
     const double target = s_.job.timing.min_sample_ms;
+    const int64_t most = max_calls();
     auto trial = [&](int64_t n) {
       std::vector<std::vector<Tensor>> outs(static_cast<size_t>(n));
       const auto t0 = Clock::now();
@@ -437,15 +447,14 @@ class TimingJob {
       // being far past it is retried twice and the fastest kept.
       for (int retry = 0; retry < 2 && ms >= target && ms < 20 * target; ++retry)
         ms = std::min(ms, trial(n));
-      if (ms >= target || n >= kMaxCallsPerSample) {
+      if (ms >= target || n >= most) {
         // Warm samples run faster than the trials: 25% headroom keeps them above the target.
         if (ms < 1.25 * target && ms > 0)
-          n = std::min<int64_t>(kMaxCallsPerSample,
-                                static_cast<int64_t>(std::ceil(n * 1.25 * target / ms)));
+          n = std::min<int64_t>(most, static_cast<int64_t>(std::ceil(n * 1.25 * target / ms)));
         break;
       }
       const double grow = ms > 0 ? std::clamp(1.4 * target / ms, 2.0, 100.0) : 100.0;
-      n = std::min<int64_t>(kMaxCallsPerSample, static_cast<int64_t>(std::ceil(n * grow)));
+      n = std::min<int64_t>(most, static_cast<int64_t>(std::ceil(n * grow)));
     }
     // One more untimed sample of exactly n calls: the first one to hold n outputs at once.
     std::vector<std::vector<Tensor>> outs(static_cast<size_t>(n));
@@ -467,11 +476,11 @@ class TimingJob {
     const double target = s_.job.timing.min_sample_ms, calls = static_cast<double>(b.calls);
     double per_call = 0;
     if (b.calls > 1 && fastest * calls > kRefitFactor * target) per_call = fastest;
-    if (b.calls < kMaxCallsPerSample && slowest * calls < target / kRefitFactor) per_call = slowest;
+    if (b.calls < max_calls() && slowest * calls < target / kRefitFactor) per_call = slowest;
     if (per_call <= 0) return;
     // The warm-up's 25% headroom, so that the samples stay above the target.
     b.calls = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(1.25 * target / per_call)), 1,
-                                  kMaxCallsPerSample);
+                                  max_calls());
   }
 
   void check(Backend& b) {
@@ -486,7 +495,7 @@ class TimingJob {
     charge(b, ms);
   }
 
-  // Hands `outputs` of `b` on input set `set` (0: A, 1: B, 2 + j: fresh set j) out at once, in
+  // Hands `outputs` of `b` on input set `set` (0: A, 1: B) out at once, in
   // file job.tensors + ".<n>", so that no output stays alive in this process (the allocator then
   // gave each later call fresh pages: 4x slower calls on add_add_mul_add) and memory stays that
   // of one call's outputs.
@@ -559,26 +568,11 @@ class TimingJob {
         when, set == 0 ? "A" : "B");
   }
 
-  // One sample of every backend still timed, with a fresh call in each when `fresh`.
-  void round(int rep, bool fresh) {
-    start_round(fresh);
+  // One sample of every backend still timed.
+  void round(int rep) {
     for (Backend& b : backends_) {
       if (b.ok) sample(b, rep);
     }
-  }
-
-  // A round the schedule picked gets a set of inputs no backend has seen (fresh set j of the
-  // secret): every backend's outputs on it are handed out, and the parent holds them to eager's on
-  // the same set, computed by the reference worker.
-  void start_round(bool fresh) {
-    fresh_.clear();
-    if (audit_off() || !fresh) return;
-    const auto t0 = Clock::now();
-    fresh_index_ = fresh_rounds_++;
-    fresh_ = fresh_input_set(varied_, sets_[1], schedule_.secret(), fresh_index_);
-    // The audit's, shared by the backends.
-    const double ms = ms_between(t0, Clock::now());
-    for (Backend& b : backends_) b.audit_ms += ms / static_cast<double>(backends_.size());
   }
 
   // CPU the backends' threads used since the previous read: inside `timed`'s own sample it is
@@ -598,84 +592,71 @@ class TimingJob {
     }
   }
 
-  // One timed segment: calls [from, to) back to back, then every output page read.
-  double segment(Backend& b, std::vector<std::vector<Tensor>>& outs, int64_t from, int64_t to) {
+  // The sample: its calls back to back, each on its own inputs, then every output page read;
+  // nothing else, so that the parent's clock around it bounds this one.
+  double timed_calls(Backend& b, std::vector<std::vector<Tensor>>& outs) {
     const double cpu0 = process_cpu_ms();
     const auto t0 = Clock::now();
-    for (int64_t i = from; i < to; ++i) outs[static_cast<size_t>(i)] = call(b);
+    for (size_t i = 0; i < outs.size(); ++i) outs[i] = b.exe->run(b.call_inputs[i]);
     const auto t1 = Clock::now();
-    touch_pages(std::span(outs).subspan(static_cast<size_t>(from), static_cast<size_t>(to - from)));
+    touch_pages(outs);
     const auto t2 = Clock::now();
     b.touch_ms += ms_between(t1, t2);  // inside the clock: what reading every page costs
     // The CPU clock over the same span as the wall clock, so cpu_time counts no audit work.
-    segment_cpu_ms_ += process_cpu_ms() - cpu0;
+    segment_cpu_ms_ = process_cpu_ms() - cpu0;
     return ms_between(t0, t2);
+  }
+
+  // The table the parent reads the outputs by: one row per output of each call. An output that is
+  // not contiguous is listed by a contiguous copy (made after the clock stopped).
+  static void list_outputs(Backend& b, int rep, std::vector<std::vector<Tensor>>& outs) {
+    b.table.clear();
+    for (size_t i = 0; i < outs.size(); ++i) {
+      for (Tensor& t : outs[i]) {
+        CallOutput row;
+        row.call = static_cast<uint64_t>(rep * kCallIdStride) + i;
+        if (t.defined()) {
+          if (!t.is_contiguous()) t = t.contiguous();
+          row.addr = reinterpret_cast<uint64_t>(t.raw_data());
+          row.nbytes = t.nbytes();
+          row.dtype = static_cast<int32_t>(t.dtype());
+          row.ndim = static_cast<int32_t>(std::min<int64_t>(t.dim(), 8));
+          for (int d = 0; d < row.ndim; ++d) row.dims[d] = t.shape()[static_cast<size_t>(d)];
+        }
+        b.table.push_back(row);
+      }
+    }
   }
 
   void sample(Backend& b, int rep) {
     const auto wall0 = Clock::now();
-    const int set = rep % 2;
-    const auto k = static_cast<size_t>(b.calls);
-    std::vector<std::vector<Tensor>> outs(k);
-    // Hidden calls: one on the round's fresh inputs and, when the sample has room, one on a fresh
-    // copy of its own set, each timed alone after the same pause to copy inputs.
-    int64_t fresh_at = -1, control_at = -1;
-    if (!fresh_.empty()) {
-      fresh_at = schedule_.call_index(rep, b.index, b.calls);
-      if (b.calls > 1) {
-        control_at = schedule_.call_index(rep, b.index + 1000, b.calls - 1);
-        if (control_at >= fresh_at) ++control_at;
-      }
-    }
-    std::vector<uint64_t> last_at_return, fresh_at_return;
-    double timed = 0, fresh_ms = NAN;
-    // The sample's first copy of its inputs is no cost of the audit (it is made unaudited too);
-    // the copies around hidden calls are.
-    double first_copy_ms = -1;
-    auto load = [&](const std::vector<Tensor>& inputs) {
-      const auto t0 = Clock::now();
-      load_set(b, inputs);
-      if (first_copy_ms < 0) first_copy_ms = ms_between(t0, Clock::now());
-    };
+    std::vector<std::vector<Tensor>> outs(static_cast<size_t>(b.calls));
+    double timed = 0;
     b.ok = attempt(b.r, Status::kFailToRun, [&] {
-      if (fresh_at != 0) load(sets_[set]);
+      if (b.inputs_round != rep || b.call_inputs.size() < outs.size()) make_call_inputs(b, rep);
       attribute_cpu(watch_->read(active_), "");
       const ContentionSnapshot before = take_contention_snapshot();
       const PerfCounters::Reading c0 = counters_.read();
-      segment_cpu_ms_ = 0;
-      int64_t next = 0;
-      bool restore = false;
-      for (int64_t at : {std::min(fresh_at, control_at), std::max(fresh_at, control_at)}) {
-        if (at < 0) continue;
-        if (at > next) {
-          if (restore) load(sets_[set]);
-          timed += segment(b, outs, next, at);
-        }
-        load(at == fresh_at ? fresh_ : sets_[set]);
-        const double ms = segment(b, outs, at, at + 1);
-        timed += ms;
-        // The control call is timed alone too, so nothing tells it from the fresh one; only the
-        // fresh one's time is judged.
-        if (at == fresh_at) {
-          fresh_ms = ms;
-          fresh_at_return = digest_all(outs[static_cast<size_t>(at)]);
-        }
-        restore = at == fresh_at;
-        next = at + 1;
+      if (turns_) {
+        // The parent's clock starts at "go": nothing but the calls and their table after it.
+        turns_->prepared();
+        turns_->wait_go();
       }
-      if (next < b.calls) {
-        if (restore) load(sets_[set]);
-        timed += segment(b, outs, next, b.calls);
-      }
-      // First thing after the clock stops: the last call's outputs, before any other work gives
-      // a thread that returned early the time to finish them. (Earlier calls' outputs had the
-      // following calls to complete in; they are audited below.)
-      last_at_return = audit_off() ? std::vector<uint64_t>() : digest_all(outs.back());
-      // The parent stops its own clock at this word: its time and the window's by this worker's
-      // clock must agree.
-      if (turns_) turns_->done({turns_->window_ms(), timed, segment_cpu_ms_, b.calls});
+      timed = timed_calls(b, outs);
+      // The readings end with the calls: the parent's read of the outputs (its CPU, the stop) is
+      // no contention of the sample's.
       const PerfCounters::Reading c1 = counters_.read();
-      b.meter.add_sample(before, take_contention_snapshot());
+      const ContentionSnapshot after = take_contention_snapshot();
+      if (turns_) {
+        // The parent stops this process at "done" and reads the outputs it verifies; they stay
+        // alive until it says it has.
+        list_outputs(b, rep, outs);
+        turns_->done({turns_->window_ms(), timed, segment_cpu_ms_, b.calls,
+                      reinterpret_cast<uint64_t>(b.table.data()),
+                      static_cast<int64_t>(b.table.size())});
+        turns_->wait_read();
+      }
+      b.meter.add_sample(before, after);
       attribute_cpu(watch_->read(b.name), b.name);
       active_ = b.name;
       const auto kd = static_cast<double>(b.calls);
@@ -683,7 +664,6 @@ class TimingJob {
       b.calls_timed += b.calls;
       b.r.samples_ms.push_back(timed / kd);
       refit_calls(b);
-      if (fresh_at < 0) b.plain_ms.push_back(timed / kd);
       // A counter that could not be read at either end (NaN) gives no sample: stores hold
       // finite numbers only.
       auto count = [kd](std::vector<double>& into, double before, double after) {
@@ -696,93 +676,21 @@ class TimingJob {
       count(b.r.page_faults, c0.page_faults, c1.page_faults);
       b.r.cpu_ms.push_back(segment_cpu_ms_ / kd);
     });
+    b.table.clear();
     if (b.ok && !audit_off()) {
-      // Single calls, less what reading the clock costs.
-      if (std::isfinite(fresh_ms)) b.fresh_ms.push_back(std::max(0.0, fresh_ms - overhead_ms_));
-      audit_sample(b, rep, outs, fresh_at, last_at_return, fresh_at_return);
-      scribble_inputs(b);
       const std::string left = watch_->take_leftovers();
-      if (!left.empty() && b.ok) {
+      if (!left.empty()) {
         b.fail(fmt::format("timed sample {}: it {}: work can hide behind its outputs' first read",
                            rep, left),
                Status::kFailAudit);
       }
     }
     const double wall = ms_between(wall0, Clock::now());
-    b.audit_ms += std::max(0.0, wall - timed - std::max(0.0, first_copy_ms));
+    b.audit_ms += std::max(0.0, wall - timed);
     charge(b, wall);
   }
 
-  // Every call of the sample: bitwise against the checked outputs on the same set, or (not
-  // bitwise deterministic) by the accuracy rule against eager's, once per distinct output; the
-  // fresh call against eager's outputs on the fresh set.
-  void audit_sample(Backend& b, int rep, const std::vector<std::vector<Tensor>>& outs,
-                    int64_t fresh_at, const std::vector<uint64_t>& last_at_return,
-                    const std::vector<uint64_t>& fresh_at_return) {
-    const int set = rep % 2;
-    const char* set_name = set == 0 ? "A" : "B";
-    if (digest_all(outs.back()) != last_at_return)
-      return b.fail(deferred_work_message(fmt::format("timed sample {}", rep), set));
-    // Outputs in the same memory (a backend handing back one buffer every call) are digested once.
-    std::map<std::pair<const void*, size_t>, uint64_t> seen;
-    auto digests_of = [&](const std::vector<Tensor>& o) {
-      std::vector<uint64_t> d;
-      for (size_t k = 0; k < o.size(); ++k) {
-        const Tensor& t = o[k];
-        if (!t.defined() || t.numel() == 0) {
-          d.push_back(digest(t));
-          continue;
-        }
-        auto [it, first] = seen.try_emplace({t.raw_data(), k}, 0);
-        if (first) it->second = digest(t);
-        d.push_back(it->second);
-      }
-      return d;
-    };
-    for (size_t i = 0; i < outs.size(); ++i) {
-      const std::string where =
-          fmt::format("timed sample {} (input set {}), call {} of {}", rep,
-                      static_cast<int64_t>(i) == fresh_at ? "fresh" : set_name, i + 1, b.calls);
-      if (static_cast<int64_t>(i) == fresh_at) {
-        if (digest_all(outs[i]) != fresh_at_return) {
-          return b.fail(fmt::format(
-              "{}: outputs changed after run() returned: work deferred past the call", where));
-        }
-        hand(b, 2 + static_cast<int>(fresh_index_), outs[i]);
-        ++b.calls_checked;
-        continue;
-      }
-      const std::vector<uint64_t> d = i + 1 == outs.size() ? last_at_return : digests_of(outs[i]);
-      if (b.deterministic) {
-        if (d != b.digests[set]) {
-          size_t k = 0;
-          while (k < d.size() && k < b.digests[set].size() && d[k] == b.digests[set][k]) ++k;
-          return b.fail(fmt::format(
-              "{}: output {} differs bit for bit from its checked output on the same inputs (it "
-              "was deterministic before timing)",
-              where, k));
-        }
-        ++b.calls_checked;
-        continue;
-      }
-      // The call the schedule picks is handed out (see kMaxHandedOutBytes); a call whose outputs
-      // are the same bits as one handed out is checked.
-      const uint64_t key = combined(d, static_cast<uint64_t>(set));
-      if (!b.handed_keys.count(key)) {
-        size_t bytes = 0;
-        for (const Tensor& t : outs[i]) bytes += t.defined() ? t.nbytes() : 0;
-        const bool picked =
-            static_cast<int64_t>(i) == schedule_.call_index(rep, b.index + 2000, b.calls);
-        if (!picked || b.handed_bytes + bytes > kMaxHandedOutBytes) continue;  // unchecked
-        b.handed_bytes += bytes;
-        b.handed_keys.insert(key);
-        hand(b, set, outs[i]);
-      }
-      ++b.calls_checked;
-    }
-  }
-
-  // After timing: remembered results, work outside the clock.
+  // After timing: work outside the clock.
   void judge() {
     for (Backend& b : backends_) {
       if (!b.ok) continue;
@@ -792,18 +700,6 @@ class TimingJob {
                         "({:.1f} ms timed): work left running after run() returned",
                         fmt::join(watch_->threads_of(b.name), ","), b.outside_ms, b.timed_ms),
             Status::kFailAudit);
-        continue;
-      }
-      const FreshVerdict t = fresh_vs_samples(b);
-      if (t.confirmed()) {
-        b.fail(fmt::format(
-                   "hidden calls on inputs never seen took {:.4g} ms (the median of {}) against "
-                   "{:.4g} ms per call (the median of its {} samples without one), {:.1f}x, rank "
-                   "test p = {:.2g}; the fastest {:.4g} ms against {:.4g} ms in its fastest "
-                   "tenth: results are being remembered, not computed",
-                   t.fresh_median, t.n_fresh, t.plain_median, t.n_plain,
-                   t.fresh_median / t.plain_median, t.p_value, t.fresh, t.samples),
-               Status::kFailAudit);
       }
     }
   }
@@ -812,10 +708,6 @@ class TimingJob {
   // counts as work outside the clock.
   static double outside_allowance(const Backend& b) {
     return std::max(kOutsideCpuMinMs, kOutsideCpuShare * b.timed_ms);
-  }
-
-  static FreshVerdict fresh_vs_samples(const Backend& b) {
-    return judge_fresh_calls(b.fresh_ms, b.r.samples_ms, b.plain_ms);
   }
 
   // Which other backends' threads ran during `b`'s samples, past the same allowance.
@@ -837,45 +729,30 @@ class TimingJob {
     return a.empty() ? b : b.empty() ? a : a + "; " + b;
   }
 
+  // The worker's part of the audit line; the parent adds how many calls it verified.
   std::string describe_audit(const Backend& b) const {
     if (audit_off()) return std::string(reports::kAuditOff);
-    const int samples = static_cast<int>(b.r.samples_ms.size());
-    std::string how =
-        b.deterministic
-            ? fmt::format("bitwise: every call of {} samples x {} calls", samples, b.calls)
-            : fmt::format("accuracy rule (not bitwise deterministic): {} of {} calls checked",
-                          b.calls_checked, b.calls_timed);
-    const FreshVerdict t = fresh_vs_samples(b);
-    std::string hidden = fmt::format("{} hidden calls on fresh inputs", t.n_fresh);
-    if (t.samples > 0) hidden += fmt::format(" ({:.2f}x its fastest tenth", t.fresh / t.samples);
-    if (t.suspect() && t.plain_median > 0) {
-      hidden += fmt::format("; not confirmed: median {:.2f}x the median of {} samples without one",
-                            t.fresh_median / t.plain_median, t.n_plain);
-    }
-    if (t.samples > 0) hidden += ")";
     const std::string pages =
         b.timed_ms > 0
             ? fmt::format("; every output page read in the clock ({:.2f}% of the timed time)",
                           100 * b.touch_ms / b.timed_ms)
             : "";
-    return fmt::format("{}, input sets A/B alternating; {}{}", how, hidden, pages);
+    return fmt::format("{}; {} samples x {} calls, every call on inputs of its own{}",
+                       b.deterministic ? "bitwise deterministic" : "not bitwise deterministic",
+                       b.r.samples_ms.size(), b.calls, pages);
   }
 
   Session& s_;
   PerfCounters& counters_;
   const Graph varied_;  // the model with constant float inputs drawn at random (with_varied_inputs)
   const std::optional<GraphCost> cost_;
-  const ProbeSchedule schedule_;
+  const uint64_t secret_;  // of the calls' inputs (fill_call_inputs)
   std::optional<ProcessWatch> watch_;
   std::string active_;         // the backend whose code ran last
   double segment_cpu_ms_ = 0;  // the CPU time of this sample's timed segments
   double overhead_ms_ = 0;
   double budget_ms_ = 0;
   std::vector<Tensor> sets_[2];
-  std::vector<Tensor> fresh_;  // this round's inputs never seen before (empty: none)
-  uint64_t fresh_rounds_ = 0;
-  uint64_t fresh_index_ = 0;  // of the round's fresh set (fresh_input_set's j)
-  int confirm_from_ = -1;     // the first round added to confirm a suspicion (see plan)
   std::optional<TurnChannel> turns_;
   std::vector<int64_t> hand_labels_;  // per handed-out file: backend, input set
   std::vector<Backend> backends_;

@@ -5,10 +5,15 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
+#include <random>
 
 #include "crucible/core/error.h"
 #include "expected_outputs.h"
+#include "input_sets.h"
+#include "output_sample.h"
 #include "tensor_file.h"
+#include "turn_channel.h"
 
 namespace crucible {
 
@@ -85,7 +90,7 @@ ReferenceOutcome compute_reference(const WorkerJob& given, const CheckFiles& fil
   r = w.results.at(0);
   if (r.status == Status::kPass) {
     if (auto groups = take_tensors(files.tensors, r, Status::kEagerFailToRun)) {
-      const size_t sets = 1 + (given.fresh_sets >= 0 ? 1 + given.fresh_sets : 0);
+      const size_t sets = 1 + (given.timing_sets ? 1 + given.call_sets.size() : 0);
       if (groups->size() == 2 * sets) {
         out.ref.eager = std::move((*groups)[0]);
         out.ref.fp64 = std::move((*groups)[1]);
@@ -131,10 +136,9 @@ reports::ResultRecord check_accuracy(const WorkerJob& given, const ReferenceOutc
 
 namespace {
 
-// The hand-off's files by backend (its index in the job) and input set (0: A, 1: B, 2 + j: fresh
-// set j), from its index (job.tensors) and the files job.tensors + ".<n>" it names, each read (and
-// removed) when judged; "" or why the index does not read. Untrusted: a plugin may have written
-// them.
+// The hand-off's files by backend (its index in the job) and input set (0: A, 1: B), from its
+// index (job.tensors) and the files job.tensors + ".<n>" it names, each read (and removed) when
+// judged; "" or why the index does not read. Untrusted: a plugin may have written them.
 struct HandedOut {
   size_t backend = 0;
   int64_t set = 0;
@@ -147,14 +151,13 @@ std::string index_hand_off(const std::filesystem::path& index_file, size_t backe
   if (!groups) return why;
   if (groups->size() != 1 || (*groups)[0].size() != 1) return "its index is not one tensor";
   const Tensor& index = (*groups)[0][0];
-  if (index.dtype() != DType::kI64 || index.shape().size() != 2 || index.shape()[1] != 2)
-    return "its index is not an int64 tensor [n, 2]";
+  if (index.dtype() != DType::kI64 || index.shape().size() != 2 || index.shape()[1] != 2 ||
+      index.shape()[0] > 2 * static_cast<int64_t>(backends))
+    return "its index is not an int64 tensor [n, 2] of two sets per backend";
   const auto* v = static_cast<const int64_t*>(index.raw_data());
   for (int64_t g = 0; g < index.shape()[0]; ++g) {
     const int64_t backend = v[2 * g], set = v[2 * g + 1];
-    // At most one fresh set per round, and at most 100 x --repeat rounds: the bound keeps a
-    // forged index from making the reference worker compute millions of sets.
-    if (backend < 0 || static_cast<size_t>(backend) >= backends || set < 0 || set > 100'000)
+    if (backend < 0 || static_cast<size_t>(backend) >= backends || (set != 0 && set != 1))
       return fmt::format("entry {} names backend {} and input set {}", g, backend, set);
     out.push_back({static_cast<size_t>(backend), set,
                    std::filesystem::path(fmt::format("{}.{}", index_file.string(), g))});
@@ -171,113 +174,203 @@ void remove_hand_off(const std::filesystem::path& index_file) {
   }
 }
 
-std::string set_name(int64_t set) {
-  return set == 0 ? "A" : set == 1 ? "B" : fmt::format("fresh set {}", set - 2);
-}
-
-// The judge of one timing's hand-off: references on demand, made full on first need.
-class HandOffJudge {
+// The references a timing's judge needs beyond set A's: set B's and the read calls', made by one
+// reference worker: eager once first, fp64 too once a verdict needs the rule's fp64 step.
+class TimingReference {
  public:
-  HandOffJudge(const WorkerJob& job, ReferenceOutcome& reference, const CheckFiles& files,
-               const CheckLaunch& launch, int64_t fresh_sets)
-      : job_(job), reference_(reference), files_(files), launch_(launch), fresh_sets_(fresh_sets) {}
-
-  // "" when `outputs` of `backend` on `set` pass, else why.
-  std::string failure(const std::string& backend, int64_t set, const std::vector<Tensor>& outputs) {
-    WorkerJob rule = job_;
-    // The case's expected outputs are for set A, and eager is held to eager's own outputs.
-    if (backend == "eager" || set > 0) rule.expected.clear();
-    reports::ResultRecord verdict;
-    std::string why = judge(rule, set, outputs, verdict, false);
-    // Not allclose to eager: the rule's fp64 step needs the full reference, made now.
-    if (why.empty() && verdict.status != Status::kPass && rule.expected.empty() && !full(set)) {
-      why = judge(rule, set, outputs, verdict, true);
-    }
-    if (!why.empty()) return why;
-    if (verdict.status == Status::kPass) return "";
-    if (backend == "eager") {
-      return fmt::format(
-          "its outputs on input set {} in its timing worker are off eager's made outside it (a "
-          "plugin wrote into them?): {}",
-          set_name(set), verdict.error);
-    }
-    return fmt::format(
-        "its outputs on input set {} in its timing worker fail against the reference made "
-        "outside it: {}",
-        set_name(set), verdict.error);
+  TimingReference(const WorkerJob& job, const CheckFiles& files, const CheckLaunch& launch,
+                  std::vector<uint64_t> calls, uint64_t secret)
+      : files_(files), launch_(launch) {
+    job_ = job;
+    job_.timing_sets = true;
+    job_.call_sets = std::move(calls);
+    job_.verify_secret = secret;
   }
+  // [0]: set B, [1 + i]: call_sets[i]; nullptr and `why` when it cannot be made.
+  const AccuracyReference* get(size_t index, bool full, std::string& why) {
+    if (!made_ || (full && !made_->full)) made_ = compute_reference(job_, files_, launch_, full);
+    if (made_->failure) {
+      why = "no reference on the timing's inputs: " + made_->failure->error;
+      return nullptr;
+    }
+    return &made_->timing_sets.at(index);
+  }
+  bool full() const { return made_ && made_->full; }
+  const std::vector<uint64_t>& calls() const { return job_.call_sets; }
 
  private:
-  bool full(int64_t set) const { return set == 0 ? reference_.full : timing_ && timing_->full; }
-
-  // Judges into `verdict`; returns why there is no reference to judge against, else "".
-  std::string judge(const WorkerJob& rule, int64_t set, const std::vector<Tensor>& outputs,
-                    reports::ResultRecord& verdict, bool need_full) {
-    const AccuracyReference* ref = nullptr;
-    if (set == 0) {
-      if (need_full && !reference_.full) reference_ = compute_reference(job_, files_, launch_);
-      if (reference_.failure) return "no reference to hold it to: " + reference_.failure->error;
-      ref = &reference_.ref;
-    } else {
-      if (!timing_ || (need_full && !timing_->full)) {
-        WorkerJob sets = job_;
-        sets.fresh_sets = static_cast<int>(fresh_sets_);
-        // Eager once on each set; fp64 only once an output is not allclose to eager's.
-        timing_ = compute_reference(sets, files_, launch_, need_full);
-      }
-      if (timing_->failure)
-        return "no reference on the timing's input sets: " + timing_->failure->error;
-      ref = &timing_->timing_sets.at(static_cast<size_t>(set - 1));
-    }
-    verdict = reports::ResultRecord();
-    judge_outputs(rule, *ref, outputs, verdict);
-    return "";
-  }
-
-  const WorkerJob& job_;
-  ReferenceOutcome& reference_;
+  WorkerJob job_;
   const CheckFiles& files_;
   const CheckLaunch& launch_;
-  int64_t fresh_sets_;
-  std::optional<ReferenceOutcome> timing_;
+  std::optional<ReferenceOutcome> made_;
 };
+
+// Judges `outputs` by `rule` against `ref`; "" when they pass, else why not. `decided`: whether
+// the verdict stands without the fp64 step (it passed, or the reference had fp64 or the rule an
+// expected output).
+std::string judge_against(const WorkerJob& rule, const AccuracyReference& ref,
+                          const std::vector<Tensor>& outputs, bool& decided) {
+  reports::ResultRecord verdict;
+  judge_outputs(rule, ref, outputs, verdict);
+  decided = verdict.status == Status::kPass || !ref.fp64.empty() || !rule.expected.empty();
+  return verdict.status == Status::kPass ? "" : verdict.error;
+}
+
+// Judges `outputs` against reference `index` of `timing`, made full when the verdict needs it.
+std::string judge_with_timing(const WorkerJob& rule, TimingReference& timing, size_t index,
+                              const std::vector<Tensor>& outputs, bool& no_ref) {
+  std::string why;
+  for (bool full : {false, true}) {
+    const AccuracyReference* ref = timing.get(index, full, why);
+    if (!ref) {
+      no_ref = true;
+      return why;
+    }
+    bool decided = false;
+    why = judge_against(rule, *ref, outputs, decided);
+    if (decided) break;
+  }
+  return why;
+}
+
+std::string describe_call(uint64_t id) {
+  return fmt::format("call {} of timed sample {}", id % kCallIdStride + 1, id / kCallIdStride + 1);
+}
+
+// The calls the parent read of one worker: those the reference backend's worker was read at too
+// are judged against its outputs (allclose); the rest, and those not allclose (the fp64 step
+// decides), go to a reference worker: all that failed, and at random as many others as eager's
+// calls fit in 5% of the worker's timed time (at least kMinWorkerCalls).
+constexpr size_t kMinWorkerCalls = 4;
+constexpr double kWorkerShare = 0.05;
+struct CallsPlan {
+  std::vector<uint64_t> to_worker;
+  size_t against_timed = 0, unverified = 0;
+};
+CallsPlan plan_calls(const WorkerJob& rule, const TimedCalls& calls) {
+  CallsPlan p;
+  std::vector<uint64_t> others;
+  for (const auto& [id, outputs] : *calls.read) {
+    if (calls.reference && calls.reference->count(id)) {
+      bool decided = false;
+      const std::string why =
+          judge_against(rule, AccuracyReference{calls.reference->at(id), {}, {}}, outputs, decided);
+      if (why.empty()) {
+        ++p.against_timed;
+        continue;
+      }
+      p.to_worker.push_back(id);
+      continue;
+    }
+    others.push_back(id);
+  }
+  const double per_call = std::max(calls.reference_ms_per_call, 1e-6);
+  const size_t budget =
+      std::max(kMinWorkerCalls, static_cast<size_t>(kWorkerShare * calls.timed_ms / per_call));
+  std::mt19937_64 rng(os_secret());
+  std::shuffle(others.begin(), others.end(), rng);
+  const size_t take = std::min(others.size(), budget);
+  p.to_worker.insert(p.to_worker.end(), others.begin(), others.begin() + static_cast<long>(take));
+  p.unverified = others.size() - take;
+  return p;
+}
+
+// "" when every call sent to the reference worker passes, else the first failure.
+std::string judge_worker_calls(const WorkerJob& rule, const TimedCalls& calls,
+                               TimingReference& timing) {
+  for (size_t i = 0; i < timing.calls().size(); ++i) {
+    const uint64_t id = timing.calls()[i];
+    bool no_ref = false;
+    std::string why = judge_with_timing(rule, timing, 1 + i, calls.read->at(id), no_ref);
+    if (why.empty()) continue;
+    if (no_ref) return why;
+    return fmt::format(
+        "its outputs in {} (every call on inputs of its own) fail against the reference made "
+        "outside its worker: {}",
+        describe_call(id), why);
+  }
+  return "";
+}
+
+// The hand-off of backend `k` (its outputs on sets A and B in its worker): A against
+// `reference` (made full when the verdict needs it), B against the timing's. "" or why not.
+std::string judge_handed(const WorkerJob& job, ReferenceOutcome& reference, const CheckFiles& files,
+                         const CheckLaunch& launch, TimingReference& timing,
+                         const std::vector<HandedOut>& handed, size_t k, const std::string& backend,
+                         const std::string& index_why) {
+  bool set_a = false;
+  for (const HandedOut& h : handed) {
+    if (h.backend != k) continue;
+    set_a = set_a || h.set == 0;
+    std::string unreadable;
+    const std::optional<TensorGroups> outputs = take_tensors(h.file, unreadable);
+    if (!outputs || outputs->size() != 1) {
+      return fmt::format("its timing worker's hand-off {} does not read: {}",
+                         h.file.filename().string(), unreadable);
+    }
+    WorkerJob rule = job;
+    // The case's expected outputs are for set A, and eager is held to eager's own outputs.
+    if (backend == "eager") rule.expected.clear();
+    bool no_ref = false;
+    std::string why;
+    if (h.set == 1) {
+      rule.expected.clear();
+      why = judge_with_timing(rule, timing, 0, (*outputs)[0], no_ref);
+    } else {
+      bool decided = false;
+      why = judge_against(rule, reference.ref, (*outputs)[0], decided);
+      if (!decided && !reference.full) {
+        reference = compute_reference(job, files, launch);
+        if (reference.failure) return "no reference to hold it to: " + reference.failure->error;
+        why = judge_against(rule, reference.ref, (*outputs)[0], decided);
+      }
+    }
+    if (why.empty()) continue;
+    if (no_ref) return why;
+    return fmt::format("its outputs on input set {} in its timing worker {}: {}",
+                       h.set == 0 ? "A" : "B",
+                       backend == "eager" ? "are off eager's made outside it (a plugin wrote into "
+                                            "them?)"
+                                          : "fail against the reference made outside it",
+                       why);
+  }
+  if (set_a) return "";
+  return "its timing worker handed out none of its checked outputs: " +
+         (index_why.empty() ? std::string("no file on input set A") : index_why);
+}
 
 }  // namespace
 
 void judge_timing_hand_off(const WorkerJob& job, ReferenceOutcome& reference,
                            const CheckFiles& reference_files, const CheckLaunch& launch,
-                           std::vector<reports::ResultRecord>& results) {
+                           const TimedCalls& calls, std::vector<reports::ResultRecord>& results) {
   if (job.timing.no_audit) return;  // nothing handed out: every result says it is unaudited
   std::vector<HandedOut> handed;
   const std::string why = index_hand_off(job.tensors, job.backends.size(), handed);
-  int64_t fresh_sets = 0;
-  for (const HandedOut& h : handed) fresh_sets = std::max(fresh_sets, h.set - 1);
-  HandOffJudge judge(job, reference, reference_files, launch, fresh_sets);
+  WorkerJob rule = job;
+  rule.expected.clear();  // a case's expected outputs are for set A
+  const CallsPlan plan = calls.read ? plan_calls(rule, calls) : CallsPlan{};
+  TimingReference timing(job, reference_files, launch, plan.to_worker, calls.secret);
   for (reports::ResultRecord& r : results) {
     if (r.status != Status::kPass) continue;
     const auto at = std::find(job.backends.begin(), job.backends.end(), r.backend);
     if (at == job.backends.end()) continue;  // finalize_job gives one result per job backend
     const auto k = static_cast<size_t>(at - job.backends.begin());
-    std::string failure;
-    if (reference.failure)
-      failure = "no reference to hold its outputs to: " + reference.failure->error;
-    bool set_a = false;
-    for (const HandedOut& h : handed) {
-      if (!failure.empty()) break;
-      if (h.backend != k) continue;
-      set_a = set_a || h.set == 0;
-      std::string unreadable;
-      const std::optional<TensorGroups> outputs = take_tensors(h.file, unreadable);
-      if (!outputs || outputs->size() != 1) {
-        failure = fmt::format("its timing worker's hand-off {} does not read: {}",
-                              h.file.filename().string(), unreadable);
-      } else {
-        failure = judge.failure(r.backend, h.set, (*outputs)[0]);
-      }
-    }
-    if (failure.empty() && !set_a) {
-      failure = "its timing worker handed out none of its checked outputs: " +
-                (why.empty() ? std::string("no file on input set A") : why);
+    std::string failure = reference.failure
+                              ? "no reference to hold its outputs to: " + reference.failure->error
+                              : judge_handed(job, reference, reference_files, launch, timing,
+                                             handed, k, r.backend, why);
+    if (failure.empty() && calls.read) failure = judge_worker_calls(rule, calls, timing);
+    if (calls.read && calls.calls_timed > 0) {
+      const size_t verified = plan.against_timed + plan.to_worker.size();
+      r.audit_coverage = static_cast<double>(verified) / static_cast<double>(calls.calls_timed);
+      r.audit += fmt::format(
+          "; the harness read {} of its {} timed calls' outputs out of its stopped worker (up to "
+          "{} elements each), {} judged against the reference backend's on the same inputs and "
+          "{} against eager run outside ({} read but not judged): a memo serving 10% of calls "
+          "escapes with probability {:.2g}",
+          calls.read->size(), calls.calls_timed, kSampledElements, plan.against_timed,
+          plan.to_worker.size(), plan.unverified, std::pow(0.9, static_cast<double>(verified)));
     }
     if (failure.empty()) continue;
     r.status = Status::kFailAccuracyInPerf;

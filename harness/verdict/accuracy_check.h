@@ -29,9 +29,9 @@ struct CheckLaunch {
 
 struct ReferenceOutcome {
   AccuracyReference ref;
-  // With job.fresh_sets >= 0: the references on the timing audit's other input sets, [0] set B,
-  // [1 + j] fresh set j of job.secret (eager once, fp64 when `full`; never a test case's expected
-  // outputs, which are for set A).
+  // With job.timing_sets: the references on the timing audit's other input sets, [0] set B,
+  // [1 + i] the sampled elements of call job.call_sets[i] (eager once, fp64 when `full`; never a
+  // test case's expected outputs, which are for set A).
   std::vector<AccuracyReference> timing_sets;
   bool full = true;  // eager's determinism checked and fp64 made (when the rule wants it)
   // Set when there is no reference to judge against (eager failed, crashed, differed between its
@@ -50,15 +50,30 @@ ReferenceOutcome compute_reference(const WorkerJob& job, const CheckFiles& files
 reports::ResultRecord check_accuracy(const WorkerJob& job, const ReferenceOutcome& reference,
                                      const CheckFiles& files, const CheckLaunch& launch);
 
-// The timing workers' hand-off (job.tensors, see timing_job.cpp: each backend's outputs on input
-// sets A and B, on every fresh set it met, and its distinct outputs when it is not bitwise
-// deterministic) judged against references made where no plugin was loaded: set A's is
-// `reference`; B's and the fresh sets' (of job.secret) are computed here by a reference worker
-// (its files `reference_files`). A passing result whose outputs fail becomes
-// fail_accuracy_in_perf. A reference that is not full is made full when a verdict needs the rule's
-// fp64 step. Unaudited timing (--no-audit) hands out nothing.
+// What the parent read of a timing worker's timed calls (turn_driver.h): by call id, the sampled
+// elements of each output (output_sample.h).
+using CallsRead = std::map<uint64_t, std::vector<Tensor>>;
+struct TimedCalls {
+  const CallsRead* read = nullptr;
+  // The reference backend's worker's reads, on the same ids (nullptr: none, or this is it).
+  const CallsRead* reference = nullptr;
+  uint64_t secret = 0;  // of the sampled elements
+  int64_t calls_timed = 0;
+  double timed_ms = 0;               // its samples, by the parent's clock
+  double reference_ms_per_call = 0;  // eager's, to bound the reference worker's work
+};
+
+// A timing worker's outputs judged against references made where no plugin was loaded: its
+// hand-off (job.tensors, see timing_job.cpp: its outputs on input sets A and B), set A's against
+// `reference`, and the calls the parent read (`calls`): against the reference backend's outputs
+// on the same call where it was read, else (a random subset, within 5% of the timed time)
+// against eager run here on that call's inputs by a reference worker (its files
+// `reference_files`), which also makes B's. A passing result whose outputs fail becomes
+// fail_accuracy_in_perf; its audit line and coverage say how many calls were verified. A
+// reference that is not full is made full when a verdict needs the rule's fp64 step. Unaudited
+// timing (--no-audit) hands out nothing.
 void judge_timing_hand_off(const WorkerJob& job, ReferenceOutcome& reference,
                            const CheckFiles& reference_files, const CheckLaunch& launch,
-                           std::vector<reports::ResultRecord>& results);
+                           const TimedCalls& calls, std::vector<reports::ResultRecord>& results);
 
 }  // namespace crucible

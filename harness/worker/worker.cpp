@@ -4,6 +4,7 @@
 #include "worker.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <omp.h>
 #include <sys/resource.h>
 
@@ -20,6 +21,7 @@
 #include "crucible/ops/interpreter.h"
 #include "crucible/plugin_loader.h"
 #include "input_sets.h"
+#include "output_sample.h"
 #include "perf_counters.h"
 #include "tensor_file.h"
 #include "worker_session.h"
@@ -50,10 +52,21 @@ double own_peak_rss_mb() {
   return static_cast<double>(self.ru_maxrss) / 1024.0;
 }
 
+// The elements of `outputs` of timed call `call` the parent read of every backend's.
+std::vector<Tensor> sampled(const std::vector<Tensor>& outputs, uint64_t secret, uint64_t call) {
+  std::vector<Tensor> out;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    out.push_back(
+        gather_elements(outputs[o], sampled_elements(secret, call, o, outputs[o].numel())));
+  }
+  return out;
+}
+
 // The accuracy reference, in a worker that loads no plugin: eager's outputs twice on the same
 // inputs (they must agree bit for bit) and the fp64 reference, from the registry's interpreter
 // that the eager backend wraps. Written to job.tensors as two groups (then two per timing set when
-// job.fresh_sets >= 0: set B, fresh sets 0 .. fresh_sets - 1); the parent judges.
+// job.timing_sets: set B, then the sampled elements of each call of job.call_sets); the parent
+// judges.
 void reference_job(Session& s) {
   reports::ResultRecord r = s.record("eager", "accuracy");
   std::vector<Tensor> e1, e2, fp64;
@@ -80,8 +93,8 @@ void reference_job(Session& s) {
     return s.report.result(r);
   }
   TensorGroups groups = {e1, fp64};
-  // The timing audit's other sets: B and the fresh sets the timing workers met, once each.
-  if (s.job.fresh_sets >= 0) {
+  // The timing audit's other sets: B, and the calls whose outputs the parent read.
+  if (s.job.timing_sets) {
     s.report.phase("timing_sets", "eager");
     if (!attempt(r, Status::kEagerFailToRun, [&] {
           const Graph varied = with_varied_inputs(s.graph);
@@ -89,11 +102,14 @@ void reference_job(Session& s) {
           Interpreter eager(s.graph);
           std::optional<Interpreter> fp64;
           if (s.job.want_fp64) fp64.emplace(widen_to_f64(s.graph));
-          for (int j = -1; j < s.job.fresh_sets; ++j) {
-            const std::vector<Tensor> inputs =
-                j < 0 ? set_b : fresh_input_set(varied, set_b, s.job.secret, j);
-            groups.push_back(eager.run(inputs));
-            groups.push_back(fp64 ? fp64->run(widen_inputs_to_f64(inputs)) : std::vector<Tensor>{});
+          groups.push_back(eager.run(set_b));
+          groups.push_back(fp64 ? fp64->run(widen_inputs_to_f64(set_b)) : std::vector<Tensor>{});
+          for (const uint64_t call : s.job.call_sets) {
+            const std::vector<Tensor> inputs = call_input_set(set_b, s.job.secret, call);
+            groups.push_back(sampled(eager.run(inputs), s.job.verify_secret, call));
+            groups.push_back(
+                fp64 ? sampled(fp64->run(widen_inputs_to_f64(inputs)), s.job.verify_secret, call)
+                     : std::vector<Tensor>{});
           }
         })) {
       r.error = "the timing audit's input sets: " + r.error;
@@ -217,7 +233,9 @@ std::vector<std::string> WorkerJob::to_args() const {
   if (eager_once) a.push_back("--eager-once");
   if (turns) a.push_back("--turns");
   if (secret != 0) add(flag("secret", std::to_string(secret)));
-  if (fresh_sets >= 0) add(flag("fresh-sets", std::to_string(fresh_sets)));
+  if (timing_sets) a.push_back("--timing-sets");
+  if (!call_sets.empty()) add(flag("call-sets", fmt::format("{}", fmt::join(call_sets, ","))));
+  if (verify_secret != 0) add(flag("verify-secret", std::to_string(verify_secret)));
   add(flag("report", report));
   for (const auto& p : plugin_paths) add(flag("plugin-path", p));
   for (const auto& [k, v] : config) add(flag("config", fmt::format("{}={}", k, v)));

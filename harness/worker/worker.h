@@ -38,12 +38,15 @@ struct WorkerJob {
   bool eager_once = false;  // reference: one eager run, no determinism check
   // timing: take turns with the parent over descriptor 3 (turn_channel.h), one backend per worker.
   bool turns = false;
-  // timing and its reference: the seed of the audit's schedule and of its inputs never seen
-  // before, drawn by the parent per timing (0: the worker draws one).
+  // timing and its reference: the seed of every timed call's inputs (call_input_set), drawn by
+  // the parent per timing (0: the worker draws one).
   uint64_t secret = 0;
-  // reference: besides input set A, eager's outputs (and fp64's) on the timing audit's set B and
-  // on its first `fresh_sets` fresh sets (-1: set A only).
-  int fresh_sets = -1;
+  // reference: besides input set A, eager's outputs (and fp64's) on the timing audit's set B
+  // (timing_sets) and, at the elements sampled_elements(verify_secret, call, ...), on the inputs
+  // of every call in call_sets.
+  bool timing_sets = false;
+  std::vector<uint64_t> call_sets;
+  uint64_t verify_secret = 0;
   TimingSettings timing;  // the run's timing options (timing_settings.h)
   double budget_s = 0;    // timing: the worker's time limit, split among its backends (0: none)
   bool profile = false;   // run-graph: per-kernel timings

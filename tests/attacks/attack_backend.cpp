@@ -18,6 +18,10 @@
 //                         and starting its successor;
 //   clone_parent          starts a process with CLONE_PARENT (a sibling of its worker, outside
 //                         its process group) that works while eager is timed.
+// And partial memos, which compute honestly but serve a fraction q of calls from the last output
+// they computed (the cheapest memo: whatever its key, on inputs it has not seen it is stale):
+//   memo_cadence_qNN      every call whose count mod 10 is below NN / 10 (q = NN%);
+//   memo_random_qNN       each call with probability NN%.
 // Each says on stderr what it did, so a test can tell an attack that acted from one that missed.
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -253,6 +257,26 @@ int start_clone_parent() {
   return pid > 0 ? 1 : 0;
 }
 
+// --- memo_cadence_qNN, memo_random_qNN ---------------------------------------------------------
+
+// The NN of a memo attack's name (its q in percent), 0 for any other attack.
+int memo_percent() {
+  const size_t at = kAttack.rfind("_q");
+  if (kAttack.rfind("memo_", 0) != 0 || at == std::string_view::npos) return 0;
+  return std::atoi(std::string(kAttack.substr(at + 2)).c_str());
+}
+
+// Whether this call is served from the memo.
+bool serve_from_memo(uint64_t count) {
+  const int q = memo_percent();
+  if (kAttack.rfind("memo_cadence", 0) == 0) return static_cast<int>(count % 10) < q / 10;
+  static uint64_t state = 0x9e3779b97f4a7c15ULL;
+  state ^= state << 13;
+  state ^= state >> 7;
+  state ^= state << 17;
+  return static_cast<int>(state % 100) < q;
+}
+
 // --- the backend ---------------------------------------------------------------------------------
 
 class AttackExecutable final : public plugin::Executable {
@@ -280,6 +304,13 @@ class AttackExecutable final : public plugin::Executable {
     } else if (kAttack == "clone_parent") {
       say("started {} CLONE_PARENT processes", start_clone_parent());
       return interpreter_.run(inputs);
+    } else if (memo_percent() > 0) {
+      if (!memo_.empty() && serve_from_memo(calls_++)) {
+        if (++served_ % 1000 == 1) say("served {} calls from its memo", served_);
+        return memo_;
+      }
+      memo_ = interpreter_.run(inputs);
+      return memo_;
     }
     return answer;
   }
@@ -291,6 +322,9 @@ class AttackExecutable final : public plugin::Executable {
     std::fprintf(stderr, "attack %s: %s\n", ATTACK, line.c_str());
   }
   Interpreter interpreter_;
+  std::vector<Tensor> memo_;
+  uint64_t calls_ = 0;
+  int served_ = 0;
 };
 
 class AttackBackend final : public plugin::Backend {

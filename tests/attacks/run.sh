@@ -70,14 +70,15 @@ for attack in scan_zero scan_nan hook_interpreter rewrite_expected; do
     echo "attack $attack: $n_acc of $want models fail accuracy" >&2; failed=1
   fi
 done
-# The attacks on the clock compute honest outputs: in performance mode none may show a speed-up
-# over eager (theirs is about 1x, the interpreter's), and those that work outside their calls
-# must not pass.
-for attack in clock_slow pin_eager thread_chain clone_parent; do
+# One attack in performance mode on the speed manifest with eager, --repeat $2: its results, one
+# "model backend status speed-up" line each, in $rows; a run without 2 results of the attack, or
+# whose timing log shows the attack never acted, fails the corpus.
+speed_run() {
+  local attack=$1 repeat=$2
   run="$attack.performance"
   set +e
   "$crucible" run --suite "$work/suite/speed.manifest" \
-    --backends "attack_$attack" --mode performance --repeat 4 --min-time-ms 0 \
+    --backends "attack_$attack" --mode performance --repeat "$repeat" --min-time-ms 0 \
     --plugin-path "$work/build" --db "$work/$run.db" -o "$work/out_$run" >"$work/$run.txt" 2>&1
   set -e
   rows=$(sqlite3 "$work/$run.db" "select model || ' ' || backend || ' ' || status || ' ' ||
@@ -87,6 +88,15 @@ for attack in clock_slow pin_eager thread_chain clone_parent; do
   if [ "$(grep -c " attack_$attack " <<<"$rows")" -ne 2 ]; then
     echo "attack $run: not 2 results" >&2; cat "$work/$run.txt" >&2; failed=1
   fi
+  if ! grep -qh "^attack $attack: " "$work/out_$run"/logs/*."attack_$attack".timing.log; then
+    echo "attack $run: its logs show it never acted" >&2; failed=1
+  fi
+}
+# The attacks on the clock compute honest outputs: in performance mode none may show a speed-up
+# over eager (theirs is about 1x, the interpreter's), and those that work outside their calls
+# must not pass.
+for attack in clock_slow pin_eager thread_chain clone_parent; do
+  speed_run "$attack" 4
   if awk -v a="attack_$attack" '$2 == a && $4 != "-" && $4 + 0 > 1.3 { bad = 1 } END { exit !bad }' <<<"$rows"; then
     echo "attack $run: a speed-up over 1.3x" >&2; failed=1
   fi
@@ -95,8 +105,19 @@ for attack in clock_slow pin_eager thread_chain clone_parent; do
       echo "attack $run: work outside its calls passed" >&2; failed=1
     fi
   fi
-  if ! grep -qh "^attack $attack: " "$work/out_$run"/logs/*."attack_$attack".timing.log; then
-    echo "attack $run: its logs show it never acted" >&2; failed=1
+done
+# Partial memos: every timed call has inputs of its own, so a served call's outputs are stale, and
+# the parent reads random calls' outputs out of the stopped worker. On sin_cos (hundreds of calls
+# a sample, 8 read of each) none may pass; on add_add_mul_add (a call or two a sample) one that
+# escaped may not show a speed-up past what it served (q = 10%: 1.11x in the mean, none in the
+# median).
+for attack in memo_cadence_q10 memo_cadence_q30 memo_cadence_q60 memo_random_q30; do
+  speed_run "$attack" 20
+  if grep -q "^sin_cos attack_$attack pass" <<<"$rows"; then
+    echo "attack $run: a memo passed on sin_cos" >&2; failed=1
+  fi
+  if awk -v a="attack_$attack" '$2 == a && $3 == "pass" && $4 + 0 > 1.15 { bad = 1 } END { exit !bad }' <<<"$rows"; then
+    echo "attack $run: a memo passed with a speed-up" >&2; failed=1
   fi
 done
 if [ ${#cases[@]} -gt 0 ] && ! diff -r "$work/pristine" "$work/suite/cases" >/dev/null; then

@@ -1,4 +1,8 @@
 // `crucible worker`: the internal subcommand `crucible run` starts for each isolated job.
+#include <fmt/format.h>
+
+#include <sstream>
+
 #include "cli.h"
 #include "crucible/core/error.h"
 #include "worker.h"
@@ -8,6 +12,7 @@ namespace crucible::cli {
 int worker_command(const std::vector<std::string>& args) {
   WorkerJob job;
   std::vector<std::string> config, backend_env;
+  std::string call_sets;
   po::options_description opts("worker options (internal: started by crucible run)");
   opts.add_options()(
       "job", po::value(&job.job)->required(),
@@ -27,8 +32,9 @@ int worker_command(const std::vector<std::string>& args) {
       "profile", po::bool_switch(&job.profile), "run-graph: per-kernel timings")(
       "turns", po::bool_switch(&job.turns), "timing: take turns with the parent on fd 3")(
       "secret", po::value(&job.secret), "timing, reference: the audit's secret")(
-      "fresh-sets", po::value(&job.fresh_sets),
-      "reference: also set B and this many fresh sets of the timing audit")(
+      "timing-sets", po::bool_switch(&job.timing_sets), "reference: also the timing's set B")(
+      "call-sets", po::value(&call_sets), "reference: and these timed calls (id,id,...)")(
+      "verify-secret", po::value(&job.verify_secret), "reference: of the calls' sampled elements")(
       "budget-s", po::value(&job.budget_s), "timing: the worker's time, split among backends")(
       "report", po::value(&job.report)->required(), "report file")(
       "plugin-path", po::value(&job.plugin_paths)->composing(), "plugin directories")(
@@ -41,6 +47,16 @@ int worker_command(const std::vector<std::string>& args) {
              vm))
     return kExitOk;
   job.want_fp64 = !vm["no-fp64"].as<bool>();
+  std::stringstream ids(call_sets);
+  for (std::string id; std::getline(ids, id, ',');) {
+    try {
+      size_t end = 0;
+      job.call_sets.push_back(std::stoull(id, &end));
+      if (end != id.size()) throw std::invalid_argument(id);
+    } catch (const std::exception&) {
+      throw po::error(fmt::format("--call-sets: '{}' is not a call id", id));
+    }
+  }
   job.config = parse_config(config);
   try {
     job.backend_env = parse_backend_env(backend_env);

@@ -21,17 +21,24 @@ std::optional<TurnMessage> parse_turn_message(const std::string& line) {
   std::string kind;
   in >> kind;
   TurnMessage m;
-  if (kind == "ready") {
+  if (kind == "prepared") {
+    m.prepared = true;
+  } else if (kind == "ready") {
     int more = -1;
-    if (!(in >> more) || (more != 0 && more != 1)) return std::nullopt;
+    if (!(in >> more >> m.calls) || (more != 0 && more != 1) || m.calls < 1 || m.calls > 1'000'000)
+      return std::nullopt;
     m.ready = true;
     m.more = more == 1;
   } else if (kind == "done") {
     TurnDone d;
-    if (!(in >> d.window_ms >> d.timed_ms >> d.cpu_ms >> d.calls)) return std::nullopt;
+    if (!(in >> d.window_ms >> d.timed_ms >> d.cpu_ms >> d.calls >> d.table >> d.entries))
+      return std::nullopt;
     for (double v : {d.window_ms, d.timed_ms, d.cpu_ms})
       if (!std::isfinite(v) || v < 0) return std::nullopt;
-    if (d.calls < 1) return std::nullopt;
+    // The table: a whole number of outputs per call (graphs of more than 4096 outputs aside).
+    if (d.calls < 1 || d.entries < d.calls || d.entries % d.calls != 0 ||
+        d.entries / d.calls > 4096)
+      return std::nullopt;
     m.done = d;
   } else {
     return std::nullopt;
@@ -46,28 +53,49 @@ TurnChannel::TurnChannel() {
     throw Error(fmt::format("--turns: descriptor 3 is not open: {}", strerror(errno)));
 }
 
-bool TurnChannel::wait_go() {
+char TurnChannel::read_word() {
   char c = 0;
   ssize_t n;
   do {
     n = ::read(fd_, &c, 1);
   } while (n < 0 && errno == EINTR);
   if (n != 1) throw Error("--turns: the parent is gone");
-  go_ns_ = raw_monotonic_ns();
-  if (c == 'g') return true;
+  return c;
+}
+
+void TurnChannel::expect(char want) {
+  const char c = read_word();
+  if (c != want) throw Error(fmt::format("--turns: word {:d} from the parent, not '{}'", c, want));
+}
+
+bool TurnChannel::wait_prepare() {
+  const char c = read_word();
+  if (c == 'p') return true;
   if (c == 'q') return false;
   throw Error(fmt::format("--turns: unknown word {:d} from the parent", c));
 }
+
+void TurnChannel::wait_go() {
+  expect('g');
+  go_ns_ = raw_monotonic_ns();
+}
+
+void TurnChannel::wait_read() { expect('a'); }
+
+void TurnChannel::prepared() { send("prepared\n"); }
 
 double TurnChannel::window_ms() const {
   return static_cast<double>(raw_monotonic_ns() - go_ns_) / 1e6;
 }
 
 void TurnChannel::done(const TurnDone& d) {
-  send(fmt::format("done {:.9g} {:.9g} {:.9g} {}\n", d.window_ms, d.timed_ms, d.cpu_ms, d.calls));
+  send(fmt::format("done {:.9g} {:.9g} {:.9g} {} {} {}\n", d.window_ms, d.timed_ms, d.cpu_ms,
+                   d.calls, d.table, d.entries));
 }
 
-void TurnChannel::ready(bool more) { send(fmt::format("ready {}\n", more ? 1 : 0)); }
+void TurnChannel::ready(bool more, int64_t calls) {
+  send(fmt::format("ready {} {}\n", more ? 1 : 0, calls));
+}
 
 void TurnChannel::send(const std::string& line) {
   size_t at = 0;

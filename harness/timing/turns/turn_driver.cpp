@@ -14,9 +14,13 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <thread>
 
+#include "call_reader.h"
 #include "contention.h"
+#include "crucible/core/rng.h"
+#include "input_sets.h"
 #include "worker_cpu.h"
 
 namespace crucible {
@@ -48,6 +52,9 @@ struct Live {
   std::map<pid_t, std::string> placement;  // each thread's as first seen
   bool alive = false;
   bool more = false;
+  pid_t pid = 0;
+  int64_t calls = 1;           // of its next sample, as its last "ready" said
+  std::vector<int64_t> picks;  // the calls of its next sample the parent will read
   TurnRecord record;
 
   ~Live() {
@@ -139,7 +146,8 @@ void start(Live& l, const std::map<std::string, std::string>& env, const ChildLi
   l.thread = std::thread([&l, &env, &limits] {
     ChildHooks hooks;
     hooks.fds = {l.child_fd};
-    hooks.started = [&l](pid_t, std::shared_ptr<const WorkerCpu> tree) {
+    hooks.started = [&l](pid_t pid, std::shared_ptr<const WorkerCpu> tree) {
+      l.pid = pid;
       l.cpu = std::move(tree);
       l.cpu_set = true;
       ::close(l.child_fd);
@@ -155,6 +163,7 @@ void start(Live& l, const std::map<std::string, std::string>& env, const ChildLi
   const std::optional<TurnMessage> first = l.next();
   l.alive = first && first->ready;
   l.more = l.alive && first->more;
+  if (l.alive) l.calls = first->calls;
   // Its warm-up's pool spins down before the next worker starts (and before any turn); its
   // threads' placement is taken before any other worker runs code.
   if (l.alive) {
@@ -163,15 +172,102 @@ void start(Live& l, const std::map<std::string, std::string>& env, const ChildLi
   }
 }
 
+// Each worker's outputs are read at this many calls of each sample, chosen by the parent at random
+// (the reference worker's at every call another's are read at, besides), up to kMaxVerified calls
+// and kMaxVerifiedBytes.
+constexpr int64_t kVerifyPerSample = 8;
+constexpr size_t kMaxVerified = 512;
+constexpr size_t kMaxVerifiedBytes = size_t{64} << 20;
+
+// Which calls of the round's samples the parent reads, before any worker runs one: the reference
+// worker's include every other worker's (of the same ids, hence the same inputs).
+void plan_reads(std::vector<std::unique_ptr<Live>>& live, uint64_t seed, int64_t round) {
+  auto draw = static_cast<uint64_t>(round * kCallIdStride);
+  std::set<int64_t> all;
+  for (auto& l : live) {
+    l->picks.clear();
+    if (!l->alive || l->worker->job.timing.no_audit) continue;
+    if ((l->record.verified.size() >= kMaxVerified ||
+         l->record.verified_bytes >= kMaxVerifiedBytes) &&
+        !l->worker->reference)
+      continue;
+    std::set<int64_t> picks;
+    for (int64_t k = 0; k < std::min(kVerifyPerSample, l->calls); ++k) {
+      int64_t at;
+      do {
+        at = static_cast<int64_t>(random_bits(seed, draw++) % static_cast<uint64_t>(l->calls));
+      } while (picks.count(at));
+      picks.insert(at);
+    }
+    all.insert(picks.begin(), picks.end());
+    l->picks.assign(picks.begin(), picks.end());
+  }
+  for (auto& l : live) {
+    if (!l->worker->reference || l->picks.empty()) continue;
+    for (int64_t at : all) {
+      if (at < l->calls) l->picks.push_back(at);
+    }
+    std::sort(l->picks.begin(), l->picks.end());
+    l->picks.erase(std::unique(l->picks.begin(), l->picks.end()), l->picks.end());
+  }
+}
+
+// With `l` stopped at its "done": the sampled elements of its picked calls' outputs, out of its
+// memory. (A process of its tree outside its thread group is not stopped, but is named by the
+// worker's watch and charged when it runs during another's turn.)
+void read_outputs(Live& l, const TurnDone& done, int64_t round, uint64_t secret) {
+  {
+    const StoppedWorker stopped(l.pid);
+    if (!stopped.error().empty()) {
+      l.record.read_error = "it was not stopped to read its outputs: " + stopped.error();
+      return;
+    }
+    for (const int64_t at : l.picks) {
+      if (at >= done.calls) continue;  // its calls per sample were chosen again
+      const auto id = static_cast<uint64_t>(round * kCallIdStride + at);
+      std::vector<CallOutput> rows;
+      std::string why = read_call_table(l.pid, done, at, rows);
+      if (why.empty() && rows.at(0).call != id)
+        why = fmt::format("its table says call {} where sample {} had call {}", rows[0].call, round,
+                          id);
+      std::vector<Tensor> outs(rows.size());
+      for (size_t o = 0; o < rows.size() && why.empty(); ++o)
+        why = read_sampled_output(l.pid, rows[o], o, secret, outs[o]);
+      if (!why.empty()) {
+        l.record.read_error = fmt::format("sample {}: {}", round, why);
+        return;
+      }
+      for (const Tensor& t : outs) l.record.verified_bytes += t.nbytes();
+      l.record.verified[id] = std::move(outs);
+    }
+  }
+}
+
 // One sample of `live[i]`, timed from here; the others' CPU meanwhile is charged to them.
-void turn(std::vector<std::unique_ptr<Live>>& live, size_t i) {
+void turn(std::vector<std::unique_ptr<Live>>& live, size_t i, int64_t round, uint64_t secret) {
   Live& l = *live[i];
   const size_t n = live.size();
-  std::vector<double> tree0(n), main0(n), tree1(n);
+  std::vector<double> tree_p(n), main_p(n), tree0(n), tree1(n);
   for (size_t j = 0; j < n; ++j) {
-    tree0[j] = live[j]->tree_ms();
-    main0[j] = live[j]->main_ms();
+    tree_p[j] = live[j]->tree_ms();
+    main_p[j] = live[j]->main_ms();
   }
+  // It makes its sample's inputs and takes its readings before "go": the parent's clock then
+  // holds its calls alone.
+  if (!l.send('p')) {
+    l.alive = false;
+    return;
+  }
+  std::optional<TurnMessage> m = l.next();
+  if (m && !m->prepared) {
+    l.record.protocol_error = "it sent another word than 'prepared' after 'p'";
+    m.reset();
+  }
+  if (!m) {
+    l.alive = false;
+    return;
+  }
+  for (size_t j = 0; j < n; ++j) tree0[j] = live[j]->tree_ms();
   check_placement(l);
   const double wait0 = l.wait_ms() + own_thread_wait_ms();
   const auto t0 = Clock::now();
@@ -179,7 +275,7 @@ void turn(std::vector<std::unique_ptr<Live>>& live, size_t i) {
     l.alive = false;
     return;
   }
-  std::optional<TurnMessage> m = l.next();
+  m = l.next();
   const auto t1 = Clock::now();
   const double waited = l.wait_ms() + own_thread_wait_ms() - wait0;
   for (size_t j = 0; j < n; ++j) tree1[j] = live[j]->tree_ms();
@@ -190,12 +286,19 @@ void turn(std::vector<std::unique_ptr<Live>>& live, size_t i) {
       if (j != i && std::isfinite(tree1[j] - tree0[j]))
         l.record.disturbed[live[j]->backend()] += tree1[j] - tree0[j];
     }
+    l.record.calls_timed += m->done->calls;
+    if (!l.worker->job.timing.no_audit && l.record.read_error.empty())
+      read_outputs(l, *m->done, round, secret);
+    if (!l.send('a')) {
+      l.alive = false;
+      return;
+    }
     m = l.next();
   }
   for (size_t j = 0; j < n; ++j) {
     if (j == i) continue;
-    // Its main thread waits for "go" (no CPU); anything else of its tree ran its own code.
-    const double idle = (live[j]->tree_ms() - tree0[j]) - (live[j]->main_ms() - main0[j]);
+    // Its main thread waits for its next "p" (no CPU); anything else of its tree ran its own code.
+    const double idle = (live[j]->tree_ms() - tree_p[j]) - (live[j]->main_ms() - main_p[j]);
     if (std::isfinite(idle)) live[j]->record.idle_cpu_ms += std::max(0.0, idle);
   }
   if (!m || !m->ready) {
@@ -203,6 +306,7 @@ void turn(std::vector<std::unique_ptr<Live>>& live, size_t i) {
     return;
   }
   l.more = m->more;
+  l.calls = m->calls;
   settle(l);
 }
 
@@ -222,9 +326,11 @@ std::vector<TurnRecord> take_turns(std::vector<TurnWorker>& workers,
   auto wanted = [&] {
     return std::any_of(live.begin(), live.end(), [](const auto& l) { return l->alive && l->more; });
   };
-  while (wanted()) {
+  const uint64_t secret = os_secret();
+  for (int64_t round = 0; wanted(); ++round) {
+    plan_reads(live, secret, round);
     for (size_t i = 0; i < live.size(); ++i) {
-      if (live[i]->alive) turn(live, i);
+      if (live[i]->alive) turn(live, i, round, secret);
     }
   }
   std::vector<TurnRecord> out;
@@ -232,6 +338,7 @@ std::vector<TurnRecord> take_turns(std::vector<TurnWorker>& workers,
     if (l->alive) l->send('q');
     if (l->thread.joinable()) l->thread.join();
     TurnRecord r = std::move(l->record);
+    r.verify_secret = secret;
     r.results = std::move(l->run.results);
     if (r.results.empty()) {
       reports::ResultRecord fail =
@@ -268,7 +375,8 @@ constexpr double kLatencyShare = 0.1;
 constexpr double kLieShare = 0.25;
 double median_of(const std::vector<double>& v) { return reports::summarize(v).median; }
 
-// How much shorter the worker's windows were than the parent's, waits for a CPU aside.
+// How much shorter the worker's timed calls were than the parent's window, waits for a CPU aside
+// (the worker's window holds nothing but its calls and the table of their outputs).
 struct ClockGaps {
   size_t n = 0;
   double outside = 0;  // the median sample by the parent's clock
@@ -281,7 +389,7 @@ struct ClockGaps {
     least = INFINITY;
     for (const TurnWindow& w : r.windows) {
       o.push_back(w.outside_ms);
-      g.push_back(w.outside_ms - w.inside.window_ms - w.wait_ms);
+      g.push_back(w.outside_ms - w.inside.timed_ms - w.wait_ms);
       least = std::min(least, g.back() - kLatencyMs - kLatencyShare * w.outside_ms);
       if (g.back() > kLatencyMs + kLieShare * w.outside_ms) ++lying;
     }
@@ -366,6 +474,8 @@ void judge_turns(std::vector<TurnRecord>& records) {
       std::string why;
       if (!rec.protocol_error.empty()) {
         why = "its timing worker broke the turn protocol: " + rec.protocol_error;
+      } else if (!rec.read_error.empty()) {
+        why = "the harness could not read its timed calls' outputs: " + rec.read_error;
       } else if (rec.windows.empty()) {
         why = "its timing worker reported samples the harness never saw";
       } else if (!rec.placement_change.empty()) {

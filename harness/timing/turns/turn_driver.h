@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "crucible/core/tensor.h"
 #include "crucible/reports/records.h"
 #include "turn_channel.h"
 #include "worker_launch.h"
@@ -17,7 +18,15 @@ namespace crucible {
 struct TurnWorker {
   WorkerJob job;  // a timing job of one backend; turns is set here
   WorkerFiles files;
+  // The reference backend's worker: its outputs are read at every call another worker's are (of
+  // the same id, so on the same inputs), to judge theirs by.
+  bool reference = false;
 };
+
+// Timed calls whose outputs the parent read out of the worker, stopped after its sample: by call
+// id (its inputs are call_input_set(B, job.secret, id)), the elements of each output at
+// sampled_elements(TurnRecord::verify_secret, id, ...).
+using CallsRead = std::map<uint64_t, std::vector<Tensor>>;
 
 // One sample seen from outside: the parent's time from "go" to "done", what the worker said, and
 // the CPU its whole process tree used meanwhile.
@@ -42,6 +51,11 @@ struct TurnRecord {
   std::string cpu_how;  // how its CPU was read (WorkerCpu::how)
   double cpu_resolution_ms = 0;
   std::string protocol_error;  // it broke the turn protocol: what it said
+  CallsRead verified;
+  size_t verified_bytes = 0;
+  uint64_t verify_secret = 0;  // of the sampled elements; never given to a timing worker
+  int64_t calls_timed = 0;
+  std::string read_error;  // its outputs did not read: why
   // A thread of it whose priority or CPUs changed after it was first seen (from the worker's start,
   // before the next worker started), and how ("" if none).
   std::string placement_change;
