@@ -303,17 +303,15 @@ class Runner {
     return by_backend;
   }
 
+  // A worker's time per call by the parent's clock.
+  static double per_call_ms(const TurnRecord& rec) {
+    return rec.calls_timed > 0 ? rec.timed_ms() / static_cast<double>(rec.calls_timed) : 0;
+  }
+
   // One timing of `loadable`, the `p`-th of --processes: each backend's worker gets its share of
   // --timeout as its budget, all share one secret (call i of sample r has the same inputs in
   // every backend's worker, so eager's read outputs are the others' reference), and every result
   // is judged by what the parent saw, by its hand-off and by the calls the parent read.
-  // A worker's time per call by the parent's clock (its samples' total over its calls).
-  static double per_call_ms(const TurnRecord& rec) {
-    double ms = 0;
-    for (const TurnWindow& w : rec.windows) ms += w.outside_ms;
-    return rec.calls_timed > 0 ? ms / static_cast<double>(rec.calls_timed) : 0;
-  }
-
   std::vector<ResultRecord> time_in_turns(const ModelEntry& m, int64_t batch,
                                           const std::vector<std::string>& loadable, int p) {
     const uint64_t secret = os_secret();
@@ -339,14 +337,9 @@ class Runner {
     std::vector<ResultRecord> out;
     for (size_t k = 0; k < workers.size(); ++k) {
       const TurnRecord& rec = records[k];
-      TimedCalls calls{&rec.verified,
-                       eager && eager != &rec ? &eager->verified : nullptr,
-                       rec.verify_secret,
-                       rec.calls_timed,
-                       0,
-                       0};
-      for (const TurnWindow& w : rec.windows) calls.timed_ms += w.outside_ms;
-      calls.reference_ms_per_call = per_call_ms(eager ? *eager : rec);
+      const TimedCalls calls{&rec.verified,     eager && eager != &rec ? &eager->verified : nullptr,
+                             rec.verify_secret, rec.calls_timed,
+                             rec.timed_ms(),    per_call_ms(eager ? *eager : rec)};
       judge_timing_hand_off(workers[k].job, *reference_, check_files(m, "reference"), {{}, limits_},
                             calls, records[k].results);
       for (ResultRecord& r : records[k].results) out.push_back(std::move(r));

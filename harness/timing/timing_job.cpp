@@ -193,7 +193,6 @@ class TimingJob {
     double cache_gbs = cache_triad_gbs();
     watch_.emplace();
     const double overhead = timer_overhead_ns();
-    overhead_ms_ = overhead / 1e6;
     sets_[0] = s_.inputs;
     sets_[1] = second_input_set(varied_, s_.job.seed);
     budget_ms_ = s_.job.budget_s > 0 ? 1e3 * s_.job.budget_s * kBudgetShare /
@@ -212,10 +211,7 @@ class TimingJob {
     if (turns_) {
       take_turns();
     } else {
-      for (int rep = 0; plan(rep); ++rep) {
-        for (Backend& b : backends_) make_call_inputs(b, rep);
-        round(rep);
-      }
+      for (int rep = 0; plan(rep); ++rep) round(rep);
     }
     attribute_cpu(watch_->read(active_), "");
     const ContentionSnapshot end = take_contention_snapshot();
@@ -276,10 +272,9 @@ class TimingJob {
   }
 
   // The rounds, each when the parent says so: it interleaves this worker's samples with the other
-  // backends' workers and times each from outside.
-  // Each sample's inputs are made when the parent says to prepare it, just before its "go" (the
-  // parent gives every worker as many samples as the one that wants most), so while the others
-  // are timed it only waits.
+  // backends' workers (as many for each as the one that wants most) and times each from outside.
+  // A sample's inputs are made when the parent says to prepare it, just before its "go", so while
+  // the others are timed this worker only waits.
   void take_turns() {
     Backend& b = backends_.at(0);
     for (int rep = 0;; ++rep) {
@@ -291,10 +286,9 @@ class TimingJob {
     }
   }
 
-  // The inputs of `b`'s calls in round `rep`, one set each (see kCallIdStride); the audit's cost.
+  // The inputs of `b`'s calls in round `rep`, one set each (see kCallIdStride). Made in its
+  // sample, outside the clock: the sample charges the time to the audit.
   void make_call_inputs(Backend& b, int rep) {
-    if (!b.ok) return;
-    const auto t0 = Clock::now();
     const auto k = static_cast<size_t>(b.calls);
     b.call_inputs.resize(k);
     b.inputs_round = rep;
@@ -302,9 +296,6 @@ class TimingJob {
       fill_call_inputs(sets_[1], secret_, static_cast<uint64_t>(rep * kCallIdStride) + i,
                        b.call_inputs[i]);
     }
-    const double ms = ms_between(t0, Clock::now());
-    b.audit_ms += ms;
-    charge(b, ms);
   }
 
   // The most calls a sample may have: their inputs, one set each, within kMaxCallInputBytes.
@@ -750,7 +741,6 @@ class TimingJob {
   std::optional<ProcessWatch> watch_;
   std::string active_;         // the backend whose code ran last
   double segment_cpu_ms_ = 0;  // the CPU time of this sample's timed segments
-  double overhead_ms_ = 0;
   double budget_ms_ = 0;
   std::vector<Tensor> sets_[2];
   std::optional<TurnChannel> turns_;

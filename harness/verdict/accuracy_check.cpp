@@ -195,7 +195,6 @@ class TimingReference {
     }
     return &made_->timing_sets.at(index);
   }
-  bool full() const { return made_ && made_->full; }
   const std::vector<uint64_t>& calls() const { return job_.call_sets; }
 
  private:

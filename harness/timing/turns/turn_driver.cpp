@@ -216,30 +216,28 @@ void plan_reads(std::vector<std::unique_ptr<Live>>& live, uint64_t seed, int64_t
 // memory. (A process of its tree outside its thread group is not stopped, but is named by the
 // worker's watch and charged when it runs during another's turn.)
 void read_outputs(Live& l, const TurnDone& done, int64_t round, uint64_t secret) {
-  {
-    const StoppedWorker stopped(l.pid);
-    if (!stopped.error().empty()) {
-      l.record.read_error = "it was not stopped to read its outputs: " + stopped.error();
+  const StoppedWorker stopped(l.pid);
+  if (!stopped.error().empty()) {
+    l.record.read_error = "it was not stopped to read its outputs: " + stopped.error();
+    return;
+  }
+  for (const int64_t at : l.picks) {
+    if (at >= done.calls) continue;  // its calls per sample were chosen again
+    const auto id = static_cast<uint64_t>(round * kCallIdStride + at);
+    std::vector<CallOutput> rows;
+    std::string why = read_call_table(l.pid, done, at, rows);
+    if (why.empty() && rows.at(0).call != id)
+      why = fmt::format("its table says call {} where sample {} had call {}", rows[0].call, round,
+                        id);
+    std::vector<Tensor> outs(rows.size());
+    for (size_t o = 0; o < rows.size() && why.empty(); ++o)
+      why = read_sampled_output(l.pid, rows[o], o, secret, outs[o]);
+    if (!why.empty()) {
+      l.record.read_error = fmt::format("sample {}: {}", round, why);
       return;
     }
-    for (const int64_t at : l.picks) {
-      if (at >= done.calls) continue;  // its calls per sample were chosen again
-      const auto id = static_cast<uint64_t>(round * kCallIdStride + at);
-      std::vector<CallOutput> rows;
-      std::string why = read_call_table(l.pid, done, at, rows);
-      if (why.empty() && rows.at(0).call != id)
-        why = fmt::format("its table says call {} where sample {} had call {}", rows[0].call, round,
-                          id);
-      std::vector<Tensor> outs(rows.size());
-      for (size_t o = 0; o < rows.size() && why.empty(); ++o)
-        why = read_sampled_output(l.pid, rows[o], o, secret, outs[o]);
-      if (!why.empty()) {
-        l.record.read_error = fmt::format("sample {}: {}", round, why);
-        return;
-      }
-      for (const Tensor& t : outs) l.record.verified_bytes += t.nbytes();
-      l.record.verified[id] = std::move(outs);
-    }
+    for (const Tensor& t : outs) l.record.verified_bytes += t.nbytes();
+    l.record.verified[id] = std::move(outs);
   }
 }
 
@@ -440,8 +438,7 @@ std::string clock_failure(const TurnRecord& r, const ClockGaps& gaps) {
 
 void judge_turns(std::vector<TurnRecord>& records) {
   for (TurnRecord& rec : records) {
-    double timed = 0;
-    for (const TurnWindow& w : rec.windows) timed += w.outside_ms;
+    const double timed = rec.timed_ms();
     // As the worker allows its own threads (contention.h), plus two reads' steps a sample.
     const double allowance = std::max(kOutsideCpuMinMs, kOutsideCpuShare * timed) +
                              2 * rec.cpu_resolution_ms * static_cast<double>(rec.windows.size());

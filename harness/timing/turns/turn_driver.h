@@ -52,6 +52,12 @@ struct TurnRecord {
   double cpu_resolution_ms = 0;
   std::string protocol_error;  // it broke the turn protocol: what it said
   CallsRead verified;
+  // Its samples' time by the parent's clock, all together.
+  double timed_ms() const {
+    double ms = 0;
+    for (const TurnWindow& w : windows) ms += w.outside_ms;
+    return ms;
+  }
   size_t verified_bytes = 0;
   uint64_t verify_secret = 0;  // of the sampled elements; never given to a timing worker
   int64_t calls_timed = 0;
