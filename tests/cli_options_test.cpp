@@ -78,7 +78,7 @@ TEST(CliOptions, VersionAndHelpForACommand) {
   auto v = testing::run_crucible("--version");
   EXPECT_EQ(v.status, 0);
   EXPECT_EQ(v.out.rfind("crucible 0.", 0), 0u) << v.out;
-  EXPECT_NE(v.out.find("plugin ABI 2\n"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("plugin ABI 3\n"), std::string::npos) << v.out;
   EXPECT_NE(v.out.find("-march="), std::string::npos) << v.out;
   auto help = testing::run_crucible("help run");
   EXPECT_EQ(help.status, 0) << help.err;

@@ -131,7 +131,14 @@ TEST(TurnDriver, WorkOutsideItsSamplesFailsAndDisturbanceIsNamed) {
   rec.idle_cpu_ms = 10;
   const auto r = judged(rec);
   EXPECT_EQ(r.status, Status::kFailAudit);
-  EXPECT_NE(r.error.find("outside its own samples"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("10.0 ms while other backends were timed"), std::string::npos) << r.error;
+  // Work while its inputs were written (ahead of "go") counts with it.
+  rec.idle_cpu_ms = 1.5;
+  rec.inputs_cpu_ms = 1.5;
+  const auto w = judged(rec);
+  EXPECT_EQ(w.status, Status::kFailAudit);
+  EXPECT_NE(w.error.find("1.5 ms while the harness wrote its calls' inputs"), std::string::npos)
+      << w.error;
   TurnRecord disturbed = record(10, 4.97);
   disturbed.disturbed["hog"] = 20;
   const auto d = judged(disturbed);

@@ -31,6 +31,14 @@ double run_delay_s() {
   return total;
 }
 
+// CPU seconds of this process's parent's main thread (the first schedstat field): the harness,
+// which writes a timing worker's inputs while it waits for "go" (turns/call_input_region.h).
+double parent_cpu_s() {
+  std::ifstream in(fmt::format("/proc/{}/schedstat", getppid()));
+  uint64_t run_ns = 0;
+  return in >> run_ns ? 1e-9 * static_cast<double>(run_ns) : 0.0;
+}
+
 void read_proc_stat(double& busy_s, double& steal_s) {
   std::ifstream in("/proc/stat");
   std::string cpu;
@@ -50,6 +58,7 @@ ContentionSnapshot take_contention_snapshot() {
   s.self_cpu_s = to_s(u.ru_utime) + to_s(u.ru_stime);
   s.involuntary_switches = u.ru_nivcsw;
   s.run_delay_s = run_delay_s();
+  s.parent_cpu_s = parent_cpu_s();
   read_proc_stat(s.busy_s, s.steal_s);
   s.at = std::chrono::steady_clock::now();
   return s;
@@ -60,7 +69,8 @@ void ContentionMeter::add_sample(const ContentionSnapshot& before,
   sample_s_ += std::chrono::duration<double>(after.at - before.at).count();
   run_delay_s_ += std::max(0.0, after.run_delay_s - before.run_delay_s);
   switches_ += std::max<int64_t>(0, after.involuntary_switches - before.involuntary_switches);
-  sample_other_s_ += (after.busy_s - before.busy_s) - (after.self_cpu_s - before.self_cpu_s);
+  sample_other_s_ += (after.busy_s - before.busy_s) - (after.self_cpu_s - before.self_cpu_s) -
+                     (after.parent_cpu_s - before.parent_cpu_s);
   sample_steal_s_ += after.steal_s - before.steal_s;
 }
 

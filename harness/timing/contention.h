@@ -18,6 +18,9 @@ struct ContentionSnapshot {
   int64_t involuntary_switches = 0;
   double busy_s = 0;   // every CPU's non-idle time (/proc/stat, 1/USER_HZ resolution)
   double steal_s = 0;  // every CPU's steal time
+  // The parent's main thread (schedstat): under --turns it writes the sample's inputs between the
+  // worker's readings and its "go", and is no other process's contention.
+  double parent_cpu_s = 0;
 };
 ContentionSnapshot take_contention_snapshot();
 

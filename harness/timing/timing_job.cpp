@@ -14,12 +14,12 @@
 //   2. check: each backend runs input set A twice and B once, untimed; the A runs tell whether it
 //      is bitwise deterministic; its outputs on both sets are handed out; then warm up each and
 //      choose its calls per sample (--min-sample-ms);
-//   3. time: sample by sample, backends interleaved. Before a sample (and before this worker says
-//      it is ready for one) every call of it gets inputs of its own in buffers of its own: set B
-//      rotated by an offset of the secret, two elements swapped (input_sets.h), so a remembered
-//      output is a wrong one and a pointer-keyed cache meets new buffers. A sample is its calls
-//      back to back and one read of every output page, nothing else, so the parent's clock around
-//      it bounds the worker's; then the table of its outputs, and the parent's read;
+//   3. time: sample by sample, backends interleaved. Every call of a sample gets inputs of its own
+//      (input_sets.h): under --turns the parent writes them, from a secret this process never
+//      holds, into memory this process maps read-only (turns/call_input_region.h); alone, this
+//      worker makes them from a secret of its own. A remembered output is a wrong one. A sample is
+//      its calls back to back and one read of every output page, nothing else, so the parent's
+//      clock around it bounds the worker's; then the table of its outputs, and the parent's read;
 //   4. judge: a backend whose threads burn CPU outside its own calls works outside the clock (and
 //      disturbs the others, whose results say by whom); one that installed signal handlers,
 //      opened userfaultfd or started processes left evidence of work hidden behind its outputs'
@@ -39,6 +39,7 @@
 #include <thread>
 
 #include "accuracy.h"
+#include "call_input_region.h"
 #include "contention.h"
 #include "crucible/core/rng.h"
 #include "crucible/ir/graph_cost.h"
@@ -72,10 +73,6 @@ struct Clock {
 
 using reports::Status;
 
-constexpr int64_t kMaxCallsPerSample = 1'000'000;
-// The inputs of a sample's calls, one set each, take at most this many bytes: a model of large
-// inputs gets fewer calls per sample (the min-time rule then adds samples).
-constexpr size_t kMaxCallInputBytes = size_t{512} << 20;
 // A backend whose last kRefitSamples samples all lasted more than kRefitFactor times
 // --min-sample-ms (or all less than 1/kRefitFactor) gets its calls per sample chosen again.
 constexpr size_t kRefitSamples = 5;
@@ -171,7 +168,7 @@ class TimingJob {
         counters_(counters),
         varied_(with_varied_inputs(s.graph)),
         cost_(known_cost(s.graph)),
-        secret_(s.job.secret != 0 ? s.job.secret : os_secret()) {
+        secret_(s.job.turns ? 0 : os_secret()) {
     if (s.job.turns) {
       if (s.job.backends.size() != 1)
         throw Error("--turns: a timing worker that takes turns times one backend");
@@ -195,6 +192,7 @@ class TimingJob {
     const double overhead = timer_overhead_ns();
     sets_[0] = s_.inputs;
     sets_[1] = second_input_set(varied_, s_.job.seed);
+    if (turns_) call_inputs_.emplace(kCallInputFd, sets_[1]);
     budget_ms_ = s_.job.budget_s > 0 ? 1e3 * s_.job.budget_s * kBudgetShare /
                                            static_cast<double>(s_.job.backends.size())
                                      : std::numeric_limits<double>::infinity();
@@ -273,8 +271,8 @@ class TimingJob {
 
   // The rounds, each when the parent says so: it interleaves this worker's samples with the other
   // backends' workers (as many for each as the one that wants most) and times each from outside.
-  // A sample's inputs are made when the parent says to prepare it, just before its "go", so while
-  // the others are timed this worker only waits.
+  // It writes a sample's inputs after this worker's readings, just before its "go": while the
+  // others are timed, and while its inputs are written, this worker only waits.
   void take_turns() {
     Backend& b = backends_.at(0);
     for (int rep = 0;; ++rep) {
@@ -286,25 +284,28 @@ class TimingJob {
     }
   }
 
-  // The inputs of `b`'s calls in round `rep`, one set each (see kCallIdStride). Made in its
-  // sample, outside the clock: the sample charges the time to the audit.
+  // The inputs of `b`'s calls in round `rep`, one set each (see kCallIdStride): views of what the
+  // parent wrote under --turns, else made here, in the sample, outside the clock (the sample
+  // charges the time to the audit).
   void make_call_inputs(Backend& b, int rep) {
     const auto k = static_cast<size_t>(b.calls);
-    b.call_inputs.resize(k);
     b.inputs_round = rep;
+    if (call_inputs_) {
+      while (b.call_inputs.size() < k)
+        b.call_inputs.push_back(call_inputs_->call(static_cast<int64_t>(b.call_inputs.size())));
+      return;
+    }
+    b.call_inputs.resize(k);
     for (size_t i = 0; i < k; ++i) {
       fill_call_inputs(sets_[1], secret_, static_cast<uint64_t>(rep * kCallIdStride) + i,
                        b.call_inputs[i]);
     }
   }
 
-  // The most calls a sample may have: their inputs, one set each, within kMaxCallInputBytes.
+  // The most calls a sample may have: their inputs, one set each, within kMaxCallInputBytes (a
+  // model of large inputs gets fewer; the min-time rule then adds samples).
   int64_t max_calls() const {
-    size_t bytes = 0;
-    for (const Tensor& t : sets_[1]) bytes += t.nbytes();
-    return std::clamp<int64_t>(
-        static_cast<int64_t>(kMaxCallInputBytes / std::max<size_t>(bytes, 1)), 1,
-        kMaxCallsPerSample);
+    return call_inputs_ ? call_inputs_->capacity() : CallInputLayout(sets_[1]).max_calls();
   }
 
   // The smallest total timed time of the backends still timed (infinite when none is).
@@ -737,7 +738,8 @@ class TimingJob {
   PerfCounters& counters_;
   const Graph varied_;  // the model with constant float inputs drawn at random (with_varied_inputs)
   const std::optional<GraphCost> cost_;
-  const uint64_t secret_;  // of the calls' inputs (fill_call_inputs)
+  const uint64_t secret_;  // of the calls' inputs when timing alone (fill_call_inputs)
+  std::optional<CallInputView> call_inputs_;  // under --turns: the parent's
   std::optional<ProcessWatch> watch_;
   std::string active_;         // the backend whose code ran last
   double segment_cpu_ms_ = 0;  // the CPU time of this sample's timed segments

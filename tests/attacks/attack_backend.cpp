@@ -22,6 +22,12 @@
 // they computed (the cheapest memo: whatever its key, on inputs it has not seen it is stale):
 //   memo_cadence_qNN      every call whose count mod 10 is below NN / 10 (q = NN%);
 //   memo_random_qNN       each call with probability NN%.
+// And a backend that predicts the timed calls' inputs instead of remembering them:
+//   secret_scan           looks for the seed of the calls' inputs ("--secret" in its argv or
+//                         environment, or any 8-byte word of its writable memory that makes the
+//                         first timed call's inputs from set B, by the harness's own open code),
+//                         and if it finds it, computes the outputs of the next 64 samples' calls
+//                         (up to 512 MB) at once, in one call, and serves later calls from them.
 // Each says on stderr what it did, so a test can tell an attack that acted from one that missed.
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -32,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -40,15 +47,19 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "crucible/core/fnv1a.h"
 #include "crucible/ops/interpreter.h"
 #include "crucible/plugin_api.h"
 #include "got_patch.h"
+#include "input_sets.h"  // the harness's, compiled in (CMakeLists.txt)
 
 namespace {
 
@@ -277,6 +288,132 @@ bool serve_from_memo(uint64_t count) {
   return static_cast<int>(state % 100) < q;
 }
 
+// --- secret_scan ---------------------------------------------------------------------------------
+
+// The values of "--NAME V" and "--NAME=V" in this process's argv, and of NAME=V in its environment
+// for any variable whose name holds NAME in capitals.
+std::vector<uint64_t> values_named(const std::string& name) {
+  std::string upper = name;
+  std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
+  std::vector<uint64_t> out;
+  for (const char* file : {"/proc/self/cmdline", "/proc/self/environ"}) {
+    std::ifstream in(file);
+    std::vector<std::string> args;
+    for (std::string a; std::getline(in, a, '\0');) args.push_back(a);
+    for (size_t i = 0; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      const size_t eq = a.find('=');
+      if (a == "--" + name && i + 1 < args.size()) {
+        out.push_back(std::strtoull(args[i + 1].c_str(), nullptr, 10));
+      } else if (eq != std::string::npos && (a.substr(0, eq) == "--" + name ||
+                                             a.substr(0, eq).find(upper) != std::string::npos)) {
+        out.push_back(std::strtoull(a.c_str() + eq + 1, nullptr, 10));
+      }
+    }
+  }
+  return out;
+}
+
+// Every distinct 8-byte word of this process's writable private mappings of up to 16 MB.
+std::vector<uint64_t> memory_words() {
+  std::ifstream maps("/proc/self/maps");
+  std::vector<uint64_t> words;
+  for (std::string line; std::getline(maps, line);) {
+    unsigned long lo = 0, hi = 0;
+    char perms[5] = {};
+    if (std::sscanf(line.c_str(), "%lx-%lx %4s", &lo, &hi, perms) != 3) continue;
+    if (std::string_view(perms) != "rw-p" || hi - lo > (16u << 20)) continue;
+    if (line.find("[v") != std::string::npos) continue;  // [vvar], [vsyscall]
+    const auto* w = reinterpret_cast<const uint64_t*>(lo);
+    words.insert(words.end(), w, w + (hi - lo) / 8);
+  }
+  std::sort(words.begin(), words.end());
+  words.erase(std::unique(words.begin(), words.end()), words.end());
+  return words;
+}
+
+// The key of a call's inputs: the first 64 bytes of each (calls made from one seed differ there).
+uint64_t digest_of(std::span<const Tensor> inputs) {
+  uint64_t h = kFnv1aOffset;
+  for (const Tensor& t : inputs) {
+    h = fnv1a(
+        std::string_view(static_cast<const char*>(t.raw_data()), std::min<size_t>(t.nbytes(), 64)),
+        h);
+  }
+  return h;
+}
+
+// The calls' ids the harness gives (turn_channel.h): sample r's call i is r * 2^20 + i.
+constexpr uint64_t kIdStride = uint64_t{1} << 20;
+constexpr uint64_t kAheadRounds = 64, kAheadCalls = 512;
+
+// Serves calls from outputs made ahead once it knows the inputs' seed; until then computes them,
+// and at the first call on inputs it has not seen before (after sets A and B: the first timed
+// call, id 0), looks for the seed.
+class Ahead {
+ public:
+  std::vector<Tensor> call(Interpreter& interpreter, std::span<const Tensor> inputs) {
+    const uint64_t d = digest_of(inputs);
+    if (const auto it = made_.find(d); it != made_.end()) {
+      if (++served_ % 1000 == 1) say("served %d calls from outputs made ahead", served_);
+      return it->second;
+    }
+    if (!tried_ && seen_.size() >= 2 && !seen_.count(d)) {
+      tried_ = true;
+      look(interpreter, inputs);
+    }
+    if (!tried_) seen_.insert(d);
+    return interpreter.run(inputs);
+  }
+
+ private:
+  static void say(const char* format, long n) {
+    std::fprintf(stderr, "attack %s: ", ATTACK);
+    std::fprintf(stderr, format, n);
+    std::fprintf(stderr, "\n");
+  }
+
+  void look(Interpreter& interpreter, std::span<const Tensor> inputs) {
+    const std::vector<uint64_t> seeds = values_named("seed");
+    if (seeds.empty()) return say("found no --seed (%ld)", 0);
+    const Graph& g = interpreter.graph();
+    const std::vector<Tensor> set_b = second_input_set(with_varied_inputs(g), seeds[0]);
+    size_t bytes = 0;
+    for (const Tensor& t : set_b) bytes += t.nbytes();
+    std::vector<uint64_t> candidates = values_named("secret");
+    if (bytes <= (1u << 20)) {
+      const std::vector<uint64_t> words = memory_words();
+      candidates.insert(candidates.end(), words.begin(), words.end());
+    }
+    const Tensor first = inputs[0].contiguous();
+    std::vector<Tensor> into;
+    for (const uint64_t c : candidates) {
+      fill_call_inputs(set_b, c, 0, into);
+      if (into.empty() || std::memcmp(into[0].raw_data(), first.raw_data(), first.nbytes()) != 0)
+        continue;
+      // Call i of every sample before call i + 1 of any, up to 512 MB of outputs.
+      size_t made_bytes = 0;
+      for (uint64_t i = 0; i < kAheadCalls && made_bytes < (size_t{512} << 20); ++i) {
+        for (uint64_t r = 0; r < kAheadRounds && made_bytes < (size_t{512} << 20); ++r) {
+          const std::vector<Tensor> in = call_input_set(set_b, c, r * kIdStride + i);
+          std::vector<Tensor> out = interpreter.run(in);
+          for (const Tensor& t : out) made_bytes += t.nbytes();
+          made_[digest_of(in)] = std::move(out);
+        }
+      }
+      return say("found the inputs' seed: made %ld calls' outputs ahead",
+                 static_cast<long>(made_.size()));
+    }
+    say("found no seed of the inputs among %ld candidates: computes every call",
+        static_cast<long>(candidates.size()));
+  }
+
+  std::set<uint64_t> seen_;
+  bool tried_ = false;
+  std::map<uint64_t, std::vector<Tensor>> made_;
+  int served_ = 0;
+};
+
 // --- the backend ---------------------------------------------------------------------------------
 
 class AttackExecutable final : public plugin::Executable {
@@ -304,6 +441,8 @@ class AttackExecutable final : public plugin::Executable {
     } else if (kAttack == "clone_parent") {
       say("started {} CLONE_PARENT processes", start_clone_parent());
       return interpreter_.run(inputs);
+    } else if (kAttack == "secret_scan") {
+      return ahead_.call(interpreter_, inputs);
     } else if (memo_percent() > 0) {
       if (!memo_.empty() && serve_from_memo(calls_++)) {
         if (++served_ % 1000 == 1) say("served {} calls from its memo", served_);
@@ -323,6 +462,7 @@ class AttackExecutable final : public plugin::Executable {
   }
   Interpreter interpreter_;
   std::vector<Tensor> memo_;
+  Ahead ahead_;
   uint64_t calls_ = 0;
   int served_ = 0;
 };

@@ -94,11 +94,15 @@ speed_run() {
 }
 # The attacks on the clock compute honest outputs: in performance mode none may show a speed-up
 # over eager (theirs is about 1x, the interpreter's), and those that work outside their calls
-# must not pass.
-for attack in clock_slow pin_eager thread_chain clone_parent; do
+# must not pass. secret_scan computes honestly unless it finds the seed of the calls' inputs in
+# its process (then it serves outputs made ahead, 10x and more faster): it must not find it.
+for attack in clock_slow pin_eager thread_chain clone_parent secret_scan; do
   speed_run "$attack" 4
   if awk -v a="attack_$attack" '$2 == a && $4 != "-" && $4 + 0 > 1.3 { bad = 1 } END { exit !bad }' <<<"$rows"; then
     echo "attack $run: a speed-up over 1.3x" >&2; failed=1
+  fi
+  if [ "$attack" = secret_scan ] && grep -qh "found the inputs' seed" "$work/out_$run"/logs/*.timing.log; then
+    echo "attack $run: it found the seed of the timed calls' inputs in its process" >&2; failed=1
   fi
   if [ "$attack" = thread_chain ] || [ "$attack" = clone_parent ]; then
     if grep -q " attack_$attack pass" <<<"$rows"; then

@@ -79,7 +79,35 @@ size_t rounded_bytes(size_t bytes) {
 
 Storage::Storage(size_t bytes) : data_(block_alloc(rounded_bytes(bytes))), bytes_(bytes) {}
 
-Storage::~Storage() { block_free(data_, rounded_bytes(bytes_)); }
+Storage::Storage(void* data, size_t bytes, std::shared_ptr<const void> keep)
+    : data_(data), bytes_(bytes), keep_(std::move(keep)) {
+  if (!keep_) throw Error("borrowed storage needs an owner to keep its memory alive");
+}
+
+Storage::~Storage() {
+  if (!keep_) block_free(data_, rounded_bytes(bytes_));
+}
+
+Tensor Tensor::over(std::shared_ptr<Storage> storage, size_t at, DType dtype, Shape shape) {
+  for (int64_t s : shape) {
+    if (s < 0) throw Error(fmt::format("tensor shape {} has a negative size", shape_str(shape)));
+  }
+  check_shape_bytes(shape, dtype_size(dtype));
+  const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  if (!storage || at % dtype_size(dtype) != 0 || at > storage->bytes() ||
+      bytes > storage->bytes() - at) {
+    throw Error(fmt::format("a {} tensor {} at byte {} does not fit its storage of {} bytes",
+                            dtype_name(dtype), shape_str(shape), at,
+                            storage ? storage->bytes() : 0));
+  }
+  Tensor t;
+  t.dtype_ = dtype;
+  t.strides_ = contiguous_strides(shape);
+  t.shape_ = std::move(shape);
+  t.offset_ = static_cast<int64_t>(at / dtype_size(dtype));
+  t.storage_ = std::move(storage);
+  return t;
+}
 
 Tensor Tensor::empty(DType dtype, Shape shape) {
   for (int64_t s : shape) {

@@ -130,16 +130,26 @@ double WorkerCpu::tree_ms() const {
   return ticks * resolution_ms_;
 }
 
+namespace {
+// Whether the thread whose stat file is `stat_path` is running or runnable.
+bool running(const fs::path& stat_path) {
+  const std::string stat = read_all(stat_path);
+  const size_t close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'R';
+}
+}  // namespace
+
 bool WorkerCpu::other_threads_running() const {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(fmt::format("/proc/{}/task", pid_), ec)) {
     if (e.path().filename() == std::to_string(pid_)) continue;
-    const std::string stat = read_all(e.path() / "stat");
-    const size_t close = stat.rfind(')');
-    if (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'R')
-      return true;
+    if (running(e.path() / "stat")) return true;
   }
   return false;
+}
+
+bool WorkerCpu::main_thread_running() const {
+  return running(fmt::format("/proc/{}/task/{}/stat", pid_, pid_));
 }
 
 namespace {

@@ -36,6 +36,7 @@ class WorkerCpu {
   // after its call): the scheduler's CPU figures lag a running thread by up to a tick, its state
   // does not.
   bool other_threads_running() const;
+  bool main_thread_running() const;
   // Each thread's priority and the CPUs it may run on ("nice 0, CPUs 0-1"), by thread id: a
   // process of the same user may change another's (sched_setaffinity, setpriority) to slow it.
   std::map<pid_t, std::string> placement() const;

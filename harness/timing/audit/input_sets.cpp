@@ -3,6 +3,7 @@
 
 #include <sys/random.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -14,7 +15,78 @@ namespace crucible {
 namespace {
 constexpr uint64_t kSecondSetStream = 0x5e7b;  // derive_seed(seed, this): input set B
 constexpr uint64_t kCallStream = 0x9b0be;      // derive_seed(secret, this + call): its inputs
-constexpr uint64_t kDraws = 17;                // per input: a rotation and 8 swaps
+// Per input: a rotation, 8 swaps and the key of its elements' shrinking.
+constexpr uint64_t kDraws = 18;
+constexpr size_t kSlotAlignment = 64;
+
+// A 32-bit mixer (Wellons' lowbias32): cheap enough per element that the loop vectorizes.
+inline uint32_t mix32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352dU;
+  x ^= x >> 15;
+  x *= 0x846ca68bU;
+  x ^= x >> 16;
+  return x;
+}
+
+// Lowers the magnitude bits of every finite element above the amount by a secret amount under
+// 2^-5 of the leading bit (under 3.2% of the value); smaller ones (zeros, subnormals) and
+// infinities or NaN stay. No borrow reaches the sign.
+template <typename Bits, int kMantissa>
+void shrink(Bits* v, size_t n, uint32_t key) {
+  constexpr Bits kSign = Bits{1} << (8 * sizeof(Bits) - 1);
+  constexpr auto kInf = static_cast<Bits>(static_cast<Bits>(~kSign) >> kMantissa << kMantissa);
+  constexpr int kDrop = kMantissa - 5;  // the amount's bits
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t h = mix32(static_cast<uint32_t>(i) ^ key);
+    Bits amount;
+    if constexpr (kDrop <= 32) {
+      amount = static_cast<Bits>(h >> (32 - kDrop));
+    } else {
+      amount = static_cast<Bits>(static_cast<Bits>(h) << (kDrop - 32));
+    }
+    const auto mag = static_cast<Bits>(v[i] & static_cast<Bits>(~kSign));
+    v[i] = mag > amount && mag < kInf ? static_cast<Bits>(v[i] - amount) : v[i];
+  }
+}
+
+void shrink_floats(DType dtype, void* data, size_t n, uint32_t key) {
+  switch (dtype) {
+    case DType::kBF16:
+      return shrink<uint16_t, 7>(static_cast<uint16_t*>(data), n, key);
+    case DType::kF32:
+      return shrink<uint32_t, 23>(static_cast<uint32_t*>(data), n, key);
+    case DType::kF64:
+      return shrink<uint64_t, 52>(static_cast<uint64_t*>(data), n, key);
+    default:
+      return;
+  }
+}
+
+// Input `k` of a call (draws from `seed`) out of `src` (contiguous) into `to`.
+void fill_input(const Tensor& src, uint64_t seed, size_t k, unsigned char* to) {
+  const auto n = static_cast<uint64_t>(src.numel());
+  const auto* from = static_cast<const unsigned char*>(src.raw_data());
+  if (n < 2) {
+    std::memcpy(to, from, src.nbytes());
+  } else {
+    const size_t size = src.nbytes() / n, at = random_bits(seed, kDraws * k) % n;
+    std::memcpy(to, from + at * size, (n - at) * size);
+    std::memcpy(to + (n - at) * size, from, at * size);
+    // The swaps tell apart two calls whose rotations met on an input the shrinking leaves alone
+    // (integers, booleans): with n^9 contents, 3000 calls on 64 elements met none.
+    unsigned char tmp[16];
+    for (uint64_t w = 1; w < kDraws - 1 && size <= sizeof tmp; w += 2) {
+      const size_t p = random_bits(seed, kDraws * k + w) % n;
+      const size_t q = random_bits(seed, kDraws * k + w + 1) % n;
+      std::memcpy(tmp, to + p * size, size);
+      std::memcpy(to + p * size, to + q * size, size);
+      std::memcpy(to + q * size, tmp, size);
+    }
+  }
+  shrink_floats(src.dtype(), to, n,
+                static_cast<uint32_t>(random_bits(seed, kDraws * k + kDraws - 1)));
+}
 }  // namespace
 
 Graph with_varied_inputs(const Graph& g) {
@@ -38,28 +110,7 @@ void fill_call_inputs(const std::vector<Tensor>& set_b, uint64_t secret, uint64_
     for (const Tensor& t : set_b) into.push_back(Tensor::empty(t.dtype(), t.shape()));
   }
   for (size_t k = 0; k < set_b.size(); ++k) {
-    const Tensor src = set_b[k].contiguous();
-    Tensor& t = into[k];
-    const auto n = static_cast<uint64_t>(src.numel());
-    if (n < 2) {
-      t.copy_from(src);
-      continue;
-    }
-    const size_t size = src.nbytes() / n, at = random_bits(seed, kDraws * k) % n;
-    const auto* from = static_cast<const unsigned char*>(src.raw_data());
-    auto* to = static_cast<unsigned char*>(t.raw_data());
-    std::memcpy(to, from + at * size, (n - at) * size);
-    std::memcpy(to + (n - at) * size, from, at * size);
-    // The swaps tell apart two calls whose rotations met (n of them on a small input): with n^9
-    // contents, 3000 calls on 64 elements met none.
-    unsigned char tmp[16];
-    for (uint64_t w = 1; w < kDraws && size <= sizeof tmp; w += 2) {
-      const size_t p = random_bits(seed, kDraws * k + w) % n;
-      const size_t q = random_bits(seed, kDraws * k + w + 1) % n;
-      std::memcpy(tmp, to + p * size, size);
-      std::memcpy(to + p * size, to + q * size, size);
-      std::memcpy(to + q * size, tmp, size);
-    }
+    fill_input(set_b[k].contiguous(), seed, k, static_cast<unsigned char*>(into[k].raw_data()));
   }
 }
 
@@ -67,6 +118,38 @@ std::vector<Tensor> call_input_set(const std::vector<Tensor>& set_b, uint64_t se
                                    uint64_t call) {
   std::vector<Tensor> out;
   fill_call_inputs(set_b, secret, call, out);
+  return out;
+}
+
+CallInputLayout::CallInputLayout(const std::vector<Tensor>& set_b) {
+  for (const Tensor& t : set_b) {
+    offsets_.push_back(slot_bytes_);
+    slot_bytes_ += (t.nbytes() + kSlotAlignment - 1) / kSlotAlignment * kSlotAlignment;
+  }
+}
+
+int64_t CallInputLayout::max_calls() const {
+  return std::clamp<int64_t>(
+      static_cast<int64_t>(kMaxCallInputBytes / std::max<size_t>(slot_bytes_, 1)), 1,
+      kMaxCallsPerSample);
+}
+
+void CallInputLayout::fill(const std::vector<Tensor>& set_b, uint64_t secret, uint64_t call,
+                           std::byte* slot) const {
+  const uint64_t seed = derive_seed(secret, kCallStream + call);
+  for (size_t k = 0; k < set_b.size(); ++k) {
+    fill_input(set_b[k].contiguous(), seed, k,
+               reinterpret_cast<unsigned char*>(slot + offsets_[k]));
+  }
+}
+
+std::vector<Tensor> CallInputLayout::views(const std::vector<Tensor>& set_b,
+                                           const std::shared_ptr<Storage>& block, int64_t i) const {
+  std::vector<Tensor> out;
+  for (size_t k = 0; k < set_b.size(); ++k) {
+    out.push_back(Tensor::over(block, static_cast<size_t>(i) * slot_bytes_ + offsets_[k],
+                               set_b[k].dtype(), set_b[k].shape()));
+  }
   return out;
 }
 

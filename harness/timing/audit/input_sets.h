@@ -1,9 +1,12 @@
 // The timing audit's input sets beyond the model's own (set A): set B, drawn from --seed, and the
-// inputs of every timed call, each its own, made from set B and the timing's secret. Both the
-// timing worker and the reference worker (which computes eager's outputs on them) make them here.
+// inputs of every timed call, each its own, made from set B and a secret the timed plugin never
+// holds. The parent makes them for timing workers (call_input_region.h), the reference worker and
+// a worker timing in one process here.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "crucible/core/tensor.h"
@@ -19,15 +22,42 @@ Graph with_varied_inputs(const Graph& g);
 // Input set B of the model (`varied` from with_varied_inputs) for --seed `seed`.
 std::vector<Tensor> second_input_set(const Graph& varied, uint64_t seed);
 
-// The inputs of timed call `call` (its id: see timing_job.cpp) for the timing's `secret`, written
-// into `into` (made like `set_b` when empty): each input of set B rotated by a secret offset, then
-// eight pairs of its elements swapped. The values stay those of B (so in every op's domain, and
-// indices valid) while the contents differ from every other call's: a remembered output is a wrong
-// one. A rotation copies the bytes once (drawing add_add_mul_add's 16 Mi values anew took 150 ms).
-void fill_call_inputs(const std::vector<Tensor>& set_b, uint64_t secret, uint64_t call,
-                      std::vector<Tensor>& into);
+// The inputs of timed call `call` (its id: see turn_channel.h) for `secret`: each input of set B
+// rotated by a secret offset and eight pairs of its elements swapped (so indices stay valid and
+// every call's contents differ), then every floating element's magnitude made smaller by a secret
+// amount of up to 2^-5 of it, keeping its sign (so values stay in every op's domain of the
+// kinds x > 0, |x| <= 1). A remembered output is a wrong one, and one remembered for set B and
+// rotated is wrong almost everywhere, past any tolerance.
 std::vector<Tensor> call_input_set(const std::vector<Tensor>& set_b, uint64_t secret,
                                    uint64_t call);
+// The same, written into `into` (made like `set_b` when empty).
+void fill_call_inputs(const std::vector<Tensor>& set_b, uint64_t secret, uint64_t call,
+                      std::vector<Tensor>& into);
+
+// Calls' inputs laid out in one block of memory: call i's at slot i, input k at offsets()[k] of
+// it, each at a 64-byte boundary.
+class CallInputLayout {
+ public:
+  explicit CallInputLayout(const std::vector<Tensor>& set_b);
+  size_t slot_bytes() const { return slot_bytes_; }
+  const std::vector<size_t>& offsets() const { return offsets_; }
+  // The most calls a sample may have: their inputs within kMaxCallInputBytes.
+  int64_t max_calls() const;
+  // Writes call `call`'s inputs into `slot` (slot_bytes(), 64-byte aligned).
+  void fill(const std::vector<Tensor>& set_b, uint64_t secret, uint64_t call,
+            std::byte* slot) const;
+  // Tensors over slot `i` of `block` (views: they keep `block` alive).
+  std::vector<Tensor> views(const std::vector<Tensor>& set_b, const std::shared_ptr<Storage>& block,
+                            int64_t i) const;
+
+ private:
+  std::vector<size_t> offsets_;
+  size_t slot_bytes_ = 0;
+};
+
+// A sample's calls' inputs take at most this much, and it has at most kMaxCallsPerSample calls.
+inline constexpr size_t kMaxCallInputBytes = size_t{512} << 20;
+inline constexpr int64_t kMaxCallsPerSample = 1'000'000;
 
 // A secret from the OS's entropy (getrandom): the call inputs' and the verified elements' seeds.
 uint64_t os_secret();

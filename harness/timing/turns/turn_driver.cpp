@@ -17,9 +17,11 @@
 #include <set>
 #include <thread>
 
+#include "call_input_region.h"
 #include "call_reader.h"
 #include "contention.h"
 #include "crucible/core/rng.h"
+#include "crucible/ir/text_format.h"
 #include "input_sets.h"
 #include "worker_cpu.h"
 
@@ -53,8 +55,9 @@ struct Live {
   bool alive = false;
   bool more = false;
   pid_t pid = 0;
-  int64_t calls = 1;           // of its next sample, as its last "ready" said
-  std::vector<int64_t> picks;  // the calls of its next sample the parent will read
+  int64_t calls = 1;                        // of its next sample, as its last "ready" said
+  std::unique_ptr<CallInputRegion> inputs;  // its calls' inputs, written before each sample
+  std::vector<int64_t> picks;               // the calls of its next sample the parent will read
   TurnRecord record;
 
   ~Live() {
@@ -133,6 +136,9 @@ void settle(Live& l) {
   }
 }
 
+// How often the parent looks whether a worker's main thread is blocked on its next word.
+constexpr int kBlockPollUs = 20;
+
 void start(Live& l, const std::map<std::string, std::string>& env, const ChildLimits& limits) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
@@ -145,7 +151,10 @@ void start(Live& l, const std::map<std::string, std::string>& env, const ChildLi
   l.worker->job.turns = true;
   l.thread = std::thread([&l, &env, &limits] {
     ChildHooks hooks;
-    hooks.fds = {l.child_fd};
+    hooks.fds = {l.child_fd, l.inputs->fd()};
+    // The inputs' secret stays here: the worker reads what the parent wrote.
+    WorkerJob job = l.worker->job;
+    job.secret = 0;
     hooks.started = [&l](pid_t pid, std::shared_ptr<const WorkerCpu> tree) {
       l.pid = pid;
       l.cpu = std::move(tree);
@@ -154,7 +163,7 @@ void start(Live& l, const std::map<std::string, std::string>& env, const ChildLi
       l.child_fd = -1;
     };
     try {
-      l.run = run_worker(l.worker->job, l.worker->files, env, limits, {}, hooks);
+      l.run = run_worker(job, l.worker->files, env, limits, {}, hooks);
     } catch (const std::exception& e) {
       l.start_error = e.what();
     }
@@ -170,6 +179,13 @@ void start(Live& l, const std::map<std::string, std::string>& env, const ChildLi
     settle(l);
     check_placement(l);
   }
+}
+
+// Set B of the model a timing worker times, as the worker makes it (worker.cpp, timing_job.cpp).
+std::vector<Tensor> timing_set_b(const WorkerJob& job) {
+  Graph g = load_graph_file(job.graph);
+  reseed_params(g, job.seed);
+  return second_input_set(with_varied_inputs(g), job.seed);
 }
 
 // Each worker's outputs are read at this many calls of each sample, chosen by the parent at random
@@ -242,16 +258,22 @@ void read_outputs(Live& l, const TurnDone& done, int64_t round, uint64_t secret)
 }
 
 // One sample of `live[i]`, timed from here; the others' CPU meanwhile is charged to them.
-void turn(std::vector<std::unique_ptr<Live>>& live, size_t i, int64_t round, uint64_t secret) {
+// The secrets of one timing: of the calls' inputs (given to the reference worker after timing) and
+// of the calls and elements the parent reads (never given to a worker).
+struct Secrets {
+  uint64_t inputs = 0;
+  uint64_t reads = 0;
+};
+
+// One sample of `live[i]`, timed from here; the others' CPU meanwhile is charged to them.
+void turn(std::vector<std::unique_ptr<Live>>& live, size_t i, int64_t round,
+          const Secrets& secrets) {
   Live& l = *live[i];
   const size_t n = live.size();
-  std::vector<double> tree_p(n), main_p(n), tree0(n), tree1(n);
-  for (size_t j = 0; j < n; ++j) {
-    tree_p[j] = live[j]->tree_ms();
-    main_p[j] = live[j]->main_ms();
-  }
-  // It makes its sample's inputs and takes its readings before "go": the parent's clock then
-  // holds its calls alone.
+  std::vector<double> tree_p(n), tree0(n), tree1(n);
+  for (size_t j = 0; j < n; ++j) tree_p[j] = live[j]->tree_ms();
+  // It takes its readings, then its sample's inputs are written while it waits for "go": its
+  // calls' inputs exist only from there, and the parent's clock holds its calls alone.
   if (!l.send('p')) {
     l.alive = false;
     return;
@@ -265,7 +287,21 @@ void turn(std::vector<std::unique_ptr<Live>>& live, size_t i, int64_t round, uin
     l.alive = false;
     return;
   }
+  // Its main thread blocks on "go" within microseconds of saying "prepared": the inputs are
+  // written once it has (or after kSettleMaxPolls polls: its CPU from there on is charged).
+  for (int k = 0; k < kSettleMaxPolls && l.cpu_set && l.cpu->main_thread_running(); ++k)
+    std::this_thread::sleep_for(std::chrono::microseconds(kBlockPollUs));
+  const double tree_w = l.tree_ms();
+  try {
+    l.inputs->write(secrets.inputs, round, l.calls);
+  } catch (const std::exception& e) {
+    l.record.protocol_error =
+        fmt::format("it asked for a sample of {} calls: {}", l.calls, e.what());
+    l.alive = false;
+    return;
+  }
   for (size_t j = 0; j < n; ++j) tree0[j] = live[j]->tree_ms();
+  if (std::isfinite(tree0[i] - tree_w)) l.record.inputs_cpu_ms += std::max(0.0, tree0[i] - tree_w);
   check_placement(l);
   const double wait0 = l.wait_ms() + own_thread_wait_ms();
   const auto t0 = Clock::now();
@@ -285,19 +321,23 @@ void turn(std::vector<std::unique_ptr<Live>>& live, size_t i, int64_t round, uin
         l.record.disturbed[live[j]->backend()] += tree1[j] - tree0[j];
     }
     l.record.calls_timed += m->done->calls;
+    if (m->done->calls != l.calls && l.record.protocol_error.empty())
+      l.record.protocol_error =
+          fmt::format("it timed {} calls in a sample of {}", m->done->calls, l.calls);
     if (!l.worker->job.timing.no_audit && l.record.read_error.empty())
-      read_outputs(l, *m->done, round, secret);
+      read_outputs(l, *m->done, round, secrets.reads);
     if (!l.send('a')) {
       l.alive = false;
       return;
     }
     m = l.next();
   }
+  // The others wait for their "p" (their main threads too): whatever CPU their trees used ran
+  // their own code outside the clock.
   for (size_t j = 0; j < n; ++j) {
     if (j == i) continue;
-    // Its main thread waits for its next "p" (no CPU); anything else of its tree ran its own code.
-    const double idle = (live[j]->tree_ms() - tree_p[j]) - (live[j]->main_ms() - main_p[j]);
-    if (std::isfinite(idle)) live[j]->record.idle_cpu_ms += std::max(0.0, idle);
+    const double used = live[j]->tree_ms() - tree_p[j];
+    if (std::isfinite(used)) live[j]->record.idle_cpu_ms += std::max(0.0, used);
   }
   if (!m || !m->ready) {
     l.alive = false;  // gone mid-sample or off the protocol: its report (or protocol_error) says
@@ -313,22 +353,47 @@ void turn(std::vector<std::unique_ptr<Live>>& live, size_t i, int64_t round, uin
 std::vector<TurnRecord> take_turns(std::vector<TurnWorker>& workers,
                                    const std::map<std::string, std::string>& env,
                                    const ChildLimits& limits) {
+  // One secret of the calls' inputs for all (call i of round r has the same inputs in every
+  // worker), kept here: the reference worker is given it after timing.
+  Secrets secrets{
+      workers.empty() || workers[0].job.secret == 0 ? os_secret() : workers[0].job.secret,
+      os_secret()};
+  for (TurnWorker& w : workers) w.job.secret = secrets.inputs;
   std::vector<std::unique_ptr<Live>> live;
+  std::string no_inputs;
+  std::vector<Tensor> set_b;
+  if (!workers.empty()) {
+    try {
+      set_b = timing_set_b(workers[0].job);
+    } catch (const std::exception& e) {
+      no_inputs = fmt::format("cannot make the timed calls' inputs: {}", e.what());
+    }
+  }
   for (TurnWorker& w : workers) {
     live.push_back(std::make_unique<Live>());
-    live.back()->worker = &w;
-    start(*live.back(), env, limits);
+    Live& l = *live.back();
+    l.worker = &w;
+    try {
+      if (no_inputs.empty()) l.inputs = std::make_unique<CallInputRegion>(set_b);
+    } catch (const std::exception& e) {
+      no_inputs = e.what();
+    }
+    if (no_inputs.empty()) {
+      start(l, env, limits);
+    } else {
+      l.start_error = no_inputs;
+      l.finished = true;
+    }
   }
   // Rounds of one sample each, while any worker wants more: all get the same number of samples,
   // as backends timed side by side did in one process.
   auto wanted = [&] {
     return std::any_of(live.begin(), live.end(), [](const auto& l) { return l->alive && l->more; });
   };
-  const uint64_t secret = os_secret();
   for (int64_t round = 0; wanted(); ++round) {
-    plan_reads(live, secret, round);
+    plan_reads(live, secrets.reads, round);
     for (size_t i = 0; i < live.size(); ++i) {
-      if (live[i]->alive) turn(live, i, round, secret);
+      if (live[i]->alive) turn(live, i, round, secrets);
     }
   }
   std::vector<TurnRecord> out;
@@ -336,7 +401,7 @@ std::vector<TurnRecord> take_turns(std::vector<TurnWorker>& workers,
     if (l->alive) l->send('q');
     if (l->thread.joinable()) l->thread.join();
     TurnRecord r = std::move(l->record);
-    r.verify_secret = secret;
+    r.verify_secret = secrets.reads;
     r.results = std::move(l->run.results);
     if (r.results.empty()) {
       reports::ResultRecord fail =
@@ -481,11 +546,12 @@ void judge_turns(std::vector<TurnRecord>& records) {
             "process may have slowed it",
             rec.placement_change);
       } else if (why = clock_failure(rec, gaps); !why.empty()) {
-      } else if (rec.idle_cpu_ms > allowance) {
+      } else if (const double outside = rec.idle_cpu_ms + rec.inputs_cpu_ms; outside > allowance) {
         why = fmt::format(
-            "its processes used {:.1f} ms of CPU outside its own samples while other backends "
-            "were timed ({:.1f} ms timed; read from outside: {}): work outside the clock",
-            rec.idle_cpu_ms, timed, rec.cpu_how);
+            "its processes used {:.1f} ms of CPU where they had nothing to compute ({:.1f} ms "
+            "while other backends were timed, {:.1f} ms while the harness wrote its calls' "
+            "inputs; {:.1f} ms timed; read from outside: {}): work outside the clock",
+            outside, rec.idle_cpu_ms, rec.inputs_cpu_ms, timed, rec.cpu_how);
       }
       if (why.empty()) continue;
       r.status = Status::kFailAudit;

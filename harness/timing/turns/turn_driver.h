@@ -24,7 +24,8 @@ struct TurnWorker {
 };
 
 // Timed calls whose outputs the parent read out of the worker, stopped after its sample: by call
-// id (its inputs are call_input_set(B, job.secret, id)), the elements of each output at
+// id (its inputs are call_input_set(B, job.secret, id), written by the parent into the worker's
+// call_input_region.h: the worker is never given job.secret), the elements of each output at
 // sampled_elements(TurnRecord::verify_secret, id, ...).
 using CallsRead = std::map<uint64_t, std::vector<Tensor>>;
 
@@ -43,9 +44,12 @@ struct TurnWindow {
 struct TurnRecord {
   std::vector<reports::ResultRecord> results;  // as its report gave them (one)
   std::vector<TurnWindow> windows;
-  // CPU of its process tree, less its main thread's, during the other workers' samples: its own
-  // code running outside its own calls.
+  // CPU its process tree used where it had nothing to compute: during the other workers' samples
+  // (all of it: its main thread waits for "p"), and while the parent wrote its next sample's
+  // inputs (it waits for "go"; the inputs exist only from there, so work done ahead of the clock
+  // is done here).
   double idle_cpu_ms = 0;
+  double inputs_cpu_ms = 0;
   // backend -> CPU that backend's worker used during this worker's samples.
   std::map<std::string, double> disturbed;
   std::string cpu_how;  // how its CPU was read (WorkerCpu::how)
@@ -68,7 +72,8 @@ struct TurnRecord {
 };
 
 // Starts the workers one after another (each loads, compiles, checks and warms up while the others
-// wait), then gives each a sample in turn, in the order given, for as long as any wants more, and
+// wait; all are given one secret of the calls' inputs, set in their jobs, or a new one when none
+// is), then gives each a sample in turn, in the order given, for as long as any wants more, and
 // ends them one after another (each measures the machine again alone). Each runs under `limits`.
 std::vector<TurnRecord> take_turns(std::vector<TurnWorker>& workers,
                                    const std::map<std::string, std::string>& env,

@@ -29,11 +29,13 @@ std::string shape_str(std::span<const int64_t> shape);  // "[2,3]"
 // range.
 int64_t wrap_dim(int64_t dim, int64_t rank, const char* what);
 
-// Owned, aligned, zero-initialisation-free memory block.
+// Owned, aligned, zero-initialisation-free memory block; or memory another object owns (a mapping
+// the timing worker reads its calls' inputs from), kept alive by `keep` and never freed here.
 class Storage {
  public:
   static constexpr size_t kAlignment = 64;
   explicit Storage(size_t bytes);
+  Storage(void* data, size_t bytes, std::shared_ptr<const void> keep);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -44,6 +46,7 @@ class Storage {
  private:
   void* data_ = nullptr;
   size_t bytes_ = 0;
+  std::shared_ptr<const void> keep_;  // set when the memory is borrowed
 };
 
 class Tensor {
@@ -56,6 +59,9 @@ class Tensor {
   static Tensor full(DType dtype, Shape shape, double value);
   // A contiguous tensor holding `values` converted to `dtype` (for tests and small constants).
   static Tensor from_doubles(DType dtype, Shape shape, std::span<const double> values);
+  // A contiguous tensor over `storage` from byte `at` (aligned to the dtype); throws Error when it
+  // does not fit.
+  static Tensor over(std::shared_ptr<Storage> storage, size_t at, DType dtype, Shape shape);
 
   bool defined() const { return storage_ != nullptr; }
   DType dtype() const { return dtype_; }

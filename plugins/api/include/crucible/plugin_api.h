@@ -17,7 +17,7 @@
 #include "crucible/ir/graph.h"
 
 // Bump on any change to the classes below: a plugin built against another version is refused.
-#define CRUCIBLE_PLUGIN_ABI_VERSION 2
+#define CRUCIBLE_PLUGIN_ABI_VERSION 3
 
 namespace crucible::plugin {
 
