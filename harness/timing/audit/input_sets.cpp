@@ -29,63 +29,71 @@ inline uint32_t mix32(uint32_t x) {
   return x;
 }
 
-// Lowers the magnitude bits of every finite element above the amount by a secret amount under
-// 2^-5 of the leading bit (under 3.2% of the value); smaller ones (zeros, subnormals) and
-// infinities or NaN stay. No borrow reaches the sign.
+// Copies `n` elements to `to`, element i's magnitude bits lowered by a secret amount under 2^-5
+// of the leading bit (under 3.2% of the value) where they exceed it and are finite (zeros,
+// subnormals, infinities and NaN stay); the amount is drawn for position `at` + i. No borrow
+// reaches the sign. One pass: the copy a rotation makes anyway.
 template <typename Bits, int kMantissa>
-void shrink(Bits* v, size_t n, uint32_t key) {
+void copy_shrunk(const Bits* from, Bits* to, size_t n, size_t at, uint32_t key) {
   constexpr Bits kSign = Bits{1} << (8 * sizeof(Bits) - 1);
   constexpr auto kInf = static_cast<Bits>(static_cast<Bits>(~kSign) >> kMantissa << kMantissa);
   constexpr int kDrop = kMantissa - 5;  // the amount's bits
   for (size_t i = 0; i < n; ++i) {
-    const uint32_t h = mix32(static_cast<uint32_t>(i) ^ key);
+    const uint32_t h = mix32(static_cast<uint32_t>(at + i) ^ key);
     Bits amount;
     if constexpr (kDrop <= 32) {
       amount = static_cast<Bits>(h >> (32 - kDrop));
     } else {
       amount = static_cast<Bits>(static_cast<Bits>(h) << (kDrop - 32));
     }
-    const auto mag = static_cast<Bits>(v[i] & static_cast<Bits>(~kSign));
-    v[i] = mag > amount && mag < kInf ? static_cast<Bits>(v[i] - amount) : v[i];
+    const Bits v = from[i];
+    const auto mag = static_cast<Bits>(v & static_cast<Bits>(~kSign));
+    to[i] = mag > amount && mag < kInf ? static_cast<Bits>(v - amount) : v;
   }
 }
 
-void shrink_floats(DType dtype, void* data, size_t n, uint32_t key) {
+// Elements [first, first + n) of `from` to `to` + `at` elements, floats shrunk (copy_shrunk).
+void copy_part(DType dtype, const unsigned char* from, unsigned char* to, size_t first, size_t n,
+               size_t at, uint32_t key) {
+  const size_t size = dtype_size(dtype);
+  const unsigned char* src = from + first * size;
+  unsigned char* dst = to + at * size;
   switch (dtype) {
     case DType::kBF16:
-      return shrink<uint16_t, 7>(static_cast<uint16_t*>(data), n, key);
+      return copy_shrunk<uint16_t, 7>(reinterpret_cast<const uint16_t*>(src),
+                                      reinterpret_cast<uint16_t*>(dst), n, at, key);
     case DType::kF32:
-      return shrink<uint32_t, 23>(static_cast<uint32_t*>(data), n, key);
+      return copy_shrunk<uint32_t, 23>(reinterpret_cast<const uint32_t*>(src),
+                                       reinterpret_cast<uint32_t*>(dst), n, at, key);
     case DType::kF64:
-      return shrink<uint64_t, 52>(static_cast<uint64_t*>(data), n, key);
+      return copy_shrunk<uint64_t, 52>(reinterpret_cast<const uint64_t*>(src),
+                                       reinterpret_cast<uint64_t*>(dst), n, at, key);
     default:
-      return;
+      std::memcpy(dst, src, n * size);
   }
 }
 
-// Input `k` of a call (draws from `seed`) out of `src` (contiguous) into `to`.
+// Input `k` of a call (draws from `seed`) out of `src` (contiguous) into `to`: rotated by a secret
+// offset with its floats shrunk, then 8 pairs of elements swapped.
 void fill_input(const Tensor& src, uint64_t seed, size_t k, unsigned char* to) {
   const auto n = static_cast<uint64_t>(src.numel());
   const auto* from = static_cast<const unsigned char*>(src.raw_data());
-  if (n < 2) {
-    std::memcpy(to, from, src.nbytes());
-  } else {
-    const size_t size = src.nbytes() / n, at = random_bits(seed, kDraws * k) % n;
-    std::memcpy(to, from + at * size, (n - at) * size);
-    std::memcpy(to + (n - at) * size, from, at * size);
-    // The swaps tell apart two calls whose rotations met on an input the shrinking leaves alone
-    // (integers, booleans): with n^9 contents, 3000 calls on 64 elements met none.
-    unsigned char tmp[16];
-    for (uint64_t w = 1; w < kDraws - 1 && size <= sizeof tmp; w += 2) {
-      const size_t p = random_bits(seed, kDraws * k + w) % n;
-      const size_t q = random_bits(seed, kDraws * k + w + 1) % n;
-      std::memcpy(tmp, to + p * size, size);
-      std::memcpy(to + p * size, to + q * size, size);
-      std::memcpy(to + q * size, tmp, size);
-    }
+  const auto key = static_cast<uint32_t>(random_bits(seed, kDraws * k + kDraws - 1));
+  const size_t at = n < 2 ? 0 : random_bits(seed, kDraws * k) % n;
+  copy_part(src.dtype(), from, to, at, n - at, 0, key);
+  copy_part(src.dtype(), from, to, 0, at, n - at, key);
+  if (n < 2) return;
+  // The swaps tell apart two calls whose rotations met on an input the shrinking leaves alone
+  // (integers, booleans): with n^9 contents, 3000 calls on 64 elements met none.
+  const size_t size = src.nbytes() / n;
+  unsigned char tmp[16];
+  for (uint64_t w = 1; w < kDraws - 1 && size <= sizeof tmp; w += 2) {
+    const size_t p = random_bits(seed, kDraws * k + w) % n;
+    const size_t q = random_bits(seed, kDraws * k + w + 1) % n;
+    std::memcpy(tmp, to + p * size, size);
+    std::memcpy(to + p * size, to + q * size, size);
+    std::memcpy(to + q * size, tmp, size);
   }
-  shrink_floats(src.dtype(), to, n,
-                static_cast<uint32_t>(random_bits(seed, kDraws * k + kDraws - 1)));
 }
 }  // namespace
 
