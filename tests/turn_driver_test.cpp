@@ -5,13 +5,54 @@
 #include "turn_driver.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cstring>
+
+#include "crucible/core/error.h"
 #include "turn_channel.h"
 
 namespace crucible {
 namespace {
 
 using reports::Status;
+
+// The worker's side on descriptor 3 (a socket pair's end put there for the test): "p" carries the
+// calls of the sample the parent chose; anything else is an error, not a guess.
+TEST(TurnChannel, ThePrepareWordCarriesTheSamplesCalls) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  const int saved = ::dup(3);
+  ASSERT_EQ(::dup2(sv[1], 3), 3);
+  auto say = [&](const char* words) {
+    ASSERT_EQ(::write(sv[0], words, std::strlen(words)), static_cast<ssize_t>(std::strlen(words)));
+  };
+  {
+    TurnChannel channel;
+    int64_t calls = 0;
+    say("p12\nq");
+    EXPECT_TRUE(channel.wait_prepare(calls));
+    EXPECT_EQ(calls, 12);
+    EXPECT_FALSE(channel.wait_prepare(calls));
+    for (const char* bad : {"p\n", "p0\n", "px\n", "p2000000\n", "p123456789\n", "x"}) {
+      say(bad);
+      EXPECT_THROW(channel.wait_prepare(calls), Error) << bad;
+      // What a refused word left unread is drained before the next.
+      char rest[32];
+      while (::recv(sv[1], rest, sizeof rest, MSG_DONTWAIT) > 0) {
+      }
+    }
+  }
+  ::close(sv[0]);
+  ::close(sv[1]);
+  if (saved >= 0) {
+    ::dup2(saved, 3);
+    ::close(saved);
+  } else {
+    ::close(3);
+  }
+}
 
 TEST(TurnChannel, ParsesItsTwoLinesAndNothingElse) {
   auto ready = parse_turn_message("ready 1 7");

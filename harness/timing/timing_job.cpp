@@ -279,7 +279,14 @@ class TimingJob {
       // A backend that failed takes no more turns: its worker ends, and the parent sees it gone.
       if (!b.ok) return;
       turns_->ready(plan(rep) && least_timed_ms() < INFINITY, b.calls);
-      if (!turns_->wait_prepare()) return;
+      int64_t calls = 0;
+      if (!turns_->wait_prepare(calls)) return;
+      // The parent chooses each sample's calls after the first, so that every backend's samples
+      // last alike (turn_driver.cpp): what the region holds bounds them.
+      if (calls > max_calls())
+        throw Error(
+            fmt::format("--turns: a sample of {} calls; its inputs hold {}", calls, max_calls()));
+      b.calls = calls;
       round(rep);
     }
   }
@@ -460,6 +467,7 @@ class TimingJob {
   // this 2-vCPU VM a 0.15 ms call measured up to 1.4x slower in samples of 1 ms than in samples of
   // 25 ms beside eleven other backends: a ratio between samples of unequal length is biased.
   void refit_calls(Backend& b) const {
+    if (turns_) return;  // the parent chooses
     const std::vector<double>& s = b.r.samples_ms;
     if (s.size() < kRefitSamples) return;
     const auto recent = std::span(s).last(kRefitSamples);

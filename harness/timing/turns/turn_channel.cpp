@@ -25,7 +25,8 @@ std::optional<TurnMessage> parse_turn_message(const std::string& line) {
     m.prepared = true;
   } else if (kind == "ready") {
     int more = -1;
-    if (!(in >> more >> m.calls) || (more != 0 && more != 1) || m.calls < 1 || m.calls > 1'000'000)
+    if (!(in >> more >> m.calls) || (more != 0 && more != 1) || m.calls < 1 ||
+        m.calls > kMaxTurnCalls)
       return std::nullopt;
     m.ready = true;
     m.more = more == 1;
@@ -68,11 +69,20 @@ void TurnChannel::expect(char want) {
   if (c != want) throw Error(fmt::format("--turns: word {:d} from the parent, not '{}'", c, want));
 }
 
-bool TurnChannel::wait_prepare() {
+bool TurnChannel::wait_prepare(int64_t& calls) {
   const char c = read_word();
-  if (c == 'p') return true;
   if (c == 'q') return false;
-  throw Error(fmt::format("--turns: unknown word {:d} from the parent", c));
+  if (c != 'p') throw Error(fmt::format("--turns: unknown word {:d} from the parent", c));
+  std::string digits;
+  for (char d = read_word(); d != '\n'; d = read_word()) {
+    if (d < '0' || d > '9' || digits.size() > 7)
+      throw Error("--turns: the parent's 'p' carries no number of calls");
+    digits += d;
+  }
+  calls = digits.empty() ? 0 : std::stoll(digits);
+  if (calls < 1 || calls > kMaxTurnCalls)
+    throw Error(fmt::format("--turns: a sample of {} calls", calls));
+  return true;
 }
 
 void TurnChannel::wait_go() {

@@ -9,6 +9,9 @@
 
 namespace crucible {
 
+// The most calls a sample may have (the parent chooses each sample's).
+inline constexpr int64_t kMaxTurnCalls = 1'000'000;
+
 // Call `i` of round `r` has id r * kCallIdStride + i: its inputs are call_input_set(B, secret,
 // id), the same in every backend's worker, so the reference's call serves every backend's.
 inline constexpr int64_t kCallIdStride = int64_t{1} << 20;
@@ -55,11 +58,12 @@ std::optional<TurnMessage> parse_turn_message(const std::string& line);
 class TurnChannel {
  public:
   TurnChannel();
-  // The parent's words, in this order per sample: "p" (prepare the next sample: true; "q" instead:
-  // false, the timing is over), "g" (go: the window starts, see window_ms), "a" (after done():
-  // the parent has read the outputs it verifies, which must stay as they are until then). Each
-  // throws Error when the parent is gone or says another word.
-  bool wait_prepare();
+  // The parent's words, in this order per sample: "p<calls>\n" (prepare the next sample, of that
+  // many calls, 1 to kMaxTurnCalls: true; "q" instead: false, the timing is over), "g" (go: the
+  // window starts, see window_ms), "a" (after done(): the parent has read the outputs it verifies,
+  // which must stay as they are until then). Each throws Error when the parent is gone or says
+  // another word.
+  bool wait_prepare(int64_t& calls);
   void wait_go();
   void wait_read();
   void prepared();
