@@ -194,33 +194,49 @@ TEST_F(DetectorOnRealRuns, AHeldOutRecording) {
 }
 
 TEST_F(DetectorOnRealRuns, CompareOnAAPairsSaysWhenTheMachineMoved) {
-  // Every pair of consecutive runs of the held-out recording, eager and codegen (A/A): a model
-  // that ran 1.4-2.3x slower on every backend at once is the machine's, said as such; a plain
-  // "faster"/"slower" is left only where one backend moved alone.
-  rows_ = fixture("heldout_runs.csv");
-  judge("compare_aa");
-  const std::string db = (dir_ / "compare_aa.db").string();
-  int plain = 0, machine = 0, judged = 0;
-  for (int a = 1; a < 14; ++a) {
-    const auto r = run_crucible(fmt::format("compare {} {} --format csv --db {}", a, a + 1, db));
-    ASSERT_EQ(r.status, 0) << r.err;
-    std::istringstream lines(r.out);
-    std::string line;
-    std::getline(lines, line);
-    while (std::getline(lines, line)) {
-      const auto f = csv_fields(line);
-      if (f[3] != "performance" || (f[2] != "eager" && f[2] != "codegen")) continue;
-      const std::string& v = f[18];
-      if (v == "noisy: not judged") continue;
-      ++judged;
-      plain += v == "slower" || v == "faster";
-      machine += v.find("on every backend: the machine") != std::string::npos;
+  // Every pair of consecutive runs of both recordings, eager and codegen (A/A: only faulty was
+  // slowed, 26 pairs): codegen is judged over eager of the same run, eager on its time. A model
+  // that ran 1.4-2.3x slower on every backend at once is the machine's, said on eager's row; a
+  // ratio that moved only because eager moved alone, or with both sides bent by the machine, says
+  // so. Eager's own time has nothing to cancel a machine move that touched its worker alone:
+  // add_add_mul_add's eager moved +24% between runs 12 and 13 of the slowing recording with
+  // codegen steady, the one plain verdict left (issue 50 keeps it open).
+  int plain = 0, machine = 0, judged = 0, alone = 0, pairs = 0;
+  for (const std::string recording : {"heldout_runs.csv", "slowing_runs.csv"}) {
+    rows_ = fixture(recording);
+    judge("compare_aa");
+    const std::string db = (dir_ / "compare_aa.db").string();
+    for (int a = 1; a < 14; ++a, ++pairs) {
+      const auto r = run_crucible(fmt::format("compare {} {} --format csv --db {}", a, a + 1, db));
+      ASSERT_EQ(r.status, 0) << r.err;
+      std::istringstream lines(r.out);
+      std::string line;
+      std::getline(lines, line);
+      while (std::getline(lines, line)) {
+        const auto f = csv_fields(line);
+        if (f[3] != "performance" || (f[2] != "eager" && f[2] != "codegen")) continue;
+        EXPECT_EQ(f[19], f[2] == "eager" ? "time" : "time/eager") << line;
+        const std::string& v = f[18];
+        if (v == "noisy: not judged") continue;
+        ++judged;
+        if (v == "slower" || v == "faster") {
+          ++plain;
+          std::printf("plain: %s runs %d-%d %s/%s %s %s%% on %s\n", recording.c_str(), a, a + 1,
+                      f[1].c_str(), f[2].c_str(), v.c_str(), f[8].c_str(), f[19].c_str());
+        }
+        machine += v.find("the machine") != std::string::npos;
+        alone += v.find("which moved alone") != std::string::npos;
+      }
     }
+    fs::remove(db);
   }
-  std::printf("compare on A/A pairs: %d judged, %d the machine, %d plain faster/slower\n", judged,
-              machine, plain);
-  EXPECT_GE(machine, 10);
-  EXPECT_LE(plain, 1);  // one backend moving alone between A/A runs is rare here
+  std::printf(
+      "compare on %d A/A pairs: %d judged, %d the machine, %d eager alone, %d plain "
+      "faster/slower\n",
+      pairs, judged, machine, alone, plain);
+  EXPECT_EQ(pairs, 26);
+  EXPECT_GE(machine, 5);
+  EXPECT_LE(plain, 1);
 }
 
 TEST_F(DetectorOnRealRuns, AOnePercentInstructionStepIsFoundInItsRun) {

@@ -652,7 +652,9 @@ TEST(Regressions, StepsStatusChangesAndNewMachinesAreToldApart) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("small,sin_cos,codegen,performance,pass,pass,1,1.3,30"), std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find(",slower,\"cpp_fused_sin_0 +300.0 us"), std::string::npos) << r.out;
+  // Eager did not move: judged over eager, the same +30%.
+  EXPECT_NE(r.out.find(",slower,time/eager,\"cpp_fused_sin_0 +300.0 us"), std::string::npos)
+      << r.out;
   // The speed-up fell from 2 to 2/1.3 (-23.1%), its bootstrap interval around that and clear of 0.
   std::smatch m;
   ASSERT_TRUE(std::regex_search(
@@ -671,7 +673,8 @@ TEST(Regressions, StepsStatusChangesAndNewMachinesAreToldApart) {
   r = run_crucible("compare 16 17" + opt);
   EXPECT_NE(r.out.find("small,sin_cos,codegen,performance,pass,pass,1.3,1.43"), std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find(",slower,\"cpp_fused_sin_0 +130.0 us"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(",slower,time/eager,\"cpp_fused_sin_0 +130.0 us"), std::string::npos)
+      << r.out;
   EXPECT_EQ(r.out.find("the machine"), std::string::npos) << r.out;
   r = run_crucible("compare 14 15" + opt);
   EXPECT_NE(r.out.find("small,mlp,codegen,accuracy,pass,fail_accuracy"), std::string::npos);

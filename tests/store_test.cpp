@@ -204,6 +204,58 @@ TEST_F(StoreTest, AStatusThisBuildDoesNotKnowIsAnErrorNamingTheResult) {
 // value, itself included). Every list of doubles is read through one place, which refuses a
 // value that is not finite and a blob that is not whole doubles, naming the file and the column;
 // each reader that sees samples or counts says so instead of hanging or sorting NaNs.
+// `compare` judges a backend on its time over eager's of the same run where both runs have eager:
+// a machine that slowed the whole run twice over moves nothing there, and eager's row says it
+// was the machine; a codegen step with eager steady is "slower" over eager; a run without eager
+// leaves its backends judged on their times, and says so.
+TEST_F(StoreTest, CompareJudgesTimeOverEagerWhereBothRunsHaveIt) {
+  auto store = Store::open(path_);
+  // Twelve samples around `ms`, spread 0.5% (deterministic).
+  auto samples = [](double ms) {
+    std::vector<double> v;
+    for (int i = 0; i < 12; ++i) v.push_back(ms * (1 + 0.001 * ((i * 7) % 11 - 5)));
+    return v;
+  };
+  auto add_run = [&](std::vector<std::pair<std::string, double>> backends) {
+    const int64_t run = store->begin_run({});
+    for (const auto& [backend, ms] : backends) {
+      ResultRecord r = make_result("s", "m", backend, "performance", 1);
+      r.status = Status::kPass;
+      r.samples_ms = samples(ms);
+      store->add_result(run, r);
+    }
+    store->finish_run(run, "complete");
+    return run;
+  };
+  // Six runs alike first: the noise each verdict is held to comes from the store's history.
+  int64_t a = 0;
+  for (int i = 0; i < 6; ++i) a = add_run({{"eager", 10}, {"codegen", 5}});
+  const int64_t slow_machine = add_run({{"eager", 20}, {"codegen", 10}});
+  const int64_t step = add_run({{"eager", 20}, {"codegen", 13}});
+  const int64_t no_eager = add_run({{"codegen", 13}});
+  auto row_of = [&](int64_t x, int64_t y, const std::string& backend) {
+    const Table t = store->compare(x, y);
+    for (const auto& row : t.rows) {
+      if (cell_text(row[t.column("backend")], false) == backend) {
+        return std::make_pair(cell_text(row[t.column("verdict")], false),
+                              cell_text(row[t.column("judged_on")], false));
+      }
+    }
+    return std::make_pair(std::string("missing"), std::string());
+  };
+  EXPECT_EQ(row_of(a, slow_machine, "codegen"), std::make_pair(std::string("same"),
+                                                               std::string("time/eager")));
+  EXPECT_EQ(row_of(a, slow_machine, "eager"),
+            std::make_pair(std::string("slower on every backend: the machine"),
+                           std::string("time")));
+  EXPECT_EQ(row_of(slow_machine, step, "codegen"),
+            std::make_pair(std::string("slower"), std::string("time/eager")));
+  EXPECT_EQ(row_of(slow_machine, step, "eager").first, "same");
+  EXPECT_EQ(row_of(step, no_eager, "codegen"),
+            std::make_pair(std::string("same"), std::string("time")));
+  EXPECT_EQ(row_of(step, no_eager, "eager").first, "only in A");
+}
+
 TEST_F(StoreTest, ASampleListThatIsNotFiniteDoublesIsADamagedRow) {
   int64_t a = 0, b = 0;
   auto two_sound_runs = [&] {

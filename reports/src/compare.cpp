@@ -1,12 +1,15 @@
-// `crucible compare RUN_A RUN_B`: every series of two runs side by side. A timing change is
-// called only when the U test on the raw samples is significant and the whole 95% interval of the
-// median's change lies past max(1%, 4 x the series' run-to-run noise measured in the store up to
-// run B); a result the harness flagged noisy is shown but not judged.
+// `crucible compare RUN_A RUN_B`: every series of two runs side by side. A backend with eager
+// beside it in both runs is judged on its time over eager's median of the same run (a machine
+// that moved moves both sides), any other (eager itself, or a run without eager) on its time.
+// A change is called only when the U test on the samples is significant and the whole 95%
+// interval of the change lies past max(1%, 4 x that measure's run-to-run noise in the store up to
+// run B); a result the harness flagged noisy is shown but not judged. `judged_on` says which.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "crucible/reports/detect.h"
@@ -18,11 +21,22 @@ namespace crucible::reports {
 
 namespace {
 
-// A model that ran slower (faster) on eager and on every other backend judged between the two
-// runs moved with the machine, not with a code change (on this 2-core VM a run can slow every
-// backend 1.4-2.3x at once): those verdicts say so; the speed-up columns tell what moved
-// against eager.
-void machine_wide_verdicts(Table& t) {
+// Each row's move on its time alone: its word and its change.
+struct TimeMove {
+  std::string word;
+  double change = 0;
+};
+
+// The reference whose runs moved on every backend moved with the machine, not with a code change
+// (on this 2-core VM a run can slow every backend 1.4-2.3x at once): eager's verdict says so
+// when every other backend judged between the two runs moved its way on its time too. The others
+// are judged over eager, where a uniform move cancels; but this VM's slow mode slows backends
+// unevenly, so a ratio that moved with both sides, by less than half what eager's time did (in log
+// units: eager -50% and codegen -35% moved their ratio +30%), is
+// that bend, said as such (as `regressions` calls it a disturbed run); and one that moved because
+// eager moved alone (a small resnet18: eager 0.6 -> 0.3 ms between A/A runs, codegen steady) says
+// so.
+void machine_wide_verdicts(Table& t, const std::vector<TimeMove>& moved) {
   const size_t suite = t.column("suite"), model = t.column("model"), backend = t.column("backend"),
                mode = t.column("mode"), verdict = t.column("verdict");
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<size_t>> groups;
@@ -33,17 +47,56 @@ void machine_wide_verdicts(Table& t) {
         .push_back(r);
   }
   for (const auto& [key, rows] : groups) {
-    std::string word;
+    std::optional<size_t> eager;
     for (size_t r : rows) {
-      if (cell_text(t.rows[r][backend], false) == "eager")
-        word = cell_text(t.rows[r][verdict], false);
+      if (cell_text(t.rows[r][backend], false) == "eager") eager = r;
     }
-    if (word != "slower" && word != "faster") continue;
-    bool all = rows.size() > 1;
-    for (size_t r : rows) all = all && cell_text(t.rows[r][verdict], false) == word;
-    if (!all) continue;
-    for (size_t r : rows) t.rows[r][verdict] = word + " on every backend: the machine";
+    if (!eager || rows.size() < 2) continue;
+    const TimeMove& e = moved[*eager];
+    const bool machine = e.word == "slower" || e.word == "faster";
+    bool all = machine;
+    for (size_t r : rows) all = all && moved[r].word == e.word;
+    if (all) t.rows[*eager][verdict] = e.word + " on every backend: the machine";
+    const size_t change = t.column("change_pct"), judged_on = t.column("judged_on");
+    for (size_t r : rows) {
+      const std::string word = cell_text(t.rows[r][verdict], false);
+      if (r == *eager || (word != "slower" && word != "faster")) continue;
+      if (cell_text(t.rows[r][judged_on], false) != "time/eager") continue;
+      // In log units, where a ratio's move is the difference of its sides' moves.
+      const double ratio = std::log1p(std::get<double>(t.rows[r][change]) / 100);
+      const double eager_move = std::log1p(e.change);
+      if (moved[r].word == "same" && ratio * eager_move < 0 &&
+          std::abs(eager_move) >= 0.5 * std::abs(ratio)) {
+        // Eager moved (within its noise or past it) and this backend did not: the ratio moved
+        // with eager alone.
+        t.rows[r][verdict] = fmt::format(
+            "{} over eager, which moved alone: eager {:+.0f}%, this backend the same on its time",
+            word, 100 * e.change);
+      } else if (machine && moved[r].word == e.word &&
+                 std::abs(ratio) < 0.5 * std::abs(eager_move)) {
+        t.rows[r][verdict] =
+            fmt::format("{} with the machine: eager {:+.0f}%, this backend {:+.0f}%", word,
+                        100 * e.change, 100 * moved[r].change);
+      }
+    }
   }
+}
+
+// "slower", "faster" or "same" for a change with interval [lo, hi] and rank-test p, against the
+// measure's run-to-run noise.
+std::string word_for(double p, double lo, double hi, double noise) {
+  const double bar = std::max(0.01, 4 * noise);
+  // The interval, not only the point, past the bar: a change inside the noise is "same".
+  if (p < 0.01 && lo > bar) return "slower";
+  if (p < 0.01 && hi < -bar) return "faster";
+  return "same";
+}
+
+// `samples` over the median of `reference` (a run's time over eager's).
+std::vector<double> over(std::vector<double> samples, const std::vector<double>& reference) {
+  const double m = summarize(reference).median;
+  for (double& v : samples) v /= m;
+  return samples;
 }
 
 }  // namespace
@@ -59,23 +112,39 @@ Table Store::compare(int64_t a, int64_t b) {
   for (const auto& [k, r] : ra) keys[k] = 0;
   for (const auto& [k, r] : rb) keys[k] = 0;
 
-  // Each series' timed history up to run b, for its noise.
+  // Each series' timed history up to run b, by run: for the noise of its time and of its time
+  // over eager's.
   Statement hist(db_,
-                 "SELECT x.samples, x.noisy FROM results x JOIN runs r ON r.id = x.run_id"
+                 "SELECT r.id, x.samples, x.noisy FROM results x JOIN runs r ON r.id = x.run_id"
                  " WHERE x.suite = ? AND x.model = ? AND x.backend = ? AND x.mode = ? AND"
                  " r.id <= ? AND x.status = 'pass' ORDER BY r.started_at, r.id");
-  auto noise_of_series = [&](const Key& k) {
+  auto history = [&](const Key& k) {
     hist.reset();
     hist.bind(1, std::get<0>(k)).bind(2, std::get<1>(k)).bind(3, std::get<2>(k));
     hist.bind(4, std::get<3>(k)).bind(5, b);
     std::vector<SeriesPoint> pts;
     while (hist.step()) {
       SeriesPoint p;
-      p.samples = hist.doubles_blob(0);
-      p.noisy = hist.int64(1) != 0;
+      p.run_id = hist.int64(0);
+      p.samples = hist.doubles_blob(1);
+      p.noisy = hist.int64(2) != 0;
       pts.push_back(std::move(p));
     }
-    return series_noise(pts);
+    return pts;
+  };
+  // The series over its reference's median run by run (runs without the reference left out).
+  auto over_history = [](std::vector<SeriesPoint> pts, const std::vector<SeriesPoint>& ref) {
+    std::map<int64_t, const SeriesPoint*> by_run;
+    for (const SeriesPoint& p : ref) by_run[p.run_id] = &p;
+    std::vector<SeriesPoint> out;
+    for (SeriesPoint& p : pts) {
+      const auto r = by_run.find(p.run_id);
+      if (p.samples.empty() || r == by_run.end() || r->second->samples.empty()) continue;
+      p.samples = over(std::move(p.samples), r->second->samples);
+      p.noisy = p.noisy || r->second->noisy;
+      out.push_back(std::move(p));
+    }
+    return out;
   };
 
   Table t;
@@ -98,10 +167,12 @@ Table Store::compare(int64_t a, int64_t b) {
                "speedup_ci_low_pct",
                "speedup_ci_high_pct",
                "verdict",
+               "judged_on",
                "kernels"};
-  t.brief = {"model",       "backend",     "mode",       "status_b",
-             "median_a_ms", "median_b_ms", "change_pct", "verdict"};
+  t.brief = {"model",       "backend",    "mode",    "status_b", "median_a_ms",
+             "median_b_ms", "change_pct", "verdict", "judged_on"};
   t.under = {"kernels"};
+  std::vector<TimeMove> moved;  // each row's on its time alone (machine_wide_verdicts)
   auto opt = [](const std::optional<double>& v) { return v ? Cell{*v} : Cell{}; };
   for (const auto& [k, unused] : keys) {
     const auto ia = ra.find(k), ib = rb.find(k);
@@ -114,7 +185,8 @@ Table Store::compare(int64_t a, int64_t b) {
                              x ? Cell{std::string(status_name(x->status))} : Cell{},
                              y ? Cell{std::string(status_name(y->status))} : Cell{}};
     std::string verdict;
-    Cell med_a, med_b, change, lo, hi, pv, noise, kernels, sp_change, sp_lo, sp_hi;
+    TimeMove on_time;
+    Cell med_a, med_b, change, lo, hi, pv, noise, kernels, sp_change, sp_lo, sp_hi, judged_on;
     if (!x || !y) {
       verdict = x ? "only in A" : "only in B";
     } else if (x->status != y->status) {
@@ -123,52 +195,62 @@ Table Store::compare(int64_t a, int64_t b) {
               ? fmt::format("fixed: {} -> pass", status_name(x->status))
               : fmt::format("status: {} -> {}", status_name(x->status), status_name(y->status));
     } else if (!x->samples_ms.empty() && !y->samples_ms.empty()) {
-      const double ma = x->stats.median, mb = y->stats.median;
-      const double c = mb / ma - 1, p = mann_whitney_p(x->samples_ms, y->samples_ms);
-      const auto [l, h] = median_change_interval(x->samples_ms, y->samples_ms);
-      const double n = noise_of_series(k);
-      const double bar = std::max(0.01, 4 * n);
-      // The interval, not only the point, past the bar: a change inside the noise is "same".
-      if (x->noisy || y->noisy) {
-        verdict = "noisy: not judged";
-      } else if (p < 0.01 && l > bar) {
-        verdict = "slower";
-      } else if (p < 0.01 && h < -bar) {
-        verdict = "faster";
-      } else {
-        verdict = "same";
-      }
-      med_a = ma;
-      med_b = mb;
-      change = 100 * c;
-      lo = 100 * l;
-      hi = 100 * h;
-      pv = p;
-      noise = 100 * n;
-      const std::string moved = moved_kernels(db_, x->id, y->id);
-      if (!moved.empty()) kernels = moved;
-      // The speed-up's own change, with the noise of eager's samples in both runs too.
+      med_a = x->stats.median;
+      med_b = y->stats.median;
+      // On its time alone, for the machine's rule and for a series without eager beside it.
+      const std::vector<SeriesPoint> own = history(k);
+      double c = y->stats.median / x->stats.median - 1;
+      double p = mann_whitney_p(x->samples_ms, y->samples_ms);
+      auto [l, h] = median_change_interval(x->samples_ms, y->samples_ms);
+      double n = series_noise(own);
+      on_time = {word_for(p, l, h, n), c};
+      judged_on = std::string("time");
+      // Over eager's median of the same run where both runs have eager: the speed-up's interval
+      // (all four sample sets resampled together) is the same change seen from the other side.
       const Key ek{std::get<0>(k), std::get<1>(k), "eager", std::get<3>(k)};
       const auto ea = ra.find(ek), eb = rb.find(ek);
-      if (x->speedup && y->speedup && std::get<2>(k) != "eager" && ea != ra.end() &&
-          eb != rb.end()) {
-        const auto [sl, sh] = speedup_change_interval(ea->second.samples_ms, x->samples_ms,
-                                                      eb->second.samples_ms, y->samples_ms);
-        sp_change = 100 * (*y->speedup / *x->speedup - 1);
+      const bool paired = std::get<2>(k) != "eager" && ea != ra.end() && eb != rb.end() &&
+                          ea->second.status == Status::kPass &&
+                          eb->second.status == Status::kPass && !ea->second.samples_ms.empty() &&
+                          !eb->second.samples_ms.empty();
+      if (paired) {
+        const auto& e_a = ea->second.samples_ms;
+        const auto& e_b = eb->second.samples_ms;
+        const auto [sl, sh] = speedup_change_interval(e_a, x->samples_ms, e_b, y->samples_ms);
+        const std::vector<double> qa = over(x->samples_ms, e_a), qb = over(y->samples_ms, e_b);
+        c = summarize(qb).median / summarize(qa).median - 1;
+        p = mann_whitney_p(qa, qb);
+        l = 1 / (1 + sh) - 1;
+        h = 1 / (1 + sl) - 1;
+        n = series_noise(over_history(own, history(ek)));
+        judged_on = std::string("time/eager");
+        if (x->speedup && y->speedup) sp_change = 100 * (*y->speedup / *x->speedup - 1);
         if (std::isfinite(sl)) {
           sp_lo = 100 * sl;
           sp_hi = 100 * sh;
         }
       }
+      verdict = x->noisy || y->noisy || (paired && (ea->second.noisy || eb->second.noisy))
+                    ? "noisy: not judged"
+                    : word_for(p, l, h, n);
+      if (x->noisy || y->noisy) on_time.word = "noisy: not judged";
+      change = 100 * c;
+      lo = 100 * l;
+      hi = 100 * h;
+      pv = p;
+      noise = 100 * n;
+      const std::string kernel_moves = moved_kernels(db_, x->id, y->id);
+      if (!kernel_moves.empty()) kernels = kernel_moves;
     } else {
       verdict = "same";
     }
-    row.insert(row.end(),
-               {med_a, med_b, change, lo, hi, pv, noise, x ? opt(x->speedup) : Cell{},
-                y ? opt(y->speedup) : Cell{}, sp_change, sp_lo, sp_hi, verdict, kernels});
+    moved.push_back(on_time);
+    row.insert(row.end(), {med_a, med_b, change, lo, hi, pv, noise, x ? opt(x->speedup) : Cell{},
+                           y ? opt(y->speedup) : Cell{}, sp_change, sp_lo, sp_hi, verdict,
+                           judged_on, kernels});
     t.rows.push_back(std::move(row));
   }
-  machine_wide_verdicts(t);
+  machine_wide_verdicts(t, moved);
   return t;
 }
 
