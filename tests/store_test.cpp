@@ -243,11 +243,11 @@ TEST_F(StoreTest, CompareJudgesTimeOverEagerWhereBothRunsHaveIt) {
     }
     return std::make_pair(std::string("missing"), std::string());
   };
-  EXPECT_EQ(row_of(a, slow_machine, "codegen"), std::make_pair(std::string("same"),
-                                                               std::string("time/eager")));
-  EXPECT_EQ(row_of(a, slow_machine, "eager"),
-            std::make_pair(std::string("slower on every backend: the machine"),
-                           std::string("time")));
+  EXPECT_EQ(row_of(a, slow_machine, "codegen"),
+            std::make_pair(std::string("same"), std::string("time/eager")));
+  EXPECT_EQ(
+      row_of(a, slow_machine, "eager"),
+      std::make_pair(std::string("slower on every backend: the machine"), std::string("time")));
   EXPECT_EQ(row_of(slow_machine, step, "codegen"),
             std::make_pair(std::string("slower"), std::string("time/eager")));
   EXPECT_EQ(row_of(slow_machine, step, "eager").first, "same");
