@@ -99,6 +99,82 @@ std::vector<double> over(std::vector<double> samples, const std::vector<double>&
   return samples;
 }
 
+// A series over its reference's median run by run (runs without the reference left out).
+std::vector<SeriesPoint> over_reference(std::vector<SeriesPoint> pts,
+                                        const std::vector<SeriesPoint>& ref) {
+  std::map<int64_t, const SeriesPoint*> by_run;
+  for (const SeriesPoint& p : ref) by_run[p.run_id] = &p;
+  std::vector<SeriesPoint> out;
+  for (SeriesPoint& p : pts) {
+    const auto r = by_run.find(p.run_id);
+    if (p.samples.empty() || r == by_run.end() || r->second->samples.empty()) continue;
+    p.samples = over(std::move(p.samples), r->second->samples);
+    p.noisy = p.noisy || r->second->noisy;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// A timing's move between two runs: relative, its 95% interval, the rank test's p and the
+// measure's run-to-run noise in the store.
+struct Change {
+  double change = 0, lo = 0, hi = 0, p = 1, noise = 0;
+  std::string word() const { return word_for(p, lo, hi, noise); }
+};
+
+// Run B's time against run A's, the noise from the series' history `own`.
+Change time_change(const ResultRow& x, const ResultRow& y, const std::vector<SeriesPoint>& own) {
+  const auto [lo, hi] = median_change_interval(x.samples_ms, y.samples_ms);
+  return {y.stats.median / x.stats.median - 1, lo, hi, mann_whitney_p(x.samples_ms, y.samples_ms),
+          series_noise(own)};
+}
+
+// The same over eager's median of each run (`ea`, `eb`): the speed-up's interval (all four sample
+// sets resampled together, returned in `speedup`) is the same change seen from the other side.
+Change ratio_change(const ResultRow& x, const ResultRow& y, const ResultRow& ea,
+                    const ResultRow& eb, const std::vector<SeriesPoint>& own,
+                    const std::vector<SeriesPoint>& eager_history,
+                    std::pair<double, double>& speedup) {
+  speedup = speedup_change_interval(ea.samples_ms, x.samples_ms, eb.samples_ms, y.samples_ms);
+  const std::vector<double> qa = over(x.samples_ms, ea.samples_ms);
+  const std::vector<double> qb = over(y.samples_ms, eb.samples_ms);
+  return {summarize(qb).median / summarize(qa).median - 1, 1 / (1 + speedup.second) - 1,
+          1 / (1 + speedup.first) - 1, mann_whitney_p(qa, qb),
+          series_noise(over_reference(own, eager_history))};
+}
+
+// A timed result that can be a reference: passed, with samples.
+bool timed_pass(const ResultRow& r) { return r.status == Status::kPass && !r.samples_ms.empty(); }
+
+Table comparison_table() {
+  Table t;
+  t.columns = {"suite",
+               "model",
+               "backend",
+               "mode",
+               "status_a",
+               "status_b",
+               "median_a_ms",
+               "median_b_ms",
+               "change_pct",
+               "ci_low_pct",
+               "ci_high_pct",
+               "p_value",
+               "noise_pct",
+               "speedup_a",
+               "speedup_b",
+               "speedup_change_pct",
+               "speedup_ci_low_pct",
+               "speedup_ci_high_pct",
+               "verdict",
+               "judged_on",
+               "kernels"};
+  t.brief = {"model",       "backend",    "mode",    "status_b", "median_a_ms",
+             "median_b_ms", "change_pct", "verdict", "judged_on"};
+  t.under = {"kernels"};
+  return t;
+}
+
 }  // namespace
 
 Table Store::compare(int64_t a, int64_t b) {
@@ -132,46 +208,7 @@ Table Store::compare(int64_t a, int64_t b) {
     }
     return pts;
   };
-  // The series over its reference's median run by run (runs without the reference left out).
-  auto over_history = [](std::vector<SeriesPoint> pts, const std::vector<SeriesPoint>& ref) {
-    std::map<int64_t, const SeriesPoint*> by_run;
-    for (const SeriesPoint& p : ref) by_run[p.run_id] = &p;
-    std::vector<SeriesPoint> out;
-    for (SeriesPoint& p : pts) {
-      const auto r = by_run.find(p.run_id);
-      if (p.samples.empty() || r == by_run.end() || r->second->samples.empty()) continue;
-      p.samples = over(std::move(p.samples), r->second->samples);
-      p.noisy = p.noisy || r->second->noisy;
-      out.push_back(std::move(p));
-    }
-    return out;
-  };
-
-  Table t;
-  t.columns = {"suite",
-               "model",
-               "backend",
-               "mode",
-               "status_a",
-               "status_b",
-               "median_a_ms",
-               "median_b_ms",
-               "change_pct",
-               "ci_low_pct",
-               "ci_high_pct",
-               "p_value",
-               "noise_pct",
-               "speedup_a",
-               "speedup_b",
-               "speedup_change_pct",
-               "speedup_ci_low_pct",
-               "speedup_ci_high_pct",
-               "verdict",
-               "judged_on",
-               "kernels"};
-  t.brief = {"model",       "backend",    "mode",    "status_b", "median_a_ms",
-             "median_b_ms", "change_pct", "verdict", "judged_on"};
-  t.under = {"kernels"};
+  Table t = comparison_table();
   std::vector<TimeMove> moved;  // each row's on its time alone (machine_wide_verdicts)
   auto opt = [](const std::optional<double>& v) { return v ? Cell{*v} : Cell{}; };
   for (const auto& [k, unused] : keys) {
@@ -199,46 +236,32 @@ Table Store::compare(int64_t a, int64_t b) {
       med_b = y->stats.median;
       // On its time alone, for the machine's rule and for a series without eager beside it.
       const std::vector<SeriesPoint> own = history(k);
-      double c = y->stats.median / x->stats.median - 1;
-      double p = mann_whitney_p(x->samples_ms, y->samples_ms);
-      auto [l, h] = median_change_interval(x->samples_ms, y->samples_ms);
-      double n = series_noise(own);
-      on_time = {word_for(p, l, h, n), c};
+      Change c = time_change(*x, *y, own);
+      on_time = {c.word(), c.change};
       judged_on = std::string("time");
-      // Over eager's median of the same run where both runs have eager: the speed-up's interval
-      // (all four sample sets resampled together) is the same change seen from the other side.
       const Key ek{std::get<0>(k), std::get<1>(k), "eager", std::get<3>(k)};
       const auto ea = ra.find(ek), eb = rb.find(ek);
       const bool paired = std::get<2>(k) != "eager" && ea != ra.end() && eb != rb.end() &&
-                          ea->second.status == Status::kPass &&
-                          eb->second.status == Status::kPass && !ea->second.samples_ms.empty() &&
-                          !eb->second.samples_ms.empty();
+                          timed_pass(ea->second) && timed_pass(eb->second);
       if (paired) {
-        const auto& e_a = ea->second.samples_ms;
-        const auto& e_b = eb->second.samples_ms;
-        const auto [sl, sh] = speedup_change_interval(e_a, x->samples_ms, e_b, y->samples_ms);
-        const std::vector<double> qa = over(x->samples_ms, e_a), qb = over(y->samples_ms, e_b);
-        c = summarize(qb).median / summarize(qa).median - 1;
-        p = mann_whitney_p(qa, qb);
-        l = 1 / (1 + sh) - 1;
-        h = 1 / (1 + sl) - 1;
-        n = series_noise(over_history(own, history(ek)));
+        std::pair<double, double> speedup;
+        c = ratio_change(*x, *y, ea->second, eb->second, own, history(ek), speedup);
         judged_on = std::string("time/eager");
         if (x->speedup && y->speedup) sp_change = 100 * (*y->speedup / *x->speedup - 1);
-        if (std::isfinite(sl)) {
-          sp_lo = 100 * sl;
-          sp_hi = 100 * sh;
+        if (std::isfinite(speedup.first)) {
+          sp_lo = 100 * speedup.first;
+          sp_hi = 100 * speedup.second;
         }
       }
       verdict = x->noisy || y->noisy || (paired && (ea->second.noisy || eb->second.noisy))
                     ? "noisy: not judged"
-                    : word_for(p, l, h, n);
+                    : c.word();
       if (x->noisy || y->noisy) on_time.word = "noisy: not judged";
-      change = 100 * c;
-      lo = 100 * l;
-      hi = 100 * h;
-      pv = p;
-      noise = 100 * n;
+      change = 100 * c.change;
+      lo = 100 * c.lo;
+      hi = 100 * c.hi;
+      pv = c.p;
+      noise = 100 * c.noise;
       const std::string kernel_moves = moved_kernels(db_, x->id, y->id);
       if (!kernel_moves.empty()) kernels = kernel_moves;
     } else {

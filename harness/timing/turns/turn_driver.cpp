@@ -69,7 +69,6 @@ struct Live {
 
   const std::string& backend() const { return worker->job.backends.at(0); }
   double tree_ms() const { return cpu_set ? cpu->tree_ms() : NAN; }
-  double main_ms() const { return cpu_set ? cpu->main_thread_ms() : NAN; }
   double wait_ms() const { return cpu_set ? cpu->main_thread_wait_ms() : NAN; }
 
   bool send(char c) { return ::send(fd, &c, 1, MSG_NOSIGNAL) == 1; }
@@ -261,7 +260,6 @@ void read_outputs(Live& l, const TurnDone& done, int64_t round, uint64_t secret)
   }
 }
 
-// One sample of `live[i]`, timed from here; the others' CPU meanwhile is charged to them.
 // The secrets of one timing: of the calls' inputs (given to the reference worker after timing) and
 // of the calls and elements the parent reads (never given to a worker).
 struct Secrets {
@@ -276,7 +274,7 @@ struct Secrets {
 // time: a backend whose samples lasted 20x eager's measured the same interpreter 1.27-1.47x
 // faster than eager (TimingAudit, memo_until_new turned honest).
 constexpr size_t kRefitSamples = 5;
-double median_of(const std::vector<double>& v);
+double median_of(const std::vector<double>& v) { return reports::summarize(v).median; }
 int64_t next_calls(const Live& l) {
   if (l.per_call_ms.empty()) return l.calls;
   const size_t n = std::min(kRefitSamples, l.per_call_ms.size());
@@ -462,8 +460,6 @@ constexpr double kPrintedMs = 0.005;
 constexpr double kLatencyMs = 0.2;
 constexpr double kLatencyShare = 0.1;
 constexpr double kLieShare = 0.25;
-double median_of(const std::vector<double>& v) { return reports::summarize(v).median; }
-
 // How much shorter the worker's timed calls were than the parent's window, waits for a CPU aside
 // (the worker's window holds nothing but its calls and the table of their outputs).
 struct ClockGaps {
