@@ -119,38 +119,52 @@ reports::ResultRecord judged(TurnRecord rec) {
 }
 
 TEST(TurnDriver, AnHonestWorkerPasses) {
-  EXPECT_EQ(judged(record(10, 4.97)).status, Status::kPass);
+  const auto honest = judged(record(10, 4.97));
+  EXPECT_EQ(honest.status, Status::kPass);
+  EXPECT_FALSE(honest.noisy || honest.clocks_disagree) << honest.noise_reason;
   // A parent or worker that waited for a CPU sees a longer window: not a lying clock.
   EXPECT_EQ(judged(record(10, 3.0, 2.0)).status, Status::kPass);
 }
 
-TEST(TurnDriver, AClockThatRunsFastOrSlowFails) {
-  const auto fast = judged(record(10, 5.0 / 4));  // a quarter speed: calls look 4x faster
-  EXPECT_EQ(fast.status, Status::kFailAudit);
-  EXPECT_NE(fast.error.find("runs fast"), std::string::npos) << fast.error;
-  const auto slow = judged(record(10, 6.0));  // more time than passed: a baseline made slower
+// A clock that runs fast is said and kept out of every speed-up, not failed: no gap is proof,
+// since a VM's vCPUs taken away make honest gaps as large.
+void expect_said_fast(const reports::ResultRecord& r) {
+  EXPECT_EQ(r.status, Status::kPass) << r.error;
+  EXPECT_TRUE(r.noisy);
+  EXPECT_TRUE(r.clocks_disagree);
+  EXPECT_NE(r.noise_reason.find("runs fast"), std::string::npos) << r.noise_reason;
+  EXPECT_NE(r.noise_reason.find("no speed-up from it"), std::string::npos) << r.noise_reason;
+}
+
+TEST(TurnDriver, AClockThatRunsFastIsSaidAndOneThatRunsSlowFails) {
+  expect_said_fast(judged(record(10, 5.0 / 4)));  // a quarter speed: calls look 4x faster
+  const auto slow = judged(record(10, 6.0));      // more time than passed: a baseline made slower
   EXPECT_EQ(slow.status, Status::kFailAudit);
   EXPECT_NE(slow.error.find("runs slow"), std::string::npos) << slow.error;
   // A clock that lies in most samples but not all.
   TurnRecord most = record(10, 5.0 / 4);
   for (int k = 0; k < 3; ++k) most.windows[k].inside.timed_ms = 4.96;
   for (int k = 0; k < 3; ++k) most.windows[k].inside.window_ms = 4.97;
-  EXPECT_EQ(judged(most).status, Status::kFailAudit);
+  expect_said_fast(judged(most));
   // A window as long as the parent's, but the calls counted in it a quarter of it: the worker's
   // window holds nothing but its calls, so the parent's clock bounds the calls' time.
   TurnRecord split = record(10, 4.97);
   for (TurnWindow& w : split.windows) w.inside.timed_ms = 5.0 / 4;
-  const auto s = judged(split);
-  EXPECT_EQ(s.status, Status::kFailAudit);
-  EXPECT_NE(s.error.find("runs fast"), std::string::npos) << s.error;
-  // Samples a fifth shorter by its clock in the median but not in every sample (a VM's vCPU
-  // taken away at a message): noisy, not guilty.
+  expect_said_fast(judged(split));
+  // CI's host: an honest eager's 2 samples of 6.7 ms were 2.7 ms shorter by its clock (vCPUs
+  // taken away at the messages), which failed it as a fast clock before.
+  TurnRecord ci = record(2, 3.98);
+  for (TurnWindow& w : ci.windows) w.outside_ms = 6.69;
+  expect_said_fast(judged(ci));
+  // Samples a fifth shorter by its clock in the median but not in every sample: noisy, with its
+  // speed-up (a lie in fewer than most samples barely moves the median).
   TurnRecord stolen = record(10, 4.0);
   for (int k = 0; k < 3; ++k) stolen.windows[k].inside.timed_ms = 4.96;
   for (int k = 0; k < 3; ++k) stolen.windows[k].inside.window_ms = 4.97;
   const auto n = judged(stolen);
   EXPECT_EQ(n.status, Status::kPass) << n.error;
   EXPECT_TRUE(n.noisy);
+  EXPECT_FALSE(n.clocks_disagree);
   // Calls timed longer than the window they were timed in.
   TurnRecord inner = record(10, 4.97);
   inner.windows[3].inside.timed_ms = 4.99;

@@ -410,10 +410,10 @@ class Runner {
       const double median = reports::summarize(r.samples_ms).median;
       fail_beyond_the_machine(r, median);
       // A speed-up is reported only between two timings that passed their audit, neither
-      // disturbed by another backend's threads.
+      // disturbed by another backend's threads nor timed by a clock the parent's disagreed with.
       if (r.status == Status::kPass && eager.status == Status::kPass && r.disturbed_by.empty() &&
-          eager.disturbed_by.empty() && std::isfinite(eager_median) && std::isfinite(median) &&
-          median > 0)
+          eager.disturbed_by.empty() && !r.clocks_disagree && !eager.clocks_disagree &&
+          std::isfinite(eager_median) && std::isfinite(median) && median > 0)
         r.speedup = eager_median / median;
       if (!r.counters_unavailable.empty() && !counters_note_shown_) {
         counters_note_shown_ = true;
