@@ -8,6 +8,7 @@
 #include "crucible/core/did_you_mean.h"
 #include "crucible/core/error.h"
 #include "crucible/core/quote.h"
+#include "privileges.h"
 
 namespace {
 void print_usage() {
@@ -35,6 +36,8 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   std::string name = argv[1];
+  // Before any plugin is loaded anywhere: no worker may read or write this process's memory.
+  crucible::keep_memory_private(name == "worker");
   std::vector<std::string> args(argv + 2, argv + argc);
   // `crucible help CMD` is `crucible CMD --help`.
   if (name == "help") {

@@ -22,6 +22,7 @@
 
 #include "crucible/core/error.h"
 #include "memory_cgroup.h"
+#include "privileges.h"
 #include "worker_cpu.h"
 
 namespace crucible {
@@ -159,7 +160,10 @@ ChildOutcome run_child(const std::vector<std::string>& argv,
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  std::vector<std::string> env_strings = merged_environment(env);
+  std::map<std::string, std::string> child_env = env;
+  const NoPrivileges no_privileges = prepare_no_privileges();
+  if (limits.no_privileges && can_read_private_memory()) child_env[kPrivateMemoryEnv] = "1";
+  std::vector<std::string> env_strings = merged_environment(child_env);
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -216,6 +220,8 @@ ChildOutcome run_child(const std::vector<std::string>& argv,
     const size_t passed = std::min(hooks.fds.size(), std::size(moved));
     for (size_t i = 0; i < passed; ++i) moved[i] = ::fcntl(hooks.fds[i], F_DUPFD_CLOEXEC, 64);
     for (size_t i = 0; i < passed; ++i) ::dup2(moved[i], static_cast<int>(3 + i));
+    // Last: joining its cgroup above may need what it gives up here.
+    if (limits.no_privileges && !drop_privileges(no_privileges)) fail(3);
     ::execve(args[0], args.data(), envp.data());
     fail(2);
   }
@@ -232,6 +238,10 @@ ChildOutcome run_child(const std::vector<std::string>& argv,
     if (failure.stage == 1) {
       throw Error(fmt::format("cannot start a worker: cannot join its cgroup {}: {}",
                               group->path().string(), strerror(failure.error)));
+    }
+    if (failure.stage == 3) {
+      throw Error(fmt::format("cannot start a worker: cannot drop its privileges: {}",
+                              strerror(failure.error)));
     }
     throw Error(fmt::format("cannot start a worker: cannot execute {}: {}", argv[0],
                             strerror(failure.error)));

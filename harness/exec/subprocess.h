@@ -21,6 +21,9 @@ struct ChildLimits {
   // 0: none. Resident memory of the child and everything it starts, in a memory cgroup of its own
   // (memory_cgroup.h), where this machine allows one; else the child's RLIMIT_AS.
   int64_t memory_limit_mb = 0;
+  // A worker that loads plugin code: it and all it runs hold no capability and cannot gain any
+  // (privileges.h), and it keeps its memory private when this process can still read it.
+  bool no_privileges = false;
 };
 
 struct ChildOutcome {

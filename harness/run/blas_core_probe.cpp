@@ -139,7 +139,9 @@ class Prober {
     std::vector<std::string> argv = {self_executable().string()};
     for (const auto& a : job.to_args()) argv.push_back(a);
     const fs::path log = dir_.path() / (c.name + ".log");
-    const ChildOutcome outcome = run_child(argv, test_fault_for(c.name), log, limits_);
+    ChildLimits limits = limits_;
+    limits.no_privileges = true;  // its worker loads the plugin
+    const ChildOutcome outcome = run_child(argv, test_fault_for(c.name), log, limits);
     const reports::ResultRecord r =
         finalize_job(job, outcome, read_report(job.report), log, limits_).at(0);
     BlasProbe p{c.name, 0, reported_core(r.backend_version), ""};

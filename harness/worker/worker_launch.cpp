@@ -14,7 +14,9 @@ WorkerRun run_worker(WorkerJob& job, const WorkerFiles& files,
   argv.push_back(self_executable().string());
   for (auto& a : job.to_args()) argv.push_back(a);
   WorkerRun w;
-  w.outcome = run_child(argv, env, files.log, limits, hooks);
+  ChildLimits worker_limits = limits;
+  worker_limits.no_privileges = true;  // it loads plugin code
+  w.outcome = run_child(argv, env, files.log, worker_limits, hooks);
   w.report = read_report(files.report);
   w.results = finalize_job(job, w.outcome, w.report, files.log, limits);
   return w;

@@ -24,8 +24,10 @@
 //   memo_random_qNN       each call with probability NN%.
 // And a backend that predicts the timed calls' inputs instead of remembering them:
 //   secret_scan           looks for the seed of the calls' inputs ("--secret" in its argv or
-//                         environment, or any 8-byte word of its writable memory that makes the
-//                         first timed call's inputs from set B, by the harness's own open code),
+//                         environment, or any 8-byte word of its writable memory, of its parent's
+//                         (the harness's) or of another timing worker's, read through
+//                         /proc/PID/mem, that makes the first timed call's inputs from set B, by
+//                         the harness's own open code),
 //                         and if it finds it, computes the outputs of the next 64 samples' calls
 //                         (up to 512 MB) at once, in one call, and serves later calls from them.
 // Each says on stderr what it did, so a test can tell an attack that acted from one that missed.
@@ -40,6 +42,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -314,22 +317,66 @@ std::vector<uint64_t> values_named(const std::string& name) {
   return out;
 }
 
-// Every distinct 8-byte word of this process's writable private mappings of up to 16 MB.
-std::vector<uint64_t> memory_words() {
-  std::ifstream maps("/proc/self/maps");
+// Every distinct 8-byte word of the writable private mappings of up to 16 MB of process `pid`
+// (this one for 0; another's through /proc/PID/mem, as ptrace's rules allow), at most 64 MB in
+// all; `note` says how much was read, or why nothing was.
+std::vector<uint64_t> memory_words(pid_t pid, std::string& note) {
+  const std::string proc = pid == 0 ? "/proc/self" : "/proc/" + std::to_string(pid);
+  std::ifstream maps(proc + "/maps");
+  const int mem = pid == 0 ? -1 : ::open((proc + "/mem").c_str(), O_RDONLY);
+  if (pid != 0 && mem < 0) {
+    note = std::string("cannot open its memory: ") + std::strerror(errno);
+    return {};
+  }
   std::vector<uint64_t> words;
-  for (std::string line; std::getline(maps, line);) {
+  size_t read = 0;
+  std::string refused;
+  for (std::string line; std::getline(maps, line) && read < (size_t{64} << 20);) {
     unsigned long lo = 0, hi = 0;
     char perms[5] = {};
     if (std::sscanf(line.c_str(), "%lx-%lx %4s", &lo, &hi, perms) != 3) continue;
     if (std::string_view(perms) != "rw-p" || hi - lo > (16u << 20)) continue;
     if (line.find("[v") != std::string::npos) continue;  // [vvar], [vsyscall]
-    const auto* w = reinterpret_cast<const uint64_t*>(lo);
-    words.insert(words.end(), w, w + (hi - lo) / 8);
+    if (pid == 0) {
+      const auto* w = reinterpret_cast<const uint64_t*>(lo);
+      words.insert(words.end(), w, w + (hi - lo) / 8);
+      read += hi - lo;
+      continue;
+    }
+    std::vector<uint64_t> buf((hi - lo) / 8);
+    const ssize_t n = ::pread(mem, buf.data(), buf.size() * 8, static_cast<off_t>(lo));
+    if (n <= 0) {
+      refused = std::strerror(errno);
+      continue;
+    }
+    words.insert(words.end(), buf.begin(), buf.begin() + n / 8);
+    read += static_cast<size_t>(n);
   }
+  if (mem >= 0) ::close(mem);
+  note = std::to_string(read) + " bytes read" + (refused.empty() ? "" : "; refused: " + refused);
   std::sort(words.begin(), words.end());
   words.erase(std::unique(words.begin(), words.end()), words.end());
   return words;
+}
+
+// Its parent (the harness, which made the secret) and every other timing worker of this user.
+std::vector<pid_t> processes_to_search() {
+  std::vector<pid_t> out;
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("PPid:", 0) == 0) out.push_back(std::atoi(line.c_str() + 5));
+  }
+  const std::string self = std::to_string(::getpid());
+  std::error_code ec;
+  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string pid = proc.path().filename().string();
+    if (pid == self || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(proc.path() / "cmdline");
+    const std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmd.find(std::string("--job\0timing", 12)) != std::string::npos)
+      out.push_back(std::atoi(pid.c_str()));
+  }
+  return out;
 }
 
 // The key of a call's inputs: the first 64 bytes of each (calls made from one seed differ there).
@@ -382,8 +429,15 @@ class Ahead {
     for (const Tensor& t : set_b) bytes += t.nbytes();
     std::vector<uint64_t> candidates = values_named("secret");
     if (bytes <= (1u << 20)) {
-      const std::vector<uint64_t> words = memory_words();
+      std::string note;
+      const std::vector<uint64_t> words = memory_words(0, note);
       candidates.insert(candidates.end(), words.begin(), words.end());
+      for (const pid_t pid : processes_to_search()) {
+        const std::vector<uint64_t> theirs = memory_words(pid, note);
+        std::fprintf(stderr, "attack %s: process %d: %s\n", ATTACK, static_cast<int>(pid),
+                     note.c_str());
+        candidates.insert(candidates.end(), theirs.begin(), theirs.end());
+      }
     }
     const Tensor first = inputs[0].contiguous();
     std::vector<Tensor> into;

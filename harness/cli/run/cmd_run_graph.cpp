@@ -149,6 +149,7 @@ int run_graph_command(const std::vector<std::string>& args) {
   const fs::path log = tmp.path() / "log";
   ChildLimits limits;
   limits.timeout_s = timeout_s;
+  limits.no_privileges = true;  // its worker loads the plugin
 
   struct sigaction sa {
   }, old_int{}, old_term{};
