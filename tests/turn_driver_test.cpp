@@ -5,7 +5,9 @@
 #include "turn_driver.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -54,6 +56,51 @@ TEST(TurnChannel, ThePrepareWordCarriesTheSamplesCalls) {
   }
 }
 
+// Any process of the user may stop a worker (SIGSTOP) to slow its samples; only SIGCONT ends the
+// stop, and the worker's next "done" names who sent it (its parent's, after reading, aside).
+TEST(TurnChannel, ASigcontFromAnotherProcessIsNamedInTheNextDone) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  const int saved = ::dup(3);
+  ASSERT_EQ(::dup2(sv[1], 3), 3);
+  auto next_done = [&] {
+    char line[256] = {};
+    const ssize_t n = ::recv(sv[0], line, sizeof line - 1, 0);
+    EXPECT_GT(n, 0);
+    auto m =
+        parse_turn_message(std::string(line, static_cast<size_t>(std::max<ssize_t>(0, n - 1))));
+    EXPECT_TRUE(m && m->done) << line;
+    return m && m->done ? m->done->continued_by : -99;
+  };
+  {
+    TurnChannel channel;
+    TurnDone d{1, 1, 1, 1, 0, 1};
+    channel.done(d);
+    EXPECT_EQ(next_done(), 0);
+    const pid_t self = ::getpid();
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::kill(self, SIGCONT);
+      ::_exit(0);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    channel.done(d);
+    EXPECT_EQ(next_done(), child);
+    channel.done(d);  // said once
+    EXPECT_EQ(next_done(), 0);
+  }
+  ::signal(SIGCONT, SIG_DFL);
+  ::close(sv[0]);
+  ::close(sv[1]);
+  if (saved >= 0) {
+    ::dup2(saved, 3);
+    ::close(saved);
+  } else {
+    ::close(3);
+  }
+}
+
 TEST(TurnChannel, ParsesItsTwoLinesAndNothingElse) {
   auto ready = parse_turn_message("ready 1 7");
   ASSERT_TRUE(ready);
@@ -62,12 +109,16 @@ TEST(TurnChannel, ParsesItsTwoLinesAndNothingElse) {
   auto prepared = parse_turn_message("prepared");
   ASSERT_TRUE(prepared);
   EXPECT_TRUE(prepared->prepared && !prepared->ready && !prepared->done);
-  auto done = parse_turn_message("done 1.5 1.25 2 40 140737488355328 80");
+  auto done = parse_turn_message("done 1.5 1.25 2 40 140737488355328 80 0");
   ASSERT_TRUE(done && done->done);
   EXPECT_EQ(done->done->calls, 40);
   EXPECT_EQ(done->done->entries, 80);
   EXPECT_EQ(done->done->table, 140737488355328u);
   EXPECT_DOUBLE_EQ(done->done->timed_ms, 1.25);
+  EXPECT_EQ(done->done->continued_by, 0);
+  auto continued = parse_turn_message("done 1.5 1.25 2 40 140737488355328 80 4242");
+  ASSERT_TRUE(continued && continued->done);
+  EXPECT_EQ(continued->done->continued_by, 4242);
   // A table that is not a whole number of outputs per call, or has none, is a broken word too.
   for (const char* bad : {"",
                           "ready",
@@ -77,17 +128,20 @@ TEST(TurnChannel, ParsesItsTwoLinesAndNothingElse) {
                           "ready 1 x",
                           "ready 1 2000000",
                           "done 1 2 3",
-                          "done 1 2 3 0 1 1",
-                          "done -1 0.5 1 3 1 3",
-                          "done nan 1 1 1 1 1",
-                          "done inf 1 1 1 1 1",
+                          "done 1 2 3 0 1 1 0",
+                          "done -1 0.5 1 3 1 3 0",
+                          "done nan 1 1 1 1 1 0",
+                          "done inf 1 1 1 1 1 0",
                           "go",
-                          "done 1 1 1 1 1 1 extra",
+                          "done 1 1 1 1 1 1 0 extra",
+                          "done 1 1 1 1 1 1",
+                          "done 1 1 1 1 1 1 -2",
+                          "done 1 1 1 1 1 1 x",
                           "READY 1 1",
-                          "done 1 1 1 4 1 6",
-                          "done 1 1 1 4 1 2",
-                          "done 1 1 1 4 1 -4",
-                          "done 1 1 1 1 1 5000",
+                          "done 1 1 1 4 1 6 0",
+                          "done 1 1 1 4 1 2 0",
+                          "done 1 1 1 4 1 -4 0",
+                          "done 1 1 1 1 1 5000 0",
                           "prepared 1",
                           "start"}) {
     EXPECT_FALSE(parse_turn_message(bad)) << bad;
@@ -200,6 +254,44 @@ TEST(TurnDriver, WorkOutsideItsSamplesFailsAndDisturbanceIsNamed) {
   EXPECT_EQ(d.status, Status::kPass);  // disturbed, not guilty: noisy, and by whom
   EXPECT_TRUE(d.noisy);
   EXPECT_EQ(d.disturbed_by, "hog");
+}
+
+TEST(TurnDriver, AWorkerStoppedFromOutsideGetsNoSpeedupAndItsStopperFails) {
+  std::vector<TurnRecord> v{record(10, 4.97), record(10, 4.97), record(10, 4.97)};
+  v[0].results[0].backend = "eager";
+  v[0].continued_by = 4242;
+  v[0].continued_by_backend = "attacker";
+  v[1].results[0].backend = "attacker";
+  v[2].results[0].backend = "bystander";
+  judge_turns(v);
+  const auto& eager = v[0].results[0];
+  EXPECT_EQ(eager.status, Status::kPass) << eager.error;
+  EXPECT_TRUE(eager.noisy && eager.clocks_disagree);
+  EXPECT_NE(eager.noise_reason.find("stopped and continued by process 4242, of backend "
+                                    "attacker's worker; no speed-up"),
+            std::string::npos)
+      << eager.noise_reason;
+  EXPECT_EQ(v[1].results[0].status, Status::kFailAudit);
+  EXPECT_NE(v[1].results[0].error.find("stopped and continued backend eager's timing worker"),
+            std::string::npos)
+      << v[1].results[0].error;
+  EXPECT_EQ(v[2].results[0].status, Status::kPass);
+  EXPECT_FALSE(v[2].results[0].noisy);
+  // A worker that continues itself (to excuse its own work outside the clock) fails as a stopper.
+  std::vector<TurnRecord> self{record(10, 4.97)};
+  self[0].results[0].backend = "attacker";
+  self[0].continued_by = 4243;
+  self[0].continued_by_backend = "attacker";
+  self[0].idle_cpu_ms = 100;
+  judge_turns(self);
+  EXPECT_EQ(self[0].results[0].status, Status::kFailAudit);
+  EXPECT_NE(self[0].results[0].error.find("continued backend attacker's"), std::string::npos)
+      << self[0].results[0].error;
+  // A sender whose pid the kernel did not vouch for (sigqueue) is named as such.
+  TurnRecord hidden = record(10, 4.97);
+  hidden.continued_by = -1;
+  const auto h = judged(hidden);
+  EXPECT_NE(h.noise_reason.find("a process that hid its pid"), std::string::npos) << h.noise_reason;
 }
 
 TEST(TurnDriver, ThreadsMovedOrReprioritizedFailAndAProtocolBreakFails) {

@@ -17,7 +17,13 @@
 //   thread_chain          keeps a chain of threads working outside its calls, each living 200 us
 //                         and starting its successor;
 //   clone_parent          starts a process with CLONE_PARENT (a sibling of its worker, outside
-//                         its process group) that works while eager is timed.
+//                         its process group) that works while eager is timed;
+//   stop_eager            from a thread that sleeps between signals, stops every other timing
+//                         worker (SIGSTOP) for 300 us of every millisecond and continues it
+//                         (SIGCONT), so that eager's samples last longer at no CPU of its own;
+//   stop_eager_queued     the same, continuing them by rt_sigqueueinfo with the harness's pid
+//                         written in as the sender's (the kernel lets a sender fill in si_pid
+//                         for SI_QUEUE).
 // And partial memos, which compute honestly but serve a fraction q of calls from the last output
 // they computed (the cheapest memo: whatever its key, on inputs it has not seen it is stale):
 //   memo_cadence_qNN      every call whose count mod 10 is below NN / 10 (q = NN%);
@@ -239,6 +245,50 @@ int pin_other_workers() {
     }
   }
   return touched;
+}
+
+// --- stop_eager, stop_eager_queued -------------------------------------------------------------
+
+std::vector<pid_t> other_timing_workers() {
+  std::vector<pid_t> out;
+  const std::string self = std::to_string(::getpid());
+  std::error_code ec;
+  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string pid = proc.path().filename().string();
+    if (pid == self || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(proc.path() / "cmdline");
+    const std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmd.find(std::string("--job\0timing", 12)) != std::string::npos)
+      out.push_back(std::atoi(pid.c_str()));
+  }
+  return out;
+}
+
+std::atomic<int> g_stops{0};
+void keep_stopping_others() {
+  const pid_t parent = ::getppid();
+  std::vector<pid_t> others;
+  // Looked up every 100 ms only: a thread that does little but sleep and signal is charged almost
+  // no CPU outside its worker's calls.
+  for (int round = 0;; ++round) {
+    if (round % 100 == 0) others = other_timing_workers();
+    for (const pid_t p : others) ::kill(p, SIGSTOP);
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    for (const pid_t p : others) {
+      if (kAttack == "stop_eager_queued") {
+        siginfo_t info{};
+        info.si_signo = SIGCONT;
+        info.si_code = SI_QUEUE;
+        info.si_pid = parent;  // the harness's, as if it had read the outputs
+        info.si_uid = ::getuid();
+        ::syscall(SYS_rt_sigqueueinfo, p, SIGCONT, &info);
+      } else {
+        ::kill(p, SIGCONT);
+      }
+    }
+    g_stops += static_cast<int>(others.size());
+    std::this_thread::sleep_for(std::chrono::microseconds(700));
+  }
 }
 
 // --- thread_chain, clone_parent ------------------------------------------------------------------
@@ -494,6 +544,14 @@ class AttackExecutable final : public plugin::Executable {
       return interpreter_.run(inputs);
     } else if (kAttack == "clone_parent") {
       say("started {} CLONE_PARENT processes", start_clone_parent());
+      return interpreter_.run(inputs);
+    } else if (kAttack == "stop_eager" || kAttack == "stop_eager_queued") {
+      static const bool started = [] {
+        std::thread(keep_stopping_others).detach();
+        return true;
+      }();
+      (void)started;
+      say("stopped and continued other timing workers {} times", g_stops.load());
       return interpreter_.run(inputs);
     } else if (kAttack == "secret_scan") {
       return ahead_.call(interpreter_, inputs);

@@ -93,10 +93,11 @@ speed_run() {
   fi
 }
 # The attacks on the clock compute honest outputs: in performance mode none may show a speed-up
-# over eager (theirs is about 1x, the interpreter's), and those that work outside their calls
-# must not pass. secret_scan computes honestly unless it finds the seed of the calls' inputs in
+# over eager (theirs is about 1x, the interpreter's), those that work outside their calls or stop
+# eager by a signal the kernel vouches for must not pass, and none that stops eager may show any
+# speed-up. secret_scan computes honestly unless it finds the seed of the calls' inputs in
 # its process (then it serves outputs made ahead, 10x and more faster): it must not find it.
-for attack in clock_slow pin_eager thread_chain clone_parent secret_scan; do
+for attack in clock_slow pin_eager thread_chain clone_parent secret_scan stop_eager stop_eager_queued; do
   speed_run "$attack" 4
   if awk -v a="attack_$attack" '$2 == a && $4 != "-" && $4 + 0 > 1.3 { bad = 1 } END { exit !bad }' <<<"$rows"; then
     echo "attack $run: a speed-up over 1.3x" >&2; failed=1
@@ -104,10 +105,14 @@ for attack in clock_slow pin_eager thread_chain clone_parent secret_scan; do
   if [ "$attack" = secret_scan ] && grep -qh "found the inputs' seed" "$work/out_$run"/logs/*.timing.log; then
     echo "attack $run: it found the seed of the timed calls' inputs in its process" >&2; failed=1
   fi
-  if [ "$attack" = thread_chain ] || [ "$attack" = clone_parent ]; then
+  if [ "$attack" = thread_chain ] || [ "$attack" = clone_parent ] || [ "$attack" = stop_eager ]; then
     if grep -q " attack_$attack pass" <<<"$rows"; then
       echo "attack $run: work outside its calls passed" >&2; failed=1
     fi
+  fi
+  # Eager stopped from outside is not a baseline: no backend gets a speed-up over it.
+  if [ "${attack#stop_eager}" != "$attack" ] && grep -Eq " attack_$attack pass [0-9]" <<<"$rows"; then
+    echo "attack $run: a speed-up over an eager stopped from outside" >&2; failed=1
   fi
 done
 # Partial memos: every timed call has inputs of its own, so a served call's outputs are stale, and

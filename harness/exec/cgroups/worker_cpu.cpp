@@ -193,6 +193,16 @@ std::map<pid_t, std::string> WorkerCpu::placement() const {
   return out;
 }
 
+bool WorkerCpu::holds(pid_t pid) const {
+  if (pid == pid_) return true;
+  if (group_.empty()) return false;
+  std::istringstream procs(read_all(group_ / "cgroup.procs"));
+  for (pid_t p = 0; procs >> p;) {
+    if (p == pid) return true;
+  }
+  return false;
+}
+
 double WorkerCpu::main_thread_ms() const {
   const std::string s = read_all(fmt::format("/proc/{}/task/{}/schedstat", pid_, pid_));
   return s.empty() ? NAN : std::strtod(s.c_str(), nullptr) / 1e6;

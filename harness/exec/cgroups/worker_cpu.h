@@ -40,6 +40,8 @@ class WorkerCpu {
   // Each thread's priority and the CPUs it may run on ("nice 0, CPUs 0-1"), by thread id: a
   // process of the same user may change another's (sched_setaffinity, setpriority) to slow it.
   std::map<pid_t, std::string> placement() const;
+  // Whether process `pid` is the worker or in its cgroup (the worker alone without one).
+  bool holds(pid_t pid) const;
   // How tree_ms is read, for messages ("cgroup v1 cpuacct", ...).
   const std::string& how() const { return how_; }
   // The smallest step tree_ms moves by (a tick of /proc/<pid>/stat, else 0).

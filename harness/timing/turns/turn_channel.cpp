@@ -3,12 +3,15 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 #include "crucible/core/error.h"
@@ -32,7 +35,9 @@ std::optional<TurnMessage> parse_turn_message(const std::string& line) {
     m.more = more == 1;
   } else if (kind == "done") {
     TurnDone d;
-    if (!(in >> d.window_ms >> d.timed_ms >> d.cpu_ms >> d.calls >> d.table >> d.entries))
+    if (!(in >> d.window_ms >> d.timed_ms >> d.cpu_ms >> d.calls >> d.table >> d.entries >>
+          d.continued_by) ||
+        d.continued_by < -1 || d.continued_by > std::numeric_limits<pid_t>::max())
       return std::nullopt;
     for (double v : {d.window_ms, d.timed_ms, d.cpu_ms})
       if (!std::isfinite(v) || v < 0) return std::nullopt;
@@ -49,9 +54,30 @@ std::optional<TurnMessage> parse_turn_message(const std::string& line) {
   return m;
 }
 
+namespace {
+
+pid_t g_parent = 0;
+std::atomic<int64_t> g_continued_by{0};
+
+// The kernel fills si_pid for kill() and tgkill(); sigqueue() lets the sender write it.
+void note_continue(int, siginfo_t* info, void*) {
+  const bool vouched = info->si_code == SI_USER || info->si_code == SI_TKILL;
+  if (vouched && info->si_pid == g_parent) return;  // the parent, after reading the outputs
+  g_continued_by.store(vouched ? info->si_pid : -1);
+}
+
+}  // namespace
+
 TurnChannel::TurnChannel() {
   if (::fcntl(fd_, F_SETFD, FD_CLOEXEC) != 0)
     throw Error(fmt::format("--turns: descriptor 3 is not open: {}", strerror(errno)));
+  g_parent = ::getppid();
+  struct sigaction sa {};
+  sa.sa_sigaction = note_continue;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGCONT, &sa, nullptr);
+  for (const int stop : {SIGTSTP, SIGTTIN, SIGTTOU}) ::signal(stop, SIG_IGN);
 }
 
 char TurnChannel::read_word() {
@@ -99,8 +125,8 @@ double TurnChannel::window_ms() const {
 }
 
 void TurnChannel::done(const TurnDone& d) {
-  send(fmt::format("done {:.9g} {:.9g} {:.9g} {} {} {}\n", d.window_ms, d.timed_ms, d.cpu_ms,
-                   d.calls, d.table, d.entries));
+  send(fmt::format("done {:.9g} {:.9g} {:.9g} {} {} {} {}\n", d.window_ms, d.timed_ms, d.cpu_ms,
+                   d.calls, d.table, d.entries, g_continued_by.exchange(0)));
 }
 
 void TurnChannel::ready(bool more, int64_t calls) {

@@ -37,6 +37,10 @@ struct TurnDone {
   int64_t calls = 0;
   uint64_t table = 0;
   int64_t entries = 0;
+  // The process that continued this worker after a stop since its last "done", when that was not
+  // its parent reading its outputs: 0 for none, -1 for a sender whose pid the kernel did not vouch
+  // for (sigqueue). A stop it did not see coming slowed its samples.
+  int64_t continued_by = 0;
 };
 
 // One line from the worker: "prepared" (its next sample's inputs made and its bookkeeping done),
@@ -54,7 +58,9 @@ struct TurnMessage {
 std::optional<TurnMessage> parse_turn_message(const std::string& line);
 
 // The worker's side, on descriptor 3 (set close-on-exec here, so a compiler it runs does not hold
-// the parent's socket open).
+// the parent's socket open). It ignores the stop signals a process may ignore and notes who sends
+// it SIGCONT (TurnDone::continued_by): any process of its user may stop it with SIGSTOP, and
+// only a SIGCONT ends that.
 class TurnChannel {
  public:
   TurnChannel();
@@ -67,8 +73,8 @@ class TurnChannel {
   void wait_go();
   void wait_read();
   void prepared();
-  double window_ms() const;  // since wait_go() returned, by the worker's raw clock
-  void done(const TurnDone& d);
+  double window_ms() const;      // since wait_go() returned, by the worker's raw clock
+  void done(const TurnDone& d);  // continued_by is the channel's own
   void ready(bool more, int64_t calls);
 
  private:

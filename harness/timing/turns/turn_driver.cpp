@@ -343,6 +343,15 @@ void turn(std::vector<std::unique_ptr<Live>>& live, size_t i, int64_t round,
         l.record.disturbed[live[j]->backend()] += tree1[j] - tree0[j];
     }
     l.record.calls_timed += m->done->calls;
+    if (const int64_t by = m->done->continued_by; by != 0 && l.record.continued_by == 0) {
+      l.record.continued_by = by;
+      // Its own process tree included: a worker that continues itself does not thereby excuse
+      // its own work outside the clock (judge_turns), it fails as a stopper.
+      for (const auto& other : live) {
+        if (by > 0 && other->cpu_set && other->cpu->holds(static_cast<pid_t>(by)))
+          l.record.continued_by_backend = other->backend();
+      }
+    }
     l.per_call_ms.push_back(l.record.windows.back().outside_ms /
                             static_cast<double>(std::max<int64_t>(1, m->done->calls)));
     if (m->done->calls != l.calls && l.record.protocol_error.empty())
@@ -526,6 +535,16 @@ std::string clock_failure(const TurnRecord& r, long cores) {
   return "";
 }
 
+// The backends whose timing workers `backend`'s worker stopped and continued, as one string.
+std::string stopped_by(const std::vector<TurnRecord>& records, const std::string& backend) {
+  std::vector<std::string> victims;
+  for (const TurnRecord& other : records) {
+    if (other.continued_by_backend == backend && !other.results.empty())
+      victims.push_back(other.results[0].backend);
+  }
+  return fmt::format("{}", fmt::join(victims, ","));
+}
+
 }  // namespace
 
 void judge_turns(std::vector<TurnRecord>& records) {
@@ -559,21 +578,41 @@ void judge_turns(std::vector<TurnRecord>& records) {
         r.noisy = true;
         r.clocks_disagree = gaps.lie();
       }
+      if (rec.continued_by != 0) {
+        // Stopped and continued by another process: its samples hold the stop.
+        const std::string n =
+            fmt::format("its timing worker was stopped and continued by {}{}; no speed-up from it",
+                        rec.continued_by > 0 ? fmt::format("process {}", rec.continued_by)
+                                             : std::string("a process that hid its pid"),
+                        rec.continued_by_backend.empty()
+                            ? ""
+                            : fmt::format(", of backend {}'s worker", rec.continued_by_backend));
+        r.noise_reason = r.noise_reason.empty() ? n : r.noise_reason + "; " + n;
+        r.noisy = true;
+        r.clocks_disagree = true;
+      }
       if (r.status != Status::kPass || r.audit == reports::kAuditOff) continue;
       std::string why;
+      const std::string stopped = stopped_by(records, r.backend);
       if (!rec.protocol_error.empty()) {
         why = "its timing worker broke the turn protocol: " + rec.protocol_error;
       } else if (!rec.read_error.empty()) {
         why = "the harness could not read its timed calls' outputs: " + rec.read_error;
       } else if (rec.windows.empty()) {
         why = "its timing worker reported samples the harness never saw";
+      } else if (!stopped.empty()) {
+        why = fmt::format(
+            "its worker stopped and continued backend {}'s timing worker (SIGSTOP, SIGCONT) while "
+            "it was timed: a baseline slowed from outside",
+            stopped);
       } else if (!rec.placement_change.empty()) {
         why = fmt::format(
             "its worker's threads were moved or reprioritized while it was timed ({}): another "
             "process may have slowed it",
             rec.placement_change);
       } else if (why = clock_failure(rec, cores); !why.empty()) {
-      } else if (const double outside = rec.idle_cpu_ms + rec.inputs_cpu_ms; outside > allowance) {
+      } else if (const double outside = rec.idle_cpu_ms + rec.inputs_cpu_ms;
+                 outside > allowance && rec.continued_by == 0) {
         why = fmt::format(
             "its processes used {:.1f} ms of CPU where they had nothing to compute ({:.1f} ms "
             "while other backends were timed, {:.1f} ms while the harness wrote its calls' "
