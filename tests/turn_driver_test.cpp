@@ -292,6 +292,16 @@ TEST(TurnDriver, AWorkerStoppedFromOutsideGetsNoSpeedupAndItsStopperFails) {
   hidden.continued_by = -1;
   const auto h = judged(hidden);
   EXPECT_NE(h.noise_reason.find("a process that hid its pid"), std::string::npos) << h.noise_reason;
+  // Such a continue excuses no work outside the clock: it may have been the worker's own.
+  hidden.idle_cpu_ms = 100;
+  const auto hw = judged(hidden);
+  EXPECT_EQ(hw.status, Status::kFailAudit);
+  EXPECT_NE(hw.error.find("work outside the clock"), std::string::npos) << hw.error;
+  v[0].idle_cpu_ms = 100;  // eager, continued by another backend's worker: not blamed
+  v[0].results[0].status = Status::kPass;
+  v[0].results[0].noise_reason.clear();
+  judge_turns(v);
+  EXPECT_EQ(v[0].results[0].status, Status::kPass) << v[0].results[0].error;
 }
 
 TEST(TurnDriver, ThreadsMovedOrReprioritizedFailAndAProtocolBreakFails) {

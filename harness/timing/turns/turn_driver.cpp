@@ -612,7 +612,9 @@ void judge_turns(std::vector<TurnRecord>& records) {
             rec.placement_change);
       } else if (why = clock_failure(rec, cores); !why.empty()) {
       } else if (const double outside = rec.idle_cpu_ms + rec.inputs_cpu_ms;
-                 outside > allowance && rec.continued_by == 0) {
+                 outside > allowance && rec.continued_by_backend.empty()) {
+        // (A worker another backend's stopped and continued is not blamed for its pool's waking;
+        // one continued by a hidden sender is: it may have been itself.)
         why = fmt::format(
             "its processes used {:.1f} ms of CPU where they had nothing to compute ({:.1f} ms "
             "while other backends were timed, {:.1f} ms while the harness wrote its calls' "
