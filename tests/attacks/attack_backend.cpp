@@ -224,31 +224,7 @@ int slow_the_clock() {
 
 // --- pin_eager -----------------------------------------------------------------------------------
 
-// Every thread of every other timing worker of this user: pinned to CPU 0, niced to 19.
-int pin_other_workers() {
-  int touched = 0;
-  const std::string self = std::to_string(::getpid());
-  std::error_code ec;
-  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string pid = proc.path().filename().string();
-    if (pid == self || pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(proc.path() / "cmdline");
-    const std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmd.find(std::string("--job\0timing", 12)) == std::string::npos) continue;
-    for (const auto& task : std::filesystem::directory_iterator(proc.path() / "task", ec)) {
-      const pid_t tid = std::atoi(task.path().filename().c_str());
-      cpu_set_t one;
-      CPU_ZERO(&one);
-      CPU_SET(0, &one);
-      if (::sched_setaffinity(tid, sizeof one, &one) == 0) ++touched;
-      ::setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 19);
-    }
-  }
-  return touched;
-}
-
-// --- stop_eager, stop_eager_queued -------------------------------------------------------------
-
+// Every other timing worker of this user (its command line says --job timing).
 std::vector<pid_t> other_timing_workers() {
   std::vector<pid_t> out;
   const std::string self = std::to_string(::getpid());
@@ -263,6 +239,26 @@ std::vector<pid_t> other_timing_workers() {
   }
   return out;
 }
+
+// Every thread of every other timing worker of this user: pinned to CPU 0, niced to 19.
+int pin_other_workers() {
+  int touched = 0;
+  std::error_code ec;
+  for (const pid_t pid : other_timing_workers()) {
+    for (const auto& task :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+      const pid_t tid = std::atoi(task.path().filename().c_str());
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(0, &one);
+      if (::sched_setaffinity(tid, sizeof one, &one) == 0) ++touched;
+      ::setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 19);
+    }
+  }
+  return touched;
+}
+
+// --- stop_eager, stop_eager_queued -------------------------------------------------------------
 
 std::atomic<int> g_stops{0};
 void keep_stopping_others() {
@@ -416,16 +412,8 @@ std::vector<pid_t> processes_to_search() {
   for (std::string line; std::getline(status, line);) {
     if (line.rfind("PPid:", 0) == 0) out.push_back(std::atoi(line.c_str() + 5));
   }
-  const std::string self = std::to_string(::getpid());
-  std::error_code ec;
-  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string pid = proc.path().filename().string();
-    if (pid == self || pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(proc.path() / "cmdline");
-    const std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmd.find(std::string("--job\0timing", 12)) != std::string::npos)
-      out.push_back(std::atoi(pid.c_str()));
-  }
+  const std::vector<pid_t> workers = other_timing_workers();
+  out.insert(out.end(), workers.begin(), workers.end());
   return out;
 }
 
