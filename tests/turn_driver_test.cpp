@@ -20,13 +20,33 @@ namespace {
 
 using reports::Status;
 
+// A socket pair whose second end stands at descriptor 3, the worker's end of a turn channel, for
+// the life of the object (what was at 3 is put back).
+struct ChannelOnDescriptor3 {
+  int sv[2] = {-1, -1};
+  int saved = -1;
+  ChannelOnDescriptor3() {
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    saved = ::dup(3);
+    EXPECT_EQ(::dup2(sv[1], 3), 3);
+  }
+  ~ChannelOnDescriptor3() {
+    ::close(sv[0]);
+    ::close(sv[1]);
+    if (saved >= 0) {
+      ::dup2(saved, 3);
+      ::close(saved);
+    } else {
+      ::close(3);
+    }
+  }
+};
+
 // The worker's side on descriptor 3 (a socket pair's end put there for the test): "p" carries the
 // calls of the sample the parent chose; anything else is an error, not a guess.
 TEST(TurnChannel, ThePrepareWordCarriesTheSamplesCalls) {
-  int sv[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-  const int saved = ::dup(3);
-  ASSERT_EQ(::dup2(sv[1], 3), 3);
+  ChannelOnDescriptor3 pair;
+  const int* sv = pair.sv;
   auto say = [&](const char* words) {
     ASSERT_EQ(::write(sv[0], words, std::strlen(words)), static_cast<ssize_t>(std::strlen(words)));
   };
@@ -46,23 +66,13 @@ TEST(TurnChannel, ThePrepareWordCarriesTheSamplesCalls) {
       }
     }
   }
-  ::close(sv[0]);
-  ::close(sv[1]);
-  if (saved >= 0) {
-    ::dup2(saved, 3);
-    ::close(saved);
-  } else {
-    ::close(3);
-  }
 }
 
 // Any process of the user may stop a worker (SIGSTOP) to slow its samples; only SIGCONT ends the
 // stop, and the worker's next "done" names who sent it (its parent's, after reading, aside).
 TEST(TurnChannel, ASigcontFromAnotherProcessIsNamedInTheNextDone) {
-  int sv[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-  const int saved = ::dup(3);
-  ASSERT_EQ(::dup2(sv[1], 3), 3);
+  ChannelOnDescriptor3 pair;
+  const int* sv = pair.sv;
   auto next_done = [&] {
     char line[256] = {};
     const ssize_t n = ::recv(sv[0], line, sizeof line - 1, 0);
@@ -91,14 +101,6 @@ TEST(TurnChannel, ASigcontFromAnotherProcessIsNamedInTheNextDone) {
     EXPECT_EQ(next_done(), 0);
   }
   ::signal(SIGCONT, SIG_DFL);
-  ::close(sv[0]);
-  ::close(sv[1]);
-  if (saved >= 0) {
-    ::dup2(saved, 3);
-    ::close(saved);
-  } else {
-    ::close(3);
-  }
 }
 
 TEST(TurnChannel, ParsesItsTwoLinesAndNothingElse) {
