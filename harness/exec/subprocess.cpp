@@ -161,7 +161,8 @@ ChildOutcome run_child(const std::vector<std::string>& argv,
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   std::map<std::string, std::string> child_env = env;
-  const NoPrivileges no_privileges = prepare_no_privileges();
+  const NoPrivileges no_privileges =
+      limits.no_privileges ? prepare_no_privileges() : NoPrivileges{};
   if (limits.no_privileges && can_read_private_memory()) child_env[kPrivateMemoryEnv] = "1";
   std::vector<std::string> env_strings = merged_environment(child_env);
   std::vector<char*> envp;

@@ -410,9 +410,9 @@ class Runner {
       const double median = reports::summarize(r.samples_ms).median;
       fail_beyond_the_machine(r, median);
       // A speed-up is reported only between two timings that passed their audit, neither
-      // disturbed by another backend's threads nor timed by a clock the parent's disagreed with.
+      // disturbed by another backend's threads nor withheld by the parent (judge_turns).
       if (r.status == Status::kPass && eager.status == Status::kPass && r.disturbed_by.empty() &&
-          eager.disturbed_by.empty() && !r.clocks_disagree && !eager.clocks_disagree &&
+          eager.disturbed_by.empty() && !r.speedup_withheld && !eager.speedup_withheld &&
           std::isfinite(eager_median) && std::isfinite(median) && median > 0)
         r.speedup = eager_median / median;
       if (!r.counters_unavailable.empty() && !counters_note_shown_) {

@@ -32,7 +32,7 @@ void pool_timing(reports::ResultRecord& into, const reports::ResultRecord& more)
   if (more.audit_coverage)
     into.audit_coverage = std::min(into.audit_coverage.value_or(1), *more.audit_coverage);
   if (into.disturbed_by.empty()) into.disturbed_by = more.disturbed_by;
-  into.clocks_disagree = into.clocks_disagree || more.clocks_disagree;
+  into.speedup_withheld = into.speedup_withheld || more.speedup_withheld;
   if (!into.noisy) {
     into.noisy = more.noisy;
     into.noise_reason = more.noise_reason;

@@ -464,7 +464,7 @@ namespace {
 // and none fails a result: a gap past kLatencyMs + kLatencyShare of the sample in every sample,
 // or past kLatencyMs + kLieShare in most of 3 or more, is said as a clock that runs fast, any
 // other median gap past kLatencyShare as plain noise; both make the result noisy, and the first
-// keeps it out of every speed-up (clocks_disagree): a clock that lies in most samples gains
+// keeps it out of every speed-up (speedup_withheld): a clock that lies in most samples gains
 // nothing (one that lies in fewer barely moves the median), and noise is not taken for guilt.
 constexpr double kPrintedMs = 0.005;
 constexpr double kLatencyMs = 0.2;
@@ -535,6 +535,12 @@ std::string clock_failure(const TurnRecord& r, long cores) {
   return "";
 }
 
+// Marks `r` noisy for `why`, beside any reason it had.
+void mark_noisy(reports::ResultRecord& r, const std::string& why) {
+  r.noise_reason = r.noise_reason.empty() ? why : r.noise_reason + "; " + why;
+  r.noisy = true;
+}
+
 // The backends whose timing workers `backend`'s worker stopped and continued, as one string.
 std::string stopped_by(const std::vector<TurnRecord>& records, const std::string& backend) {
   std::vector<std::string> victims;
@@ -560,12 +566,9 @@ void judge_turns(std::vector<TurnRecord>& records) {
       for (const auto& [other, ms] : rec.disturbed) {
         if (ms <= allowance) continue;
         by.push_back(other);
-        const std::string why = fmt::format(
-            "disturbed by backend {}: its worker used {:.1f} ms of CPU during these samples "
-            "({:.1f} ms timed, read from outside: {})",
-            other, ms, timed, rec.cpu_how);
-        r.noise_reason = r.noise_reason.empty() ? why : r.noise_reason + "; " + why;
-        r.noisy = true;
+        mark_noisy(r, fmt::format("disturbed by backend {}: its worker used {:.1f} ms of CPU "
+                                  "during these samples ({:.1f} ms timed, read from outside: {})",
+                                  other, ms, timed, rec.cpu_how));
       }
       if (!by.empty()) {
         const std::string names = fmt::format("{}", fmt::join(by, ","));
@@ -573,23 +576,20 @@ void judge_turns(std::vector<TurnRecord>& records) {
       }
       if (gaps.lie() || gaps.noise()) {
         // Said, and a lie kept out of every speed-up; not failed (see kLatencyMs).
-        const std::string n = gaps.said();
-        r.noise_reason = r.noise_reason.empty() ? n : r.noise_reason + "; " + n;
-        r.noisy = true;
-        r.clocks_disagree = gaps.lie();
+        mark_noisy(r, gaps.said());
+        if (gaps.lie()) r.speedup_withheld = true;
       }
       if (rec.continued_by != 0) {
         // Stopped and continued by another process: its samples hold the stop.
-        const std::string n =
+        mark_noisy(
+            r,
             fmt::format("its timing worker was stopped and continued by {}{}; no speed-up from it",
                         rec.continued_by > 0 ? fmt::format("process {}", rec.continued_by)
                                              : std::string("a process that hid its pid"),
                         rec.continued_by_backend.empty()
                             ? ""
-                            : fmt::format(", of backend {}'s worker", rec.continued_by_backend));
-        r.noise_reason = r.noise_reason.empty() ? n : r.noise_reason + "; " + n;
-        r.noisy = true;
-        r.clocks_disagree = true;
+                            : fmt::format(", of backend {}'s worker", rec.continued_by_backend)));
+        r.speedup_withheld = true;
       }
       if (r.status != Status::kPass || r.audit == reports::kAuditOff) continue;
       std::string why;

@@ -141,10 +141,10 @@ struct ResultRecord {
   std::optional<double> audit_share;     // the audit's share of the timing worker's time
   std::optional<double> audit_coverage;  // timed calls whose outputs were checked / timed calls
   std::string disturbed_by;  // backends whose threads ran while this one was timed ("" for none)
-  // The parent's clock and the timing worker's disagreed past latency in most samples (a clock
-  // that runs fast, or vCPUs taken away): noisy, and no speed-up is computed from it. Not stored;
-  // its noise_reason says so.
-  bool clocks_disagree = false;
+  // No speed-up may be computed from this timing (judge_turns): the parent's clock and the timing
+  // worker's disagreed past latency in most samples (a clock that runs fast, or vCPUs taken away),
+  // or another process stopped and continued the worker. Not stored; its noise_reason says why.
+  bool speedup_withheld = false;
   std::vector<double> instructions, cycles, page_faults;  // per call, parallel to samples_ms
   // Per call, parallel to samples_ms: the timing worker's CPU time (every thread's), in ms.
   std::vector<double> cpu_ms;
