@@ -65,6 +65,13 @@ void evict_caches() {
   benchmark::DoNotOptimize(sum);
 }
 
+void evict_caches_one_thread() {
+  static const std::vector<int64_t> scrub(int64_t{256} << 17, 1);
+  int64_t sum = 0;
+  for (size_t i = 0; i < scrub.size(); i += 8) sum += scrub[i];
+  benchmark::DoNotOptimize(sum);
+}
+
 double triad_bytes_per_second() { return g_triad; }
 double peak_flops() { return g_peak; }
 

@@ -16,6 +16,9 @@ double peak_flops();
 // Reads a 256 MiB buffer (several times the last-level cache a VM's cores share) so that what
 // runs next finds its data in DRAM, as STREAM's triad does.
 void evict_caches();
+// The same on this thread alone: for a benchmark of code that starts threads of its own, which
+// OpenMP's workers, spinning for milliseconds after evict_caches' loop, would slow.
+void evict_caches_one_thread();
 
 // Times each iteration of a kernel benchmark (manual time) and, at the end, reports the median
 // time's throughput beside its bound: "GB/s" and "of_triad" for `bytes` per iteration, "GFLOP/s"

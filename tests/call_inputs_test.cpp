@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <set>
 
@@ -88,9 +89,37 @@ TEST(CallInputs, ComeFromSetBShrunkAndDifferFromEveryOtherCall) {
   const CallInputLayout layout(b);
   EXPECT_EQ(layout.slot_bytes(), 256u + 64 + 64);  // each input at a 64-byte boundary
   auto block = std::make_shared<Storage>(3 * layout.slot_bytes());
-  layout.fill(b, 42, 11, static_cast<std::byte*>(block->data()) + 2 * layout.slot_bytes());
+  layout.fill(b, 42, 11, 1, static_cast<std::byte*>(block->data()) + 2 * layout.slot_bytes(), {});
   EXPECT_EQ(digest_all(layout.views(b, block, 2)), digest_all(call_input_set(b, 42, 11)));
   EXPECT_THROW(layout.views(b, block, 3), Error);
+}
+
+// The parent writes a large sample on several threads, past the caches: each writer's share ends
+// at a 64-byte boundary inside some input, often inside its rotation's wrap, and the streamed f32
+// loop has a head and a tail. Every slot must hold what one call_input_set makes.
+TEST(CallInputs, SeveralWritersAndStreamingWriteWhatOneWriterDoes) {
+  const auto ramp = [](DType dtype, int64_t n, double scale) {
+    std::vector<double> v;
+    for (int64_t i = 0; i < n; ++i) v.push_back((i % 3 ? -1.0 : 1.0) * scale * (1 + i % 17));
+    return Tensor::from_doubles(dtype, {n}, v);
+  };
+  const std::vector<Tensor> b = {ramp(DType::kF32, 1001, 0.25), ramp(DType::kBF16, 333, 0.5),
+                                 ramp(DType::kF64, 257, 1.5),   ramp(DType::kI64, 77, 1),
+                                 ramp(DType::kF32, 3, 2),       ramp(DType::kBool, 65, 1)};
+  const CallInputLayout layout(b);
+  constexpr int64_t kCalls = 5;
+  for (const int threads : {1, 2, 3, 7, 64}) {
+    for (const bool stream : {false, true}) {
+      auto block = std::make_shared<Storage>(kCalls * layout.slot_bytes());
+      std::memset(block->data(), 0xa5, kCalls * layout.slot_bytes());
+      layout.fill(b, 9, 100, kCalls, static_cast<std::byte*>(block->data()), {threads, stream});
+      for (int64_t i = 0; i < kCalls; ++i) {
+        EXPECT_EQ(digest_all(layout.views(b, block, i)),
+                  digest_all(call_input_set(b, 9, 100 + static_cast<uint64_t>(i))))
+            << threads << " writers, streamed " << stream << ", call " << i;
+      }
+    }
+  }
 }
 
 TEST(CallInputs, ShrinkingKeepsSignsZerosAndSpecialValuesInEveryFloatType) {

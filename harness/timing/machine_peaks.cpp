@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <fstream>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace crucible {
@@ -73,6 +75,23 @@ double peak_fma_gflops(int passes) {
 int64_t l2_cache_bytes() {
   const long l2 = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
   return l2 > 0 ? l2 : 0;
+}
+
+int64_t l3_cache_bytes() {
+  for (int index = 0; index < 8; ++index) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
+    std::ifstream level(dir + "/level"), size(dir + "/size");
+    int lv = 0;
+    int64_t kib = 0;
+    std::string unit;
+    if (!(level >> lv)) break;
+    if (lv == 3 && (size >> kib >> unit) && kib > 0) {
+      if (unit == "M") return kib << 20;
+      return kib << 10;  // sysfs says "32768K"
+    }
+  }
+  const long l3 = ::sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return l3 > 0 ? l3 : 0;
 }
 
 double cache_triad_gbs(int passes) {

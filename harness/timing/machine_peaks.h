@@ -21,4 +21,8 @@ double peak_fma_gflops(int passes = 3);
 int64_t l2_cache_bytes();
 double cache_triad_gbs(int passes = 3);
 
+// The last-level cache one core shares (the L3 of its CCX or socket), from sysfs: glibc's
+// sysconf can say the whole package's (256 MiB for the 32 MiB of an EPYC VM's CCX). 0 if unknown.
+int64_t l3_cache_bytes();
+
 }  // namespace crucible

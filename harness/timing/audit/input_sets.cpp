@@ -3,10 +3,15 @@
 
 #include <sys/random.h>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "crucible/core/rng.h"
 
@@ -52,9 +57,46 @@ void copy_shrunk(const Bits* from, Bits* to, size_t n, size_t at, uint32_t key) 
   }
 }
 
-// Elements [first, first + n) of `from` to `to` + `at` elements, floats shrunk (copy_shrunk).
+// copy_shrunk for f32 with non-temporal stores: a write that skips the caches also skips reading
+// the line it replaces, a third of the traffic of a copy larger than the caches.
+void stream_shrunk_f32(const uint32_t* from, uint32_t* to, size_t n, size_t at, uint32_t key) {
+#if defined(__AVX2__)
+  constexpr int kDrop = 23 - 5;
+  size_t i = 0;
+  const size_t head = std::min(n, (32 - reinterpret_cast<uintptr_t>(to) % 32) % 32 / 4);
+  copy_shrunk<uint32_t, 23>(from, to, head, at, key);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i vkey = _mm256_set1_epi32(static_cast<int>(key));
+  const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
+  const __m256i inf = _mm256_set1_epi32(0x7f800000);
+  for (i = head; i + 8 <= n; i += 8) {
+    __m256i x = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(at + i)), lane);
+    x = _mm256_xor_si256(x, vkey);
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+    x = _mm256_mullo_epi32(x, _mm256_set1_epi32(0x7feb352d));
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 15));
+    x = _mm256_mullo_epi32(x, _mm256_set1_epi32(static_cast<int>(0x846ca68bU)));
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+    const __m256i amount = _mm256_srli_epi32(x, 32 - kDrop);
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from + i));
+    const __m256i mag = _mm256_and_si256(v, magnitude);
+    // Both sides of each comparison are below 2^31: signed compares are exact.
+    const __m256i lower =
+        _mm256_and_si256(_mm256_cmpgt_epi32(mag, amount), _mm256_cmpgt_epi32(inf, mag));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(to + i),
+                        _mm256_sub_epi32(v, _mm256_and_si256(lower, amount)));
+  }
+  copy_shrunk<uint32_t, 23>(from + i, to + i, n - i, at + i, key);
+  _mm_sfence();
+#else
+  copy_shrunk<uint32_t, 23>(from, to, n, at, key);
+#endif
+}
+
+// Elements [first, first + n) of `from` to `to` + `at` elements, floats shrunk (copy_shrunk);
+// `stream`: past the caches where that is made.
 void copy_part(DType dtype, const unsigned char* from, unsigned char* to, size_t first, size_t n,
-               size_t at, uint32_t key) {
+               size_t at, uint32_t key, bool stream) {
   const size_t size = dtype_size(dtype);
   const unsigned char* src = from + first * size;
   unsigned char* dst = to + at * size;
@@ -63,6 +105,9 @@ void copy_part(DType dtype, const unsigned char* from, unsigned char* to, size_t
       return copy_shrunk<uint16_t, 7>(reinterpret_cast<const uint16_t*>(src),
                                       reinterpret_cast<uint16_t*>(dst), n, at, key);
     case DType::kF32:
+      if (stream)
+        return stream_shrunk_f32(reinterpret_cast<const uint32_t*>(src),
+                                 reinterpret_cast<uint32_t*>(dst), n, at, key);
       return copy_shrunk<uint32_t, 23>(reinterpret_cast<const uint32_t*>(src),
                                        reinterpret_cast<uint32_t*>(dst), n, at, key);
     case DType::kF64:
@@ -73,15 +118,26 @@ void copy_part(DType dtype, const unsigned char* from, unsigned char* to, size_t
   }
 }
 
-// Input `k` of a call (draws from `seed`) out of `src` (contiguous) into `to`: rotated by a secret
-// offset with its floats shrunk, then 8 pairs of elements swapped.
-void fill_input(const Tensor& src, uint64_t seed, size_t k, unsigned char* to) {
+// Elements [lo, hi) of input `k` of a call (draws from `seed`) out of `src` (contiguous) into
+// `to`: rotated by a secret offset, its floats shrunk. Writers of disjoint ranges may run at once.
+void fill_range(const Tensor& src, uint64_t seed, size_t k, unsigned char* to, size_t lo, size_t hi,
+                bool stream) {
   const auto n = static_cast<uint64_t>(src.numel());
   const auto* from = static_cast<const unsigned char*>(src.raw_data());
   const auto key = static_cast<uint32_t>(random_bits(seed, kDraws * k + kDraws - 1));
   const size_t at = n < 2 ? 0 : random_bits(seed, kDraws * k) % n;
-  copy_part(src.dtype(), from, to, at, n - at, 0, key);
-  copy_part(src.dtype(), from, to, 0, at, n - at, key);
+  // Position d holds element (d + at) mod n: [0, n - at) from `at` on, the rest from 0.
+  const size_t wrap = n - at;
+  if (lo < std::min(hi, wrap))
+    copy_part(src.dtype(), from, to, at + lo, std::min(hi, wrap) - lo, lo, key, stream);
+  if (std::max(lo, wrap) < hi)
+    copy_part(src.dtype(), from, to, std::max(lo, wrap) - wrap, hi - std::max(lo, wrap),
+              std::max(lo, wrap), key, stream);
+}
+
+// Then 8 pairs of its elements swapped, once its whole range is written.
+void swap_pairs(const Tensor& src, uint64_t seed, size_t k, unsigned char* to) {
+  const auto n = static_cast<uint64_t>(src.numel());
   if (n < 2) return;
   // The swaps tell apart two calls whose rotations met on an input the shrinking leaves alone
   // (integers, booleans): with n^9 contents, 3000 calls on 64 elements met none.
@@ -94,6 +150,11 @@ void fill_input(const Tensor& src, uint64_t seed, size_t k, unsigned char* to) {
     std::memcpy(to + p * size, to + q * size, size);
     std::memcpy(to + q * size, tmp, size);
   }
+}
+
+void fill_input(const Tensor& src, uint64_t seed, size_t k, unsigned char* to) {
+  fill_range(src, seed, k, to, 0, static_cast<size_t>(src.numel()), false);
+  swap_pairs(src, seed, k, to);
 }
 }  // namespace
 
@@ -142,12 +203,46 @@ int64_t CallInputLayout::max_calls() const {
       kMaxCallsPerSample);
 }
 
-void CallInputLayout::fill(const std::vector<Tensor>& set_b, uint64_t secret, uint64_t call,
-                           std::byte* slot) const {
-  const uint64_t seed = derive_seed(secret, kCallStream + call);
-  for (size_t k = 0; k < set_b.size(); ++k) {
-    fill_input(set_b[k].contiguous(), seed, k,
-               reinterpret_cast<unsigned char*>(slot + offsets_[k]));
+void CallInputLayout::fill(const std::vector<Tensor>& set_b, uint64_t secret, uint64_t first_call,
+                           int64_t calls, std::byte* block, FillWay way) const {
+  std::vector<Tensor> contiguous;
+  contiguous.reserve(set_b.size());
+  for (const Tensor& t : set_b) contiguous.push_back(t.contiguous());
+  const auto seed_of = [&](int64_t i) {
+    return derive_seed(secret, kCallStream + first_call + static_cast<uint64_t>(i));
+  };
+  // Writer w takes bytes [w, w + 1) x total / writers of the block, at 64-byte boundaries (an
+  // element's boundary too: slots and inputs start at one); each input's part of it, rotated.
+  const size_t total = slot_bytes_ * static_cast<size_t>(std::max<int64_t>(calls, 0));
+  const int writers = std::clamp<int>(way.threads, 1, 64);
+  const auto write_share = [&](int w) {
+    const size_t b0 = total * static_cast<size_t>(w) / writers / kSlotAlignment * kSlotAlignment;
+    const size_t b1 = w + 1 == writers ? total
+                                       : total * static_cast<size_t>(w + 1) / writers /
+                                             kSlotAlignment * kSlotAlignment;
+    for (int64_t i = 0; i < calls; ++i) {
+      for (size_t k = 0; k < contiguous.size(); ++k) {
+        const size_t p0 = static_cast<size_t>(i) * slot_bytes_ + offsets_[k];
+        const size_t p1 = p0 + contiguous[k].nbytes();
+        if (p1 <= b0 || p0 >= b1 || p0 == p1) continue;
+        const size_t size = dtype_size(contiguous[k].dtype());
+        const size_t lo = (std::max(b0, p0) - p0) / size;
+        const size_t hi = (std::min(b1, p1) - p0) / size;
+        fill_range(contiguous[k], seed_of(i), k, reinterpret_cast<unsigned char*>(block + p0), lo,
+                   hi, way.past_caches);
+      }
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (int w = 1; w < writers; ++w) helpers.emplace_back(write_share, w);
+  write_share(0);
+  for (std::thread& t : helpers) t.join();
+  for (int64_t i = 0; i < calls; ++i) {
+    for (size_t k = 0; k < contiguous.size(); ++k) {
+      swap_pairs(contiguous[k], seed_of(i), k,
+                 reinterpret_cast<unsigned char*>(block + static_cast<size_t>(i) * slot_bytes_ +
+                                                  offsets_[k]));
+    }
   }
 }
 

@@ -34,6 +34,13 @@ std::vector<Tensor> call_input_set(const std::vector<Tensor>& set_b, uint64_t se
 void fill_call_inputs(const std::vector<Tensor>& set_b, uint64_t secret, uint64_t call,
                       std::vector<Tensor>& into);
 
+// How a block of calls' inputs is written: by `threads` threads, and `past_caches` (non-temporal
+// stores, which spare reading each line they replace) for a block larger than the caches.
+struct FillWay {
+  int threads = 1;
+  bool past_caches = false;
+};
+
 // Calls' inputs laid out in one block of memory: call i's at slot i, input k at offsets()[k] of
 // it, each at a 64-byte boundary.
 class CallInputLayout {
@@ -43,9 +50,10 @@ class CallInputLayout {
   const std::vector<size_t>& offsets() const { return offsets_; }
   // The most calls a sample may have: their inputs within kMaxCallInputBytes.
   int64_t max_calls() const;
-  // Writes call `call`'s inputs into `slot` (slot_bytes(), 64-byte aligned).
-  void fill(const std::vector<Tensor>& set_b, uint64_t secret, uint64_t call,
-            std::byte* slot) const;
+  // Writes the inputs of calls first_call .. first_call + calls - 1 into slots 0 .. calls - 1 of
+  // `block` (64-byte aligned), as call_input_set makes them, the way `way` says.
+  void fill(const std::vector<Tensor>& set_b, uint64_t secret, uint64_t first_call, int64_t calls,
+            std::byte* block, FillWay way) const;
   // Tensors over slot `i` of `block` (views: they keep `block` alive).
   std::vector<Tensor> views(const std::vector<Tensor>& set_b, const std::shared_ptr<Storage>& block,
                             int64_t i) const;

@@ -3,14 +3,17 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "crucible/core/error.h"
+#include "machine_peaks.h"
 #include "turn_channel.h"
 
 #ifndef F_SEAL_FUTURE_WRITE
@@ -46,13 +49,33 @@ CallInputRegion::~CallInputRegion() {
   ::close(fd_);
 }
 
+namespace {
+
+// How a sample of `bytes` of inputs is written. Its worker waits, blocked, and the others wait
+// for their turns: every CPU this process may use is free for it (up to 4, each writer at least
+// 8 MiB, since a thread costs tens of microseconds). Past the caches only when the block is larger
+// than the L3: the calls of smaller ones find their inputs cached, as they did when one thread
+// wrote them.
+FillWay fill_way(size_t bytes) {
+  constexpr size_t kBytesPerWriter = size_t{8} << 20;
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const int usable = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  const int64_t l3 = l3_cache_bytes();
+  FillWay way;
+  way.threads = static_cast<int>(std::clamp<size_t>(bytes / kBytesPerWriter, 1,
+                                                    static_cast<size_t>(std::clamp(usable, 1, 4))));
+  way.past_caches = l3 > 0 && bytes > static_cast<size_t>(l3);
+  return way;
+}
+
+}  // namespace
+
 void CallInputRegion::write(uint64_t secret, int64_t round, int64_t calls) {
   if (calls < 0 || calls > capacity_)
     throw Error(fmt::format("a sample of {} calls: the inputs hold {}", calls, capacity_));
-  for (int64_t i = 0; i < calls; ++i) {
-    layout_.fill(set_b_, secret, static_cast<uint64_t>(round * kCallIdStride + i),
-                 map_ + static_cast<size_t>(i) * layout_.slot_bytes());
-  }
+  layout_.fill(set_b_, secret, static_cast<uint64_t>(round * kCallIdStride), calls, map_,
+               fill_way(layout_.slot_bytes() * static_cast<size_t>(calls)));
 }
 
 CallInputView::CallInputView(int fd, const std::vector<Tensor>& set_b)
