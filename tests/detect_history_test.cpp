@@ -243,7 +243,8 @@ TEST(DetectHistory, AnInstructionCountStepIsFoundInOneRun) {
   EXPECT_EQ(s.alerts[0].run_id, 8);
   EXPECT_EQ(s.alerts[0].confirmed_by, 8);  // found in the run it happened
   EXPECT_NEAR(s.alerts[0].change, 0.01, 1e-5);
-  EXPECT_EQ(s.not_judged[2], "not judged (3 of 4 runs)");  // 3 runs of baseline suffice
+  EXPECT_EQ(s.not_judged[2], "not judged (3 of 4 runs)");  // 3 runs of baseline suffice:
+  EXPECT_EQ(s.not_judged[3], "");  // the 4th is judged, and no "new level" is said of it
   EXPECT_EQ(s.not_judged[4], "");
   // The time series beside it, with its 5% machine noise, is not paired with the counts.
   EXPECT_EQ(v.series[index_of(h, "m0", "codegen")].measure, "time/eager");

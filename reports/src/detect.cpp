@@ -203,6 +203,12 @@ class SeriesJudge {
     return noise_of(s_, hist, o_.prior_noise);
   }
 
+  // Runs at one level before the next run is judged against it: kMinLevelRuns, or the whole
+  // baseline a measure needs where that is shorter (instruction counts: 3).
+  size_t min_level_runs() const {
+    return std::min(kMinLevelRuns, static_cast<size_t>(std::max(o_.min_baseline, 1)));
+  }
+
   void judge(size_t i) {
     const size_t min_baseline = static_cast<size_t>(o_.min_baseline);
     if (segment_.size() >= min_baseline && !level_checked_) {
@@ -212,17 +218,17 @@ class SeriesJudge {
       base_.erase(base_.begin(), base_.begin() + static_cast<std::ptrdiff_t>(from));
       level_checked_ = true;
     }
-    if (segment_.size() < min_baseline || base_.size() < kMinLevelRuns) {
+    if (segment_.size() < min_baseline || base_.size() < min_level_runs()) {
       if (segment_.size() < min_baseline) {
         unjudged(i,
                  fmt::format("not judged ({} of {} runs)", segment_.size() + 1, min_baseline + 1));
       } else if (broken_ != 0) {
         unjudged(i, fmt::format("not judged (a new level after the machine-wide shift at run {}: "
                                 "{} of {} runs)",
-                                broken_, base_.size() + 1, kMinLevelRuns + 1));
+                                broken_, base_.size() + 1, min_level_runs() + 1));
       } else {
         unjudged(i, fmt::format("not judged (a new level: {} of {} runs)", base_.size() + 1,
-                                kMinLevelRuns + 1));
+                                min_level_runs() + 1));
       }
       base_.push_back(i);
       segment_.push_back(i);
@@ -282,7 +288,7 @@ class SeriesJudge {
   // the baseline's without them. At most 3: more would have been a change of their own.
   std::vector<size_t> take_earlier_runs_at(double rough, double agree, double one_run) {
     std::vector<size_t> earlier;
-    while (earlier.size() < 3 && base_.size() > earlier.size() + kMinLevelRuns) {
+    while (earlier.size() < 3 && base_.size() > earlier.size() + min_level_runs()) {
       const size_t b = base_[base_.size() - 1 - earlier.size()];
       const double db = log_median(s_[b]) - level_;
       if (std::abs(db - rough) > agree || std::abs(db) <= one_run || (db > 0) != (rough > 0)) break;
