@@ -99,6 +99,22 @@ inline std::string query_text(const std::filesystem::path& db, const std::string
   return text;
 }
 
+// Passing performance results in `db` (of backend `backend`, or all for "") without a speed-up
+// whose timing, or eager's beside it in that run, does not say "no speed-up" (as a clock gap that
+// steal on a VM makes in most samples, or a stop from outside, withholds it): "0\n" when every
+// result has one or the reason there is none.
+inline std::string unexplained_missing_speedups(const std::filesystem::path& db,
+                                                const std::string& backend = "") {
+  return query_text(
+      db,
+      "SELECT count(*) FROM results r WHERE r.mode = 'performance' AND r.status = 'pass' AND "
+      "r.speedup IS NULL AND "
+      "COALESCE(r.noise_reason, '') NOT LIKE '%no speed-up%' AND NOT EXISTS (SELECT 1 FROM "
+      "results e WHERE e.run_id = r.run_id AND e.model = r.model AND e.backend = 'eager' AND "
+      "e.mode = r.mode AND e.noise_reason LIKE '%no speed-up%')" +
+          (backend.empty() ? std::string() : " AND r.backend = '" + backend + "'"));
+}
+
 inline int count_lines(const std::string& s) {
   int n = 0;
   for (char c : s) n += c == '\n';

@@ -245,16 +245,16 @@ TEST_F(HarnessRun, BothModesRecordSamplesSpeedupAndKernels) {
   const auto& perf = res["m_a/faulty/performance"];
   EXPECT_EQ(perf.status, reports::Status::kPass) << perf.error;
   expect_repeat_samples(perf, 4);
-  ASSERT_TRUE(perf.speedup.has_value());
-  EXPECT_GT(*perf.speedup, 0);
+  // A speed-up, or the reason there is none (a clock gap that steal makes withholds it).
+  EXPECT_EQ(testing::unexplained_missing_speedups(dir_ / "r.db"), "0\n");
+  if (perf.speedup) EXPECT_GT(*perf.speedup, 0);
   ASSERT_TRUE(perf.peak_rss_mb.has_value());
   EXPECT_GT(*perf.peak_rss_mb, 1.0);
   EXPECT_TRUE(perf.compile_s.has_value());
   EXPECT_TRUE(perf.compile_warm_s.has_value());
   // Eager's speed-up over itself is exactly 1 and its kernels are named per op kind.
   const auto& eager = res["m_a/eager/performance"];
-  ASSERT_TRUE(eager.speedup.has_value());
-  EXPECT_DOUBLE_EQ(*eager.speedup, 1.0);
+  if (eager.speedup) EXPECT_DOUBLE_EQ(*eager.speedup, 1.0);
   auto kernels = store->kernels(eager.id);
   ASSERT_EQ(kernels.size(), 2u);
   for (const auto& k : kernels) {
@@ -362,7 +362,9 @@ TEST_F(HarnessRun, MinTimeSamplesFastGraphsLongerAndThreadsAreBound) {
     EXPECT_EQ(perf.status, reports::Status::kPass) << perf.error;
     expect_repeat_samples(perf, 2, 3);
   }
-  EXPECT_TRUE(res["m_a/faulty/performance"].speedup.has_value());
+  // A speed-up, or the reason there is none (2 samples a process: a clock gap that steal on a VM
+  // makes in both withholds it).
+  EXPECT_EQ(testing::unexplained_missing_speedups(dir_ / "r.db"), "0\n");
   // A timing worker per backend and process, each with its own log.
   for (const std::string b : {"eager", "faulty"}) {
     for (int p = 1; p <= 3; ++p) {

@@ -108,8 +108,9 @@ void expect_all_caught(std::map<std::string, reports::ResultRow>& perf,
     SCOPED_TRACE(model + " / cheat_" + c);
     const auto& row = perf[model + "/cheat_" + c];
     if ((never_triggered(c) || kCheatsMayGainNothing) && row.status == reports::Status::kPass) {
-      ASSERT_TRUE(row.speedup.has_value());
-      EXPECT_LT(*row.speedup, 2.5);
+      // No speed-up at all is no false one (a clock gap withholds it, and says so: the callers
+      // check the reason).
+      if (row.speedup) EXPECT_LT(*row.speedup, 2.5);
       continue;
     }
     EXPECT_NE(row.status, reports::Status::kPass) << row.error;
@@ -133,6 +134,7 @@ TEST_F(TimingAudit, EveryPlantedCheatIsCaughtAndGetsNoSpeedup) {
     EXPECT_EQ(eager.status, reports::Status::kPass) << model << ": " << eager.error;
     expect_all_caught(perf, kCheats, model);
   }
+  EXPECT_EQ(testing::unexplained_missing_speedups(dir_ / "r.db"), "0\n");
   // memo_until_new was calibrated while it remembered (some 200 calls a sample on dense) and then
   // turned honest: its calls per sample are chosen again, near eager's. Samples 20x longer than
   // eager's measured it 1.27-1.47x faster than the same interpreter in eager here.
@@ -152,6 +154,13 @@ TEST_F(TimingAudit, EveryCheatThatWorksOnAThreadIsCaught) {
   auto perf = performance();
   for (const std::string model : {"dense", "tiny_const"})
     expect_all_caught(perf, kThreadCheats, model);
+  // Eager's results here may lack a speed-up for the disturbance a thread cheat made, which their
+  // noise reason names otherwise: the passing cheats' are judged by expect_all_caught.
+  EXPECT_EQ(testing::query_text(dir_ / "r.db",
+                                "SELECT count(*) FROM results WHERE mode = 'performance' AND "
+                                "status = 'pass' AND speedup IS NULL AND backend != 'eager' AND "
+                                "COALESCE(noise_reason, '') NOT LIKE '%no speed-up%'"),
+            "0\n");
 }
 
 TEST_F(TimingAudit, EachCheatIsCaughtForWhatItDid) {
@@ -213,6 +222,7 @@ TEST_F(TimingAudit, RememberingIsCaughtOnInputsOfMegabytes) {
   auto perf = performance();
   expect_all_caught(perf, {"memo_contents", "memo_few_words", "count_calls", "memo_pointer"},
                     "wide");
+  EXPECT_EQ(testing::unexplained_missing_speedups(dir_ / "r.db"), "0\n");
   EXPECT_EQ(perf["wide/eager"].status, reports::Status::kPass) << perf["wide/eager"].error;
 }
 
@@ -233,9 +243,10 @@ TEST_F(TimingAudit, ANonDeterministicHonestBackendPassesWithARandomCallOfEachSam
     EXPECT_LT(*row.audit_share, 1.0);
     if (row.backend == "cheat_nondet_honest") {
       EXPECT_NE(row.audit.find("not bitwise deterministic"), std::string::npos) << row.audit;
-      EXPECT_TRUE(row.speedup.has_value());
     }
   }
+  // An honest non-deterministic backend gets its speed-up, or the reason it has none.
+  EXPECT_EQ(testing::unexplained_missing_speedups(dir_ / "r.db", "cheat_nondet_honest"), "0\n");
 }
 
 TEST_F(TimingAudit, ABackendOverItsShareOfTheTimeoutTimesOutAlone) {
@@ -274,16 +285,8 @@ TEST_F(TimingAudit, HonestBackendsPassWithEveryCallOnInputsOfItsOwnAndCallsRead)
     EXPECT_GT(*row.audit_coverage, 0.0);
     EXPECT_LE(*row.audit_coverage, 1.0);
   }
-  // Every result has a speed-up, or its timing or eager's says why it has none (a timing whose
-  // clock the parent's disagreed with in most samples, as steal on a VM makes them, gives none).
-  EXPECT_EQ(
-      testing::query_text(
-          dir_ / "r.db",
-          "SELECT count(*) FROM results r WHERE r.mode = 'performance' AND r.speedup IS NULL "
-          "AND COALESCE(r.noise_reason, '') NOT LIKE '%no speed-up%' AND NOT EXISTS (SELECT 1 FROM "
-          "results e WHERE e.run_id = r.run_id AND e.model = r.model AND e.backend = "
-          "'eager' AND e.mode = r.mode AND e.noise_reason LIKE '%no speed-up%')"),
-      "0\n");
+  // Every result has a speed-up, or the reason there is none.
+  EXPECT_EQ(testing::unexplained_missing_speedups(dir_ / "r.db"), "0\n");
   // Every row of the CSV audited.
   const std::string csv = testing::read_all(dir_ / "out" / "codegen_performance.csv");
   EXPECT_NE(csv.find(",1,"), std::string::npos) << csv;
