@@ -56,12 +56,17 @@ namespace {
 // 8 MiB, since a thread costs tens of microseconds). Past the caches only when the block is larger
 // than the L3: the calls of smaller ones find their inputs cached, as they did when one thread
 // wrote them.
-FillWay fill_way(size_t bytes) {
-  constexpr size_t kBytesPerWriter = size_t{8} << 20;
+int usable_cpus() {
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
-  const int usable = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-  const int64_t l3 = l3_cache_bytes();
+  return ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+}
+
+FillWay fill_way(size_t bytes) {
+  constexpr size_t kBytesPerWriter = size_t{8} << 20;
+  // Read once: every sample writes, and the L3's size takes a few sysfs reads.
+  static const int usable = usable_cpus();
+  static const int64_t l3 = l3_cache_bytes();
   FillWay way;
   way.threads = static_cast<int>(std::clamp<size_t>(bytes / kBytesPerWriter, 1,
                                                     static_cast<size_t>(std::clamp(usable, 1, 4))));
