@@ -160,14 +160,14 @@ TEST(AccuracyCheck, TheReferenceWorkerLoadsNoPluginAndEachBackendRunsAlone) {
                                        (dir / "r.db").string() + " -o " + (dir / "out").string());
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   const fs::path reports = dir / "out" / "reports";
-  EXPECT_TRUE(read_report(reports / "g.reference.accuracy.report").versions.empty());
+  EXPECT_TRUE(read_report(reports / "g.reference.accuracy" / "report").versions.empty());
   for (const std::string b : {"eager", "faulty"}) {
-    const auto loaded = read_report(reports / ("g." + b + ".accuracy.report")).versions;
+    const auto loaded = read_report(reports / ("g." + b + ".accuracy") / "report").versions;
     ASSERT_EQ(loaded.size(), 1u) << b;
     EXPECT_EQ(loaded.begin()->first, b);
   }
-  EXPECT_FALSE(fs::exists(reports / "g.reference.accuracy.tensors"));  // read, then removed
-  EXPECT_FALSE(fs::exists(reports / "g.faulty.accuracy.tensors"));
+  EXPECT_FALSE(fs::exists(reports / "g.reference.accuracy" / "tensors"));  // read, then removed
+  EXPECT_FALSE(fs::exists(reports / "g.faulty.accuracy" / "tensors"));
   const auto wrong = testing::run_crucible(
       "run --graph " + (dir / "g.graph").string() + " --backends faulty --mode accuracy" +
       " -c fault.g=wrong --plugin-path " + CRUCIBLE_TEST_PLUGIN_DIR + " --db " +

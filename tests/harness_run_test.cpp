@@ -389,7 +389,9 @@ TEST_F(HarnessRun, KilledRunLeavesCompleteRowsOnlyAndIsMarkedIncomplete) {
     add_model("m_" + std::to_string(i));
     config += " -c fault.m_" + std::to_string(i) + "=gate:" + gates.string();
   }
-  const std::string cmd = std::string(CRUCIBLE_BIN_DIR) + "/crucible " +
+  // The plugin announces itself in the gates' folder: its workers' sandbox must let it write there.
+  const std::string cmd = "CRUCIBLE_WORKER_WRITABLE=" + gates.string() + " exec " +
+                          std::string(CRUCIBLE_BIN_DIR) + "/crucible " +
                           run_args("--backends eager,faulty --mode accuracy" + config) +
                           " >/dev/null 2>&1";
   const int kill_at_model[] = {0, 1, 3};
@@ -400,7 +402,7 @@ TEST_F(HarnessRun, KilledRunLeavesCompleteRowsOnlyAndIsMarkedIncomplete) {
     pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
       ::_exit(127);
     }
     const bool reached = wait_for_file(gates / ("m_" + std::to_string(k) + ".started"));

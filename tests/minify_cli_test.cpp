@@ -163,9 +163,11 @@ TEST_F(MinifyCli, TutorialU8NoCastKeepsTheCompileErrorAndItsTwoNodes) {
 TEST_F(MinifyCli, FlakyPassingAndBadRequestsAreSaidAndExitNonZero) {
   const std::string plugins = std::string(" --plugin-path ") + CRUCIBLE_TEST_PLUGIN_DIR;
   fs::create_directories(dir_ / "count");
+  // The plugin counts its runs across workers there: a folder its sandbox must let it write.
   auto r = run_crucible(
       "minify --suite tutorial --only sin_cos --backend faulty -c fault.sin_cos=flaky:" +
-      (dir_ / "count").string() + plugins + " -o " + (dir_ / "flaky").string() + minify_db());
+          (dir_ / "count").string() + plugins + " -o " + (dir_ / "flaky").string() + minify_db(),
+      "CRUCIBLE_WORKER_WRITABLE=" + (dir_ / "count").string());
   EXPECT_EQ(r.status, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("flaky: fail_accuracy"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1 of 3 runs"), std::string::npos) << r.out;
@@ -272,11 +274,11 @@ TEST_F(MinifyCli, KilledMinifyLeavesNoWorkerBehind) {
   const fs::path gate = dir_ / "gate";
   fs::create_directories(gate);
   const std::string script =
-      std::string(CRUCIBLE_BIN_DIR) + "/crucible minify --suite tutorial --only sin_cos " +
-      "--backend faulty --plugin-path " + CRUCIBLE_TEST_PLUGIN_DIR +
-      " -c fault.sin_cos=gate:" + gate.string() + " -o " + (dir_ / "out").string() + minify_db() +
-      " >/dev/null 2>&1 & pid=$!; " + "for i in $(seq 1 1200); do [ -f " +
-      (gate / "sin_cos.started").string() +
+      "CRUCIBLE_WORKER_WRITABLE=" + gate.string() + " " + std::string(CRUCIBLE_BIN_DIR) +
+      "/crucible minify --suite tutorial --only sin_cos " + "--backend faulty --plugin-path " +
+      CRUCIBLE_TEST_PLUGIN_DIR + " -c fault.sin_cos=gate:" + gate.string() + " -o " +
+      (dir_ / "out").string() + minify_db() + " >/dev/null 2>&1 & pid=$!; " +
+      "for i in $(seq 1 1200); do [ -f " + (gate / "sin_cos.started").string() +
       " ] && break; sleep 0.05; done; kill -TERM $pid; wait $pid; echo rc=$?; " + "w=$(cat " +
       (gate / "sin_cos.started").string() + "); " +
       "for i in $(seq 1 100); do kill -0 $w 2>/dev/null || break; sleep 0.05; done; " +

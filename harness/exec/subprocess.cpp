@@ -15,12 +15,15 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <iostream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "crucible/core/error.h"
+#include "landlock_sandbox.h"
 #include "memory_cgroup.h"
 #include "privileges.h"
 #include "worker_cpu.h"
@@ -84,9 +87,24 @@ namespace {
 
 // What a child failed at before exec, sent to the parent through a close-on-exec pipe.
 struct StartFailure {
-  int stage = 0;  // 1: joining the cgroup, 2: exec
+  int stage = 0;  // 1: joining the cgroup, 2: exec, 3: dropping privileges, 4: the sandbox
   int error = 0;  // errno
 };
+
+// Once per process, on stderr: what a worker's sandbox cannot hold on this machine.
+void warn_of_sandbox_gaps() {
+  static std::atomic<bool> said{false};
+  const SandboxSupport& s = sandbox_support();
+  if ((s.abi > 0 && s.gaps.empty()) || said.exchange(true)) return;
+  if (s.abi == 0) {
+    std::cerr << fmt::format(
+        "warning: workers run without a sandbox ({}): a plugin can write any file this user can\n",
+        s.why_none);
+  } else {
+    std::cerr << fmt::format("warning: the workers' sandbox (Landlock ABI {}) does not stop {}\n",
+                             s.abi, s.gaps);
+  }
+}
 
 // Async-signal-safe: the decimal digits of `v` into `buf`, returning their count.
 size_t format_pid(pid_t v, char* buf) {
@@ -163,6 +181,11 @@ ChildOutcome run_child(const std::vector<std::string>& argv,
   std::map<std::string, std::string> child_env = env;
   const NoPrivileges no_privileges =
       limits.no_privileges ? prepare_no_privileges() : NoPrivileges{};
+  std::optional<Sandbox> sandbox;
+  if (limits.no_privileges) {
+    warn_of_sandbox_gaps();
+    sandbox.emplace(limits.writable);
+  }
   if (limits.no_privileges && can_read_private_memory()) child_env[kPrivateMemoryEnv] = "1";
   std::vector<std::string> env_strings = merged_environment(child_env);
   std::vector<char*> envp;
@@ -223,6 +246,7 @@ ChildOutcome run_child(const std::vector<std::string>& argv,
     for (size_t i = 0; i < passed; ++i) ::dup2(moved[i], static_cast<int>(3 + i));
     // Last: joining its cgroup above may need what it gives up here.
     if (limits.no_privileges && !drop_privileges(no_privileges)) fail(3);
+    if (sandbox && !sandbox->enter()) fail(4);  // after no_new_privs, which Landlock needs
     ::execve(args[0], args.data(), envp.data());
     fail(2);
   }
@@ -242,6 +266,10 @@ ChildOutcome run_child(const std::vector<std::string>& argv,
     }
     if (failure.stage == 3) {
       throw Error(fmt::format("cannot start a worker: cannot drop its privileges: {}",
+                              strerror(failure.error)));
+    }
+    if (failure.stage == 4) {
+      throw Error(fmt::format("cannot start a worker: cannot enter its sandbox: {}",
                               strerror(failure.error)));
     }
     throw Error(fmt::format("cannot start a worker: cannot execute {}: {}", argv[0],

@@ -22,8 +22,10 @@ struct ChildLimits {
   // (memory_cgroup.h), where this machine allows one; else the child's RLIMIT_AS.
   int64_t memory_limit_mb = 0;
   // A worker that loads plugin code: it and all it runs hold no capability and cannot gain any
-  // (privileges.h), and it keeps its memory private when this process can still read it.
+  // (privileges.h), it keeps its memory private when this process can still read it, and it is
+  // sandboxed (landlock_sandbox.h): it may write below `writable` alone.
   bool no_privileges = false;
+  std::vector<std::filesystem::path> writable;
 };
 
 struct ChildOutcome {

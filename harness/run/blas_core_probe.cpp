@@ -22,6 +22,7 @@
 #include "subprocess.h"
 #include "temp_dir.h"
 #include "worker.h"
+#include "worker_launch.h"
 #include "worker_report.h"
 
 namespace crucible {
@@ -141,7 +142,9 @@ class Prober {
     const fs::path log = dir_.path() / (c.name + ".log");
     ChildLimits limits = limits_;
     limits.no_privileges = true;  // its worker loads the plugin
-    const ChildOutcome outcome = run_child(argv, test_fault_for(c.name), log, limits);
+    std::map<std::string, std::string> env = test_fault_for(c.name);
+    allow_worker_writes(job, env, limits);
+    const ChildOutcome outcome = run_child(argv, env, log, limits);
     const reports::ResultRecord r =
         finalize_job(job, outcome, read_report(job.report), log, limits_).at(0);
     BlasProbe p{c.name, 0, reported_core(r.backend_version), ""};

@@ -234,8 +234,8 @@ class Runner {
   CheckFiles check_files(const ModelEntry& m, const std::string& role) const {
     const std::string label =
         fmt::format("{}.{}.accuracy", file_component(m.name), file_component(role));
-    return {{out_ / "reports" / (label + ".report"), out_ / "logs" / (label + ".log")},
-            out_ / "reports" / (label + ".tensors")};
+    const WorkerFiles files = worker_files(out_, label);
+    return {files, worker_tensors(files)};
   }
 
   // Each backend's outputs in a worker of its own, judged here against the model's reference
@@ -265,8 +265,7 @@ class Runner {
                                     double* peak_rss_mb = nullptr, const fs::path& cache_dir = {},
                                     const std::vector<std::string>& wrapper = {},
                                     const std::map<std::string, std::string>& extra_env = {}) {
-    const WorkerFiles files{out_ / "reports" / (label + ".report"),
-                            out_ / "logs" / (label + ".log")};
+    const WorkerFiles files = worker_files(out_, label);
     std::map<std::string, std::string> env = extra_env;
     if (!cache_dir.empty()) env["CRUCIBLE_CACHE_DIR"] = cache_dir.string();
     WorkerRun w = run_worker(job, files, env, limits_, wrapper);
@@ -323,10 +322,9 @@ class Runner {
       job.secret = secret;
       std::string label = fmt::format("{}.{}.timing", file_component(m.name), file_component(b));
       if (cfg_.processes > 1) label += fmt::format(".p{}", p + 1);
-      job.tensors = (out_ / "reports" / (label + ".tensors")).string();
-      workers.push_back({job,
-                         {out_ / "reports" / (label + ".report"), out_ / "logs" / (label + ".log")},
-                         b == "eager"});
+      const WorkerFiles files = worker_files(out_, label);
+      job.tensors = worker_tensors(files).string();
+      workers.push_back({job, files, b == "eager"});
     }
     std::vector<TurnRecord> records = take_turns(workers, {}, limits_);
     judge_turns(records);
@@ -436,8 +434,8 @@ class Runner {
     const std::string label =
         fmt::format("{}.{}.counters", file_component(m.name), file_component(r.backend));
     // A directory of its own, emptied first: callgrind adds .1, .2, ... to the file's name per
-    // dump.
-    const fs::path dir = out_ / "counters" / label;
+    // dump. In the worker's folder, the one its sandbox lets it (and callgrind in it) write.
+    const fs::path dir = worker_files(out_, label).report.parent_path() / "callgrind";
     fs::remove_all(dir);
     fs::create_directories(dir);
     const fs::path dumps = dir / "callgrind.out";

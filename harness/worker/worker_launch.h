@@ -19,15 +19,33 @@ struct WorkerFiles {
   std::filesystem::path log;
 };
 
+// The files of worker `label` of a run whose output folder is `out`: its report (and, at
+// worker_tensors, its hand-off) in reports/<label>/, a folder no other worker may write, and its
+// log (written through a descriptor this process opens) in logs/.
+WorkerFiles worker_files(const std::filesystem::path& out, const std::string& label);
+std::filesystem::path worker_tensors(const WorkerFiles& files);
+
+// Folders (':'-separated) every worker may write besides its own: state a plugin keeps across
+// its workers, such as a test plugin's gates.
+inline constexpr const char* kWorkerWritableEnv = "CRUCIBLE_WORKER_WRITABLE";
+
+// What a worker of `job` may write (its sandbox, landlock_sandbox.h), added to limits.writable:
+// the folders of its report and of its hand-off (made here), a TMPDIR of its own in the first, the
+// kernel cache (made if missing; both set in `env`), the folders its `debug_dir` options name,
+// ./crucible_debug under CRUCIBLE_DEBUG, those kWorkerWritableEnv names, and /dev/shm. Throws Error
+// when one cannot be made.
+void allow_worker_writes(const WorkerJob& job, std::map<std::string, std::string>& env,
+                         ChildLimits& limits);
+
 struct WorkerRun {
   ChildOutcome outcome;
   WorkerReport report;
   std::vector<reports::ResultRecord> results;  // one per backend of the job
 };
 
-// Runs `job` (its report set to files.report) in a `crucible worker` child with `env` added to the
-// environment, under `wrapper` (a command the worker runs under, say valgrind) when given, with
-// `hooks` (descriptors it inherits, a call once it runs).
+// Runs `job` (its report set to files.report) in a sandboxed `crucible worker` child with `env`
+// added to the environment, under `wrapper` (a command the worker runs under, say valgrind) when
+// given, with `hooks` (descriptors it inherits, a call once it runs).
 WorkerRun run_worker(WorkerJob& job, const WorkerFiles& files,
                      const std::map<std::string, std::string>& env, const ChildLimits& limits,
                      const std::vector<std::string>& wrapper = {}, const ChildHooks& hooks = {});

@@ -28,6 +28,12 @@
 // they computed (the cheapest memo: whatever its key, on inputs it has not seen it is stale):
 //   memo_cadence_qNN      every call whose count mod 10 is below NN / 10 (q = NN%);
 //   memo_random_qNN       each call with probability NN%.
+// And a backend that computes honestly but writes where a plugin has no business:
+//   tamper_files          appends a marker to the store, to every file of the suite (graphs,
+//                         expected outputs) and of the installed crucible (the eager plugin the
+//                         next reference worker loads), also through its parent's /proc/PID/root;
+//                         plants a file in every other worker's folder; and moves itself out of
+//                         its cgroup (the paths read from its parent's and its own command line).
 // And a backend that predicts the timed calls' inputs instead of remembering them:
 //   secret_scan           looks for the seed of the calls' inputs ("--secret" in its argv or
 //                         environment, or any 8-byte word of its writable memory, of its parent's
@@ -200,6 +206,83 @@ int rewrite_expected(const std::vector<Tensor>& answer) {
   return rewritten;
 }
 
+// --- tamper_files --------------------------------------------------------------------------------
+
+std::vector<std::string> command_line(const std::string& pid) {
+  std::ifstream in("/proc/" + pid + "/cmdline");
+  std::vector<std::string> args;
+  for (std::string a; std::getline(in, a, '\0');) args.push_back(a);
+  return args;
+}
+
+std::string argument(const std::vector<std::string>& args, const std::string& flag) {
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == flag) return args[i + 1];
+  }
+  return "";
+}
+
+// Appends a marker to `file` (or makes it): true when that worked.
+bool append_marker(const std::filesystem::path& file) {
+  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  static constexpr char kMarker[] = "crucible-attack-was-here\n";
+  const bool wrote = ::write(fd, kMarker, sizeof kMarker - 1) == sizeof kMarker - 1;
+  ::close(fd);
+  return wrote;
+}
+
+// Every regular file below `dir`.
+std::vector<std::filesystem::path> files_below(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> out;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_regular_file(ec)) out.push_back(it->path());
+  }
+  return out;
+}
+
+void tamper_with_files() {
+  namespace fs = std::filesystem;
+  const std::string parent = std::to_string(::getppid());
+  const std::vector<std::string> harness = command_line(parent);
+  std::vector<fs::path> targets;
+  if (const std::string db = argument(harness, "--db"); !db.empty()) {
+    targets.emplace_back(db);
+    targets.push_back(fs::path("/proc") / parent / "root" / fs::absolute(db).relative_path());
+  }
+  if (const std::string suite = argument(harness, "--suite"); !suite.empty()) {
+    for (const auto& f : files_below(fs::path(suite).parent_path())) targets.push_back(f);
+  }
+  std::error_code ec;
+  const fs::path prefix = fs::read_symlink("/proc/self/exe", ec).parent_path().parent_path();
+  for (const auto& f : files_below(prefix / "lib")) {
+    if (f.filename().string().find("eager") != std::string::npos) targets.push_back(f);
+  }
+  // Every other worker's folder: the siblings of this worker's own (its --report's).
+  const fs::path own = fs::path(argument(command_line("self"), "--report")).parent_path();
+  for (const auto& sibling : fs::directory_iterator(own.parent_path(), ec)) {
+    if (sibling.path() != own && sibling.is_directory())
+      targets.push_back(sibling.path() / "planted");
+  }
+  int wrote = 0;
+  for (const auto& t : targets) {
+    if (append_marker(t)) {
+      ++wrote;
+      std::fprintf(stderr, "attack tamper_files: wrote %s\n", t.c_str());
+    }
+  }
+  int left = 0;
+  for (const char* root : {"/sys/fs/cgroup/cgroup.procs", "/sys/fs/cgroup/unified/cgroup.procs"}) {
+    std::ofstream procs(root);
+    procs << ::getpid() << std::flush;
+    if (procs) ++left;
+  }
+  std::fprintf(stderr, "attack tamper_files: wrote %d of %zu files, left its cgroup %d times\n",
+               wrote, targets.size(), left);
+}
+
 // --- clock_slow ----------------------------------------------------------------------------------
 
 // CLOCK_MONOTONIC and friends at a quarter of real speed from the first call on.
@@ -268,9 +351,12 @@ void keep_stopping_others() {
   // no CPU outside its worker's calls.
   for (int round = 0;; ++round) {
     if (round % 100 == 0) others = other_timing_workers();
-    for (const pid_t p : others) ::kill(p, SIGSTOP);
-    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    std::vector<pid_t> stopped;
     for (const pid_t p : others) {
+      if (::kill(p, SIGSTOP) == 0) stopped.push_back(p);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    for (const pid_t p : stopped) {
       if (kAttack == "stop_eager_queued") {
         siginfo_t info{};
         info.si_signo = SIGCONT;
@@ -282,7 +368,7 @@ void keep_stopping_others() {
         ::kill(p, SIGCONT);
       }
     }
-    g_stops += static_cast<int>(others.size());
+    g_stops += static_cast<int>(stopped.size());  // the stops the kernel let through
     std::this_thread::sleep_for(std::chrono::microseconds(700));
   }
 }
@@ -520,6 +606,13 @@ class AttackExecutable final : public plugin::Executable {
       say("patched {} slots of Interpreter::run", hook_everything());
     } else if (kAttack == "rewrite_expected") {
       say("rewrote {} expected outputs", rewrite_expected(answer));
+    } else if (kAttack == "tamper_files") {
+      static const bool tampered = [] {
+        tamper_with_files();
+        return true;
+      }();
+      (void)tampered;
+      return interpreter_.run(inputs);
     } else if (kAttack == "clock_slow") {
       say("patched {} slots of clock_gettime", slow_the_clock());
       return interpreter_.run(inputs);

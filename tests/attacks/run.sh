@@ -129,6 +129,33 @@ for attack in memo_cadence_q10 memo_cadence_q30 memo_cadence_q60 memo_random_q30
     echo "attack $run: a memo passed with a speed-up" >&2; failed=1
   fi
 done
+# A backend that computes honestly but writes where no plugin may: its results pass, and no file
+# outside its own folder changes (no marker in the store, the suite or the installed crucible, none
+# planted in another worker's folder), and it never leaves its cgroup.
+run=tamper_files
+set +e
+"$crucible" run --suite "$work/suite/suite.manifest" --backends attack_tamper_files --mode both \
+  --repeat 2 --min-time-ms 0 --plugin-path "$work/build" --db "$work/$run.db" -o "$work/out_$run" \
+  >"$work/$run.txt" 2>&1
+status=$?
+set -e
+rows=$(sqlite3 "$work/$run.db" "select model || ' ' || mode || ' ' || status from results
+                                where backend = 'attack_tamper_files' order by model, mode")
+echo "$rows" | sed "s/^/attack $run: /"
+if [ "$status" -ne 0 ] || grep -vq " pass$" <<<"$rows" || [ "$(grep -c . <<<"$rows")" -ne $((2 * want)) ]; then
+  echo "attack $run: an honest backend that tried to write did not pass everywhere (exit $status)" >&2
+  cat "$work/$run.txt" >&2; failed=1
+fi
+said=$(cat "$work/out_$run"/logs/*.attack_tamper_files.*.log | grep "^attack tamper_files: " || true)
+if ! grep -q "wrote 0 of [1-9][0-9]* files, left its cgroup 0 times" <<<"$said" ||
+  grep -Eq "wrote [1-9][0-9]* of|wrote /|left its cgroup [1-9]" <<<"$said"; then
+  echo "attack $run: it wrote outside its folder, left its cgroup, or never acted:" >&2
+  sort <<<"$said" | uniq -c >&2; failed=1
+fi
+if grep -rlq crucible-attack-was-here "$work/$run.db" "$work/suite" "$work/prefix" ||
+  [ -n "$(find "$work/out_$run" -name planted)" ]; then
+  echo "attack $run: a file outside its folder holds its marker" >&2; failed=1
+fi
 if [ ${#cases[@]} -gt 0 ] && ! diff -r "$work/pristine" "$work/suite/cases" >/dev/null; then
   echo "an attack changed the expected outputs on disk" >&2; failed=1
 fi

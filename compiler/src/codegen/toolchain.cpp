@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <link.h>
-#include <pwd.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +19,8 @@
 #include <set>
 #include <sstream>
 #include <utility>
+
+#include "crucible/core/kernel_cache_dir.h"
 
 extern char** environ;
 
@@ -56,21 +57,11 @@ std::string ToolchainOptions::default_compiler() {
 }
 
 fs::path ToolchainOptions::default_cache_dir() {
-  if (std::string d = env_or_empty("CRUCIBLE_CACHE_DIR"); !d.empty()) return d;
-  // The XDG spec says a relative XDG_CACHE_HOME is invalid and must be ignored.
-  if (std::string x = env_or_empty("XDG_CACHE_HOME"); !x.empty() && fs::path(x).is_absolute()) {
-    return fs::path(x) / "crucible" / "kernels";
+  try {
+    return default_kernel_cache_dir();
+  } catch (const Error& e) {
+    throw ToolchainError(e.what());
   }
-  std::string home = env_or_empty("HOME");
-  if (home.empty()) {
-    if (const passwd* pw = getpwuid(geteuid()); pw && pw->pw_dir) home = pw->pw_dir;
-  }
-  if (home.empty()) {
-    throw ToolchainError(
-        "no kernel cache directory: set CRUCIBLE_CACHE_DIR (neither XDG_CACHE_HOME nor HOME is "
-        "set)");
-  }
-  return fs::path(home) / ".cache" / "crucible" / "kernels";
 }
 
 ToolchainOptions ToolchainOptions::defaults() {

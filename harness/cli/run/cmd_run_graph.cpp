@@ -19,6 +19,7 @@
 #include "subprocess.h"
 #include "temp_dir.h"
 #include "worker.h"
+#include "worker_launch.h"
 #include "worker_report.h"
 
 namespace crucible::cli {
@@ -150,6 +151,8 @@ int run_graph_command(const std::vector<std::string>& args) {
   ChildLimits limits;
   limits.timeout_s = timeout_s;
   limits.no_privileges = true;  // its worker loads the plugin
+  std::map<std::string, std::string> env;
+  allow_worker_writes(job, env, limits);
 
   struct sigaction sa {
   }, old_int{}, old_term{};
@@ -162,7 +165,7 @@ int run_graph_command(const std::vector<std::string>& args) {
   job.backend_env[plugin.string()] = choose_backend_blas_core(plugin.string(), peer);
   std::vector<std::string> argv{self_executable().string()};
   for (auto& a : job.to_args()) argv.push_back(a);
-  const ChildOutcome outcome = g_interrupted ? ChildOutcome{} : run_child(argv, {}, log, limits);
+  const ChildOutcome outcome = g_interrupted ? ChildOutcome{} : run_child(argv, env, log, limits);
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   if (g_interrupted) {
