@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what crucible needs from Debian 12's archive (idempotent; silent when all is present),
 # then configures and builds the tree in ./build. Both README commands start here.
+#   setup.sh              everything: the CLI, plugins, tests, benchmarks, the onnx-zoo models
+#   setup.sh TARGET...    those targets alone (the demo's: crucible, which brings eager and codegen)
 set -euo pipefail
+targets=("$@")
 
 PACKAGES=(
   g++ cmake ninja-build pkg-config git
@@ -40,7 +43,9 @@ if [ ! -f "$BUILD_DIR/build.ninja" ] || [ -n "${CRUCIBLE_CMAKE_ARGS:-}" ]; then
   # shellcheck disable=SC2086 # the options are words
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo ${CRUCIBLE_CMAKE_ARGS:-} >/dev/null
 fi
-cmake --build "$BUILD_DIR" -j "$(nproc)"
+cmake --build "$BUILD_DIR" -j "$(nproc)" ${targets[@]+--target "${targets[@]}"}
+# Named targets are a first run's: the onnx-zoo models are for the tests and that suite.
+[ ${#targets[@]} -eq 0 ] || exit 0
 
 # The onnx-zoo suite's models: exported by PyTorch once per script and torch version into a cache
 # shared by every clone (about 80 s and 2.3 GB the first time, a second when cached).
