@@ -26,6 +26,8 @@ built=$(date +%s)
 # is a `crash` status); abort_on_error turns a finding in a worker into a crash the run records.
 LOGS=$PWD/$TREE/sanitizer-logs
 rm -rf "$LOGS" && mkdir -p "$LOGS"
+# Workers are sandboxed (docs/guide/running.md): the reports' folder is one they may write.
+export CRUCIBLE_WORKER_WRITABLE=$LOGS
 export ASAN_OPTIONS="abort_on_error=1:halt_on_error=1:detect_leaks=1:handle_segv=0:handle_sigbus=0:\
 handle_sigfpe=0:handle_abort=0:check_initialization_order=1:strict_init_order=1:\
 allocator_may_return_null=1:max_allocation_size_mb=8192:malloc_context_size=20:log_path=$LOGS/asan"
