@@ -254,6 +254,11 @@ TEST_F(HarnessRun, BothModesRecordSamplesSpeedupAndKernels) {
   EXPECT_TRUE(perf.compile_warm_s.has_value());
   // Eager's speed-up over itself is exactly 1 and its kernels are named per op kind.
   const auto& eager = res["m_a/eager/performance"];
+  // Every backend is bounded by what eager's worker measured, not by its own worker's report.
+  ASSERT_TRUE(perf.roofline && eager.roofline);
+  EXPECT_EQ(perf.roofline->triad_gbs, eager.roofline->triad_gbs);
+  EXPECT_EQ(perf.roofline->peak_gflops, eager.roofline->peak_gflops);
+  EXPECT_EQ(perf.roofline->min_bytes, eager.roofline->min_bytes);
   if (eager.speedup) EXPECT_DOUBLE_EQ(*eager.speedup, 1.0);
   auto kernels = store->kernels(eager.id);
   ASSERT_EQ(kernels.size(), 2u);

@@ -405,6 +405,9 @@ class Runner {
       r.compile_warm_s = p.compile_warm_s;
       r.kernels = p.kernels;
       if (peak[b] > 0) r.peak_rss_mb = peak[b];
+      // The graph's work and the machine's limits as the reference backend's worker measured them:
+      // a worker's report of its own bound is its plugin's to change (its memory, its report).
+      if (eager.roofline) r.roofline = eager.roofline;
       const double median = reports::summarize(r.samples_ms).median;
       fail_beyond_the_machine(r, median);
       // A speed-up is reported only between two timings that passed their audit, neither

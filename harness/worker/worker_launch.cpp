@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <sstream>
+#include <string_view>
 #include <system_error>
 
 #include "crucible/core/error.h"
@@ -34,9 +35,11 @@ fs::path made_folder(const fs::path& dir) {
   return abs;
 }
 
-// The kernel cache, made as the codegen backend makes it (private: 0700) when it is missing; ""
-// when none can be named (the backend then fails the same way).
-fs::path kernel_cache(const std::map<std::string, std::string>& env) {
+// The kernel cache of the worker's backend: a folder of its own below the cache (named as the
+// plugin's file is, without "crucible_backend_" and ".so"), so that no plugin plants code that
+// another backend's next worker loads. Made as the codegen backend makes it (private: 0700) when
+// it is missing; "" when none can be named (the backend then fails the same way).
+fs::path kernel_cache(const std::map<std::string, std::string>& env, const WorkerJob& job) {
   fs::path dir = worker_env(env, "CRUCIBLE_CACHE_DIR");
   if (dir.empty()) {
     try {
@@ -44,6 +47,13 @@ fs::path kernel_cache(const std::map<std::string, std::string>& env) {
     } catch (const Error&) {
       return {};
     }
+  }
+  if (job.backends.size() == 1) {
+    std::string name = fs::path(job.backends[0]).filename().string();
+    constexpr std::string_view kPrefix = "crucible_backend_";
+    if (name.starts_with(kPrefix)) name = name.substr(kPrefix.size());
+    if (name.ends_with(".so")) name.resize(name.size() - 3);
+    if (!name.empty() && name != "." && name != "..") dir /= name;
   }
   dir = fs::absolute(dir).lexically_normal();
   std::error_code ec;
@@ -70,7 +80,7 @@ void allow_worker_writes(const WorkerJob& job, std::map<std::string, std::string
   }
   if (!job.tensors.empty())
     writable.push_back(made_folder(fs::absolute(job.tensors).parent_path()));
-  if (const fs::path cache = kernel_cache(env); !cache.empty()) {
+  if (const fs::path cache = kernel_cache(env, job); !cache.empty()) {
     writable.push_back(cache);
     env["CRUCIBLE_CACHE_DIR"] = cache.string();
   }

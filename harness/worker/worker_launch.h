@@ -30,8 +30,9 @@ std::filesystem::path worker_tensors(const WorkerFiles& files);
 inline constexpr const char* kWorkerWritableEnv = "CRUCIBLE_WORKER_WRITABLE";
 
 // What a worker of `job` may write (its sandbox, landlock_sandbox.h), added to limits.writable:
-// the folders of its report and of its hand-off (made here), a TMPDIR of its own in the first, the
-// kernel cache (made if missing; both set in `env`), the folders its `debug_dir` options name,
+// the folders of its report and of its hand-off (made here), a TMPDIR of its own in the first, its
+// backend's own folder of the kernel cache (made if missing; both set in `env`), the folders its
+// `debug_dir` options name,
 // ./crucible_debug under CRUCIBLE_DEBUG, those kWorkerWritableEnv names, and /dev/shm. Throws Error
 // when one cannot be made.
 void allow_worker_writes(const WorkerJob& job, std::map<std::string, std::string>& env,

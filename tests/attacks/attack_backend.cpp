@@ -32,8 +32,10 @@
 //   tamper_files          appends a marker to the store, to every file of the suite (graphs,
 //                         expected outputs) and of the installed crucible (the eager plugin the
 //                         next reference worker loads), also through its parent's /proc/PID/root;
-//                         plants a file in every other worker's folder; and moves itself out of
-//                         its cgroup (the paths read from its parent's and its own command line).
+//                         plants a file in every other worker's folder and in every other
+//                         backend's folder of the kernel cache; and moves itself out of its cgroup
+//                         (the paths read from its parent's and its own command line and
+//                         environment).
 // And a backend that predicts the timed calls' inputs instead of remembering them:
 //   secret_scan           looks for the seed of the calls' inputs ("--secret" in its argv or
 //                         environment, or any 8-byte word of its writable memory, of its parent's
@@ -265,6 +267,14 @@ void tamper_with_files() {
   for (const auto& sibling : fs::directory_iterator(own.parent_path(), ec)) {
     if (sibling.path() != own && sibling.is_directory())
       targets.push_back(sibling.path() / "planted");
+  }
+  // Every other backend's folder of the kernel cache: the siblings of its own.
+  if (const char* cache = std::getenv("CRUCIBLE_CACHE_DIR"); cache != nullptr) {
+    const fs::path mine = fs::path(cache).lexically_normal();
+    for (const auto& sibling : fs::directory_iterator(mine.parent_path(), ec)) {
+      if (sibling.path() != mine && sibling.is_directory())
+        targets.push_back(sibling.path() / "planted");
+    }
   }
   int wrote = 0;
   for (const auto& t : targets) {

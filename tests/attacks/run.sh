@@ -153,7 +153,8 @@ if ! grep -q "wrote 0 of [1-9][0-9]* files, left its cgroup 0 times" <<<"$said" 
   sort <<<"$said" | uniq -c >&2; failed=1
 fi
 if grep -rlq crucible-attack-was-here "$work/$run.db" "$work/suite" "$work/prefix" ||
-  [ -n "$(find "$work/out_$run" -name planted)" ]; then
+  [ -n "$(find "$work/out_$run" "${XDG_CACHE_HOME:-$HOME/.cache}/crucible/kernels" -maxdepth 4 \
+    -name planted 2>/dev/null)" ]; then
   echo "attack $run: a file outside its folder holds its marker" >&2; failed=1
 fi
 if [ ${#cases[@]} -gt 0 ] && ! diff -r "$work/pristine" "$work/suite/cases" >/dev/null; then
