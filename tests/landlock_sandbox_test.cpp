@@ -13,6 +13,7 @@
 #include <string>
 
 #include "capless_sleeper.h"
+#include "cli_util.h"
 #include "crucible/core/error.h"
 #include "subprocess.h"
 #include "temp_dir.h"
@@ -132,6 +133,22 @@ TEST(Sandbox, AFolderThatIsNotThereIsNamed) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/crucible/folder"), std::string::npos)
         << e.what();
+  }
+}
+
+// Asked to run without it, a run says so once, and its workers still do their jobs.
+TEST(Sandbox, RunningWithoutItIsSaidOnce) {
+  const std::string graph = std::string(CRUCIBLE_SOURCE_DIR) + "/suites/tutorial/sin_cos.graph";
+  const auto r = testing::run_crucible("run-graph " + graph + " -b eager", "CRUCIBLE_NO_SANDBOX=1");
+  EXPECT_EQ(r.status, 0) << r.err;
+  const std::string warning = "workers run without a sandbox (CRUCIBLE_NO_SANDBOX is set)";
+  const size_t at = r.err.find(warning);
+  EXPECT_NE(at, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(warning, at + 1), std::string::npos) << r.err;
+  if (sandbox_support().abi > 0 && sandbox_support().gaps.empty()) {  // else it names the gaps
+    const auto sandboxed = testing::run_crucible("run-graph " + graph + " -b eager");
+    EXPECT_EQ(sandboxed.status, 0) << sandboxed.err;
+    EXPECT_EQ(sandboxed.err.find("sandbox"), std::string::npos) << sandboxed.err;
   }
 }
 

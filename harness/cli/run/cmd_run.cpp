@@ -133,7 +133,9 @@ po::options_description run_option_table(RunConfig& cfg, RunArgs& raw, LaunchOpt
       "load); recorded with the run (repeatable). The libtorch peers' BLAS core is chosen by "
       "measurement unless -c BACKEND:blas_core=env|NAME says otherwise "
       "(docs/guide/performance.md)");
-  po::options_description how("how to run");
+  po::options_description how(
+      "how to run (every worker is sandboxed: it writes its own folder, its backend's kernel "
+      "cache and $CRUCIBLE_WORKER_WRITABLE alone; CRUCIBLE_NO_SANDBOX=1 lifts it)");
   add_timing_options(how, cfg.timing);  // the options a timing worker is told (timing_settings.h)
   how.add_options()("timeout", po::value(&cfg.timeout_s)->default_value(600),
                     "seconds before a worker is killed")(
