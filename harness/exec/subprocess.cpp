@@ -91,6 +91,20 @@ struct StartFailure {
   int error = 0;  // errno
 };
 
+// What a child's StartFailure::stage says it could not do.
+std::string failed_step(int stage, const WorkerCgroup* group, const std::string& program) {
+  switch (stage) {
+    case 1:
+      return fmt::format("cannot join its cgroup {}", group ? group->path().string() : "");
+    case 3:
+      return "cannot drop its privileges";
+    case 4:
+      return "cannot enter its sandbox";
+    default:
+      return fmt::format("cannot execute {}", program);
+  }
+}
+
 // Once per process, on stderr: what a worker's sandbox cannot hold on this machine.
 void warn_of_sandbox_gaps() {
   static std::atomic<bool> said{false};
@@ -260,19 +274,8 @@ ChildOutcome run_child(const std::vector<std::string>& argv,
   if (got == static_cast<ssize_t>(sizeof failure)) {
     ::close(log_fd);
     ::waitpid(pid, nullptr, 0);
-    if (failure.stage == 1) {
-      throw Error(fmt::format("cannot start a worker: cannot join its cgroup {}: {}",
-                              group->path().string(), strerror(failure.error)));
-    }
-    if (failure.stage == 3) {
-      throw Error(fmt::format("cannot start a worker: cannot drop its privileges: {}",
-                              strerror(failure.error)));
-    }
-    if (failure.stage == 4) {
-      throw Error(fmt::format("cannot start a worker: cannot enter its sandbox: {}",
-                              strerror(failure.error)));
-    }
-    throw Error(fmt::format("cannot start a worker: cannot execute {}: {}", argv[0],
+    throw Error(fmt::format("cannot start a worker: {}: {}",
+                            failed_step(failure.stage, group.get(), argv[0]),
                             strerror(failure.error)));
   }
   ::close(log_fd);

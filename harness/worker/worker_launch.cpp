@@ -6,11 +6,11 @@
 
 #include <cstdlib>
 #include <sstream>
-#include <string_view>
 #include <system_error>
 
 #include "crucible/core/error.h"
 #include "crucible/core/kernel_cache_dir.h"
+#include "crucible/plugin_loader.h"
 #include "job_outcome.h"
 
 namespace crucible {
@@ -35,10 +35,10 @@ fs::path made_folder(const fs::path& dir) {
   return abs;
 }
 
-// The kernel cache of the worker's backend: a folder of its own below the cache (named as the
-// plugin's file is, without "crucible_backend_" and ".so"), so that no plugin plants code that
-// another backend's next worker loads. Made as the codegen backend makes it (private: 0700) when
-// it is missing; "" when none can be named (the backend then fails the same way).
+// The kernel cache of the worker's backend: a folder of its own below the cache, named by the
+// backend, so that no plugin plants code that another backend's next worker loads. Made as the
+// codegen backend makes it (private: 0700) when it is missing; "" when none can be named (the
+// backend then fails the same way).
 fs::path kernel_cache(const std::map<std::string, std::string>& env, const WorkerJob& job) {
   fs::path dir = worker_env(env, "CRUCIBLE_CACHE_DIR");
   if (dir.empty()) {
@@ -49,10 +49,9 @@ fs::path kernel_cache(const std::map<std::string, std::string>& env, const Worke
     }
   }
   if (job.backends.size() == 1) {
-    std::string name = fs::path(job.backends[0]).filename().string();
-    constexpr std::string_view kPrefix = "crucible_backend_";
-    if (name.starts_with(kPrefix)) name = name.substr(kPrefix.size());
-    if (name.ends_with(".so")) name.resize(name.size() - 3);
+    // A name, or a plugin's path (run-graph's): the same folder either way.
+    const std::string& b = job.backends[0];
+    const std::string name = b.find('/') != std::string::npos ? backend_name_of(b) : b;
     if (!name.empty() && name != "." && name != "..") dir /= name;
   }
   dir = fs::absolute(dir).lexically_normal();

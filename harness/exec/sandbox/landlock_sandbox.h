@@ -36,7 +36,6 @@ class Sandbox {
   Sandbox(const Sandbox&) = delete;
   Sandbox& operator=(const Sandbox&) = delete;
 
-  bool active() const { return ruleset_ >= 0; }
   // In the forked child after PR_SET_NO_NEW_PRIVS, async-signal-safe: true when this process and
   // all it starts are now held by the rules (or there are none); false with errno set.
   bool enter() const;
