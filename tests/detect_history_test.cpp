@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -71,7 +72,8 @@ std::string said(const HistoryVerdict& v, const std::vector<HistorySeries>& h) {
              std::to_string(a.change) + "; ";
     }
   }
-  for (const EnvironmentEvent& e : v.events) out += "event@" + std::to_string(e.run_id) + "; ";
+  for (const EnvironmentEvent& e : v.events)
+    out += "event@" + std::to_string(e.run_id) + " (" + e.note + "); ";
   return out;
 }
 
@@ -169,6 +171,125 @@ TEST(DetectHistory, RatioStepsAreFoundAtTheirFirstRunAndSizedRight) {
     for (size_t i = 0; i < h.size(); ++i) others += changes(v.series[i]);
     EXPECT_EQ(others, 1) << step << ": " << said(v, h);
   }
+}
+
+// The planted steps of `other` (model -> {size, first run}): each >= 5% must be a change at its
+// first run, confirmed by the next, sized within 20%; a smaller one a change or `absorbed` there;
+// nothing else may be a change.
+void expect_short_steps(const std::vector<HistorySeries>& h, const HistoryVerdict& v,
+                        const std::map<std::string, std::pair<double, int>>& planted) {
+  for (size_t i = 0; i < h.size(); ++i) {
+    const auto p = planted.find(h[i].key.model);
+    const bool is_planted = p != planted.end() && h[i].key.backend == "other";
+    int found = 0;
+    for (const Alert& a : v.series[i].alerts) {
+      const bool change = a.kind == "regression" || a.kind == "improvement";
+      if (!is_planted) {
+        EXPECT_FALSE(change) << "false alert: " << said(v, h);
+        continue;
+      }
+      const auto [size, from] = p->second;
+      if (a.run_id != from || !(change || (std::abs(size) < 0.05 && a.kind == "absorbed")))
+        continue;
+      ++found;
+      EXPECT_LE(a.confirmed_by, from + 1) << h[i].key.model;
+      EXPECT_NEAR(a.change, size, 0.2 * std::abs(size)) << h[i].key.model;
+      if (change) {
+        EXPECT_EQ(a.kind, size > 0 ? "regression" : "improvement");
+      }
+    }
+    if (is_planted) {
+      EXPECT_EQ(found, 1) << h[i].key.model << ": " << said(v, h);
+    }
+  }
+}
+
+TEST(DetectHistory, StepsWhileABaselineFormsAreReportedAtTheirFirstRunOrTheNext) {
+  // A new store: the machine moves every run by 2%, each series' own noise is 0.5%; steps of
+  // `other` at runs 2, 3, 5 and 8, long before the 8 runs the full rule wants (on fewer than 3
+  // runs of baseline, from 8%).
+  const std::map<std::string, std::pair<double, int>> planted = {{"m0", {0.25, 2}},
+                                                                 {"m1", {0.10, 5}},
+                                                                 {"m2", {0.05, 8}},
+                                                                 {"m3", {0.03, 5}},
+                                                                 {"m4", {-0.10, 3}}};
+  auto h = nightlies(12, 7, 0.02, 0.005, [&](int r, const std::string& m, const std::string& b) {
+    const auto p = planted.find(m);
+    return b == "other" && p != planted.end() && r >= p->second.second ? 1 + p->second.first : 1.0;
+  });
+  const HistoryVerdict v = judge_history(h, {});
+  expect_short_steps(h, v, planted);
+  for (const Alert& a : v.series[index_of(h, "m0", "other")].alerts) {
+    if (a.kind == "regression") {
+      EXPECT_EQ(a.note.rfind("short baseline (1 runs)", 0), 0u) << a.note;
+    }
+  }
+}
+
+TEST(DetectHistory, StepsRightAfterAnEnvironmentChangeOrAMachineShiftAreReported) {
+  // From run 11 another thread count (a new environment); from run 16 every time 15% slower (a
+  // machine-wide shift: every ratio keeps its level, no baseline restarts); steps of `other`
+  // right after each.
+  const std::map<std::string, std::pair<double, int>> after_change = {{"m0", {0.10, 12}},
+                                                                      {"m1", {0.05, 14}}};
+  const std::map<std::string, std::pair<double, int>> after_shift = {{"m2", {0.25, 17}},
+                                                                     {"m3", {0.05, 18}}};
+  auto planted = after_change;
+  planted.insert(after_shift.begin(), after_shift.end());
+  auto h = nightlies(22, 6, 0.01, 0.005, [&](int r, const std::string& m, const std::string& b) {
+    const auto p = planted.find(m);
+    const double step =
+        b == "other" && p != planted.end() && r >= p->second.second ? 1 + p->second.first : 1.0;
+    return step * (r >= 16 ? 1.15 : 1.0);
+  });
+  for (HistorySeries& s : h) {
+    for (SeriesPoint& p : s.points) {
+      if (p.run_id >= 11) p.fingerprint = "cpu=A;threads=1";
+    }
+  }
+  const HistoryVerdict v = judge_history(h, {});
+  expect_short_steps(h, v, planted);
+}
+
+TEST(DetectHistory, ARatioStepAtAMachineShiftIsListedWithIt) {
+  // At run 12 every time 20% slower, unevenly: the shift bends the models' codegen ratios by
+  // -3% to +3% (a disturbed machine slows memory-bound code more), m0/codegen's by -3% (its time
+  // +16%): the machine's, listed beside the event. m1/other's +12% at the same run is far past
+  // how much the run bent the other ratios: a change.
+  const std::map<std::string, double> bend = {{"m0", 0.97}, {"m1", 1.0},   {"m2", 1.025},
+                                              {"m3", 0.98}, {"m4", 1.015}, {"m5", 1.0}};
+  auto h = nightlies(18, 6, 0.003, 0.005, [&](int r, const std::string& m, const std::string& b) {
+    if (r < 12) return 1.0;
+    if (b == "codegen") return 1.2 * bend.at(m);
+    if (m == "m1" && b == "other") return 1.2 * 1.12;
+    return 1.2;
+  });
+  const HistoryVerdict v = judge_history(h, {});
+  ASSERT_EQ(v.events.size(), 1u) << said(v, h);
+  int with_event = 0;
+  for (size_t i = 0; i < h.size(); ++i) {
+    for (const Alert& a : v.series[i].alerts) {
+      const bool change = a.kind == "regression" || a.kind == "improvement";
+      if (h[i].key.model == "m1" && h[i].key.backend == "other") {
+        if (change) {
+          EXPECT_EQ(a.run_id, 12);
+          EXPECT_NEAR(a.change, 0.12, 0.024);
+          EXPECT_NE(a.note.find("machine-wide shift of run 12"), std::string::npos) << a.note;
+        }
+        continue;
+      }
+      EXPECT_FALSE(change) << said(v, h);
+      if (a.kind == "with_event") {
+        ++with_event;
+        EXPECT_EQ(h[i].key.backend, "codegen");
+        EXPECT_NE(a.note.find("machine-wide shift of run 12"), std::string::npos) << a.note;
+      }
+    }
+    if (h[i].key.model == "m1" && h[i].key.backend == "other") {
+      EXPECT_EQ(changes(v.series[i]), 1) << said(v, h);
+    }
+  }
+  EXPECT_GE(with_event, 3) << said(v, h);  // the bends of 2% or more
 }
 
 TEST(DetectHistory, ANoisyRunJustBeforeAStepIsNotItsStart) {

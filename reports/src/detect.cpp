@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <optional>
 
@@ -17,21 +18,17 @@
 
 namespace crucible::reports {
 
+using detail::floor_at;
 using detail::log_median;
 using detail::median_of;
 using detail::noise_of;
+using detail::pooled;
 using detail::rel;
 
 namespace {
 
 // Runs at one level before the next run is judged against it.
 constexpr size_t kMinLevelRuns = 4;
-
-std::vector<double> pooled(const std::vector<SeriesPoint>& s, const std::vector<size_t>& idx) {
-  std::vector<double> out;
-  for (size_t i : idx) out.insert(out.end(), s[i].samples.begin(), s[i].samples.end());
-  return out;
-}
 
 // Fingerprints are "key=value;key=value": the keys whose values differ, with both values.
 std::string fingerprint_change(const std::string& from, const std::string& to) {
@@ -68,14 +65,6 @@ double level_cost(const std::vector<double>& logs, size_t from, size_t to) {
   double c = 0;
   for (size_t i = from; i < to; ++i) c += std::abs(logs[i] - m);
   return c;
-}
-
-// The smallest change ever reported at `level` (log units): the relative floor, or the absolute
-// one over the level, whichever is larger.
-double floor_at(const DetectorOptions& o, double level) {
-  const double rel_floor = std::log1p(o.floor);
-  return o.floor_abs > 0 ? std::max(rel_floor, std::log1p(o.floor_abs / std::exp(level)))
-                         : rel_floor;
 }
 
 }  // namespace
@@ -140,6 +129,7 @@ class SeriesJudge {
       if (p.noisy) {
         unjudged(i, p.set_aside.empty() ? "not judged (the harness flagged this run noisy)"
                                         : "not judged (" + p.set_aside + ")");
+        if (last_timed && s_[*last_timed].fingerprint == p.fingerprint) timed_.push_back(i);
         continue;
       }
       if (last_timed && s_[*last_timed].fingerprint != p.fingerprint) {
@@ -148,6 +138,7 @@ class SeriesJudge {
         start_level(i);
       }
       last_timed = i;
+      timed_.push_back(i);
       judge(i);
     }
     for (size_t r : recent_) {
@@ -182,6 +173,8 @@ class SeriesJudge {
     out_.push_back(
         {"environment", s_[i].run_id, s_[i].run_id, 1, 0, 0, 0, 1,
          "a new baseline starts: " + fingerprint_change(s_[last].fingerprint, s_[i].fingerprint)});
+    previous_diffs_ = diffs_with_noisy_runs(0, s_.size(), SIZE_MAX);
+    timed_.clear();
     base_.clear();
     segment_.clear();
     recent_.clear();
@@ -211,14 +204,10 @@ class SeriesJudge {
 
   void judge(size_t i) {
     const size_t min_baseline = static_cast<size_t>(o_.min_baseline);
-    if (segment_.size() >= min_baseline && !level_checked_) {
-      // The first judgement of an environment: its warm-up runs may hold a level change of their
-      // own, and the level is what came after it, not a mean across it.
-      const size_t from = latest_level_start(s_, base_, noise(), o_);
-      base_.erase(base_.begin(), base_.begin() + static_cast<std::ptrdiff_t>(from));
-      level_checked_ = true;
-    }
-    if (segment_.size() < min_baseline || base_.size() < min_level_runs()) {
+    if (segment_.size() >= min_baseline && !level_checked_) check_warm_up();
+    const bool short_baseline = segment_.size() < min_baseline || base_.size() < min_level_runs();
+    if ((short_baseline || recent_.empty()) && step_at_newest_base_run(i, short_baseline)) return;
+    if (short_baseline) {
       if (segment_.size() < min_baseline) {
         unjudged(i,
                  fmt::format("not judged ({} of {} runs)", segment_.size() + 1, min_baseline + 1));
@@ -251,6 +240,91 @@ class SeriesJudge {
       recent_.erase(recent_.begin());
       absorb(r);
     }
+  }
+
+  // The first judgement of an environment: its warm-up runs may hold a level change of their own,
+  // and the level is what came after it, not a mean across it. A change there that no short
+  // baseline step took is listed, not dropped.
+  void check_warm_up() {
+    const size_t from = latest_level_start(s_, base_, noise(), o_);
+    level_checked_ = true;
+    if (from == 0) return;
+    std::vector<double> old_logs, new_logs;
+    for (size_t k = 0; k < base_.size(); ++k)
+      (k < from ? old_logs : new_logs).push_back(log_median(s_[base_[k]]));
+    const double change = median_of(new_logs) - median_of(old_logs);
+    const int64_t at = s_[base_[from]].run_id;
+    out_.push_back({"absorbed", at, s_[base_.back()].run_id, static_cast<int>(new_logs.size()),
+                    rel(change), 0, rel(noise()), 1,
+                    fmt::format("absorbed into the baseline: {:+.1f}% at run {} (a level change "
+                                "in the first runs of this environment)",
+                                100 * rel(change), at)});
+    base_.erase(base_.begin(), base_.begin() + static_cast<std::ptrdiff_t>(from));
+  }
+
+  // The run-to-run noise (log units) of this environment's timed runs in [from, to), noisy ones
+  // too, as noise_of measures it: differences of consecutive runs, none across a step at `step`,
+  // widened for a few. 0: no difference.
+  std::vector<double> diffs_with_noisy_runs(size_t from, size_t to, size_t step) const {
+    std::vector<double> diff;
+    for (size_t k = 1; k < timed_.size(); ++k) {
+      const size_t a = timed_[k - 1], b = timed_[k];
+      if (a >= from && b < to && !(a < step && b >= step))
+        diff.push_back(std::abs(log_median(s_[b]) - log_median(s_[a])));
+    }
+    return diff;
+  }
+
+  // ... with the previous environment's differences pooled in (how noisy the series was there
+  // is evidence of how noisy it is, where a few runs here cannot show it), as noise_of measures
+  // it, widened for a few from 3 on.
+  double noise_with_noisy_runs(size_t from, size_t to, size_t step) const {
+    std::vector<double> diff = diffs_with_noisy_runs(from, to, step);
+    diff.insert(diff.end(), previous_diffs_.begin(), previous_diffs_.end());
+    if (diff.empty()) return 0;
+    const double n = static_cast<double>(diff.size());
+    return 1.4826 * median_of(diff) / std::sqrt(2.0) * (n >= 3 ? 1 + 2.0 / n : 1.0);
+  }
+
+  // How many differences that noise stands on.
+  size_t diffs_behind(size_t from, size_t to, size_t step) const {
+    return diffs_with_noisy_runs(from, to, step).size() + previous_diffs_.size();
+  }
+
+  // A step that starts at the newest baseline run and holds at run i: on a short baseline (with
+  // a stand-in noise: the runs' own, noisy ones and the previous environment's too, and what
+  // every series moved at those runs), or at the first run judged after a full one. Its runs are
+  // then the new level.
+  bool step_at_newest_base_run(size_t i, bool short_baseline) {
+    // Only a ratio can tell its backend's step from the machine's on a few runs; a time alone
+    // waits for the full rule (its warm-up's level changes are listed at its end).
+    if (base_.size() < 2 || !std::isfinite(s_[i].own_log)) return false;
+    const size_t p = base_.back();
+    const std::vector<size_t> before(base_.begin(), base_.end() - 1);
+    double sigma = noise();
+    if (short_baseline) {
+      // Runs the harness flagged noisy count here: a baseline of a few runs cannot show a
+      // series' noise, and a series often disturbed is one whose few runs say least.
+      // Where the series' own runs give fewer than 3 differences, what every series moved at
+      // those runs stands in beside them.
+      const bool thin = diffs_behind(before.front(), i + 1, p) < 3;
+      sigma =
+          std::max({noise_of(s_, {before.back()}, o_.prior_noise), noise_of(s_, {p}, 0),
+                    noise_of(s_, {i}, 0), noise_with_noisy_runs(before.front(), i + 1, p),
+                    thin ? std::max(s_[p].run_spread, s_[i].run_spread) / std::sqrt(2.0) : 0.0});
+    } else if (o_.max_noise > 0 && sigma > std::log1p(o_.max_noise)) {
+      return false;
+    }
+    std::optional<Alert> step =
+        detail::step_at_newest_run(s_, before, p, i, sigma, short_baseline, o_);
+    if (!step) return false;
+    if (step->kind == "absorbed") {
+      unjudged(i, fmt::format("not judged (a new level: 2 of {} runs)", min_level_runs() + 1));
+    }
+    out_.push_back(std::move(*step));
+    base_ = {p, i};
+    segment_.push_back(i);
+    return true;
   }
 
   // A persistent change: the newest 2 runs, or 3 of the runs since the baseline with the newest
@@ -395,13 +469,15 @@ class SeriesJudge {
   std::vector<std::string>* not_judged_;
   std::vector<std::optional<Alert>> single_;  // one run off alone, not (yet) part of a change
   std::vector<Alert> out_;
-  std::vector<size_t> base_;         // the baseline at the current level
-  std::vector<size_t> recent_;       // judged runs newer than the baseline, up to 4
-  std::vector<size_t> segment_;      // every baseline run of this environment, for the noise
-  bool level_checked_ = false;       // the warm-up was searched for a level change of its own
-  int64_t broken_ = 0;               // the level break the current level started at (0: none)
-  double level_ = 0;                 // the current level (log), as of the last judged run
-  std::vector<double> ref_samples_;  // the newest baseline runs' samples, for the rank test
+  std::vector<size_t> base_;            // the baseline at the current level
+  std::vector<size_t> recent_;          // judged runs newer than the baseline, up to 4
+  std::vector<size_t> segment_;         // every baseline run of this environment, for the noise
+  bool level_checked_ = false;          // the warm-up was searched for a level change of its own
+  int64_t broken_ = 0;                  // the level break the current level started at (0: none)
+  double level_ = 0;                    // the current level (log), as of the last judged run
+  std::vector<double> previous_diffs_;  // the previous environment's run-to-run differences
+  std::vector<size_t> timed_;           // this environment's timed runs, noisy ones too
+  std::vector<double> ref_samples_;     // the newest baseline runs' samples, for the rank test
 };
 
 }  // namespace

@@ -90,6 +90,8 @@ std::vector<std::vector<SeriesPoint>> pair_with_reference(const std::vector<Hist
         continue;
       }
       const double m = median_of(r->second->samples);
+      p.own_log = log_median(p);
+      p.reference_log = std::log(m);
       for (double& v : p.samples) v /= m;
       p.noisy = p.noisy || r->second->noisy;
       any = true;
@@ -165,6 +167,37 @@ void set_aside_disturbed_runs(const std::vector<HistorySeries>& all,
           reference, 100 * rel(t->second), 100 * rel(m->second), 100 * rel(q->second));
     }
   }
+}
+
+std::map<int64_t, double> set_run_spreads(std::vector<std::vector<SeriesPoint>*> series) {
+  std::map<int64_t, std::vector<double>> moves;
+  for (const std::vector<SeriesPoint>* s : series) {
+    const SeriesPoint* last = nullptr;
+    for (const SeriesPoint& p : *s) {
+      // Runs set aside as noisy count: how far the machine bent a series is what they show.
+      if (p.samples.empty()) continue;
+      if (last != nullptr && last->fingerprint == p.fingerprint)
+        moves[p.run_id].push_back(log_median(p) - log_median(*last));
+      last = &p;
+    }
+  }
+  std::map<int64_t, double> spread, level;
+  double at = 0;
+  for (const auto& [run, m] : moves) {
+    if (m.size() < 4) continue;
+    std::vector<double> size;
+    for (double v : m) size.push_back(std::abs(v));
+    spread[run] = 1.4826 * median_of(size);
+    at += median_of(m);
+    level[run] = at;
+  }
+  for (std::vector<SeriesPoint>* s : series) {
+    for (SeriesPoint& p : *s) {
+      const auto m = spread.find(p.run_id);
+      p.run_spread = m != spread.end() ? m->second : 0;
+    }
+  }
+  return level;
 }
 
 namespace {
@@ -298,12 +331,14 @@ std::vector<Alert> judge_points(const std::vector<SeriesPoint>& points, Detector
   return detect_changes(points, d, not_judged);
 }
 
-// A series on its own measure: a time with its calibrated noise and the events' level breaks; a
-// count with the count options and no run noisy (contention adds no instructions to a call).
-std::vector<Alert> judge_own(const HistorySeries& s, const HistoryOptions& o,
-                             std::vector<int64_t> breaks, std::vector<std::string>* not_judged) {
+// A series on its own measure (`points`: its points with the runs' spreads): a time with its
+// calibrated noise and the events' level breaks; a count with the count options and no run noisy
+// (contention adds no instructions to a call).
+std::vector<Alert> judge_own(const HistorySeries& s, const std::vector<SeriesPoint>& points,
+                             const HistoryOptions& o, std::vector<int64_t> breaks,
+                             std::vector<std::string>* not_judged) {
   if (s.measure == "time") {
-    return judge_points(s.points, o.detector, s.prior_noise, std::move(breaks), not_judged);
+    return judge_points(points, o.detector, s.prior_noise, std::move(breaks), not_judged);
   }
   std::vector<SeriesPoint> counted = s.points;
   for (SeriesPoint& p : counted) p.noisy = false;
@@ -367,6 +402,66 @@ Attribution attribute_to_reference(const std::vector<std::vector<SeriesPoint>>& 
   return at;
 }
 
+// How far a run bent the ratios: the 75th percentile of every ratio's |move| at `run` against
+// its previous run with samples (disturbed ones too), 0 with fewer than 4. A shift bends some
+// ratios and leaves others, so the median would call half of the bends "beyond".
+double bend_at(const std::vector<std::vector<SeriesPoint>>& ratio, int64_t run) {
+  std::vector<double> moves;
+  for (const std::vector<SeriesPoint>& r : ratio) {
+    for (size_t k = 1; k < r.size(); ++k) {
+      if (r[k].run_id != run || r[k].samples.empty()) continue;
+      size_t j = k;
+      while (j > 0 && r[j - 1].samples.empty()) --j;
+      if (j > 0 && r[j - 1].fingerprint == r[k].fingerprint)
+        moves.push_back(std::abs(log_median(r[k]) - log_median(r[j - 1])));
+    }
+  }
+  if (moves.size() < 4) return 0;
+  std::sort(moves.begin(), moves.end());
+  return moves[(3 * moves.size()) / 4];
+}
+
+// Step 3b. A ratio change that starts at a machine-wide shift (its run, or up to 2 later with
+// no judged run of the ratio between) is the shift's, listed `with_event` with the event's size
+// beside its own, unless it is far past how much that run bent the ratios (3 x bend_at): a code
+// change that landed on the night the machine moved.
+void hold_changes_at_events(const std::vector<EnvironmentEvent>& events,
+                            const std::vector<HistorySeries>& all,
+                            const std::vector<std::vector<SeriesPoint>>& ratio,
+                            std::vector<std::vector<Alert>>& rat,
+                            const std::map<int64_t, int>& rank) {
+  for (size_t i = 0; i < rat.size(); ++i) {
+    for (Alert& al : rat[i]) {
+      if (!is_change(al) && al.kind != "absorbed") continue;
+      // At the event's run, or up to 2 runs later where the ratio was set aside (or not timed)
+      // from the event's run on: a disturbed run puts a bend's first judged run later.
+      const auto ev = std::find_if(events.begin(), events.end(), [&](const EnvironmentEvent& e) {
+        const int d = rank.at(al.run_id) - rank.at(e.run_id);
+        return d == 0 || (d > 0 && d <= 2 &&
+                          std::none_of(ratio[i].begin(), ratio[i].end(), [&](const SeriesPoint& p) {
+                            return timed(p) && rank.at(p.run_id) >= rank.at(e.run_id) &&
+                                   rank.at(p.run_id) < rank.at(al.run_id);
+                          }));
+      });
+      if (ev == events.end()) continue;
+      // How far that run bent the ratios: the shift's run, or the alert's if more.
+      const double spread = std::max(bend_at(ratio, ev->run_id), bend_at(ratio, al.run_id));
+      const double step = std::log1p(al.change);
+      const bool beyond = spread > 0 && std::abs(step) > 3 * spread;
+      const std::string beside = fmt::format(
+          "at the machine-wide shift of run {} (times moved {:+.1f}%; ratios {:.1f}% at once)",
+          ev->run_id, 100 * ev->change, 100 * rel(spread));
+      if (beyond || al.kind == "absorbed") {
+        al.note += "; " + beside;
+        continue;
+      }
+      al.note = fmt::format("{:+.1f}% {}: the machine's, not judged a change of the code",
+                            100 * al.change, beside);
+      al.kind = "with_event";
+    }
+  }
+}
+
 // What a paired series is told: its ratio's alerts (less the reference's doing, each with its
 // time's own move), and on runs without the reference beside it, its time's.
 SeriesVerdict paired_verdict(const std::vector<SeriesPoint>& pts,
@@ -390,7 +485,8 @@ SeriesVerdict paired_verdict(const std::vector<SeriesPoint>& pts,
     if (ratio[k].samples.empty() && !pts[k].samples.empty()) unpaired.insert(pts[k].run_id);
   }
   for (const Alert& al : abs) {
-    if ((is_change(al) || al.kind == "suspicious") && unpaired.contains(al.run_id)) {
+    if ((is_change(al) || al.kind == "suspicious" || al.kind == "absorbed") &&
+        unpaired.contains(al.run_id)) {
       out.alerts.push_back(al);
     }
   }
@@ -407,9 +503,16 @@ HistoryVerdict judge_history(const std::vector<HistorySeries>& all, const Histor
   const size_t n = all.size();
   // Absolute times (and counts) first, to find the machine-wide shifts; then the times again
   // with their level breaks.
+  std::vector<std::vector<SeriesPoint>> own(n);
+  std::vector<std::vector<SeriesPoint>*> times, ratios;
+  for (size_t i = 0; i < n; ++i) {
+    own[i] = all[i].points;
+    if (all[i].measure == "time") times.push_back(&own[i]);
+  }
+  const std::map<int64_t, double> machine = set_run_spreads(times);
   std::vector<std::vector<Alert>> abs(n);
   std::vector<std::vector<std::string>> abs_nj(n);
-  for (size_t i = 0; i < n; ++i) abs[i] = judge_own(all[i], o, {}, &abs_nj[i]);
+  for (size_t i = 0; i < n; ++i) abs[i] = judge_own(all[i], own[i], o, {}, &abs_nj[i]);
   HistoryVerdict v;
   v.events = find_environment_events(all, abs, abs_nj, o);
   std::vector<std::vector<int64_t>> breaks(n);
@@ -417,21 +520,32 @@ HistoryVerdict judge_history(const std::vector<HistorySeries>& all, const Histor
     for (size_t i : ev.series) breaks[i].push_back(ev.run_id);
   }
   for (size_t i = 0; i < n; ++i) {
-    if (!breaks[i].empty()) abs[i] = judge_own(all[i], o, breaks[i], &abs_nj[i]);
+    if (!breaks[i].empty()) abs[i] = judge_own(all[i], own[i], o, breaks[i], &abs_nj[i]);
   }
   // Ratios: the primary series wherever a reference ran beside the backend. A calibrated noise
   // of the backend's time stays a floor for its ratio: calibration is how an owner says a series
   // is noisier than a few runs show.
   std::vector<std::vector<SeriesPoint>> ratio = pair_with_reference(all, o.reference);
   set_aside_disturbed_runs(all, ratio, o.reference, o.detector);
+  for (std::vector<SeriesPoint>& r : ratio) {
+    if (!r.empty()) ratios.push_back(&r);
+    for (SeriesPoint& p : r) {
+      // The machine's level before any move was seen is the first one's base: 0.
+      const auto m = machine.upper_bound(p.run_id);
+      p.machine_log = m == machine.begin() ? 0 : std::prev(m)->second;
+    }
+  }
+  set_run_spreads(ratios);
   std::vector<std::vector<Alert>> rat(n);
   std::vector<std::vector<std::string>> rat_nj(n);
   for (size_t i = 0; i < n; ++i) {
     if (!ratio[i].empty())
       rat[i] = judge_points(ratio[i], o.detector, all[i].prior_noise, {}, &rat_nj[i]);
   }
+  const std::map<int64_t, int> rank = run_ranks(all);
+  hold_changes_at_events(v.events, all, ratio, rat, rank);
   const std::vector<int> ref = reference_of(all, o.reference);
-  const Attribution at = attribute_to_reference(ratio, rat, abs, ref, Nearness{run_ranks(all)});
+  const Attribution at = attribute_to_reference(ratio, rat, abs, ref, Nearness{rank});
   v.series.resize(n);
   for (size_t i = 0; i < n; ++i) {
     SeriesVerdict& out = v.series[i];
@@ -453,7 +567,15 @@ HistoryVerdict judge_history(const std::vector<HistorySeries>& all, const Histor
       for (const Alert& al : abs[i]) {
         const bool drowned =
             is_change(al) && !at.reference_kept.contains(&al) && paired_runs.contains(al.run_id);
-        if (!drowned) out.alerts.push_back(al);
+        // A step a short baseline took in at a machine-wide shift it was part of: the event's row
+        // says it for every series.
+        const bool the_event =
+            al.kind == "absorbed" &&
+            std::any_of(v.events.begin(), v.events.end(), [&](const EnvironmentEvent& e) {
+              return std::abs(rank.at(e.run_id) - rank.at(al.run_id)) <= 1 &&
+                     std::find(e.series.begin(), e.series.end(), i) != e.series.end();
+            });
+        if (!drowned && !the_event) out.alerts.push_back(al);
       }
     }
     std::stable_sort(out.alerts.begin(), out.alerts.end(),

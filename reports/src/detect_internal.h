@@ -1,8 +1,9 @@
-// Helpers the detector's steps share (detect.cpp, detect_stats.cpp, detect_history.cpp): medians,
-// log levels and the run-to-run noise of a series. Internal to crucible_reports.
+// Helpers the detector's steps share (detect.cpp, detect_stats.cpp, detect_history.cpp,
+// detect_short_step.cpp): medians, log levels, noise and floors. Internal to crucible_reports.
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "crucible/reports/detect.h"
@@ -20,5 +21,20 @@ double noise_of(const std::vector<SeriesPoint>& s, const std::vector<size_t>& hi
 
 // exp(x) - 1: a log change as a relative one.
 double rel(double log_change);
+
+// The samples of runs `idx` of `s`, pooled.
+std::vector<double> pooled(const std::vector<SeriesPoint>& s, const std::vector<size_t>& idx);
+
+// The smallest change ever reported at `level` (log units): the relative floor, or the absolute
+// one over the level, whichever is larger.
+double floor_at(const DetectorOptions& o, double level);
+
+// A step that starts at the newest baseline run `p` and holds at run `i` (detect_short_step.cpp):
+// judged by the full rule where the baseline `before` is full (`sigma` its noise), by the
+// short-baseline rule where it is short (`sigma` a stand-in noise). nullopt: no step.
+std::optional<Alert> step_at_newest_run(const std::vector<SeriesPoint>& s,
+                                        const std::vector<size_t>& before, size_t p, size_t i,
+                                        double sigma, bool short_baseline,
+                                        const DetectorOptions& o);
 
 }  // namespace crucible::reports::detail

@@ -21,6 +21,18 @@ double log_median(const SeriesPoint& p) { return std::log(median_of(p.samples));
 
 double rel(double log_change) { return std::exp(log_change) - 1; }
 
+std::vector<double> pooled(const std::vector<SeriesPoint>& s, const std::vector<size_t>& idx) {
+  std::vector<double> out;
+  for (size_t i : idx) out.insert(out.end(), s[i].samples.begin(), s[i].samples.end());
+  return out;
+}
+
+double floor_at(const DetectorOptions& o, double level) {
+  const double rel_floor = std::log1p(o.floor);
+  return o.floor_abs > 0 ? std::max(rel_floor, std::log1p(o.floor_abs / std::exp(level)))
+                         : rel_floor;
+}
+
 // 1.4826 x the median |difference| of consecutive log medians / sqrt(2): a standard deviation for
 // normal noise that neither a disturbed run nor an earlier level shift inflates; never below what
 // the runs' own sample spread makes a median wobble by, nor below a calibrated prior.

@@ -265,7 +265,9 @@ std::string regressions_body(Store& store, const HtmlReportOptions& opts, const 
       "<p>What the change detector found in the history. Each backend is judged by its time over "
       "eager's in the same run (a machine-wide shift cancels there); a regression holds on 2 or 3 "
       "runs past 4 x the series' noise; suspicious is one run alone; environment starts a new "
-      "baseline; an environment event is many series moving together at one run.</p>\n"
+      "baseline; an environment event is many series moving together at one run; absorbed is a "
+      "step a short baseline took in without an alert (the note says why), with_event a ratio "
+      "the machine bent at a shift.</p>\n"
       "<table><tr><th>kind</th><th>suite</th><th>model</th><th>backend</th><th>measure</th>"
       "<th>change</th><th>runs</th><th>commits</th><th>kernels moved</th><th>note</th>"
       "<th>reproduce</th><th>find the commit</th></tr>\n";
@@ -289,7 +291,10 @@ std::string regressions_body(Store& store, const HtmlReportOptions& opts, const 
     const int64_t run = std::get<int64_t>(r[kRunCol]);
     std::string repro =
         fmt::format("crucible compare {} {} --db {}", run - 1, text(r[kConfirmed]), opts.db_name);
-    if (kind == "environment_event") repro.clear();
+    // Listed, not alerted: what a short baseline took in, or a ratio the machine bent.
+    const bool listed_only =
+        kind == "environment_event" || kind == "absorbed" || kind == "with_event";
+    if (listed_only) repro.clear();
     if (kind == "status") {
       repro =
           fmt::format("crucible minify --suite {} --only {} --backend {}", suite, model, backend);
@@ -310,7 +315,7 @@ std::string regressions_body(Store& store, const HtmlReportOptions& opts, const 
     std::string bisect;
     const bool clean = commits.find("dirty") == std::string::npos && good != "?" && bad != "?";
     if (clean && !good.empty() && !bad.empty() && good != bad &&
-        (kind == "status" || backend != "eager") && kind != "environment_event") {
+        (kind == "status" || backend != "eager") && !listed_only) {
       bisect = fmt::format(
           "crucible bisect --good {} --bad {}{} -- --suite {} --only {} "
           "--backends {} --mode {}",
@@ -322,9 +327,9 @@ std::string regressions_body(Store& store, const HtmlReportOptions& opts, const 
         "<td "
         "class=n>{}</td><td>{}..{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td>"
         "<td><code>{}</code></td></tr>\n",
-        kind == "improvement"         ? "pass"
-        : kind == "environment_event" ? "muted"
-                                      : "fail",
+        kind == "improvement" ? "pass"
+        : listed_only         ? "muted"
+                              : "fail",
         html_escape(kind), html_escape(suite),
         suite == "*"
             ? "*"

@@ -158,8 +158,8 @@ Table Store::regressions(const RegressionQuery& q) {
     if (!q.backend.empty() && s.key.backend != q.backend) continue;
     for (const Alert& a : sv.alerts) {
       if (!q.all && a.confirmed_by != wanted) continue;
-      const bool timing =
-          a.kind == "regression" || a.kind == "improvement" || a.kind == "suspicious";
+      const bool timing = a.kind == "regression" || a.kind == "improvement" ||
+                          a.kind == "suspicious" || a.kind == "absorbed" || a.kind == "with_event";
       std::string kernels, commits;
       if (a.kind == "regression" || a.kind == "improvement") {
         // The last judged run before the change point, and the run that confirmed it.

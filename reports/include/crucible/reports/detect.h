@@ -3,6 +3,7 @@
 // moved more than max(floor, k x the series' own run-to-run noise) on consecutive runs.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -22,6 +23,17 @@ struct SeriesPoint {
   bool noisy = false;     // the harness measured contention around it: its time is not judged
   std::string commit;     // the code it measured (for an alert's commit range), "" unknown
   std::string set_aside;  // why the history set this run aside (noisy is then true), or ""
+  // A ratio's point (a time over the reference's in the same run): the log medians of its two
+  // sides, so a step found on a short baseline can be told from a move of the reference or of
+  // the machine. NaN: not a ratio.
+  double own_log = std::nan("");
+  double reference_log = std::nan("");
+  // How far comparable series moved at this run against their previous run (log units,
+  // 1.4826 x their median |move|): what the machine did to every series then. 0: unknown.
+  double run_spread = 0;
+  // The machine's level at this run (log units): the running sum of every time series' median
+  // move run to run. A ratio's sides are judged by how far they moved beyond it. NaN: unknown.
+  double machine_log = std::nan("");
 };
 
 struct DetectorOptions {
@@ -41,7 +53,9 @@ struct DetectorOptions {
 
 struct Alert {
   // regression | improvement: a change that persisted over `runs` consecutive runs;
-  // suspicious: one run off alone; accuracy: pass -> non-pass; environment: a new baseline.
+  // suspicious: one run off alone; accuracy: pass -> non-pass; environment: a new baseline;
+  // absorbed: a step found on a short baseline and not reported as a change (the note says why);
+  // with_event: a ratio change at a machine-wide shift no larger than the shift bent others.
   std::string kind;
   int64_t run_id = 0;        // the first run at the new level (the change point)
   int64_t confirmed_by = 0;  // the run that made it certain (run_id for one-run kinds)
@@ -54,6 +68,10 @@ struct Alert {
 };
 
 // Every alert of `series`, in run order.
+// A step found while the baseline is short (fewer runs than opts.min_baseline, or a new level
+// still forming) is never dropped: it is a `regression`/`improvement` noted "short baseline (k
+// runs)" when it is far past the series' noise and the series' own move (see short-baseline rule
+// in detect.cpp), and an `absorbed` alert with its size, run and why otherwise.
 // With `not_judged`, also why each timed run was not judged ("" for one that was, or has no
 // timing): "not judged (k of n runs)" while the environment has fewer than opts.min_baseline runs
 // before it, "not judged (a new level: k of n runs)" right after a change or a level break,
