@@ -364,11 +364,28 @@ TEST(DetectHistory, AnInstructionCountStepIsFoundInOneRun) {
   EXPECT_EQ(s.alerts[0].run_id, 8);
   EXPECT_EQ(s.alerts[0].confirmed_by, 8);  // found in the run it happened
   EXPECT_NEAR(s.alerts[0].change, 0.01, 1e-5);
-  EXPECT_EQ(s.not_judged[2], "not judged (3 of 4 runs)");  // 3 runs of baseline suffice:
+  EXPECT_EQ(s.not_judged[2], "not judged (3 of 3 baseline runs)");  // 3 runs of baseline:
   EXPECT_EQ(s.not_judged[3], "");  // the 4th is judged, and no "new level" is said of it
   EXPECT_EQ(s.not_judged[4], "");
   // The time series beside it, with its 5% machine noise, is not paired with the counts.
   EXPECT_EQ(v.series[index_of(h, "m0", "codegen")].measure, "time/eager");
+}
+
+TEST(DetectHistory, EachJudgedSeriesStatesItsDetectionFloor) {
+  // A quiet series shows every step from the 1% floor; one whose samples spread 2% shows only
+  // steps past 4 x its noise / sqrt 3; a series still forming its baseline states none.
+  const auto floor_of = [](double own, int runs) {
+    auto h = nightlies(runs, 2, 0.0, own,
+                       [](int, const std::string&, const std::string&) { return 1.0; });
+    const HistoryVerdict v = judge_history(h, {});
+    return v.series[index_of(h, "m0", "codegen")].floor;
+  };
+  const DetectionFloor quiet = floor_of(0.001, 12), noisy = floor_of(0.02, 12);
+  EXPECT_NEAR(quiet.step, 0.01, 1e-9);
+  EXPECT_GT(noisy.step, 0.012);
+  EXPECT_LT(noisy.step, 0.05);
+  EXPECT_NEAR(noisy.step, std::expm1(4 * std::log1p(noisy.noise) / std::sqrt(3.0)), 1e-9);
+  EXPECT_TRUE(std::isnan(floor_of(0.001, 5).step));
 }
 
 TEST(DetectHistory, TooNoisyToJudgeIsSaid) {

@@ -475,10 +475,19 @@ TEST(Regressions, YearOfSyntheticNightliesThroughTheStoreMeetsTheBars) {
                        "p_value,run,confirmed_by,runs,commits,kernels,note",
                        0),
             0u);
+  int floors = 0;
   while (std::getline(lines, line)) {
     const auto f = csv_fields(line);
     ASSERT_EQ(f.size(), 16u) << line;
     if (f[0] == "not_judged") continue;  // a statement about the newest run, not an alert
+    if (f[0] == "floor") {
+      // Each judged series' detection floor at its newest run: at least the 1% floor, and what
+      // its noise lets it show.
+      ++floors;
+      EXPECT_GE(std::stod(f[7]), 1.0 - 1e-9) << line;
+      EXPECT_NE(f[15].find("detection floor"), std::string::npos) << line;
+      continue;
+    }
     Alert a;
     a.kind = f[0];
     if (f[0] == "environment_event") ADD_FAILURE() << "no machine-wide shift was planted: " << line;
@@ -487,6 +496,7 @@ TEST(Regressions, YearOfSyntheticNightliesThroughTheStoreMeetsTheBars) {
     a.note = f[15];
     alerts.at(index.at(f[2] + "/" + f[3])).push_back(a);
   }
+  EXPECT_GT(floors, static_cast<int>(all.size()) / 2);  // most series are judged at the end
   const synthetic::Score sc = synthetic::score(all, alerts);
   std::printf("through the store: %s\n", sc.str().c_str());
   sc.expect_bars(all.size());
@@ -531,10 +541,16 @@ TEST(Regressions, PmuInstructionCountsAreASeriesOfTheirOwn) {
       << r.out;
   EXPECT_NE(r.out.find(",10,10,1,"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find(",instructions,"), std::string::npos) << r.out;  // nothing simulated
-  // The header, the step, and its series not judged at run 12 (a new level: 3 of the 4 runs
-  // a count's level needs, its whole baseline).
-  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 3) << r.out;
-  EXPECT_NE(r.out.find("not judged (a new level: 3 of 4 runs)"), std::string::npos) << r.out;
+  // The header, the step, its series not judged at run 12 (a new level: 3 of the 3 runs a
+  // count's level needs, its whole baseline; run 13 is judged), and the detection floor of each
+  // of the 4 series (2 times, 2 counts).
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 7) << r.out;
+  size_t floors = 0;
+  for (size_t at = r.out.find("\nfloor,"); at != std::string::npos;
+       at = r.out.find("\nfloor,", at + 1))
+    ++floors;
+  EXPECT_EQ(floors, 4u) << r.out;
+  EXPECT_NE(r.out.find("not judged (a new level: 3 of 3 runs at it)"), std::string::npos) << r.out;
   fs::remove_all(dir);
 }
 
@@ -566,7 +582,7 @@ TEST(Regressions, StepsStatusChangesAndNewMachinesAreToldApart) {
   EXPECT_EQ(r.status, 1);
   // The level found at runs 13-14 is the baseline of the runs right after it: not yet judged.
   EXPECT_NE(r.out.find("not_judged,small,sin_cos,codegen,performance,time/eager,,,,,15,15,0,,,"
-                       "not judged (a new level: 3 of 5 runs)"),
+                       "not judged (a new level: 3 of 4 runs at it)"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("status,small,mlp,codegen,accuracy,,,,,,15,15,1,,,pass -> fail_accuracy"),
@@ -580,17 +596,18 @@ TEST(Regressions, StepsStatusChangesAndNewMachinesAreToldApart) {
   EXPECT_EQ(r.out.find("regression,"), std::string::npos) << r.out;
   // On the new CPU nothing is judged until it has a baseline of its own: said, not silent.
   EXPECT_NE(r.out.find("not_judged,small,sin_cos,codegen,performance,time/eager,,,,,17,17,0,,,"
-                       "not judged (1 of 9 runs)"),
+                       "not judged (1 of 8 baseline runs)"),
             std::string::npos)
       << r.out;
   r = run_crucible("regressions --run 14" + opt);
   EXPECT_EQ(r.out.find("not_judged"), std::string::npos) << r.out;  // 13 runs before it
+  EXPECT_EQ(r.out.find("floor,"), std::string::npos) << r.out;      // floors: with --all
   r = run_crucible("regressions --all" + opt);
   EXPECT_EQ(r.status, 1);
   // The header, the step, the status change, the new CPU noted once per timed series (4), and
-  // each timed series not judged at its newest run (4 of 9 runs on the new CPU).
+  // each timed series not judged at its newest run (4 of 8 baseline runs on the new CPU).
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 11) << r.out;
-  EXPECT_NE(r.out.find(",20,20,0,,,not judged (4 of 9 runs)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(",20,20,0,,,not judged (4 of 8 baseline runs)"), std::string::npos) << r.out;
   // The console table fits 120 columns, the note on a line of its own; --wide has everything.
   for (const std::string cmd : {"regressions --all --db ", "compare 12 13 --db "}) {
     r = run_crucible(cmd + db.string());

@@ -149,6 +149,16 @@ class SeriesJudge {
     return std::move(out_);
   }
 
+  // The smallest step the series can show now: a change over 3 runs, each past max(floor,
+  // k x noise / sqrt 3), on a full baseline; NaN while the baseline is short.
+  double detection_floor() const {
+    if (segment_.size() < static_cast<size_t>(o_.min_baseline) || base_.empty())
+      return std::nan("");
+    return rel(std::max(floor_at(o_, base_level()), o_.k * noise() / std::sqrt(3.0)));
+  }
+
+  double current_noise() const { return segment_.empty() ? std::nan("") : rel(noise()); }
+
  private:
   void unjudged(size_t i, std::string why) {
     if (not_judged_ != nullptr) (*not_judged_)[i] = std::move(why);
@@ -208,16 +218,18 @@ class SeriesJudge {
     const bool short_baseline = segment_.size() < min_baseline || base_.size() < min_level_runs();
     if ((short_baseline || recent_.empty()) && step_at_newest_base_run(i, short_baseline)) return;
     if (short_baseline) {
+      // "k of n": this run is the k-th of the n a baseline needs; the run after the n-th is
+      // judged.
       if (segment_.size() < min_baseline) {
-        unjudged(i,
-                 fmt::format("not judged ({} of {} runs)", segment_.size() + 1, min_baseline + 1));
+        unjudged(i, fmt::format("not judged ({} of {} baseline runs)", segment_.size() + 1,
+                                min_baseline));
       } else if (broken_ != 0) {
         unjudged(i, fmt::format("not judged (a new level after the machine-wide shift at run {}: "
-                                "{} of {} runs)",
-                                broken_, base_.size() + 1, min_level_runs() + 1));
+                                "{} of {} runs at it)",
+                                broken_, base_.size() + 1, min_level_runs()));
       } else {
-        unjudged(i, fmt::format("not judged (a new level: {} of {} runs)", base_.size() + 1,
-                                min_level_runs() + 1));
+        unjudged(i, fmt::format("not judged (a new level: {} of {} runs at it)", base_.size() + 1,
+                                min_level_runs()));
       }
       base_.push_back(i);
       segment_.push_back(i);
@@ -319,7 +331,7 @@ class SeriesJudge {
         detail::step_at_newest_run(s_, before, p, i, sigma, short_baseline, o_);
     if (!step) return false;
     if (step->kind == "absorbed") {
-      unjudged(i, fmt::format("not judged (a new level: 2 of {} runs)", min_level_runs() + 1));
+      unjudged(i, fmt::format("not judged (a new level: 2 of {} runs at it)", min_level_runs()));
     }
     out_.push_back(std::move(*step));
     base_ = {p, i};
@@ -483,8 +495,11 @@ class SeriesJudge {
 }  // namespace
 
 std::vector<Alert> detect_changes(const std::vector<SeriesPoint>& s, const DetectorOptions& o,
-                                  std::vector<std::string>* not_judged) {
-  return SeriesJudge(s, o, not_judged).run();
+                                  std::vector<std::string>* not_judged, DetectionFloor* floor) {
+  SeriesJudge judge(s, o, not_judged);
+  std::vector<Alert> alerts = judge.run();
+  if (floor != nullptr) *floor = {judge.detection_floor(), judge.current_noise()};
+  return alerts;
 }
 
 }  // namespace crucible::reports

@@ -325,10 +325,10 @@ namespace {
 
 std::vector<Alert> judge_points(const std::vector<SeriesPoint>& points, DetectorOptions d,
                                 double prior, std::vector<int64_t> breaks,
-                                std::vector<std::string>* not_judged) {
+                                std::vector<std::string>* not_judged, DetectionFloor* floor) {
   d.prior_noise = std::max(d.prior_noise, prior);
   d.level_breaks = std::move(breaks);
-  return detect_changes(points, d, not_judged);
+  return detect_changes(points, d, not_judged, floor);
 }
 
 // A series on its own measure (`points`: its points with the runs' spreads): a time with its
@@ -336,13 +336,13 @@ std::vector<Alert> judge_points(const std::vector<SeriesPoint>& points, Detector
 // (contention adds no instructions to a call).
 std::vector<Alert> judge_own(const HistorySeries& s, const std::vector<SeriesPoint>& points,
                              const HistoryOptions& o, std::vector<int64_t> breaks,
-                             std::vector<std::string>* not_judged) {
+                             std::vector<std::string>* not_judged, DetectionFloor* floor) {
   if (s.measure == "time") {
-    return judge_points(points, o.detector, s.prior_noise, std::move(breaks), not_judged);
+    return judge_points(points, o.detector, s.prior_noise, std::move(breaks), not_judged, floor);
   }
   std::vector<SeriesPoint> counted = s.points;
   for (SeriesPoint& p : counted) p.noisy = false;
-  return judge_points(counted, o.instructions, 0, {}, not_judged);
+  return judge_points(counted, o.instructions, 0, {}, not_judged, floor);
 }
 
 // Two alerts one run apart or less, across series (by the history's run ranks).
@@ -512,7 +512,9 @@ HistoryVerdict judge_history(const std::vector<HistorySeries>& all, const Histor
   const std::map<int64_t, double> machine = set_run_spreads(times);
   std::vector<std::vector<Alert>> abs(n);
   std::vector<std::vector<std::string>> abs_nj(n);
-  for (size_t i = 0; i < n; ++i) abs[i] = judge_own(all[i], own[i], o, {}, &abs_nj[i]);
+  std::vector<DetectionFloor> abs_floor(n), rat_floor(n);
+  for (size_t i = 0; i < n; ++i)
+    abs[i] = judge_own(all[i], own[i], o, {}, &abs_nj[i], &abs_floor[i]);
   HistoryVerdict v;
   v.events = find_environment_events(all, abs, abs_nj, o);
   std::vector<std::vector<int64_t>> breaks(n);
@@ -520,7 +522,8 @@ HistoryVerdict judge_history(const std::vector<HistorySeries>& all, const Histor
     for (size_t i : ev.series) breaks[i].push_back(ev.run_id);
   }
   for (size_t i = 0; i < n; ++i) {
-    if (!breaks[i].empty()) abs[i] = judge_own(all[i], own[i], o, breaks[i], &abs_nj[i]);
+    if (!breaks[i].empty())
+      abs[i] = judge_own(all[i], own[i], o, breaks[i], &abs_nj[i], &abs_floor[i]);
   }
   // Ratios: the primary series wherever a reference ran beside the backend. A calibrated noise
   // of the backend's time stays a floor for its ratio: calibration is how an owner says a series
@@ -540,7 +543,8 @@ HistoryVerdict judge_history(const std::vector<HistorySeries>& all, const Histor
   std::vector<std::vector<std::string>> rat_nj(n);
   for (size_t i = 0; i < n; ++i) {
     if (!ratio[i].empty())
-      rat[i] = judge_points(ratio[i], o.detector, all[i].prior_noise, {}, &rat_nj[i]);
+      rat[i] =
+          judge_points(ratio[i], o.detector, all[i].prior_noise, {}, &rat_nj[i], &rat_floor[i]);
   }
   const std::map<int64_t, int> rank = run_ranks(all);
   hold_changes_at_events(v.events, all, ratio, rat, rank);
@@ -552,8 +556,10 @@ HistoryVerdict judge_history(const std::vector<HistorySeries>& all, const Histor
     if (!ratio[i].empty()) {
       out = paired_verdict(all[i].points, ratio[i], rat[i], at.drop[i], rat_nj[i], abs[i],
                            abs_nj[i], o.reference);
+      out.floor = rat_floor[i];
     } else {
       out.measure = all[i].measure;
+      out.floor = abs_floor[i];
       out.not_judged = abs_nj[i];
       // The reference's own time: said where a paired ratio moved with it, or nothing paired
       // with it ran then; otherwise every backend of the model moved with it (the machine).

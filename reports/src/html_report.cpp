@@ -260,7 +260,8 @@ std::string regressions_body(Store& store, const HtmlReportOptions& opts, const 
                kBackend = column("backend"), kMeasure = column("measure"),
                kChange = column("change_pct"), kRunCol = column("run"),
                kConfirmed = column("confirmed_by"), kCommits = column("commits"),
-               kKernels = column("kernels"), kNote = column("note");
+               kKernels = column("kernels"), kNote = column("note"),
+               kThreshold = column("threshold_pct"), kNoise = column("noise_pct");
   std::string rb =
       "<p>What the change detector found in the history. Each backend is judged by its time over "
       "eager's in the same run (a machine-wide shift cancels there); a regression holds on 2 or 3 "
@@ -273,6 +274,7 @@ std::string regressions_body(Store& store, const HtmlReportOptions& opts, const 
       "<th>reproduce</th><th>find the commit</th></tr>\n";
   int listed = 0;
   std::map<std::string, int> not_judged;  // why -> series
+  std::string floors;                     // each judged series' detection floor
   for (auto a = alerts.rows.rbegin(); a != alerts.rows.rend(); ++a) {
     const auto& r = *a;  // newest first
     const std::string kind = text(r[kKind]), suite = text(r[kSuite]), model = text(r[kModel]),
@@ -287,7 +289,16 @@ std::string regressions_body(Store& store, const HtmlReportOptions& opts, const 
                                                           : "too few runs of their environment";
       ++not_judged[kind_of_why];
     }
-    if (kind == "environment" || kind == "suspicious" || kind == "not_judged") continue;
+    if (kind == "floor") {
+      floors += fmt::format(
+          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=n>{:.1f}%</td>"
+          "<td class=n>{:.2f}%</td></tr>\n",
+          html_escape(suite), html_escape(model), html_escape(backend),
+          html_escape(text(r[kMeasure])), std::get<double>(r[kThreshold]),
+          std::get<double>(r[kNoise]));
+    }
+    if (kind == "environment" || kind == "suspicious" || kind == "not_judged" || kind == "floor")
+      continue;
     const int64_t run = std::get<int64_t>(r[kRunCol]);
     std::string repro =
         fmt::format("crucible compare {} {} --db {}", run - 1, text(r[kConfirmed]), opts.db_name);
@@ -348,6 +359,14 @@ std::string regressions_body(Store& store, const HtmlReportOptions& opts, const 
   for (const auto& [why, n] : not_judged) {
     rb += fmt::format("<p class=\"notjudged\">{} series not judged at their newest run: {}.</p>\n",
                       n, why);
+  }
+  if (!floors.empty()) {
+    rb +=
+        "<h2>Detection floors</h2>\n<p>The smallest step each judged series can show now: a "
+        "change over 3 runs past max(1%, 4 x its run-to-run noise / sqrt 3).</p>\n"
+        "<table class=\"floors\"><tr><th>suite</th><th>model</th><th>backend</th><th>measure</th>"
+        "<th>floor</th><th>noise</th></tr>\n" +
+        floors + "</table>\n";
   }
   return rb;
 }

@@ -15,8 +15,9 @@ int regressions_command(const std::vector<std::string>& args) {
   add_read_options(opts, r);
   opts.add_options()("run", po::value(&q.run),
                      "alerts confirmed by this run (default: the newest)")(
-      "all", po::bool_switch(&q.all), "every alert of the whole history")(
-      "suite", po::value(&q.suite), "only this suite")(
+      "all", po::bool_switch(&q.all),
+      "every alert of the whole history, and each judged series' detection floor (the "
+      "smallest step it can show)")("suite", po::value(&q.suite), "only this suite")(
       "model", po::value(&q.model), "only this model")("backend", po::value(&q.backend),
                                                        "only this backend")(
       "reference", po::value(&q.reference)->default_value("eager"),

@@ -73,12 +73,20 @@ struct Alert {
 // runs)" when it is far past the series' noise and the series' own move (see short-baseline rule
 // in detect.cpp), and an `absorbed` alert with its size, run and why otherwise.
 // With `not_judged`, also why each timed run was not judged ("" for one that was, or has no
-// timing): "not judged (k of n runs)" while the environment has fewer than opts.min_baseline runs
-// before it, "not judged (a new level: k of n runs)" right after a change or a level break,
+// timing): "not judged (k of n baseline runs)" while the environment has fewer than
+// n = opts.min_baseline runs before it (the run after the n-th is judged), "not judged (a new
+// level: k of m runs at it)" right after a change or a level break,
 // "not judged (too noisy: ...)" past opts.max_noise, or the noisy flag.
+// With `floor`, also the smallest step the series can show after its newest run (NaN while its
+// baseline is short) and the run-to-run noise it is judged against.
+struct DetectionFloor {
+  double step = std::nan("");   // relative: max(floor, k x noise / sqrt 3)
+  double noise = std::nan("");  // relative
+};
 std::vector<Alert> detect_changes(const std::vector<SeriesPoint>& series,
                                   const DetectorOptions& opts = {},
-                                  std::vector<std::string>* not_judged = nullptr);
+                                  std::vector<std::string>* not_judged = nullptr,
+                                  DetectionFloor* floor = nullptr);
 
 // Where the current level of `runs` (indices into `series`, in order, one environment) starts:
 // binary segmentation with an L1 cost, each split kept when every run after it is past the bar

@@ -57,6 +57,7 @@ struct SeriesVerdict {
   std::string measure;  // "time", or "time/<reference>" where the series is judged as a ratio
   std::vector<Alert> alerts;
   std::vector<std::string> not_judged;  // parallel to the series' points (see detect_changes)
+  DetectionFloor floor;                 // of the measure it is judged on, after its newest run
 };
 
 struct HistoryVerdict {
