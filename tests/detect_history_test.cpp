@@ -373,19 +373,26 @@ TEST(DetectHistory, AnInstructionCountStepIsFoundInOneRun) {
 
 TEST(DetectHistory, EachJudgedSeriesStatesItsDetectionFloor) {
   // A quiet series shows every step from the 1% floor; one whose samples spread 2% shows only
-  // steps past 4 x its noise / sqrt 3; a series still forming its baseline states none.
-  const auto floor_of = [](double own, int runs) {
+  // steps past 4 x its noise / sqrt 3; a ratio still forming its baseline states what its short
+  // baseline reports (from 2%, from 8% on fewer than 3 runs), a time alone none yet.
+  const auto floor_of = [](double own, int runs, const char* backend = "codegen") {
     auto h = nightlies(runs, 2, 0.0, own,
                        [](int, const std::string&, const std::string&) { return 1.0; });
     const HistoryVerdict v = judge_history(h, {});
-    return v.series[index_of(h, "m0", "codegen")].floor;
+    return v.series[index_of(h, "m0", backend)].floor;
   };
   const DetectionFloor quiet = floor_of(0.001, 12), noisy = floor_of(0.02, 12);
   EXPECT_NEAR(quiet.step, 0.01, 1e-9);
+  EXPECT_EQ(quiet.short_baseline, 0);
   EXPECT_GT(noisy.step, 0.012);
   EXPECT_LT(noisy.step, 0.05);
   EXPECT_NEAR(noisy.step, std::expm1(4 * std::log1p(noisy.noise) / std::sqrt(3.0)), 1e-9);
-  EXPECT_TRUE(std::isnan(floor_of(0.001, 5).step));
+  const DetectionFloor forming = floor_of(0.001, 5), first = floor_of(0.001, 2);
+  EXPECT_EQ(forming.short_baseline, 5);
+  EXPECT_NEAR(forming.step, 0.0201, 1e-4);  // 2x the floor
+  EXPECT_EQ(first.short_baseline, 2);
+  EXPECT_NEAR(first.step, 0.08, 1e-9);
+  EXPECT_TRUE(std::isnan(floor_of(0.001, 5, "eager").step));
 }
 
 TEST(DetectHistory, TooNoisyToJudgeIsSaid) {

@@ -604,9 +604,11 @@ TEST(Regressions, StepsStatusChangesAndNewMachinesAreToldApart) {
   EXPECT_EQ(r.out.find("floor,"), std::string::npos) << r.out;      // floors: with --all
   r = run_crucible("regressions --all" + opt);
   EXPECT_EQ(r.status, 1);
-  // The header, the step, the status change, the new CPU noted once per timed series (4), and
-  // each timed series not judged at its newest run (4 of 8 baseline runs on the new CPU).
-  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 11) << r.out;
+  // The header, the step, the status change, the new CPU noted once per timed series (4), each
+  // timed series not judged at its newest run (4 of 8 baseline runs on the new CPU), and the 2
+  // ratios' detection floors on their short baselines (eager's time alone has none yet).
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 13) << r.out;
+  EXPECT_NE(r.out.find("on a short baseline of 4 runs"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(",20,20,0,,,not judged (4 of 8 baseline runs)"), std::string::npos) << r.out;
   // The console table fits 120 columns, the note on a line of its own; --wide has everything.
   for (const std::string cmd : {"regressions --all --db ", "compare 12 13 --db "}) {
@@ -629,9 +631,15 @@ TEST(Regressions, StepsStatusChangesAndNewMachinesAreToldApart) {
       run_crucible("report --html " + (dir / "site").string() + " --since all --db " + db.string())
           .status,
       0);
-  EXPECT_NE(testing::read_all(dir / "site" / "regressions.html")
-                .find("4 series not judged at their newest run: too few runs of their environment"),
+  const std::string regressions_page = testing::read_all(dir / "site" / "regressions.html");
+  EXPECT_NE(regressions_page.find("4 series not judged at their newest run: too few runs of their "
+                                  "environment"),
             std::string::npos);
+  // ... and the smallest step each series can show now, the ratios on their short baselines.
+  EXPECT_NE(regressions_page.find("<h2>Detection floors</h2>"), std::string::npos);
+  EXPECT_NE(regressions_page.find("<td>time/eager</td><td class=n>2.0%</td>"), std::string::npos)
+      << regressions_page;
+  EXPECT_NE(regressions_page.find("<td>short baseline</td>"), std::string::npos);
   // The index opens with what the newest run confirmed; each model's charts mark its alerts.
   const std::string index = testing::read_all(dir / "site" / "index.html");
   EXPECT_NE(index.find("<div class=\"banner ok\">No regression confirmed by run 20. 4 series not "

@@ -149,15 +149,21 @@ class SeriesJudge {
     return std::move(out_);
   }
 
-  // The smallest step the series can show now: a change over 3 runs, each past max(floor,
-  // k x noise / sqrt 3), on a full baseline; NaN while the baseline is short.
-  double detection_floor() const {
-    if (segment_.size() < static_cast<size_t>(o_.min_baseline) || base_.empty())
-      return std::nan("");
-    return rel(std::max(floor_at(o_, base_level()), o_.k * noise() / std::sqrt(3.0)));
+  // The smallest step the series can show now: on a full baseline a change over 3 runs, each
+  // past max(floor, k x noise / sqrt 3); on a ratio's short baseline what the short rule reports
+  // (a time alone shows none until its baseline is full).
+  DetectionFloor detection_floor() const {
+    if (base_.empty()) return {};
+    if (segment_.size() >= static_cast<size_t>(o_.min_baseline) &&
+        base_.size() >= min_level_runs()) {
+      return {rel(std::max(floor_at(o_, base_level()), o_.k * noise() / std::sqrt(3.0))),
+              rel(noise()), 0};
+    }
+    if (!std::isfinite(s_[base_.back()].own_log)) return {};
+    const double sigma = short_noise(base_, s_.size());
+    return {rel(detail::short_baseline_bar(o_, base_level(), sigma, base_.size())), rel(sigma),
+            static_cast<int>(base_.size())};
   }
-
-  double current_noise() const { return segment_.empty() ? std::nan("") : rel(noise()); }
 
  private:
   void unjudged(size_t i, std::string why) {
@@ -179,6 +185,7 @@ class SeriesJudge {
 
   // A new environment: a new baseline, its noise and level measured afresh.
   void start_environment(size_t last, size_t i) {
+    if (recent_.empty()) note_last_short_run(last);
     for (size_t r : recent_) absorb(r);
     out_.push_back(
         {"environment", s_[i].run_id, s_[i].run_id, 1, 0, 0, 0, 1,
@@ -189,6 +196,32 @@ class SeriesJudge {
     segment_.clear();
     recent_.clear();
     level_checked_ = false;
+  }
+
+  // The last run of an environment whose baseline was still short, off its level past what a
+  // short baseline reports of one run: no later run of that environment can confirm it, so it
+  // is listed, not dropped. (On a full baseline a run off alone is already `suspicious`.)
+  void note_last_short_run(size_t last) {
+    if (base_.size() < 2 || base_.back() != last || !std::isfinite(s_[last].own_log)) return;
+    const std::vector<size_t> before(base_.begin(), base_.end() - 1);
+    std::vector<double> logs;
+    logs.reserve(before.size());
+    for (size_t b : before) logs.push_back(log_median(s_[b]));
+    const double level = median_of(logs);
+    const double d = log_median(s_[last]) - level;
+    const double sigma = short_noise(before, last + 1);
+    // One run's step over the baseline wobbles by sigma x sqrt(1 + 1/k), not sqrt(1/2 + 1/k).
+    const double nb = static_cast<double>(before.size());
+    const double bar = detail::short_baseline_bar(o_, level, sigma, before.size()) *
+                       std::sqrt((1 + 1 / nb) / (0.5 + 1 / nb));
+    if (std::abs(d) <= bar ||
+        mann_whitney_p(s_[last].samples, pooled(s_, {before.back()})) >= o_.alpha)
+      return;
+    out_.push_back({"absorbed", s_[last].run_id, s_[last].run_id, 1, rel(d), rel(bar), rel(sigma),
+                    1,
+                    fmt::format("absorbed into the baseline: {:+.1f}% at run {} (the last run "
+                                "of its environment: no later run can confirm it)",
+                                100 * rel(d), s_[last].run_id)});
   }
 
   // A machine-wide shift: a new level from run i; the noise carries on, it did not change.
@@ -298,6 +331,18 @@ class SeriesJudge {
     return 1.4826 * median_of(diff) / std::sqrt(2.0) * (n >= 3 ? 1 + 2.0 / n : 1.0);
   }
 
+  // A short baseline's stand-in noise over the level `level` (and the runs up to `to`, none
+  // across a step at `step`). Runs the harness flagged noisy count here: a baseline of a few runs
+  // cannot show a series' noise, and a series often disturbed is one whose few runs say least.
+  // Where its own runs give fewer than 3 differences, what every series moved at the level's
+  // last run stands in beside them.
+  double short_noise(const std::vector<size_t>& level, size_t to, size_t step = SIZE_MAX) const {
+    const size_t last = level.back();
+    return std::max(
+        {noise_of(s_, {last}, o_.prior_noise), noise_with_noisy_runs(level.front(), to, step),
+         diffs_behind(level.front(), to, step) < 3 ? s_[last].run_spread / std::sqrt(2.0) : 0.0});
+  }
+
   // How many differences that noise stands on.
   size_t diffs_behind(size_t from, size_t to, size_t step) const {
     return diffs_with_noisy_runs(from, to, step).size() + previous_diffs_.size();
@@ -315,15 +360,10 @@ class SeriesJudge {
     const std::vector<size_t> before(base_.begin(), base_.end() - 1);
     double sigma = noise();
     if (short_baseline) {
-      // Runs the harness flagged noisy count here: a baseline of a few runs cannot show a
-      // series' noise, and a series often disturbed is one whose few runs say least.
-      // Where the series' own runs give fewer than 3 differences, what every series moved at
-      // those runs stands in beside them.
-      const bool thin = diffs_behind(before.front(), i + 1, p) < 3;
-      sigma =
-          std::max({noise_of(s_, {before.back()}, o_.prior_noise), noise_of(s_, {p}, 0),
-                    noise_of(s_, {i}, 0), noise_with_noisy_runs(before.front(), i + 1, p),
-                    thin ? std::max(s_[p].run_spread, s_[i].run_spread) / std::sqrt(2.0) : 0.0});
+      sigma = std::max({short_noise(before, i + 1, p), noise_of(s_, {p}, 0), noise_of(s_, {i}, 0),
+                        diffs_behind(before.front(), i + 1, p) < 3
+                            ? std::max(s_[p].run_spread, s_[i].run_spread) / std::sqrt(2.0)
+                            : 0.0});
     } else if (o_.max_noise > 0 && sigma > std::log1p(o_.max_noise)) {
       return false;
     }
@@ -498,7 +538,7 @@ std::vector<Alert> detect_changes(const std::vector<SeriesPoint>& s, const Detec
                                   std::vector<std::string>* not_judged, DetectionFloor* floor) {
   SeriesJudge judge(s, o, not_judged);
   std::vector<Alert> alerts = judge.run();
-  if (floor != nullptr) *floor = {judge.detection_floor(), judge.current_noise()};
+  if (floor != nullptr) *floor = judge.detection_floor();
   return alerts;
 }
 

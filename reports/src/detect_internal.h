@@ -29,6 +29,10 @@ std::vector<double> pooled(const std::vector<SeriesPoint>& s, const std::vector<
 // one over the level, whichever is larger.
 double floor_at(const DetectorOptions& o, double level);
 
+// The smallest step a short baseline of `runs` runs reports, for a stand-in noise `sigma` (log
+// units; detect_short_step.cpp).
+double short_baseline_bar(const DetectorOptions& o, double level, double sigma, size_t runs);
+
 // A step that starts at the newest baseline run `p` and holds at run `i` (detect_short_step.cpp):
 // judged by the full rule where the baseline `before` is full (`sigma` its noise), by the
 // short-baseline rule where it is short (`sigma` a stand-in noise). nullopt: no step.

@@ -47,6 +47,14 @@ std::string not_its_own(const SeriesPoint& before, const SeriesPoint& p, const S
 
 }  // namespace
 
+double short_baseline_bar(const DetectorOptions& o, double level, double sigma, size_t runs) {
+  const double nb = static_cast<double>(std::min<size_t>(std::max<size_t>(runs, 1), o.window));
+  // Fewer than 3 runs of baseline cannot show that a series is noisy (a store's first runs here
+  // moved a ratio 4% and kept it, on a series 2.8% noisy run to run): there from 8% on.
+  return std::max({2 * floor_at(o, level), kFound * sigma * std::sqrt(0.5 + 1 / nb),
+                   runs < 3 ? std::log1p(0.08) : 0.0});
+}
+
 std::optional<Alert> step_at_newest_run(const std::vector<SeriesPoint>& s,
                                         const std::vector<size_t>& before, size_t p, size_t i,
                                         double sigma, bool short_baseline,
@@ -86,10 +94,7 @@ std::optional<Alert> step_at_newest_run(const std::vector<SeriesPoint>& s,
           pv,
           "2 runs at the new level"};
   if (!short_baseline) return a;
-  // Fewer than 3 runs of baseline cannot show that a series is noisy (a store's first runs here
-  // moved a ratio 4% and kept it, on a series 2.8% noisy run to run): there a step is reported
-  // from 8% on.
-  const double report = std::max({2 * floor, thr, before.size() < 3 ? std::log1p(0.08) : 0.0});
+  const double report = short_baseline_bar(o, level, sigma, before.size());
   std::string why = not_its_own(s[before.back()], s[p], s[i], step);
   if (why.empty() && std::abs(step) < report) {
     why = fmt::format("below the {:.1f}% a baseline of {} runs reports", 100 * rel(report),

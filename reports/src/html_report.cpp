@@ -292,10 +292,12 @@ std::string regressions_body(Store& store, const HtmlReportOptions& opts, const 
     if (kind == "floor") {
       floors += fmt::format(
           "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=n>{:.1f}%</td>"
-          "<td class=n>{:.2f}%</td></tr>\n",
+          "<td class=n>{:.2f}%</td><td>{}</td></tr>\n",
           html_escape(suite), html_escape(model), html_escape(backend),
           html_escape(text(r[kMeasure])), std::get<double>(r[kThreshold]),
-          std::get<double>(r[kNoise]));
+          std::get<double>(r[kNoise]),
+          text(r[kNote]).find("short baseline") != std::string::npos ? "short baseline"
+                                                                     : "full baseline");
     }
     if (kind == "environment" || kind == "suspicious" || kind == "not_judged" || kind == "floor")
       continue;
@@ -362,10 +364,12 @@ std::string regressions_body(Store& store, const HtmlReportOptions& opts, const 
   }
   if (!floors.empty()) {
     rb +=
-        "<h2>Detection floors</h2>\n<p>The smallest step each judged series can show now: a "
-        "change over 3 runs past max(1%, 4 x its run-to-run noise / sqrt 3).</p>\n"
+        "<h2>Detection floors</h2>\n<p>The smallest step each series can show now: on a full "
+        "baseline a change over 3 runs past max(1%, 4 x its run-to-run noise / sqrt 3); on a "
+        "ratio's short baseline what the short-baseline rule reports (from 2%, from 8% on fewer "
+        "than 3 runs).</p>\n"
         "<table class=\"floors\"><tr><th>suite</th><th>model</th><th>backend</th><th>measure</th>"
-        "<th>floor</th><th>noise</th></tr>\n" +
+        "<th>floor</th><th>noise</th><th>on</th></tr>\n" +
         floors + "</table>\n";
   }
   return rb;

@@ -182,12 +182,16 @@ Table Store::regressions(const RegressionQuery& q) {
     // With --all, the smallest step each judged series can show now (its detection floor).
     if (q.all && std::isfinite(sv.floor.step)) {
       const int64_t newest_run = s.points.back().run_id;
-      t.rows.push_back({std::string("floor"), s.key.suite, s.key.model, s.key.backend, s.key.mode,
-                        sv.measure, Cell{}, Cell{100 * sv.floor.step}, Cell{100 * sv.floor.noise},
-                        Cell{}, newest_run, newest_run, int64_t{0}, std::string(), std::string(),
-                        fmt::format("detection floor {:.1f}%: the smallest step this series can "
-                                    "show (run-to-run noise {:.2f}%)",
-                                    100 * sv.floor.step, 100 * sv.floor.noise)});
+      t.rows.push_back(
+          {std::string("floor"), s.key.suite, s.key.model, s.key.backend, s.key.mode, sv.measure,
+           Cell{}, Cell{100 * sv.floor.step}, Cell{100 * sv.floor.noise}, Cell{}, newest_run,
+           newest_run, int64_t{0}, std::string(), std::string(),
+           fmt::format("detection floor {:.1f}%: the smallest step this series can "
+                       "show (run-to-run noise {:.2f}%{})",
+                       100 * sv.floor.step, 100 * sv.floor.noise,
+                       sv.floor.short_baseline > 0 ? fmt::format(", on a short baseline of {} runs",
+                                                                 sv.floor.short_baseline)
+                                                   : "")});
     }
     // Silence is not "no change" where nothing was judged: the run asked about (with --all, the
     // series' newest) is listed when its timing was not judged, and why.

@@ -77,11 +77,12 @@ struct Alert {
 // n = opts.min_baseline runs before it (the run after the n-th is judged), "not judged (a new
 // level: k of m runs at it)" right after a change or a level break,
 // "not judged (too noisy: ...)" past opts.max_noise, or the noisy flag.
-// With `floor`, also the smallest step the series can show after its newest run (NaN while its
-// baseline is short) and the run-to-run noise it is judged against.
+// With `floor`, also the smallest step the series can show after its newest run and the
+// run-to-run noise it is judged against (NaN: a time alone still forming its baseline).
 struct DetectionFloor {
-  double step = std::nan("");   // relative: max(floor, k x noise / sqrt 3)
+  double step = std::nan("");   // relative: max(floor, k x noise / sqrt 3) on a full baseline
   double noise = std::nan("");  // relative
+  int short_baseline = 0;       // the runs of a short baseline it holds for (0: a full one)
 };
 std::vector<Alert> detect_changes(const std::vector<SeriesPoint>& series,
                                   const DetectorOptions& opts = {},
