@@ -160,7 +160,7 @@ class SeriesJudge {
               rel(noise()), 0};
     }
     if (!std::isfinite(s_[base_.back()].own_log)) return {};
-    const double sigma = short_noise(base_, s_.size());
+    const double sigma = short_noise(base_, s_.size(), SIZE_MAX, s_[base_.back()].run_spread);
     return {rel(detail::short_baseline_bar(o_, base_level(), sigma, base_.size())), rel(sigma),
             static_cast<int>(base_.size())};
   }
@@ -204,12 +204,9 @@ class SeriesJudge {
   void note_last_short_run(size_t last) {
     if (base_.size() < 2 || base_.back() != last || !std::isfinite(s_[last].own_log)) return;
     const std::vector<size_t> before(base_.begin(), base_.end() - 1);
-    std::vector<double> logs;
-    logs.reserve(before.size());
-    for (size_t b : before) logs.push_back(log_median(s_[b]));
-    const double level = median_of(logs);
+    const double level = detail::window_level(s_, before, o_.window);
     const double d = log_median(s_[last]) - level;
-    const double sigma = short_noise(before, last + 1);
+    const double sigma = short_noise(before, last + 1, SIZE_MAX, s_[before.back()].run_spread);
     // One run's step over the baseline wobbles by sigma x sqrt(1 + 1/k), not sqrt(1/2 + 1/k).
     const double nb = static_cast<double>(before.size());
     const double bar = detail::short_baseline_bar(o_, level, sigma, before.size()) *
@@ -307,9 +304,8 @@ class SeriesJudge {
     base_.erase(base_.begin(), base_.begin() + static_cast<std::ptrdiff_t>(from));
   }
 
-  // The run-to-run noise (log units) of this environment's timed runs in [from, to), noisy ones
-  // too, as noise_of measures it: differences of consecutive runs, none across a step at `step`,
-  // widened for a few. 0: no difference.
+  // The differences of consecutive timed runs of this environment (noisy ones too) in
+  // [from, to), none across a step at `step`.
   std::vector<double> diffs_with_noisy_runs(size_t from, size_t to, size_t step) const {
     std::vector<double> diff;
     for (size_t k = 1; k < timed_.size(); ++k) {
@@ -320,32 +316,23 @@ class SeriesJudge {
     return diff;
   }
 
-  // ... with the previous environment's differences pooled in (how noisy the series was there
-  // is evidence of how noisy it is, where a few runs here cannot show it), as noise_of measures
-  // it, widened for a few from 3 on.
-  double noise_with_noisy_runs(size_t from, size_t to, size_t step) const {
-    std::vector<double> diff = diffs_with_noisy_runs(from, to, step);
+  // A short baseline's stand-in noise (log units) over the level `level` and its runs up to
+  // `to`, as noise_of measures it (differences widened for a few from 3 on), none across a step
+  // at `step`. Runs the harness flagged noisy count here, and the previous environment's
+  // differences are pooled in: a baseline of a few runs cannot show a series' noise, and how
+  // noisy it was there or how often disturbed is evidence. With fewer than 3 differences,
+  // `spread` (what every series moved at those runs) stands in beside them; never below the
+  // level's newest run's sampling error.
+  double short_noise(const std::vector<size_t>& level, size_t to, size_t step,
+                     double spread) const {
+    std::vector<double> diff = diffs_with_noisy_runs(level.front(), to, step);
     diff.insert(diff.end(), previous_diffs_.begin(), previous_diffs_.end());
-    if (diff.empty()) return 0;
     const double n = static_cast<double>(diff.size());
-    return 1.4826 * median_of(diff) / std::sqrt(2.0) * (n >= 3 ? 1 + 2.0 / n : 1.0);
-  }
-
-  // A short baseline's stand-in noise over the level `level` (and the runs up to `to`, none
-  // across a step at `step`). Runs the harness flagged noisy count here: a baseline of a few runs
-  // cannot show a series' noise, and a series often disturbed is one whose few runs say least.
-  // Where its own runs give fewer than 3 differences, what every series moved at the level's
-  // last run stands in beside them.
-  double short_noise(const std::vector<size_t>& level, size_t to, size_t step = SIZE_MAX) const {
-    const size_t last = level.back();
-    return std::max(
-        {noise_of(s_, {last}, o_.prior_noise), noise_with_noisy_runs(level.front(), to, step),
-         diffs_behind(level.front(), to, step) < 3 ? s_[last].run_spread / std::sqrt(2.0) : 0.0});
-  }
-
-  // How many differences that noise stands on.
-  size_t diffs_behind(size_t from, size_t to, size_t step) const {
-    return diffs_with_noisy_runs(from, to, step).size() + previous_diffs_.size();
+    const double run_to_run =
+        diff.empty() ? 0.0
+                     : 1.4826 * median_of(diff) / std::sqrt(2.0) * (n >= 3 ? 1 + 2.0 / n : 1.0);
+    return std::max({noise_of(s_, {level.back()}, o_.prior_noise), run_to_run,
+                     diff.size() < 3 ? spread / std::sqrt(2.0) : 0.0});
   }
 
   // A step that starts at the newest baseline run and holds at run i: on a short baseline (with
@@ -360,10 +347,10 @@ class SeriesJudge {
     const std::vector<size_t> before(base_.begin(), base_.end() - 1);
     double sigma = noise();
     if (short_baseline) {
-      sigma = std::max({short_noise(before, i + 1, p), noise_of(s_, {p}, 0), noise_of(s_, {i}, 0),
-                        diffs_behind(before.front(), i + 1, p) < 3
-                            ? std::max(s_[p].run_spread, s_[i].run_spread) / std::sqrt(2.0)
-                            : 0.0});
+      const double spread =
+          std::max({s_[before.back()].run_spread, s_[p].run_spread, s_[i].run_spread});
+      sigma = std::max(
+          {short_noise(before, i + 1, p, spread), noise_of(s_, {p}, 0), noise_of(s_, {i}, 0)});
     } else if (o_.max_noise > 0 && sigma > std::log1p(o_.max_noise)) {
       return false;
     }
@@ -382,13 +369,7 @@ class SeriesJudge {
   // A persistent change: the newest 2 runs, or 3 of the runs since the baseline with the newest
   // among them (a disturbed run between them may be skipped), all past the bar on one side.
   // The level of the baseline: the median log level of its newest o.window runs.
-  double base_level() const {
-    std::vector<double> logs;
-    logs.reserve(std::min<size_t>(base_.size(), o_.window));
-    for (size_t k = base_.size() - std::min<size_t>(base_.size(), o_.window); k < base_.size(); ++k)
-      logs.push_back(log_median(s_[base_[k]]));
-    return median_of(logs);
-  }
+  double base_level() const { return detail::window_level(s_, base_, o_.window); }
 
   // The windows of recent runs a change may be confirmed by: 3 of them with the newest (a
   // disturbed run between may be skipped), the newest 2 (two disturbed runs a run apart are no

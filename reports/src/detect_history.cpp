@@ -169,36 +169,78 @@ void set_aside_disturbed_runs(const std::vector<HistorySeries>& all,
   }
 }
 
-std::map<int64_t, double> set_run_spreads(std::vector<std::vector<SeriesPoint>*> series) {
-  std::map<int64_t, std::vector<double>> moves;
+namespace {
+
+// Every series' move at each run, by run id: its log level less that of its previous run with
+// samples in the same environment (runs set aside as noisy count: how far the machine bent a
+// series is what they show).
+using RunMoves = std::map<int64_t, std::vector<double>>;
+
+RunMoves moves_at_runs(const std::vector<const std::vector<SeriesPoint>*>& series) {
+  RunMoves moves;
   for (const std::vector<SeriesPoint>* s : series) {
     const SeriesPoint* last = nullptr;
     for (const SeriesPoint& p : *s) {
-      // Runs set aside as noisy count: how far the machine bent a series is what they show.
       if (p.samples.empty()) continue;
       if (last != nullptr && last->fingerprint == p.fingerprint)
         moves[p.run_id].push_back(log_median(p) - log_median(*last));
       last = &p;
     }
   }
-  std::map<int64_t, double> spread, level;
+  return moves;
+}
+
+// Runs where at least 4 series moved: few series say nothing of the machine.
+constexpr size_t kMinMovers = 4;
+
+// Step 1c. The machine's level by run: the running sum of every time's median move.
+std::map<int64_t, double> machine_level(const RunMoves& moves) {
+  std::map<int64_t, double> level;
   double at = 0;
   for (const auto& [run, m] : moves) {
-    if (m.size() < 4) continue;
-    std::vector<double> size;
-    for (double v : m) size.push_back(std::abs(v));
-    spread[run] = 1.4826 * median_of(size);
+    if (m.size() < kMinMovers) continue;
     at += median_of(m);
     level[run] = at;
   }
-  for (std::vector<SeriesPoint>* s : series) {
-    for (SeriesPoint& p : *s) {
-      const auto m = spread.find(p.run_id);
-      p.run_spread = m != spread.end() ? m->second : 0;
-    }
-  }
   return level;
 }
+
+std::vector<double> sizes(const std::vector<double>& moves) {
+  std::vector<double> out;
+  out.reserve(moves.size());
+  for (double v : moves) out.push_back(std::abs(v));
+  return out;
+}
+
+// Step 1d. Each ratio point's run_spread: 1.4826 x the median |move| of every ratio at its run
+// (0 where fewer than 4 moved), and its machine_log from the times' level.
+void mark_ratio_runs(std::vector<std::vector<SeriesPoint>>& ratio, const RunMoves& moves,
+                     const std::map<int64_t, double>& machine) {
+  for (std::vector<SeriesPoint>& r : ratio) {
+    for (SeriesPoint& p : r) {
+      const auto m = moves.find(p.run_id);
+      p.run_spread = m != moves.end() && m->second.size() >= kMinMovers
+                         ? 1.4826 * median_of(sizes(m->second))
+                         : 0;
+      // The machine's level before any move was seen is the first one's base: 0.
+      const auto l = machine.upper_bound(p.run_id);
+      p.machine_log = l == machine.begin() ? 0 : std::prev(l)->second;
+    }
+  }
+}
+
+// How far a run bent the ratios: the 75th percentile of every ratio's |move| there, 0 where
+// fewer than 4 moved. A shift bends some ratios and leaves others, so the median would call half
+// of the bends "beyond".
+double bend_at(const RunMoves& moves, int64_t run) {
+  const auto m = moves.find(run);
+  if (m == moves.end() || m->second.size() < kMinMovers) return 0;
+  std::vector<double> size = sizes(m->second);
+  std::sort(size.begin(), size.end());
+  return size[(3 * size.size()) / 4];
+}
+
+}  // namespace
 
 namespace {
 
@@ -331,14 +373,13 @@ std::vector<Alert> judge_points(const std::vector<SeriesPoint>& points, Detector
   return detect_changes(points, d, not_judged, floor);
 }
 
-// A series on its own measure (`points`: its points with the runs' spreads): a time with its
-// calibrated noise and the events' level breaks; a count with the count options and no run noisy
-// (contention adds no instructions to a call).
-std::vector<Alert> judge_own(const HistorySeries& s, const std::vector<SeriesPoint>& points,
-                             const HistoryOptions& o, std::vector<int64_t> breaks,
-                             std::vector<std::string>* not_judged, DetectionFloor* floor) {
+// A series on its own measure: a time with its calibrated noise and the events' level breaks; a
+// count with the count options and no run noisy (contention adds no instructions to a call).
+std::vector<Alert> judge_own(const HistorySeries& s, const HistoryOptions& o,
+                             std::vector<int64_t> breaks, std::vector<std::string>* not_judged,
+                             DetectionFloor* floor) {
   if (s.measure == "time") {
-    return judge_points(points, o.detector, s.prior_noise, std::move(breaks), not_judged, floor);
+    return judge_points(s.points, o.detector, s.prior_noise, std::move(breaks), not_judged, floor);
   }
   std::vector<SeriesPoint> counted = s.points;
   for (SeriesPoint& p : counted) p.noisy = false;
@@ -402,33 +443,13 @@ Attribution attribute_to_reference(const std::vector<std::vector<SeriesPoint>>& 
   return at;
 }
 
-// How far a run bent the ratios: the 75th percentile of every ratio's |move| at `run` against
-// its previous run with samples (disturbed ones too), 0 with fewer than 4. A shift bends some
-// ratios and leaves others, so the median would call half of the bends "beyond".
-double bend_at(const std::vector<std::vector<SeriesPoint>>& ratio, int64_t run) {
-  std::vector<double> moves;
-  for (const std::vector<SeriesPoint>& r : ratio) {
-    for (size_t k = 1; k < r.size(); ++k) {
-      if (r[k].run_id != run || r[k].samples.empty()) continue;
-      size_t j = k;
-      while (j > 0 && r[j - 1].samples.empty()) --j;
-      if (j > 0 && r[j - 1].fingerprint == r[k].fingerprint)
-        moves.push_back(std::abs(log_median(r[k]) - log_median(r[j - 1])));
-    }
-  }
-  if (moves.size() < 4) return 0;
-  std::sort(moves.begin(), moves.end());
-  return moves[(3 * moves.size()) / 4];
-}
-
 // Step 3b. A ratio change that starts at a machine-wide shift (its run, or up to 2 later with
 // no judged run of the ratio between) is the shift's, listed `with_event` with the event's size
 // beside its own, unless it is far past how much that run bent the ratios (3 x bend_at): a code
 // change that landed on the night the machine moved.
 void hold_changes_at_events(const std::vector<EnvironmentEvent>& events,
-                            const std::vector<HistorySeries>& all,
                             const std::vector<std::vector<SeriesPoint>>& ratio,
-                            std::vector<std::vector<Alert>>& rat,
+                            const RunMoves& moves, std::vector<std::vector<Alert>>& rat,
                             const std::map<int64_t, int>& rank) {
   for (size_t i = 0; i < rat.size(); ++i) {
     for (Alert& al : rat[i]) {
@@ -445,7 +466,7 @@ void hold_changes_at_events(const std::vector<EnvironmentEvent>& events,
       });
       if (ev == events.end()) continue;
       // How far that run bent the ratios: the shift's run, or the alert's if more.
-      const double spread = std::max(bend_at(ratio, ev->run_id), bend_at(ratio, al.run_id));
+      const double spread = std::max(bend_at(moves, ev->run_id), bend_at(moves, al.run_id));
       const double step = std::log1p(al.change);
       const bool beyond = spread > 0 && std::abs(step) > 3 * spread;
       const std::string beside = fmt::format(
@@ -503,18 +524,10 @@ HistoryVerdict judge_history(const std::vector<HistorySeries>& all, const Histor
   const size_t n = all.size();
   // Absolute times (and counts) first, to find the machine-wide shifts; then the times again
   // with their level breaks.
-  std::vector<std::vector<SeriesPoint>> own(n);
-  std::vector<std::vector<SeriesPoint>*> times, ratios;
-  for (size_t i = 0; i < n; ++i) {
-    own[i] = all[i].points;
-    if (all[i].measure == "time") times.push_back(&own[i]);
-  }
-  const std::map<int64_t, double> machine = set_run_spreads(times);
   std::vector<std::vector<Alert>> abs(n);
   std::vector<std::vector<std::string>> abs_nj(n);
   std::vector<DetectionFloor> abs_floor(n), rat_floor(n);
-  for (size_t i = 0; i < n; ++i)
-    abs[i] = judge_own(all[i], own[i], o, {}, &abs_nj[i], &abs_floor[i]);
+  for (size_t i = 0; i < n; ++i) abs[i] = judge_own(all[i], o, {}, &abs_nj[i], &abs_floor[i]);
   HistoryVerdict v;
   v.events = find_environment_events(all, abs, abs_nj, o);
   std::vector<std::vector<int64_t>> breaks(n);
@@ -522,23 +535,21 @@ HistoryVerdict judge_history(const std::vector<HistorySeries>& all, const Histor
     for (size_t i : ev.series) breaks[i].push_back(ev.run_id);
   }
   for (size_t i = 0; i < n; ++i) {
-    if (!breaks[i].empty())
-      abs[i] = judge_own(all[i], own[i], o, breaks[i], &abs_nj[i], &abs_floor[i]);
+    if (!breaks[i].empty()) abs[i] = judge_own(all[i], o, breaks[i], &abs_nj[i], &abs_floor[i]);
   }
   // Ratios: the primary series wherever a reference ran beside the backend. A calibrated noise
   // of the backend's time stays a floor for its ratio: calibration is how an owner says a series
   // is noisier than a few runs show.
   std::vector<std::vector<SeriesPoint>> ratio = pair_with_reference(all, o.reference);
   set_aside_disturbed_runs(all, ratio, o.reference, o.detector);
-  for (std::vector<SeriesPoint>& r : ratio) {
-    if (!r.empty()) ratios.push_back(&r);
-    for (SeriesPoint& p : r) {
-      // The machine's level before any move was seen is the first one's base: 0.
-      const auto m = machine.upper_bound(p.run_id);
-      p.machine_log = m == machine.begin() ? 0 : std::prev(m)->second;
-    }
+  // What the machine did at each run, from every time, and how far each run bent every ratio.
+  std::vector<const std::vector<SeriesPoint>*> times, ratios;
+  for (size_t i = 0; i < n; ++i) {
+    if (all[i].measure == "time") times.push_back(&all[i].points);
+    if (!ratio[i].empty()) ratios.push_back(&ratio[i]);
   }
-  set_run_spreads(ratios);
+  const RunMoves ratio_moves = moves_at_runs(ratios);
+  mark_ratio_runs(ratio, ratio_moves, machine_level(moves_at_runs(times)));
   std::vector<std::vector<Alert>> rat(n);
   std::vector<std::vector<std::string>> rat_nj(n);
   for (size_t i = 0; i < n; ++i) {
@@ -547,7 +558,7 @@ HistoryVerdict judge_history(const std::vector<HistorySeries>& all, const Histor
           judge_points(ratio[i], o.detector, all[i].prior_noise, {}, &rat_nj[i], &rat_floor[i]);
   }
   const std::map<int64_t, int> rank = run_ranks(all);
-  hold_changes_at_events(v.events, all, ratio, rat, rank);
+  hold_changes_at_events(v.events, ratio, ratio_moves, rat, rank);
   const std::vector<int> ref = reference_of(all, o.reference);
   const Attribution at = attribute_to_reference(ratio, rat, abs, ref, Nearness{rank});
   v.series.resize(n);

@@ -22,6 +22,9 @@ double noise_of(const std::vector<SeriesPoint>& s, const std::vector<size_t>& hi
 // exp(x) - 1: a log change as a relative one.
 double rel(double log_change);
 
+// The median log level of the newest `window` runs of `runs` (indices into `s`): a level.
+double window_level(const std::vector<SeriesPoint>& s, const std::vector<size_t>& runs, int window);
+
 // The samples of runs `idx` of `s`, pooled.
 std::vector<double> pooled(const std::vector<SeriesPoint>& s, const std::vector<size_t>& idx);
 

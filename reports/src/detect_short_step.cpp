@@ -17,15 +17,22 @@ namespace {
 // backend's own.
 constexpr double kFound = 3.5;
 
+// The standard error of a 2-run step over a baseline of `runs` runs, for a noise `sigma`: the
+// baseline's own error counts (one run of baseline wobbles as much as a run at the new level).
+double step_error(const DetectorOptions& o, double sigma, size_t runs) {
+  const double nb = static_cast<double>(std::min<size_t>(std::max<size_t>(runs, 1), o.window));
+  return sigma * std::sqrt(0.5 + 1 / nb);
+}
+
 // Why a step found on a short baseline is not the backend's own change ("" when it is). Only a
 // ratio can say. A ratio's move is its backend's move less the reference's; the machine bends a
 // ratio when it moves both sides unevenly (this VM's modes moved eager -50% and codegen -35% at
 // once), and such a bend is smaller than the reference's move; a move every series made at
 // once (the machine's level, from every time) cancels and says nothing. So beyond the machine's
 // move, the backend's own time must have moved the step's way by at least half of it, and the
-// reference by at most twice it. A time alone moves
-// with the machine (a store's first runs settle by tens of percent on every backend of a model),
-// which a short baseline cannot tell apart.
+// reference by at most twice it. A time alone moves with the machine (a store's first runs
+// settle by tens of percent on every backend of a model), which a short baseline cannot tell
+// apart.
 std::string not_its_own(const SeriesPoint& before, const SeriesPoint& p, const SeriesPoint& i,
                         double step) {
   if (!std::isfinite(before.own_log) || !std::isfinite(p.own_log) || !std::isfinite(i.own_log))
@@ -48,10 +55,9 @@ std::string not_its_own(const SeriesPoint& before, const SeriesPoint& p, const S
 }  // namespace
 
 double short_baseline_bar(const DetectorOptions& o, double level, double sigma, size_t runs) {
-  const double nb = static_cast<double>(std::min<size_t>(std::max<size_t>(runs, 1), o.window));
   // Fewer than 3 runs of baseline cannot show that a series is noisy (a store's first runs here
   // moved a ratio 4% and kept it, on a series 2.8% noisy run to run): there from 8% on.
-  return std::max({2 * floor_at(o, level), kFound * sigma * std::sqrt(0.5 + 1 / nb),
+  return std::max({2 * floor_at(o, level), kFound * step_error(o, sigma, runs),
                    runs < 3 ? std::log1p(0.08) : 0.0});
 }
 
@@ -60,17 +66,12 @@ std::optional<Alert> step_at_newest_run(const std::vector<SeriesPoint>& s,
                                         double sigma, bool short_baseline,
                                         const DetectorOptions& o) {
   if (before.empty()) return std::nullopt;
-  std::vector<double> logs;
-  for (size_t k = before.size() - std::min<size_t>(before.size(), o.window); k < before.size(); ++k)
-    logs.push_back(log_median(s[before[k]]));
-  const double level = median_of(logs);
+  const double level = window_level(s, before, o.window);
   const double floor = floor_at(o, level);
   const double dp = log_median(s[p]) - level, di = log_median(s[i]) - level;
   // The full rule: each run past k x noise / sqrt 2. A short baseline: the two runs' mean past
-  // kFound x its standard error, which counts the baseline's own error (one run of baseline
-  // wobbles as much as a run at the new level), and each run past the floor on that side.
-  const double nb = static_cast<double>(std::min<size_t>(before.size(), o.window));
-  const double thr = short_baseline ? std::max(floor, kFound * sigma * std::sqrt(0.5 + 1 / nb))
+  // kFound standard errors, and each run past the floor on that side.
+  const double thr = short_baseline ? std::max(floor, kFound * step_error(o, sigma, before.size()))
                                     : std::max(floor, o.k / std::sqrt(2.0) * sigma);
   const double each = short_baseline ? floor : thr;
   const double mean = (dp + di) / 2;

@@ -21,6 +21,15 @@ double log_median(const SeriesPoint& p) { return std::log(median_of(p.samples));
 
 double rel(double log_change) { return std::exp(log_change) - 1; }
 
+double window_level(const std::vector<SeriesPoint>& s, const std::vector<size_t>& runs,
+                    int window) {
+  const size_t n = std::min<size_t>(runs.size(), static_cast<size_t>(std::max(window, 0)));
+  std::vector<double> logs;
+  logs.reserve(n);
+  for (size_t k = runs.size() - n; k < runs.size(); ++k) logs.push_back(log_median(s[runs[k]]));
+  return median_of(logs);
+}
+
 std::vector<double> pooled(const std::vector<SeriesPoint>& s, const std::vector<size_t>& idx) {
   std::vector<double> out;
   for (size_t i : idx) out.insert(out.end(), s[i].samples.begin(), s[i].samples.end());

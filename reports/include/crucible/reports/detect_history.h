@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -80,13 +79,6 @@ std::vector<std::vector<SeriesPoint>> pair_with_reference(const std::vector<Hist
 void set_aside_disturbed_runs(const std::vector<HistorySeries>& all,
                               std::vector<std::vector<SeriesPoint>>& ratio,
                               const std::string& reference, const DetectorOptions& opts);
-
-// Step 1c. What the machine did at each run: every point's run_spread, from how far the series
-// of `series` moved at that run against their previous run with samples in the same environment
-// (runs flagged noisy too; 1.4826 x the median |move|, where at least 4 series moved; 0
-// elsewhere). The ratios' spread is how much a run bent ratios; the times' how much it moved
-// every time. Returns the running sum of the median signed move by run: the machine's level.
-std::map<int64_t, double> set_run_spreads(std::vector<std::vector<SeriesPoint>*> series);
 
 // Step 2. Machine-wide shifts, from each series' absolute alerts (parallel to `all`) and which of
 // its runs were judged.
