@@ -254,6 +254,47 @@ std::string audit_cell(const Point& p) {
 // regressions.html's body: the detector's verdicts over the whole history, newest first, each with
 // the commands that reproduce it and find its commit, the machine-wide shifts it set aside, and
 // how much was not judged.
+// Why a series was not judged, as the regressions page counts it.
+const char* not_judged_kind(const std::string& why) {
+  return why.find("noisy)") != std::string::npos         ? "their newest run flagged noisy"
+         : why.find("too noisy") != std::string::npos    ? "too much run-to-run noise"
+         : why.find("machine-wide") != std::string::npos ? "a new level after a machine-wide shift"
+         : why.find("a new level") != std::string::npos  ? "too few runs since a change of level"
+                                                         : "too few runs of their environment";
+}
+
+// From the last commit at the old level to the first at the new: git bisect over those, judged
+// by the run's status or, for a timing change, by the time over eager's. Not for a tree built
+// dirty (no commit to go back to), an unknown commit, eager's own time or a listed-only row.
+std::string bisect_command(const std::string& kind, const std::string& commits,
+                           const std::string& suite, const std::string& model,
+                           const std::string& backend, bool listed_only) {
+  const size_t dots = commits.find("..");
+  const std::string good = dots == std::string::npos ? "" : commits.substr(0, dots),
+                    bad = dots == std::string::npos ? "" : commits.substr(dots + 2);
+  const bool clean = commits.find("dirty") == std::string::npos && good != "?" && bad != "?";
+  if (!clean || good.empty() || bad.empty() || good == bad || listed_only ||
+      (kind != "status" && backend == "eager"))
+    return "";
+  return fmt::format(
+      "crucible bisect --good {} --bad {}{} -- --suite {} --only {} "
+      "--backends {} --mode {}",
+      good, bad, kind == "status" ? "" : " --judge ratio", suite, model, backend,
+      kind == "status" ? "accuracy" : "performance");
+}
+
+// The regressions page's table of detection floors, around its rows.
+std::string floors_section(const std::string& rows) {
+  if (rows.empty()) return "";
+  return "<h2>Detection floors</h2>\n<p>The smallest step each series can show now: on a full "
+         "baseline a change over 3 runs past max(1%, 4 x its run-to-run noise / sqrt 3); on a "
+         "ratio's short baseline what the short-baseline rule reports (from 2%, from 8% on fewer "
+         "than 3 runs).</p>\n"
+         "<table class=\"floors\"><tr><th>suite</th><th>model</th><th>backend</th><th>measure</th>"
+         "<th>floor</th><th>noise</th><th>on</th></tr>\n" +
+         rows + "</table>\n";
+}
+
 std::string regressions_body(Store& store, const HtmlReportOptions& opts, const Table& alerts) {
   const auto column = [&](const char* name) { return alerts.column(name); };
   const size_t kKind = column("kind"), kSuite = column("suite"), kModel = column("model"),
@@ -279,16 +320,7 @@ std::string regressions_body(Store& store, const HtmlReportOptions& opts, const 
     const auto& r = *a;  // newest first
     const std::string kind = text(r[kKind]), suite = text(r[kSuite]), model = text(r[kModel]),
                       backend = text(r[kBackend]);
-    if (kind == "not_judged") {
-      const std::string why = text(r[kNote]);
-      const char* kind_of_why =
-          why.find("noisy)") != std::string::npos         ? "their newest run flagged noisy"
-          : why.find("too noisy") != std::string::npos    ? "too much run-to-run noise"
-          : why.find("machine-wide") != std::string::npos ? "a new level after a machine-wide shift"
-          : why.find("a new level") != std::string::npos  ? "too few runs since a change of level"
-                                                          : "too few runs of their environment";
-      ++not_judged[kind_of_why];
-    }
+    if (kind == "not_judged") ++not_judged[not_judged_kind(text(r[kNote]))];
     if (kind == "floor") {
       floors += fmt::format(
           "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=n>{:.1f}%</td>"
@@ -318,23 +350,8 @@ std::string regressions_body(Store& store, const HtmlReportOptions& opts, const 
         }
       }
     }
-    // From the last commit at the old level to the first at the new: git bisect over those,
-    // judged by the run's status or, for a timing change, by the time over eager's. Not for a
-    // tree built dirty (no commit to go back to) or an unknown commit.
     const std::string commits = text(r[kCommits]);
-    const size_t dots = commits.find("..");
-    const std::string good = dots == std::string::npos ? "" : commits.substr(0, dots),
-                      bad = dots == std::string::npos ? "" : commits.substr(dots + 2);
-    std::string bisect;
-    const bool clean = commits.find("dirty") == std::string::npos && good != "?" && bad != "?";
-    if (clean && !good.empty() && !bad.empty() && good != bad &&
-        (kind == "status" || backend != "eager") && !listed_only) {
-      bisect = fmt::format(
-          "crucible bisect --good {} --bad {}{} -- --suite {} --only {} "
-          "--backends {} --mode {}",
-          good, bad, kind == "status" ? "" : " --judge ratio", suite, model, backend,
-          kind == "status" ? "accuracy" : "performance");
-    }
+    const std::string bisect = bisect_command(kind, commits, suite, model, backend, listed_only);
     rb += fmt::format(
         "<tr><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
         "<td "
@@ -362,17 +379,7 @@ std::string regressions_body(Store& store, const HtmlReportOptions& opts, const 
     rb += fmt::format("<p class=\"notjudged\">{} series not judged at their newest run: {}.</p>\n",
                       n, why);
   }
-  if (!floors.empty()) {
-    rb +=
-        "<h2>Detection floors</h2>\n<p>The smallest step each series can show now: on a full "
-        "baseline a change over 3 runs past max(1%, 4 x its run-to-run noise / sqrt 3); on a "
-        "ratio's short baseline what the short-baseline rule reports (from 2%, from 8% on fewer "
-        "than 3 runs).</p>\n"
-        "<table class=\"floors\"><tr><th>suite</th><th>model</th><th>backend</th><th>measure</th>"
-        "<th>floor</th><th>noise</th><th>on</th></tr>\n" +
-        floors + "</table>\n";
-  }
-  return rb;
+  return rb + floors_section(floors);
 }
 
 // The detector's verdicts as the index and the charts show them: each series' alerts and the
@@ -651,26 +658,9 @@ struct BackendSection {
   std::string data, html, script;
 };
 
-BackendSection backend_section(Store& store, const std::pair<std::string, std::string>& key,
-                               const std::string& backend, const std::vector<Point>& pts, int i,
-                               const AlertMarks& marked, std::string& kernel_file) {
-  std::vector<double> t, med, speed;
-  std::string info = "[";
-  for (const Point& p : pts) {
-    t.push_back(p.t);
-    med.push_back(p.median_ms);
-    speed.push_back(p.speedup);
-    info +=
-        fmt::format("{}{}", info.size() > 1 ? "," : "",
-                    json_string(fmt::format(
-                        "run {} · {} · commit {} · {} · cv {} %{}{}", p.run,
-                        p.started.substr(0, 10), p.commit.empty() ? "–" : p.commit.substr(0, 12),
-                        p.status_text(), fmt_opt(100 * p.cv, "{:.1f}"), p.noisy ? " · noisy" : "",
-                        p.unaudited ? " · unaudited" : "")));
-  }
-  info += "]";
-  // Every profiled result of this backend, newest first, chosen in a list: the newest one's
-  // kernels inline, the others in the model's kernel file, loaded when one is chosen.
+// Every profiled result of a backend's points, newest first, chosen in a list: the newest one's
+// kernels inline, the others appended to the model's kernel file, loaded when one is chosen.
+std::string kernels_json(Store& store, const std::vector<Point>& pts, std::string& kernel_file) {
   std::string kernels = "[";
   for (auto p = pts.rbegin(); p != pts.rend(); ++p) {
     const auto ks = store.kernels(p->result);
@@ -693,6 +683,28 @@ BackendSection backend_section(Store& store, const std::pair<std::string, std::s
         fmt::format("{}\"{}\": [{}]", kernel_file.size() > 1 ? "," : "", p->result, list);
   }
   kernels += "]";
+  return kernels;
+}
+
+BackendSection backend_section(Store& store, const std::pair<std::string, std::string>& key,
+                               const std::string& backend, const std::vector<Point>& pts, int i,
+                               const AlertMarks& marked, std::string& kernel_file) {
+  std::vector<double> t, med, speed;
+  std::string info = "[";
+  for (const Point& p : pts) {
+    t.push_back(p.t);
+    med.push_back(p.median_ms);
+    speed.push_back(p.speedup);
+    info +=
+        fmt::format("{}{}", info.size() > 1 ? "," : "",
+                    json_string(fmt::format(
+                        "run {} · {} · commit {} · {} · cv {} %{}{}", p.run,
+                        p.started.substr(0, 10), p.commit.empty() ? "–" : p.commit.substr(0, 12),
+                        p.status_text(), fmt_opt(100 * p.cv, "{:.1f}"), p.noisy ? " · noisy" : "",
+                        p.unaudited ? " · unaudited" : "")));
+  }
+  info += "]";
+  const std::string kernels = kernels_json(store, pts, kernel_file);
   // The detector's alerts on this series and the machine-wide events, at their runs' times.
   std::string mark_json = "[", said;
   std::vector<Mark> here = marked.machine;

@@ -103,6 +103,33 @@ std::string commit_range(const std::vector<SeriesPoint>& pts, int64_t first_new,
   return short_commit(before) + ".." + short_commit(after);
 }
 
+// A series' detection floor at its newest run, as a row of the regressions table.
+std::vector<Cell> floor_row(const HistorySeries& s, const SeriesVerdict& sv) {
+  const int64_t newest = s.points.back().run_id;
+  const DetectionFloor& f = sv.floor;
+  return {std::string("floor"),
+          s.key.suite,
+          s.key.model,
+          s.key.backend,
+          s.key.mode,
+          sv.measure,
+          Cell{},
+          Cell{100 * f.step},
+          Cell{100 * f.noise},
+          Cell{},
+          newest,
+          newest,
+          int64_t{0},
+          std::string(),
+          std::string(),
+          fmt::format("detection floor {:.1f}%: the smallest step this series can show "
+                      "(run-to-run noise {:.2f}%{})",
+                      100 * f.step, 100 * f.noise,
+                      f.short_baseline > 0
+                          ? fmt::format(", on a short baseline of {} runs", f.short_baseline)
+                          : "")};
+}
+
 }  // namespace
 
 Table Store::regressions(const RegressionQuery& q) {
@@ -180,19 +207,7 @@ Table Store::regressions(const RegressionQuery& q) {
                         static_cast<int64_t>(a.runs), commits, kernels, a.note});
     }
     // With --all, the smallest step each judged series can show now (its detection floor).
-    if (q.all && std::isfinite(sv.floor.step)) {
-      const int64_t newest_run = s.points.back().run_id;
-      t.rows.push_back(
-          {std::string("floor"), s.key.suite, s.key.model, s.key.backend, s.key.mode, sv.measure,
-           Cell{}, Cell{100 * sv.floor.step}, Cell{100 * sv.floor.noise}, Cell{}, newest_run,
-           newest_run, int64_t{0}, std::string(), std::string(),
-           fmt::format("detection floor {:.1f}%: the smallest step this series can "
-                       "show (run-to-run noise {:.2f}%{})",
-                       100 * sv.floor.step, 100 * sv.floor.noise,
-                       sv.floor.short_baseline > 0 ? fmt::format(", on a short baseline of {} runs",
-                                                                 sv.floor.short_baseline)
-                                                   : "")});
-    }
+    if (q.all && std::isfinite(sv.floor.step)) t.rows.push_back(floor_row(s, sv));
     // Silence is not "no change" where nothing was judged: the run asked about (with --all, the
     // series' newest) is listed when its timing was not judged, and why.
     const int64_t target = q.all ? s.points.back().run_id : wanted;
