@@ -329,6 +329,67 @@ TEST(OnnxImport, HostileFilesAreOneLineAndNothingRuns) {
 
 // EyeLike's diagonal k may be any int64: its ones stand where column i + k is in the matrix
 // (i + k itself overflowed for k near either end, which UBSan reports).
+// Issue 51: what the importer accepted silently and now refuses in one line, each a neighbour of
+// the others (a binding that changes the model, a file format or opset it cannot know).
+TEST(OnnxImport, BindingsAndHeadersThatChangeTheModelAreRefused) {
+  const fs::path dir = testing::fresh_test_dir("onnx_import");
+  auto fresh = [&](const std::string& name) {
+    fs::create_directories(dir / name);
+    return dir / name / "m.onnx";
+  };
+  const fs::path chain = matmul_with_shape_chain().save(fresh("chain"));
+  // --shape fills symbolic dims; it neither changes a fixed one nor binds a name that is absent.
+  for (const auto& [shape, phrase] : std::vector<std::pair<std::string, std::string>>{
+           {"x=2,5,4", "gives dim 1 as 5, the model fixes it at 3"},
+           {"x=2,3", "gives 2 dims, the model has 3"},
+           {"z=1", "--shape z: the model has no input of that name (its inputs: x)"},
+           {"layer.W=4,5", "--shape layer.W: the model has no input of that name"}}) {
+    auto r = run_crucible(fmt::format("import {} -o {} --shape {}", chain.string(),
+                                      (dir / "chain" / "out").string(), shape));
+    EXPECT_EQ(r.status, 2) << shape;
+    EXPECT_NE(r.err.find(phrase), std::string::npos) << shape << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  {  // two inputs of one name: the second would silently become the first
+    OnnxModelBuilder b;
+    b.input("x", {2});
+    b.input("x", {2});
+    b.node("Add", {"x", "x"}, {"y"});
+    b.output("y");
+    b.save(fresh("twice"));
+    expect_refused(dir / "twice" / "m.onnx", "input 'x' is declared twice");
+  }
+  {  // a file format from the future, and two opsets for the default domain
+    OnnxModelBuilder b = relu_model();
+    b.proto().set_ir_version(99);
+    b.save(fresh("ir99"));
+    expect_refused(dir / "ir99" / "m.onnx", "ir_version 99 is newer than 10");
+    OnnxModelBuilder c = relu_model();
+    auto* o = c.proto().add_opset_import();
+    o->set_domain("ai.onnx");
+    o->set_version(13);
+    c.save(fresh("two_opsets"));
+    expect_refused(dir / "two_opsets" / "m.onnx",
+                   "the default domain's opset is imported twice (versions 17 and 13)");
+  }
+  {  // an input data file whose shape is not the input's
+    const fs::path model = relu_model().save(fresh("data"));
+    ::onnx::TensorProto t;
+    t.set_data_type(::onnx::TensorProto::FLOAT);
+    t.add_dims(3);
+    for (int k = 0; k < 3; ++k) t.add_float_data(1.0f);
+    std::ofstream(dir / "data" / "input_0.pb", std::ios::binary) << t.SerializeAsString();
+    auto r = run_crucible(fmt::format("import {} -o {} --input-data {}", model.string(),
+                                      (dir / "data" / "out").string(),
+                                      (dir / "data" / "input_0.pb").string()));
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("input 'x': its data file input_0.pb gives 1 dims, the model has 2"),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(dir / "data" / "out"));
+  }
+}
+
 TEST(OnnxImport, EyeLikeTakesAnyDiagonal) {
   const fs::path dir = testing::fresh_test_dir("onnx_import");
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();

@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstring>
 #include <fstream>
+#include <set>
 
 #include "converters.h"
 #include "crucible/ir/text_format.h"
@@ -39,9 +40,13 @@ int64_t default_opset(const ::onnx::ModelProto& m) {
   int64_t v = -1;
   std::string others;
   for (const auto& o : m.opset_import()) {
-    if (o.domain().empty() || o.domain() == "ai.onnx")
+    if (o.domain().empty() || o.domain() == "ai.onnx") {
+      // Two entries would leave which rules apply to the model's nodes to the reader's choice.
+      if (v >= 1 && v != o.version())
+        malformed(fmt::format("the default domain's opset is imported twice (versions {} and {})",
+                              v, o.version()));
       v = o.version();
-    else
+    } else
       others += (others.empty() ? "" : ", ") + o.domain();
   }
   if (v < 1 && !others.empty())
@@ -54,6 +59,40 @@ int64_t default_opset(const ::onnx::ModelProto& m) {
                     "knows",
                     v, kMaxOpset));
   return v;
+}
+
+// `dims` (from --shape or a data file) must keep the model's rank and every dim it fixes: a
+// binding fills symbolic dims, it does not change the model.
+void check_dims_fit(const ::onnx::ValueInfoProto& vi, const std::vector<int64_t>& dims,
+                    const std::string& what) {
+  const auto& tt = vi.type().tensor_type();
+  if (!tt.has_shape()) return;
+  if (tt.shape().dim_size() != static_cast<int>(dims.size()))
+    malformed(fmt::format("{} gives {} dims, the model has {}", what, dims.size(),
+                          tt.shape().dim_size()));
+  for (int k = 0; k < tt.shape().dim_size(); ++k) {
+    const auto& d = tt.shape().dim(k);
+    if (d.has_dim_value() && d.dim_value() != dims[k])
+      malformed(fmt::format("{} gives dim {} as {}, the model fixes it at {}", what, k, dims[k],
+                            d.dim_value()));
+  }
+}
+
+// Every --shape name must be an input the binding can reach (not an initializer's name).
+void check_shape_names(const ::onnx::GraphProto& gp, const ImportOptions& opts) {
+  std::set<std::string> initializers, inputs;
+  for (const auto& t : gp.initializer()) initializers.insert(t.name());
+  std::string names;
+  for (const auto& vi : gp.input())
+    if (!initializers.count(vi.name())) {
+      if (!inputs.insert(vi.name()).second)
+        malformed(fmt::format("input '{}' is declared twice", vi.name()));
+      names += (names.empty() ? "" : ", ") + vi.name();
+    }
+  for (const auto& [name, dims] : opts.shapes)
+    if (!inputs.count(name))
+      malformed(fmt::format("--shape {}: the model has no input of that name (its inputs: {})",
+                            name, names.empty() ? "none" : names));
 }
 
 // The input's dtype; what crucible cannot hold (a sequence, float16) is unsupported.
@@ -73,9 +112,7 @@ TensorType input_type(const ::onnx::ValueInfoProto& vi, const ImportOptions& opt
   TensorType t{*dtype, {}};
   if (auto it = opts.shapes.find(vi.name()); it != opts.shapes.end()) {
     t.shape.assign(it->second.begin(), it->second.end());
-    if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(t.shape.size()))
-      malformed(fmt::format("{}: --shape gives {} dims, the model has {}", what, t.shape.size(),
-                            tt.shape().dim_size()));
+    check_dims_fit(vi, t.shape, what + ": --shape");
   } else {
     if (!tt.has_shape())
       malformed(what + ": no shape; give one with --shape " + vi.name() + "=DIMS");
@@ -103,6 +140,7 @@ Graph import_graph(::onnx::ModelProto& m, const fs::path& path, const ImportOpti
   g.set_base_dir(path.parent_path());
   Ctx c(g, opts, default_opset(m));
   if (gp.sparse_initializer_size() > 0) unsupported("sparse initializers");
+  check_shape_names(gp, opts);
   for (auto& t : *gp.mutable_initializer()) {
     c.define(t.name(), c.constant(tensor_from_proto(t, path.parent_path(),
                                                     fmt::format("initializer '{}'", t.name()))));
@@ -119,6 +157,9 @@ Graph import_graph(::onnx::ModelProto& m, const fs::path& path, const ImportOpti
       if (declared != v.type.dtype)
         malformed(fmt::format("input '{}' is {}, its data file holds {}", vi.name(),
                               dtype_name(declared), dtype_name(v.type.dtype)));
+      check_dims_fit(vi, v.type.shape,
+                     fmt::format("input '{}': its data file {}", vi.name(),
+                                 opts.input_files[k].filename().string()));
     } else {
       v.type = input_type(vi, opts);
     }
@@ -156,6 +197,11 @@ Graph import_model(const fs::path& path, const ImportOptions& opts) {
   if (!m.has_graph() || m.ir_version() <= 0)
     throw ImportError(
         fmt::format("{}: not an ONNX model: no graph or no ir_version", path.string()), false);
+  if (m.ir_version() > kMaxIrVersion)
+    throw ImportError(fmt::format("{}: ir_version {} is newer than {}, the newest the importer "
+                                  "knows",
+                                  path.string(), m.ir_version(), kMaxIrVersion),
+                      true);
   try {
     return import_graph(m, path, opts);
   } catch (const ImportError& e) {

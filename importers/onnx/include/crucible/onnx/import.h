@@ -16,6 +16,8 @@ namespace crucible::onnx {
 
 // The newest default-domain opset the importer knows; a model asking for a newer one is refused.
 inline constexpr int64_t kMaxOpset = 17;
+// The newest IR version the importer knows (ONNX 1.16's); a newer file format is refused.
+inline constexpr int64_t kMaxIrVersion = 10;
 
 // A model the importer refuses. `unsupported()` is true when the file is a valid model that uses
 // something crucible does not implement (an op, a dtype, an attribute value): a suite records
