@@ -78,21 +78,23 @@ void check_dims_fit(const ::onnx::ValueInfoProto& vi, const std::vector<int64_t>
   }
 }
 
-// Every --shape name must be an input the binding can reach (not an initializer's name).
-void check_shape_names(const ::onnx::GraphProto& gp, const ImportOptions& opts) {
-  std::set<std::string> initializers, inputs;
+// The graph's inputs are named once each (a second 'x' would silently become the first), and
+// every --shape name is one of them (an initializer's name binds nothing).
+void check_input_names(const ::onnx::GraphProto& gp, const ImportOptions& opts) {
+  std::set<std::string> initializers, seen;
   for (const auto& t : gp.initializer()) initializers.insert(t.name());
-  std::string names;
-  for (const auto& vi : gp.input())
-    if (!initializers.count(vi.name())) {
-      if (!inputs.insert(vi.name()).second)
-        malformed(fmt::format("input '{}' is declared twice", vi.name()));
-      names += (names.empty() ? "" : ", ") + vi.name();
-    }
+  std::vector<std::string> inputs;
+  for (const auto& vi : gp.input()) {
+    if (initializers.count(vi.name())) continue;
+    if (!seen.insert(vi.name()).second)
+      malformed(fmt::format("input '{}' is declared twice", vi.name()));
+    inputs.push_back(vi.name());
+  }
   for (const auto& [name, dims] : opts.shapes)
-    if (!inputs.count(name))
+    if (!seen.count(name))
       malformed(fmt::format("--shape {}: the model has no input of that name (its inputs: {})",
-                            name, names.empty() ? "none" : names));
+                            name,
+                            inputs.empty() ? "none" : fmt::format("{}", fmt::join(inputs, ", "))));
 }
 
 // The input's dtype; what crucible cannot hold (a sequence, float16) is unsupported.
@@ -140,7 +142,7 @@ Graph import_graph(::onnx::ModelProto& m, const fs::path& path, const ImportOpti
   g.set_base_dir(path.parent_path());
   Ctx c(g, opts, default_opset(m));
   if (gp.sparse_initializer_size() > 0) unsupported("sparse initializers");
-  check_shape_names(gp, opts);
+  check_input_names(gp, opts);
   for (auto& t : *gp.mutable_initializer()) {
     c.define(t.name(), c.constant(tensor_from_proto(t, path.parent_path(),
                                                     fmt::format("initializer '{}'", t.name()))));
