@@ -50,6 +50,11 @@ struct TurnRecord {
   // is done here).
   double idle_cpu_ms = 0;
   double inputs_cpu_ms = 0;
+  // CPU it used while the parent waited for it to settle after each turn, and (judge_turns) all of
+  // that past each turn's allowance for a pool's spin.
+  std::vector<double> settle_cpu_ms;
+  double after_turn_cpu_ms = 0;
+  bool reference = false;  // its worker's TurnWorker::reference
   // backend -> CPU that backend's worker used during this worker's samples.
   std::map<std::string, double> disturbed;
   std::string cpu_how;  // how its CPU was read (WorkerCpu::how)
