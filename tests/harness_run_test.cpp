@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -446,6 +447,84 @@ TEST_F(HarnessRun, KilledRunLeavesCompleteRowsOnlyAndIsMarkedIncomplete) {
   }
 }
 
+// Ctrl-C in a terminal sends SIGINT to the whole foreground group: the harness and its workers.
+// The run ends with 130 and `incomplete`, and keeps only the results that ended before it: no
+// worker killed by the interrupt becomes a `crash` row, so `regressions` sees no pass -> crash.
+// Interrupted at a known point (a faulty worker held at its gate during accuracy) and while the
+// timing workers take turns.
+TEST_F(HarnessRun, CtrlCStoresNoResultOfItsOwnMaking) {
+  const int kModels = 3;
+  const fs::path gates = dir_ / "gates";
+  fs::create_directories(gates);
+  std::string config;
+  for (int i = 0; i < kModels; ++i) {
+    add_model("m_" + std::to_string(i));
+    config += " -c fault.m_" + std::to_string(i) + "=gate:" + gates.string();
+  }
+  const std::string run = "CRUCIBLE_WORKER_WRITABLE=" + gates.string() + " exec " +
+                          std::string(CRUCIBLE_BIN_DIR) + "/crucible " +
+                          run_args("--backends eager,faulty" + config) + " ";
+  auto open_gate = [&](int i) { std::ofstream(gates / ("m_" + std::to_string(i) + ".go")); };
+  open_gate(0);
+  open_gate(1);
+  open_gate(2);
+  auto first = run_crucible(run_args("--backends eager,faulty --mode accuracy" + config),
+                            "CRUCIBLE_WORKER_WRITABLE=" + gates.string());
+  ASSERT_EQ(first.status, 0) << first.err;
+  // Starts `run` (with these extra options) as a terminal's foreground job, its own group; waits
+  // for `ready`, then presses Ctrl-C.
+  auto interrupt = [&](const std::string& extra, const std::function<bool()>& ready) {
+    const fs::path err = dir_ / "err.txt";
+    const std::string cmd = run + extra + " >/dev/null 2>" + err.string();
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setpgid(0, 0);
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+      ::_exit(127);
+    }
+    ::setpgid(pid, pid);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+    while (!ready() && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ::kill(-pid, SIGINT);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130)
+        << status << ": " << testing::read_all(err);
+    EXPECT_NE(testing::read_all(err).find("interrupted"), std::string::npos)
+        << testing::read_all(err);
+  };
+  // At m_1's faulty accuracy worker, held at its gate.
+  fs::remove(gates / "m_1.go");
+  fs::remove(gates / "m_1.started");
+  interrupt("--mode accuracy", [&] { return fs::exists(gates / "m_1.started"); });
+  // While the first model is timed (its performance progress line is out).
+  open_gate(1);
+  interrupt("--mode both --repeat 3 --warmup 1", [&] {
+    return testing::read_all(dir_ / "err.txt").find("performance") != std::string::npos;
+  });
+
+  auto store = reports::Store::open(dir_ / "r.db");
+  const auto runs = store->runs();
+  ASSERT_EQ(runs.size(), 3u);
+  for (const auto& r : runs) EXPECT_EQ(r.status, r.id == 1 ? "complete" : "incomplete");
+  for (const auto& r : runs) {
+    for (const auto& row : store->results(r.id)) {
+      EXPECT_TRUE(row.status == reports::Status::kPass || row.status == reports::Status::kSkipped)
+          << "run " << r.id << " " << row.model << "/" << row.backend << "/" << row.mode << ": "
+          << reports::status_name(row.status) << ": " << row.error;
+    }
+  }
+  // The accuracy run kept m_0's results and none of the model it was interrupted in.
+  const auto second = results_by_model(*store, 2);
+  EXPECT_TRUE(second.contains("m_0/faulty/accuracy"));
+  EXPECT_FALSE(second.contains("m_1/faulty/accuracy"));
+  EXPECT_FALSE(second.contains("m_2/eager/accuracy"));
+  auto regressions = run_crucible("regressions --db " + (dir_ / "r.db").string());
+  EXPECT_EQ(regressions.status, 0) << regressions.out << regressions.err;
+  EXPECT_EQ(regressions.out.find("crash"), std::string::npos) << regressions.out;
+}
+
 TEST_F(HarnessRun, CodegenInjectedBugsGetTheirStatuses) {
   // The tutorial's graphs on the real codegen backend, each planted bug caught as the field
   // expects.
@@ -741,6 +820,35 @@ TEST_F(HarnessRun, NotADatabaseIsOneClearError) {
   auto r = run_crucible(run_args(""));
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("r.db: not a crucible database"), std::string::npos) << r.err;
+}
+
+// SQLite says "unable to open database file" for each of these; the user is told which it is, in
+// one line, and nothing is made.
+TEST_F(HarnessRun, ADatabaseThatCannotBeOpenedSaysWhy) {
+  add_model("m_a");
+  const auto run_on = [&](const fs::path& db) {
+    return run_crucible("run --suite " + (dir_ / "suite" / "suite.manifest").string() + " --db " +
+                        db.string() + " --output-dir " + (dir_ / "out").string());
+  };
+  const std::vector<std::pair<fs::path, std::string>> cases = {
+      {dir_ / "no_such_folder" / "r.db", "cannot open database: the folder " +
+                                             (dir_ / "no_such_folder").string() +
+                                             " does not exist"},
+      {dir_, "cannot open database: it is a directory, not a database file"},
+      {dir_ / "suite" / "suite.manifest" / "r.db", "is not a folder"}};
+  for (const auto& [db, says] : cases) {
+    SCOPED_TRACE(db.string());
+    auto r = run_on(db);
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(testing::count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "no_such_folder"));
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+  // The readers say the same of a directory.
+  auto runs = run_crucible("runs --db " + dir_.string());
+  EXPECT_EQ(runs.status, 2);
+  EXPECT_NE(runs.err.find("a directory, not a database file"), std::string::npos) << runs.err;
 }
 
 }  // namespace

@@ -484,6 +484,10 @@ class Runner {
   }
 
   void record(const ModelEntry& m, ResultRecord r, Progress& progress) {
+    // A result that ends after an interrupt may be its doing (a terminal's Ctrl-C reaches the
+    // workers too, and the handler kills the rest): it is neither stored nor shown, so an
+    // interrupted run holds only the results that ended before it.
+    if (g_interrupted) return;
     if (!m.xfail.empty() && !reports::is_success(r.status) && r.status != Status::kSkipped) {
       r.error =
           fmt::format("expected failure ({}): {}: {}", m.xfail, status_name(r.status), r.error);
@@ -628,18 +632,25 @@ int execute_run(const RunConfig& given, int64_t* run_id_out) {
   // A folder named outright is claimed before the run exists, so a clash records nothing.
   const std::string out_pattern = cfg.output_dir.string();
   const bool out_per_run = out_pattern.empty() || has_run_placeholder(out_pattern);
+  std::error_code ec;
+  const bool out_existed = out_per_run || fs::exists(cfg.output_dir, ec);
   if (!out_per_run && !claim_output_dir(cfg.output_dir, cfg.db, 0)) {
     throw Error(fmt::format(
         "{}: the folder holds the outputs of {}; give --output-dir a new folder (or one with "
         "{{run}} in its name), or remove it",
         out_pattern, output_dir_owner(cfg.output_dir)));
   }
+  // A request refused before the run exists leaves no folder it made.
   struct Unclaim {
     fs::path dir;
+    bool made = false;
     ~Unclaim() {
-      if (!dir.empty()) release_output_dir(dir);
+      if (dir.empty()) return;
+      release_output_dir(dir);
+      std::error_code ignored;
+      if (made) fs::remove(dir, ignored);  // only while empty
     }
-  } unclaim{out_per_run ? fs::path() : cfg.output_dir};
+  } unclaim{out_per_run ? fs::path() : cfg.output_dir, !out_existed};
 
   // Once, before anything starts a worker: the probes run bound as the models' workers will, and
   // the run's environment records the binding.

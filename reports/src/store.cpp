@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <filesystem>
 #include <limits>
 
 #include "crucible/reports/json.h"
@@ -51,12 +52,31 @@ Store::Store(sqlite3* db, std::filesystem::path path) : db_(db), path_(std::move
 
 Store::~Store() { sqlite3_close_v2(db_); }
 
+namespace {
+// Why SQLite could not open `path`, in the user's terms where the file system tells: SQLite says
+// only "unable to open database file" for a missing folder, a directory and a denied one alike.
+std::string open_failure(const std::filesystem::path& path, const std::string& sqlite_says) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (path.empty()) return "no file named (--db '')";
+  if (fs::is_directory(path, ec)) return "it is a directory, not a database file";
+  const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  if (!fs::exists(folder, ec)) return fmt::format("the folder {} does not exist", folder.string());
+  if (!fs::is_directory(folder, ec)) return fmt::format("{} is not a folder", folder.string());
+  if (!fs::exists(path, ec) && ::access(folder.c_str(), W_OK) != 0)
+    return fmt::format("the folder {} is not writable", folder.string());
+  if (fs::exists(path, ec) && ::access(path.c_str(), R_OK) != 0) return "the file is not readable";
+  return sqlite_says;
+}
+}  // namespace
+
 sqlite3* Store::open_connection(const std::filesystem::path& path, int flags) {
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close_v2(db);
-    throw StoreError(fmt::format("{}: cannot open database: {}", path.string(), msg));
+    throw StoreError(
+        fmt::format("{}: cannot open database: {}", path.string(), open_failure(path, msg)));
   }
   sqlite3_busy_timeout(db, 10000);
   return db;

@@ -95,6 +95,9 @@ std::string since_utc(const std::string& spec) {
 }
 
 std::unique_ptr<Store> Store::open_readonly(const std::filesystem::path& path) {
+  if (std::filesystem::is_directory(path)) {
+    throw StoreError(fmt::format("{}: a directory, not a database file", path.string()));
+  }
   if (!std::filesystem::is_regular_file(path)) {
     throw StoreError(fmt::format("{}: no such database", path.string()));
   }
