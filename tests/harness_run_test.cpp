@@ -156,6 +156,19 @@ TEST_F(HarnessRun, EveryFaultBecomesItsStatusAndTheRunFinishes) {
   EXPECT_EQ(run_crucible("results 99 --db " + (dir_ / "r.db").string()).status, 2);
 }
 
+// `results --failed` on a run where nothing failed says so in a line, not a bare header.
+TEST_F(HarnessRun, ResultsFailedOfARunWithNoFailureSaysSo) {
+  add_model("m_a");
+  add_model("m_b");
+  ASSERT_EQ(run_crucible(run_args("--backends eager --mode accuracy")).status, 0);
+  auto listed = run_crucible("results 1 --failed --db " + (dir_ / "r.db").string());
+  EXPECT_EQ(listed.status, 0) << listed.err;
+  EXPECT_EQ(listed.out, "run 1: none of its 2 results failed\n");
+  // CSV stays data: the header alone.
+  listed = run_crucible("results 1 --failed --format csv --db " + (dir_ / "r.db").string());
+  EXPECT_EQ(testing::count_lines(listed.out), 1) << listed.out;
+}
+
 // Output folders are one per store and run: two stores used from one folder get folders of their
 // own, a folder named outright that holds another run's outputs is refused before the run is
 // recorded, and "{run}" in the name gives each run its own.

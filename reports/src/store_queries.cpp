@@ -221,6 +221,12 @@ Table Store::results_table(int64_t run_id, bool failed_only) {
   t.brief = {"result", "model",     "backend", "mode",       "status",
              "flags",  "median_ms", "speedup", "max_abs_err"};
   t.under = {"reason"};
+  if (failed_only && t.rows.empty()) {
+    const Table all = select(db_, "SELECT count(*) FROM results WHERE run_id = ?", {run_id});
+    const std::string n = cell_text(all.rows.at(0).at(0), true);
+    t.empty_note = n == "0" ? fmt::format("run {} has no results", run_id)
+                            : fmt::format("run {}: none of its {} results failed", run_id, n);
+  }
   return t;
 }
 

@@ -43,10 +43,42 @@ bool numeric(const Cell& c) {
   return std::holds_alternative<int64_t>(c) || std::holds_alternative<double>(c);
 }
 
-// Cells cut to fit are no narrower than this, and end in "...".
-constexpr size_t kMinCut = 16;
+// Columns narrowed to fit are no narrower than this; what no longer fits wraps onto the next lines.
+constexpr size_t kMinWidth = 16;
+
+// Where a piece of at most `width` bytes of `s` from `at` ends: after a space, comma, slash or
+// dash in its second half when there is one, else at the width, never inside a UTF-8 character.
+size_t piece_end(const std::string& s, size_t at, size_t width) {
+  if (s.size() - at <= width) return s.size();
+  for (size_t k = at + width; k > at + width / 2; --k) {
+    const char c = s[k - 1];
+    if (c == ' ' || c == ',' || c == '/' || c == '-') return k;
+  }
+  size_t end = at + width;
+  while (end > at + 1 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
+  return end;
+}
+
+// `s` as lines of at most `width` bytes (wrapped, never cut): a table shows all it holds.
+std::vector<std::string> wrap(const std::string& s, size_t width) {
+  std::vector<std::string> lines;
+  size_t at = 0;
+  do {
+    const size_t end = piece_end(s, at, std::max<size_t>(width, 1));
+    std::string piece = s.substr(at, end - at);
+    while (piece.size() > 1 && piece.back() == ' ') piece.pop_back();
+    lines.push_back(std::move(piece));
+    at = end;
+    while (at < s.size() && s[at] == ' ') ++at;
+  } while (at < s.size());
+  return lines;
+}
 
 void write_console(std::ostream& out, const Table& t, bool wide) {
+  if (!t.empty_note.empty() && t.rows.empty()) {
+    out << t.empty_note << "\n";
+    return;
+  }
   std::vector<size_t> shown;
   for (size_t i = 0; i < t.columns.size(); ++i) {
     if (wide || t.brief.empty() ||
@@ -79,17 +111,12 @@ void write_console(std::ostream& out, const Table& t, bool wide) {
   while (!wide && !shown.empty() && total() > kConsoleWidth) {
     size_t widest = shown.size();
     for (size_t k = 0; k < shown.size(); ++k) {
-      const size_t floor = std::max(kMinCut, header[k].size());
+      const size_t floor = std::max(kMinWidth, header[k].size());
       if (!right[k] && width[k] > floor && (widest == shown.size() || width[k] > width[widest]))
         widest = k;
     }
     if (widest == shown.size()) break;
     --width[widest];
-  }
-  for (auto& cells : text) {
-    for (size_t k = 0; k < cells.size(); ++k) {
-      if (cells[k].size() > width[k]) cells[k] = cells[k].substr(0, width[k] - 3) + "...";
-    }
   }
   auto line = [&](const std::vector<std::string>& cells) {
     std::string s;
@@ -101,17 +128,32 @@ void write_console(std::ostream& out, const Table& t, bool wide) {
     while (!s.empty() && s.back() == ' ') s.pop_back();
     out << s << "\n";
   };
-  line(header);
+  // A row whose cells wrap takes as many lines as its longest cell.
+  auto row_lines = [&](const std::vector<std::string>& cells) {
+    std::vector<std::vector<std::string>> pieces;
+    size_t n = 1;
+    for (size_t k = 0; k < cells.size(); ++k) {
+      pieces.push_back(wrap(cells[k], width[k]));
+      n = std::max(n, pieces.back().size());
+    }
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<std::string> at;
+      for (const auto& p : pieces) at.push_back(i < p.size() ? p[i] : "");
+      line(at);
+    }
+  };
+  row_lines(header);
   for (size_t r = 0; r < text.size(); ++r) {
-    line(text[r]);
+    row_lines(text[r]);
     for (const std::string& name : wide ? std::vector<std::string>{} : t.under) {
       const size_t c = t.column(name);
       if (c == t.columns.size()) continue;
-      std::string v = escape_controls(cell_text(t.rows[r][c], true));
+      const std::string v = escape_controls(cell_text(t.rows[r][c], true));
       if (v.empty()) continue;
-      v = fmt::format("  {}: {}", name, v);
-      if (v.size() > kConsoleWidth) v = v.substr(0, kConsoleWidth - 3) + "...";
-      out << v << "\n";
+      const std::string lead = fmt::format("  {}: ", name);
+      const std::vector<std::string> lines = wrap(v, kConsoleWidth - lead.size());
+      for (size_t i = 0; i < lines.size(); ++i)
+        out << (i ? std::string(lead.size(), ' ') : lead) << lines[i] << "\n";
     }
   }
 }

@@ -20,6 +20,8 @@ struct Table {
   // The columns the console table shows unless asked for all (every one when empty), and those
   // it shows on a line of their own under each row ("  note: ..."), when not empty.
   std::vector<std::string> brief, under;
+  // What the console says instead of a bare header when there are no rows ("" for the header).
+  std::string empty_note;
 
   // The position of column `name` (columns.size() when there is none): read by name, so a new
   // column cannot shift what a reader takes.
@@ -34,8 +36,8 @@ enum class TableFormat { kTable, kCsv, kJson };
 TableFormat parse_table_format(const std::string& name);
 
 // The console table fits kConsoleWidth columns unless `wide`: only `brief` columns, `under` ones
-// below each row, and the widest text cut (ending "...") until it fits. CSV and JSON always
-// carry everything.
+// below each row, and the widest text columns narrowed until it fits, their text wrapped (never
+// cut) onto the row's next lines. CSV and JSON always carry everything.
 constexpr size_t kConsoleWidth = 120;
 void write_table(std::ostream& out, const Table& t, TableFormat format, bool wide = false);
 
