@@ -80,10 +80,32 @@ TEST(CliOptions, VersionAndHelpForACommand) {
   EXPECT_EQ(v.out.rfind("crucible 0.", 0), 0u) << v.out;
   EXPECT_NE(v.out.find("plugin ABI 3\n"), std::string::npos) << v.out;
   EXPECT_NE(v.out.find("-march="), std::string::npos) << v.out;
+  // The commit its runs record, read from the source tree it was built from (a checkout here).
+  const std::string head =
+      testing::run_command("git -C " + std::string(CRUCIBLE_SOURCE_DIR) + " rev-parse HEAD").out;
+  if (!head.empty()) {
+    EXPECT_NE(v.out.find("commit " + head.substr(0, 40)), std::string::npos) << v.out;
+  }
   auto help = testing::run_crucible("help run");
   EXPECT_EQ(help.status, 0) << help.err;
   EXPECT_EQ(help.out.rfind("usage: crucible run ", 0), 0u) << help.out;
-  EXPECT_EQ(testing::run_crucible("help").status, 0);
+  // Every command's summary starts in one column, and `db` names each of its actions.
+  auto all = testing::run_crucible("help");
+  EXPECT_EQ(all.status, 0);
+  size_t column = 0;
+  int listed = 0;
+  std::istringstream lines(all.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("  ", 0) != 0) continue;
+    const size_t name_end = line.find(' ', 2);
+    const size_t summary = line.find_first_not_of(' ', name_end);
+    if (column == 0) column = summary;
+    EXPECT_EQ(summary, column) << line;
+    ++listed;
+  }
+  EXPECT_GT(listed, 20);
+  for (const char* action : {"merge", "check", "migrate"})
+    EXPECT_NE(all.out.find(action), std::string::npos) << action << " in\n" << all.out;
   EXPECT_EQ(testing::run_crucible("help nosuch").status, 2);
   // minify's --memory-limit says what it limits, as run's does.
   auto minify = testing::run_crucible("minify --help");

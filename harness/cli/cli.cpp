@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "crucible/plugin_api.h"
+#include "environment.h"
 #include "memory_cgroup.h"
 
 namespace crucible::cli {
@@ -35,7 +36,8 @@ const std::vector<Command>& commands() {
        regressions_command},
       {"query", "run one read-only SQL statement on the store", query_command},
       {"report", "write a static HTML dashboard of the store", report_command},
-      {"db", "merge shard databases into one, or migrate an older one", db_command},
+      {"db", "merge shard databases into one, check a store for lost runs, or migrate an older one",
+       db_command},
       {"check-expected", "judge a run's accuracy against each suite's expected statuses",
        check_expected_command},
       {"export-results", "write a stored run as CSV, Google Benchmark JSON, JUnit or a trace",
@@ -54,16 +56,19 @@ const std::vector<Command>& commands() {
 }
 
 std::string version_text() {
-  return fmt::format("crucible {}\nplugin ABI {}\nbuilt by {} with -march={}\n", CRUCIBLE_VERSION,
-                     CRUCIBLE_PLUGIN_ABI_VERSION,
+  const std::string commit = source_commit();
+  return fmt::format(
+      "crucible {}\ncommit {}\nplugin ABI {}\nbuilt by {} with -march={}\n", CRUCIBLE_VERSION,
+      commit.empty() ? "unknown (the source tree is not a git checkout here)" : commit,
+      CRUCIBLE_PLUGIN_ABI_VERSION,
 #if defined(__clang__)
-                     "clang " __clang_version__,
+      "clang " __clang_version__,
 #elif defined(__GNUC__)
-                     "GCC " __VERSION__,
+      "GCC " __VERSION__,
 #else
-                     "an unknown compiler",
+      "an unknown compiler",
 #endif
-                     CRUCIBLE_BUILT_ARCH);
+      CRUCIBLE_BUILT_ARCH);
 }
 
 std::string memory_limit_help(const std::string& who) {

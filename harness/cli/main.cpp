@@ -2,6 +2,7 @@
 // on stderr and a non-zero exit status.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "cli.h"
@@ -17,8 +18,11 @@ void print_usage() {
          "for its options; crucible --version)\n\n"
          "A benchmarking and accuracy-regression harness for tensor-graph "
          "compilers.\n\ncommands:\n";
+  // The names' column as wide as the longest name, so every summary starts in one column.
+  size_t width = 0;
+  for (const auto& c : crucible::cli::commands()) width = std::max(width, c.name.size());
   for (const auto& c : crucible::cli::commands())
-    std::cout << fmt::format("  {:<12} {}\n", c.name, c.summary);
+    std::cout << fmt::format("  {:<{}}  {}\n", c.name, width, c.summary);
 }
 }  // namespace
 

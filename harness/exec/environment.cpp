@@ -72,7 +72,9 @@ std::string affinity() {
   return out;
 }
 
-std::string git_commit() {
+}  // namespace
+
+std::string source_commit() {
   if (*CRUCIBLE_SOURCE_DIR_FOR_GIT == '\0') return "";
   const std::string dir = CRUCIBLE_SOURCE_DIR_FOR_GIT;
   std::string head = read_command("git -C '" + dir + "' rev-parse HEAD 2>/dev/null");
@@ -81,8 +83,6 @@ std::string git_commit() {
       read_command("git -C '" + dir + "' status --porcelain --untracked-files=no 2>/dev/null");
   return dirty.empty() ? head : head + "-dirty";
 }
-
-}  // namespace
 
 std::vector<std::string> cpu_flags() {
   std::istringstream in(cpuinfo_field("flags"));
@@ -104,7 +104,7 @@ reports::RunEnvironment capture_environment(int threads) {
   e.compiler = fmt::format("g++ {}", __VERSION__);
   e.libraries = fmt::format("{}; SQLite {}; Boost {}", library_versions(),
                             reports::sqlite_version(), BOOST_LIB_VERSION);
-  e.git_commit = git_commit();
+  e.git_commit = source_commit();
   e.threads = threads;
   e.launcher["affinity"] = affinity();
   for (const char* var : {"OMP_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME", "OMP_PROC_BIND",

@@ -13,6 +13,10 @@ namespace crucible {
 // thread count.
 reports::RunEnvironment capture_environment(int threads);
 
+// The commit of the source tree this binary was built from, as git says now ("<hash>-dirty" with
+// changes to tracked files; "" where the tree is gone or not a git checkout). Runs record it.
+std::string source_commit();
+
 // The CPU's feature flags in /proc/cpuinfo's order ("avx2", "avx512f", "amx_tile", ...).
 std::vector<std::string> cpu_flags();
 
