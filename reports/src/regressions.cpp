@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "crucible/core/quote.h"
@@ -130,6 +131,21 @@ std::vector<Cell> floor_row(const HistorySeries& s, const SeriesVerdict& sv) {
                           : "")};
 }
 
+// (suite, model, backend, run) of every accuracy series' status change: a run whose accuracy
+// failed skips that backend's timing, whose own "pass -> skipped" says nothing more.
+std::set<std::tuple<std::string, std::string, std::string, int64_t>> accuracy_status_changes(
+    const std::vector<HistorySeries>& series, const HistoryVerdict& verdict) {
+  std::set<std::tuple<std::string, std::string, std::string, int64_t>> out;
+  for (size_t si = 0; si < series.size(); ++si) {
+    const SeriesKey& k = series[si].key;
+    if (k.mode != "accuracy") continue;
+    for (const Alert& a : verdict.series[si].alerts) {
+      if (a.kind == "status") out.insert({k.suite, k.model, k.backend, a.run_id});
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Table Store::regressions(const RegressionQuery& q) {
@@ -179,12 +195,19 @@ Table Store::regressions(const RegressionQuery& q) {
                       Cell{100 * ev.change}, Cell{}, Cell{}, Cell{}, ev.run_id, ev.confirmed_by,
                       int64_t{ev.moved}, std::string(), std::string(), ev.note});
   }
+  const std::set<std::tuple<std::string, std::string, std::string, int64_t>> failed_accuracy =
+      accuracy_status_changes(loaded.series, verdict);
   for (size_t si = 0; si < loaded.series.size(); ++si) {
     const HistorySeries& s = loaded.series[si];
     const SeriesVerdict& sv = verdict.series[si];
     if (!q.backend.empty() && s.key.backend != q.backend) continue;
     for (const Alert& a : sv.alerts) {
       if (!q.all && a.confirmed_by != wanted) continue;
+      // A timing skipped because the same run's accuracy failed is that failure, listed once.
+      if (a.kind == "status" && s.key.mode == "performance" &&
+          a.note == fmt::format("pass -> {}", status_name(Status::kSkipped)) &&
+          failed_accuracy.contains({s.key.suite, s.key.model, s.key.backend, a.run_id}))
+        continue;
       const bool timing = a.kind == "regression" || a.kind == "improvement" ||
                           a.kind == "suspicious" || a.kind == "absorbed" || a.kind == "with_event";
       std::string kernels, commits;
