@@ -593,6 +593,41 @@ TEST_F(HarnessRun, BadRequestsFailBeforeAnyRunIsRecorded) {
   EXPECT_FALSE(fs::exists(dir_ / "r.db"));  // nothing was recorded, not even an empty run
 }
 
+// A -c option a backend does not take is the request's error, said by the plugin itself before
+// the run exists: each kind of mistake, on each built-in backend that takes options, and an
+// unscoped key that reaches a backend it means nothing to. Good options still run.
+TEST_F(HarnessRun, OptionsABackendRefusesFailTheRequestBeforeAnyRun) {
+  add_model("m_a");
+  struct Case {
+    std::string args, expected;
+  } cases[] = {
+      {"--backends codegen -c injct=neg:times2",
+       "backend 'codegen' refuses its options: codegen: unknown option -c injct=neg:times2"},
+      {"--backends codegen -c inject=neg:triple",
+       "codegen: -c inject=neg:triple is not OP:KIND[@NAME]"},
+      {"--backends codegen -c fusion=maybe", "-c fusion=maybe"},
+      {"--backends codegen -c max_fusion_size=-3", "must be a positive integer"},
+      {"--backends eager -c eager:fusion=0", "eager: unknown option -c fusion=0"},
+      {"--backends codegen,faulty -c codegen:chain_layout=nhcw", "expected auto, nhwc or nchw8c"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.args);
+    auto r = run_crucible(run_args(c.args));
+    EXPECT_EQ(r.status, 2) << r.out << r.err;
+    EXPECT_EQ(testing::count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "r.db"));  // no run, not even an empty one
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+  // Options every backend takes run as before: codegen's planted bug is its model's status.
+  auto good = run_crucible(run_args("--backends codegen --mode accuracy -c inject=neg:times2"));
+  EXPECT_EQ(good.status, 1) << good.err;
+  auto store = reports::Store::open(dir_ / "r.db");
+  const auto rows = results_by_model(*store, store->runs().at(0).id);
+  ASSERT_TRUE(rows.contains("m_a/codegen/accuracy"));
+  EXPECT_EQ(rows.at("m_a/codegen/accuracy").status, reports::Status::kFailAccuracy);
+}
+
 TEST_F(HarnessRun, UnloadablePluginIsFailToLoadPerModelAndTheOthersRun) {
   add_model("m_a");
   add_model("m_b");

@@ -1,7 +1,21 @@
-// -c options scoped per backend (see backend_config.h).
+// -c options scoped per backend, and each backend asked whether it takes them (see
+// backend_config.h).
 #include "backend_config.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include "crucible/core/error.h"
+#include "temp_dir.h"
+#include "worker_launch.h"
+
 namespace crucible {
+
+namespace fs = std::filesystem;
 
 std::map<std::string, std::string> backend_config(const std::map<std::string, std::string>& config,
                                                   const std::string& backend) {
@@ -15,6 +29,49 @@ std::map<std::string, std::string> backend_config(const std::map<std::string, st
     }
   }
   return out;
+}
+
+namespace {
+// The graph every options check compiles: one op every backend lowers.
+constexpr const char* kCheckGraph =
+    "graph crucible_options_check(%x: f32[4]) {\n  %y = neg(%x)\n  return %y\n}\n";
+// An options check loads a plugin and compiles one op; a plugin that hangs is for the models'
+// own results to show, not a reason to hold the run longer than this.
+constexpr double kCheckTimeoutS = 120;
+}  // namespace
+
+void check_backend_options(const RunConfig& cfg,
+                           const std::map<std::string, std::string>& load_errors) {
+  std::optional<TempDir> dir;
+  for (size_t i = 0; i < cfg.backends.size(); ++i) {
+    const std::string& b = cfg.backends[i];
+    if (backend_config(cfg.config, b).empty() || load_errors.contains(b)) continue;
+    if (!dir) {
+      dir.emplace("crucible_options_");
+      std::ofstream(dir->path() / "check.graph") << kCheckGraph;
+      fs::create_directories(dir->path() / "logs");
+    }
+    WorkerJob job;
+    job.job = "options";
+    job.graph = (dir->path() / "check.graph").string();
+    job.suite = "options";
+    job.model = "crucible_options_check";
+    job.backends = {b};
+    job.threads = cfg.threads;
+    job.plugin_paths = cfg.plugin_paths;
+    job.config = cfg.config;
+    job.backend_env = cfg.backend_env;
+    ChildLimits limits;
+    limits.timeout_s = std::min(cfg.timeout_s > 0 ? cfg.timeout_s : kCheckTimeoutS, kCheckTimeoutS);
+    limits.memory_limit_mb = cfg.memory_limit_mb;
+    const WorkerRun run =
+        run_worker(job, worker_files(dir->path(), fmt::format("options.{}", i)), {}, limits);
+    for (const reports::ResultRecord& r : run.results) {
+      if (r.error.rfind(kOptionRefused, 0) == 0)
+        throw Error(fmt::format("-c: backend '{}' refuses its options: {}", b,
+                                r.error.substr(kOptionRefused.size())));
+    }
+  }
 }
 
 }  // namespace crucible

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "accuracy_check.h"
+#include "backend_config.h"
 #include "bisect_run.h"
 #include "blas_core_probe.h"
 #include "builtin_models.h"
@@ -628,7 +629,9 @@ int report_run(const RunConfig& cfg, int64_t run_id, const fs::path& out_dir,
 
 int execute_run(const RunConfig& given, int64_t* run_id_out) {
   RunPlan plan = plan_run(given);  // its models point at their written graphs below
-  RunConfig cfg = given;           // with the libtorch peers' chosen BLAS cores in backend_env
+  // Before anything is made: options a backend refuses are the request's error.
+  check_backend_options(given, plan.load_errors);
+  RunConfig cfg = given;  // with the libtorch peers' chosen BLAS cores in backend_env
   // A folder named outright is claimed before the run exists, so a clash records nothing.
   const std::string out_pattern = cfg.output_dir.string();
   const bool out_per_run = out_pattern.empty() || has_run_placeholder(out_pattern);

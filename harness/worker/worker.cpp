@@ -274,6 +274,8 @@ int run_worker_job(const WorkerJob& given) {
       counters_job(s);
     } else if (job.job == "blas-probe") {
       blas_probe_job(s);
+    } else if (job.job == "options") {
+      options_job(s);
     } else {
       throw Error(fmt::format("unknown worker job '{}'", job.job));
     }

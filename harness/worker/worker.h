@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend_env.h"
@@ -13,6 +14,10 @@ namespace crucible {
 
 // Exit code of a worker that ran out of memory in a way it could catch (std::bad_alloc).
 inline constexpr int kWorkerExitOom = 3;
+
+// The options job's answer that its backend refuses the job's -c options: the start of its
+// fail_to_compile result's error, the plugin's message after it (options_job.cpp).
+inline constexpr std::string_view kOptionRefused = "option refused: ";
 
 struct WorkerJob {
   // reference | outputs | profile | timing | counters | run-graph | cosim | blas-probe

@@ -90,6 +90,9 @@ void cosim_job(Session& s);
 // One candidate BLAS core of a libtorch peer, checked and timed (blas_probe_job.cpp).
 void blas_probe_job(Session& s);
 
+// Whether the backend takes the job's -c options (options_job.cpp; kOptionRefused, worker.h).
+void options_job(Session& s);
+
 // `crucible run --counters cachegrind`'s job, under callgrind (counters_job.cpp).
 void counters_job(Session& s);
 

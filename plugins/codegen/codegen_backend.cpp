@@ -407,7 +407,7 @@ std::unique_ptr<CodegenExecutable> compile_executable(const Graph& graph,
   try {
     copts.config = codegen::CodegenConfig::parse(options.config);
   } catch (const Error& e) {
-    throw plugin::CompileError(e.what());
+    throw plugin::OptionError(e.what());
   }
   copts.threads = options.threads;
   copts.keep = keep;

@@ -79,7 +79,7 @@ class EagerBackend final : public plugin::Backend {
   std::unique_ptr<plugin::Executable> compile(const Graph& graph,
                                               const plugin::Options& options) override {
     for (const auto& [key, value] : options.config) {
-      throw plugin::CompileError(fmt::format("eager: unknown option -c {}={}", key, value));
+      throw plugin::OptionError(fmt::format("eager: unknown option -c {}={}", key, value));
     }
     return std::make_unique<EagerExecutable>(graph, options);
   }

@@ -286,7 +286,7 @@ class LibtorchBackend final : public plugin::Backend {
       } else if (key == "blas_core" && !value.empty()) {
         check_blas_core(value);  // the runner chose it before this plugin loaded
       } else {
-        throw plugin::CompileError(fmt::format(
+        throw plugin::OptionError(fmt::format(
             "libtorch: unknown option -c {}={} (mode=eager|jit, optimize_for_inference=0|1, "
             "clamp=safe|native, linear=auto|aten|mkldnn, blas_core=auto|env|detect|NAME, "
             "debug_dir=DIR)",

@@ -47,6 +47,16 @@ class CompileError : public Error {
   using Error::Error;
 };
 
+// Raised by Backend::compile for a -c option the backend does not take (an unknown key, a value
+// it refuses): the harness compiles a one-node graph with a run's options before the run exists,
+// and refuses the run with this message, one line, instead of failing every model to compile.
+// A plugin that throws a plain CompileError for these still loads; its options are then judged
+// model by model.
+class OptionError : public CompileError {
+ public:
+  using CompileError::CompileError;
+};
+
 // Raised by Executable::intermediates() of a backend that cannot return values inside its
 // compiled graph (a closed library, a remote device). Callers that localize a failure (the
 // minifier's per-node comparison) then fall back to running graph prefixes, which needs only run().

@@ -1,0 +1,33 @@
+// `crucible worker --job options`: whether a backend takes a run's -c options, asked before the
+// run exists. It compiles the job's one-node graph with them; a plugin::OptionError says no.
+#include <string>
+
+#include "worker_session.h"
+
+namespace crucible {
+
+void options_job(Session& s) {
+  const std::string& backend = s.job.backends.at(0);
+  reports::ResultRecord r = s.record(backend, "accuracy");
+  std::unique_ptr<LoadedBackend> be;
+  s.report.phase("load", backend);
+  if (!attempt(r, reports::Status::kFailToLoad, [&] { be = s.load(backend); }))
+    return s.report.result(r);
+  s.report.phase("compile", backend);
+  r.status = reports::Status::kPass;
+  try {
+    s.compile(*be, backend, false);
+  } catch (const plugin::OptionError& e) {
+    r.status = reports::Status::kFailToCompile;
+    r.error = std::string(kOptionRefused) + e.what();
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    // Not an answer about the options: the models' own results will say what it is.
+    r.status = reports::Status::kFailToCompile;
+    r.error = e.what();
+  }
+  s.report.result(r);
+}
+
+}  // namespace crucible
