@@ -295,5 +295,20 @@ INSTANTIATE_TEST_SUITE_P(
       return "case" + std::to_string(info.index);
     });
 
+// A run's command is stored as shell words, and the dashboard reads its options back: every word
+// survives the round trip (spaces, quotes, an empty word), and the reader takes what a shell does.
+TEST(ShellWords, ACommandRoundTripsAndReadsAsAShellWould) {
+  const std::vector<std::string> argv = {"crucible", "run",     "-c",          "inject=neg:times2",
+                                         "-c",       "x=a b",   "--tag",       "it's",
+                                         "",         "tab\tin", "$HOME;rm -rf"};
+  const std::string line = shell_command(argv);
+  EXPECT_EQ(shell_words(line), argv) << line;
+  EXPECT_EQ(line.substr(0, 35), "crucible run -c inject=neg:times2 -");
+  EXPECT_EQ(shell_words("a  \"b \\\" c\" d\\ e 'f'\\''g'"),
+            (std::vector<std::string>{"a", "b \" c", "d e", "f'g"}));
+  EXPECT_EQ(shell_words("  "), std::vector<std::string>{});
+  EXPECT_EQ(shell_words("plain words only"), (std::vector<std::string>{"plain", "words", "only"}));
+}
+
 }  // namespace
 }  // namespace crucible

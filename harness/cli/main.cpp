@@ -28,9 +28,10 @@ void print_usage() {
 
 int main(int argc, char** argv) {
   using namespace crucible::cli;
-  // Error texts carry user input (paths, names, a plugin's exception text): escaped, each stays the
-  // one line the exit codes promise.
+  // Error texts carry user input (paths, names, a plugin's exception text): escaped and of bounded
+  // length (message_text), each stays the one line the exit codes promise.
   using crucible::escape_controls;
+  using crucible::message_text;
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     print_usage();
     return argc < 2 ? kExitUsage : kExitOk;
@@ -58,17 +59,17 @@ int main(int argc, char** argv) {
       return c.run(args);
     } catch (const po::error& e) {
       std::cerr << fmt::format("crucible {}: {} (see crucible {} --help)\n", name,
-                               escape_controls(e.what()), name);
+                               message_text(e.what(), 4000), name);
       return kExitUsage;
     } catch (const crucible::Error& e) {
-      std::cerr << fmt::format("crucible {}: {}\n", name, escape_controls(e.what()));
+      std::cerr << fmt::format("crucible {}: {}\n", name, message_text(e.what(), 4000));
       return kExitUsage;
     } catch (const std::bad_alloc&) {
       std::cerr << fmt::format("crucible {}: out of memory\n", name);
       return kExitFailed;
     } catch (const std::exception& e) {
       std::cerr << fmt::format("crucible {}: internal error: {}\n", name,
-                               escape_controls(e.what()));
+                               message_text(e.what(), 4000));
       return kExitFailed;
     }
   }

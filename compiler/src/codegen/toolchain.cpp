@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "crucible/core/kernel_cache_dir.h"
+#include "crucible/core/quote.h"
 
 extern char** environ;
 
@@ -84,29 +85,7 @@ std::vector<std::string> split_words(const std::string& command) {
   return words;
 }
 
-std::string quote_command(const std::vector<std::string>& argv) {
-  std::string line;
-  for (const std::string& a : argv) {
-    if (!line.empty()) line += ' ';
-    const bool plain = !a.empty() && a.find_first_not_of(
-                                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                         "0123456789-_=+./,:@%") == std::string::npos;
-    if (plain) {
-      line += a;
-      continue;
-    }
-    line += '\'';
-    for (char c : a) {
-      if (c == '\'') {
-        line += "'\\''";
-      } else {
-        line += c;
-      }
-    }
-    line += '\'';
-  }
-  return line;
-}
+std::string quote_command(const std::vector<std::string>& argv) { return shell_command(argv); }
 
 CommandResult run_command(const std::vector<std::string>& argv) {
   if (argv.empty()) throw ToolchainError("empty command");
