@@ -559,6 +559,65 @@ TEST(Regressions, PmuInstructionCountsAreASeriesOfTheirOwn) {
   fs::remove_all(dir);
 }
 
+// The dashboard's commands reproduce what the run did: its -c options that reach the backend
+// (not another backend's), quoted as a shell needs them; where no bisection can run, the cell
+// says why instead of staying empty.
+TEST(Regressions, TheDashboardsCommandsCarryTheRunsOptions) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("crucible_regr_opts_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto page = [&](const std::string& commit_of_last) {
+    const fs::path db = dir / (commit_of_last + ".db");
+    {
+      auto s = Store::open(db);
+      for (int n = 1; n <= 3; ++n) {
+        RunInfo info;
+        info.suites = "small";
+        info.backends = "eager,codegen";
+        info.mode = "accuracy";
+        info.env.git_commit = n < 3 ? std::string(40, static_cast<char>('0' + n)) : commit_of_last;
+        info.env.command =
+            "crucible run --suite small --backends eager,codegen --mode accuracy -c "
+            "inject=neg:times2 -c libtorch:mode=jit --config 'codegen:eager_nodes=a b' "
+            "-ceager:x=1";
+        const int64_t run = s->begin_run(info);
+        for (const std::string backend : {"eager", "codegen"}) {
+          ResultRecord a = make_result("small", "mlp", backend, "accuracy", 4);
+          a.status = n == 3 && backend == "codegen" ? Status::kFailAccuracy : Status::kPass;
+          s->add_result(run, a);
+        }
+        s->finish_run(run, "complete");
+      }
+    }
+    const fs::path site = dir / ("site_" + commit_of_last);
+    EXPECT_EQ(
+        run_crucible("report --html " + site.string() + " --since all --db " + db.string()).status,
+        0);
+    return testing::read_all(site / "regressions.html");
+  };
+  std::string html = page(std::string(40, '3'));
+  EXPECT_NE(html.find("crucible minify --suite small --only mlp --backend codegen -c "
+                      "inject=neg:times2 -c &#39;codegen:eager_nodes=a b&#39;</code>"),
+            std::string::npos)
+      << html;
+  EXPECT_EQ(html.find("mode=jit"), std::string::npos) << html;   // libtorch's, not codegen's
+  EXPECT_EQ(html.find("eager:x=1"), std::string::npos) << html;  // eager's
+  EXPECT_NE(html.find("crucible bisect --good 2222222222 --bad 3333333333 -- --suite small"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("--backends codegen --mode accuracy -c inject=neg:times2"), std::string::npos)
+      << html;
+  EXPECT_NE(html.find("class=\"cmd\""), std::string::npos);
+  html = page(std::string(40, '3') + "-dirty");
+  EXPECT_NE(html.find("built from a tree with uncommitted changes: no commit to go back to"),
+            std::string::npos)
+      << html;
+  html = page(std::string(40, '2'));  // the same commit before and after
+  EXPECT_NE(html.find("the change is not in the code"), std::string::npos) << html;
+  fs::remove_all(dir);
+}
+
 TEST(Regressions, StepsStatusChangesAndNewMachinesAreToldApart) {
   const fs::path dir = fs::temp_directory_path() / ("crucible_regr_" + std::to_string(::getpid()));
   fs::remove_all(dir);

@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "crucible/core/error.h"
+#include "crucible/core/quote.h"
 #include "crucible/reports/json.h"
 #include "sqlite_db.h"
 
@@ -115,6 +116,8 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f4f7}
 .banner{padding:8px 12px;border-radius:4px;margin:8px 0}.banner ul{margin:4px 0}
 .banner.bad{background:#fde8e8;border:1px solid #b3261e}.banner.ok{background:#e8f5ec}
 code{background:#f3f4f7;padding:1px 4px;border-radius:3px;word-break:break-all}
+code.cmd{word-break:normal;overflow-wrap:anywhere}
+tr.alert td{border-bottom:none}tr.commands td{padding:0 10px 6px 24px;font-size:13px}
 )css";
 
 // Draws one line chart: el, title, x (epoch s), [{label, values}], y label, and an optional
@@ -263,24 +266,88 @@ const char* not_judged_kind(const std::string& why) {
                                                          : "too few runs of their environment";
 }
 
-// From the last commit at the old level to the first at the new: git bisect over those, judged
-// by the run's status or, for a timing change, by the time over eager's. Not for a tree built
-// dirty (no commit to go back to), an unknown commit, eager's own time or a listed-only row.
-std::string bisect_command(const std::string& kind, const std::string& commits,
-                           const std::string& suite, const std::string& model,
-                           const std::string& backend, bool listed_only) {
+// A command as copyable text, wrapped at its spaces, never a character a line.
+std::string command_text(const std::string& command) {
+  return "<code class=\"cmd\">" + html_escape(command) + "</code>";
+}
+
+// The -c options of run `run_id`'s command that reach `backend` (unscoped ones every backend but
+// eager, "BACKEND:key=value" that one), each as " -c WORD": what a command that reproduces one of
+// its results must be given again (a planted bug, a kernel choice).
+std::string options_reaching(Store& store, int64_t run_id, const std::string& backend) {
+  std::string command;
+  try {
+    command = store.run(run_id).command;
+  } catch (const StoreError&) {
+    return "";
+  }
+  const std::vector<std::string> words = shell_words(command);
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    std::string value;
+    if ((w == "-c" || w == "--config") && i + 1 < words.size()) {
+      value = words[++i];
+    } else if (w.rfind("--config=", 0) == 0) {
+      value = w.substr(9);
+    } else if (w.size() > 2 && w.rfind("-c", 0) == 0) {
+      value = w.substr(2);
+    } else {
+      continue;
+    }
+    const size_t colon = value.find(':'), eq = value.find('=');
+    const bool scoped = colon != std::string::npos && (eq == std::string::npos || colon < eq);
+    const bool reaches = scoped ? colon == backend.size() && value.compare(0, colon, backend) == 0
+                                : backend != "eager";
+    if (reaches) out += " -c " + shell_command({value});
+  }
+  return out;
+}
+
+// The "find the commit" cell: from the last commit at the old level to the first at the new, git
+// bisect over those, judged by the run's status or, for a timing change, by the time over eager's,
+// with the run's options; or why there is none (a listed-only row has neither).
+struct FindCommit {
+  std::string command, why_not;
+};
+FindCommit find_commit(const std::string& kind, const std::string& commits,
+                       const std::string& suite, const std::string& model,
+                       const std::string& backend, const std::string& options, bool listed_only) {
+  if (listed_only) return {};
+  if (kind != "status" && backend == "eager")
+    return {"", "eager's own time is the reference's: bisect the backend's ratio instead"};
   const size_t dots = commits.find("..");
   const std::string good = dots == std::string::npos ? "" : commits.substr(0, dots),
                     bad = dots == std::string::npos ? "" : commits.substr(dots + 2);
-  const bool clean = commits.find("dirty") == std::string::npos && good != "?" && bad != "?";
-  if (!clean || good.empty() || bad.empty() || good == bad || listed_only ||
-      (kind != "status" && backend == "eager"))
-    return "";
-  return fmt::format(
-      "crucible bisect --good {} --bad {}{} -- --suite {} --only {} "
-      "--backends {} --mode {}",
-      good, bad, kind == "status" ? "" : " --judge ratio", suite, model, backend,
-      kind == "status" ? "accuracy" : "performance");
+  if (commits.find("dirty") != std::string::npos)
+    return {"", "a run was built from a tree with uncommitted changes: no commit to go back to"};
+  if (good.empty() || bad.empty() || good == "?" || bad == "?")
+    return {"", "the runs recorded no commit (not built from a git checkout)"};
+  if (good == bad)
+    return {"", fmt::format("both runs are at commit {}: the change is not in the code (the "
+                            "machine, the options or the inputs)",
+                            good)};
+  return {fmt::format("crucible bisect --good {} --bad {}{} -- --suite {} --only {} "
+                      "--backends {} --mode {}{}",
+                      good, bad, kind == "status" ? "" : " --judge ratio", suite, model, backend,
+                      kind == "status" ? "accuracy" : "performance", options),
+          ""};
+}
+
+// The row under an alert with its commands across the table's width (in a column of their own
+// they were squeezed to a character a line): what reproduces it, and what finds its commit or
+// why nothing can. Empty for a listed-only row.
+std::string commands_row(const std::string& repro, const FindCommit& bisect) {
+  if (repro.empty() && bisect.command.empty() && bisect.why_not.empty()) return "";
+  std::string cell;
+  if (!repro.empty()) cell += "<div>reproduce: " + command_text(repro) + "</div>";
+  if (!bisect.command.empty()) {
+    cell += "<div>find the commit: " + command_text(bisect.command) + "</div>";
+  } else if (!bisect.why_not.empty()) {
+    cell += "<div>find the commit: <span class=\"muted\">" + html_escape(bisect.why_not) +
+            "</span></div>";
+  }
+  return "<tr class=\"commands\"><td colspan=\"10\">" + cell + "</td></tr>\n";
 }
 
 // The regressions page's table of detection floors, around its rows.
@@ -310,9 +377,10 @@ std::string regressions_body(Store& store, const HtmlReportOptions& opts, const 
       "baseline; an environment event is many series moving together at one run; absorbed is a "
       "step a short baseline took in without an alert (the note says why), with_event a ratio "
       "the machine bent at a shift.</p>\n"
-      "<table><tr><th>kind</th><th>suite</th><th>model</th><th>backend</th><th>measure</th>"
+      "<table><tr><th>kind</th><th>suite</th><th>model</th><th>backend</th>"
+      "<th>measure</th>"
       "<th>change</th><th>runs</th><th>commits</th><th>kernels moved</th><th>note</th>"
-      "<th>reproduce</th><th>find the commit</th></tr>\n";
+      "</tr>\n";
   int listed = 0;
   std::map<std::string, int> not_judged;  // why -> series
   std::string floors;                     // each judged series' detection floor
@@ -340,9 +408,13 @@ std::string regressions_body(Store& store, const HtmlReportOptions& opts, const 
     const bool listed_only =
         kind == "environment_event" || kind == "absorbed" || kind == "with_event";
     if (listed_only) repro.clear();
+    const std::string options =
+        kind == "environment_event"
+            ? ""
+            : options_reaching(store, std::get<int64_t>(r[kConfirmed]), backend);
     if (kind == "status") {
-      repro =
-          fmt::format("crucible minify --suite {} --only {} --backend {}", suite, model, backend);
+      repro = fmt::format("crucible minify --suite {} --only {} --backend {}{}", suite, model,
+                          backend, options);
       for (const ReproRecord& rr : store.repros(model)) {
         if (rr.backend == backend && !rr.path.empty()) {
           repro = "crucible repro " + rr.path;
@@ -351,12 +423,11 @@ std::string regressions_body(Store& store, const HtmlReportOptions& opts, const 
       }
     }
     const std::string commits = text(r[kCommits]);
-    const std::string bisect = bisect_command(kind, commits, suite, model, backend, listed_only);
+    const FindCommit bisect =
+        find_commit(kind, commits, suite, model, backend, options, listed_only);
     rb += fmt::format(
-        "<tr><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-        "<td "
-        "class=n>{}</td><td>{}..{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td>"
-        "<td><code>{}</code></td></tr>\n",
+        "<tr class=\"alert\"><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td class=n>{}</td><td>{}..{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n{}",
         kind == "improvement" ? "pass"
         : listed_only         ? "muted"
                               : "fail",
@@ -369,7 +440,7 @@ std::string regressions_body(Store& store, const HtmlReportOptions& opts, const 
             ? fmt::format("{:+.1f}%", std::get<double>(r[kChange]))
             : "",
         run, text(r[kConfirmed]), html_escape(commits), html_escape(text(r[kKernels])),
-        html_escape(text(r[kNote])), html_escape(repro), html_escape(bisect));
+        html_escape(text(r[kNote])), commands_row(repro, bisect));
     ++listed;
   }
   rb += "</table>\n";

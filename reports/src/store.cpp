@@ -513,7 +513,8 @@ std::vector<RunRow> Store::run_rows(int64_t run_id, int limit) {
               "SELECT r.id, r.started_at, coalesce(r.finished_at, ''), r.status, r.tag, r.suites, "
               "r.backends, r.mode,"
               " r.hostname, coalesce(r.git_commit, ''), coalesce(r.cores, 0),"
-              " (SELECT count(*) FROM results x WHERE x.run_id = r.id), coalesce(r.threads, 0)"
+              " (SELECT count(*) FROM results x WHERE x.run_id = r.id), coalesce(r.threads, 0),"
+              " coalesce(r.command, '')"
               " FROM runs r WHERE ?1 = 0 OR r.id = ?1 ORDER BY r.id DESC LIMIT ?2");
   q.bind(1, run_id).bind(2, static_cast<int64_t>(limit));
   std::vector<RunRow> out;
@@ -532,6 +533,7 @@ std::vector<RunRow> Store::run_rows(int64_t run_id, int limit) {
     r.cores = static_cast<int>(q.int64(10));
     r.results = q.int64(11);
     r.threads = static_cast<int>(q.int64(12));
+    r.command = q.text(13);
     out.push_back(std::move(r));
   }
   return out;

@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "crucible/core/error.h"
+#include "crucible/core/quote.h"
 #include "launcher.h"
 #include "memory_cgroup.h"
 #include "onnx_models.h"
@@ -323,8 +324,10 @@ bool parse_run_options(const std::string& command, const std::string& usage,
   refuse_unused(vm, cfg);
   cfg.db = raw.db;
   cfg.output_dir = raw.output_dir;
-  cfg.command_line = "crucible " + command;
-  for (const auto& a : args) cfg.command_line += " " + a;
+  // As a shell would run it again: a -c value with a space stays one word.
+  std::vector<std::string> argv = {"crucible", command};
+  argv.insert(argv.end(), args.begin(), args.end());
+  cfg.command_line = shell_command(argv);
   return true;
 }
 

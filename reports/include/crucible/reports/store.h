@@ -28,6 +28,7 @@ struct RunRow {
   int cores = 0;
   int threads = 0;  // OpenMP threads per worker as the run recorded them (0: unknown)
   int64_t results = 0;
+  std::string command;  // the command line that made it (shell words since 0.1.0's quoting)
 };
 
 struct ResultRow {
