@@ -51,7 +51,7 @@ TEST(OnnxImport, KeepsNamesAndWeightsAndFoldsShapeChains) {
   auto r = run_crucible(
       fmt::format("import {} -o {} --shape x=2,3,4", model.string(), (dir / "out").string()));
   ASSERT_EQ(r.status, 0) << r.err;
-  Graph g = load_graph_file(dir / "out" / "model.graph");
+  Graph g = load_graph_file(dir / "out" / "m.graph");
   ASSERT_EQ(g.nodes().size(), 2u) << print_graph(g);  // matmul and reshape: the chain folded
   EXPECT_EQ(g.nodes()[0].op, "matmul");
   EXPECT_EQ(g.nodes()[1].op, "reshape");
@@ -60,7 +60,7 @@ TEST(OnnxImport, KeepsNamesAndWeightsAndFoldsShapeChains) {
   EXPECT_EQ(g.value(g.nodes()[0].output).name, "mm_out");
   ASSERT_EQ(g.params().size(), 1u);
   EXPECT_EQ(g.value(g.params()[0]).name, "layer.W");
-  EXPECT_EQ(fs::file_size(dir / "out" / "model.layer.W.bin"), 20u * 4);
+  EXPECT_EQ(fs::file_size(dir / "out" / "m.layer.W.bin"), 20u * 4);
   EXPECT_EQ(materialize_param(g, g.params()[0]).get(7), 0.5);
 }
 
@@ -110,7 +110,7 @@ TEST(OnnxImport, FunctionOpsInlineOnnxsOwnBody) {
   auto r = run_crucible(
       fmt::format("import {} -o {}", b.save(dir / "m.onnx").string(), (dir / "out").string()));
   ASSERT_EQ(r.status, 0) << r.err;
-  Graph g = load_graph_file(dir / "out" / "model.graph");
+  Graph g = load_graph_file(dir / "out" / "m.graph");
   bool has_mean = false;
   for (const auto& n : g.nodes()) {
     has_mean = has_mean || n.op == "mean";
@@ -331,6 +331,154 @@ TEST(OnnxImport, HostileFilesAreOneLineAndNothingRuns) {
 // (i + k itself overflowed for k near either end, which UBSan reports).
 // Issue 51: what the importer accepted silently and now refuses in one line, each a neighbour of
 // the others (a binding that changes the model, a file format or opset it cannot know).
+// A model is named after its file, the same way by import and by a run (model.onnx, ONNX's
+// standard name, after its folder), so two zoo models given to one run are two models; two files
+// that would share a name, and every -o that is not a folder, are one line and exit 2.
+TEST(OnnxImport, ModelsAreNamedAfterTheirFilesAndOutputFoldersAreChecked) {
+  const fs::path dir = testing::fresh_test_dir("onnx_import");
+  fs::create_directories(dir / "zoo" / "alpha");
+  fs::create_directories(dir / "zoo" / "beta");
+  fs::create_directories(dir / "other" / "alpha");
+  const fs::path alpha = relu_model().save(dir / "zoo" / "alpha" / "model.onnx");
+  const fs::path beta = relu_model().save(dir / "zoo" / "beta" / "model.onnx");
+  const fs::path shadow = relu_model().save(dir / "other" / "alpha" / "model.onnx");
+  const fs::path named = relu_model().save(dir / "mynet.onnx");
+  for (const auto& [model, graph] : {std::pair{alpha, "alpha"}, std::pair{named, "mynet"}}) {
+    auto r = run_crucible(fmt::format("import {} -o {}", model.string(), (dir / "out").string()));
+    ASSERT_EQ(r.status, 0) << r.err;
+    const fs::path file = dir / "out" / (std::string(graph) + ".graph");
+    ASSERT_TRUE(fs::exists(file)) << r.out;
+    EXPECT_EQ(load_graph_file(file).name(), graph);
+  }
+  // One run, two model.onnx files: two models, each under its folder's name.
+  const fs::path db = dir / "r.db";
+  auto run =
+      run_crucible(fmt::format("run --graph {} --graph {} --backends eager --db {} -o {}",
+                               alpha.string(), beta.string(), db.string(), (dir / "run").string()));
+  ASSERT_EQ(run.status, 0) << run.err << run.out;
+  EXPECT_EQ(testing::query_text(db, "SELECT model FROM results ORDER BY model"), "alpha\nbeta\n");
+  // Two files that would be one model: refused before any run.
+  auto twice =
+      run_crucible(fmt::format("run --graph {} --graph {} --backends eager --db {}", alpha.string(),
+                               shadow.string(), (dir / "twice.db").string()));
+  EXPECT_EQ(twice.status, 2);
+  EXPECT_EQ(testing::count_lines(twice.err), 1) << twice.err;
+  EXPECT_NE(twice.err.find("are both model 'alpha'"), std::string::npos) << twice.err;
+  EXPECT_FALSE(fs::exists(dir / "twice.db"));
+  // -o that is not a folder one can write: one line, exit 2, never an internal error.
+  std::ofstream(dir / "a_file") << "x";
+  const std::vector<std::pair<std::string, std::string>> outs = {
+      {(dir / "a_file").string(), "a file, not a folder"},
+      {"''", "-o '': give the folder"},
+      {"/proc/crucible_no_such", "cannot write there"},
+      {(dir / "a_file" / "sub").string(), "cannot write there"}};
+  for (const auto& [o, says] : outs) {
+    auto r = run_crucible(fmt::format("import {} -o {}", named.string(), o));
+    EXPECT_EQ(r.status, 2) << o << ": " << r.err;
+    EXPECT_EQ(testing::count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+  }
+  // A refused import leaves no folder: an --input-data file of the wrong shape.
+  OnnxModelBuilder two;
+  two.input("x", {2, 2});
+  two.node("Relu", {"x"}, {"y"});
+  two.output("y");
+  const fs::path small = two.save(dir / "small.onnx");
+  ::onnx::TensorProto t;
+  t.set_data_type(::onnx::TensorProto::FLOAT);
+  t.add_dims(3);
+  for (int i = 0; i < 3; ++i) t.add_float_data(1.0f);
+  std::ofstream(dir / "input_0.pb", std::ios::binary) << t.SerializeAsString();
+  auto refused = run_crucible(fmt::format("import {} -o {} --input-data {}", small.string(),
+                                          (dir / "never").string(), (dir / "input_0.pb").string()));
+  EXPECT_EQ(refused.status, 2) << refused.err;
+  EXPECT_FALSE(fs::exists(dir / "never"));
+}
+
+// A refusal quotes the file, and the file is not to be trusted with the terminal: a million-entry
+// attribute is one bounded line, a NUL in a node's name is shown escaped, not the end of it.
+TEST(OnnxImport, MessagesQuotingTheFileStayOneBoundedLine) {
+  const fs::path dir = testing::fresh_test_dir("onnx_import");
+  {
+    OnnxModelBuilder b;
+    b.input("x", {2, 2});
+    auto* n = b.node("Transpose", {"x"}, {"y"}, "big_perm");
+    OnnxModelBuilder::attr_ints(n, "perm", std::vector<int64_t>(1000000, 1));
+    b.output("y");
+    const fs::path model = b.save(dir / "big.onnx");
+    auto r = run_crucible(fmt::format("import {} -o {}", model.string(), (dir / "out").string()));
+    EXPECT_EQ(r.status, 2) << r.err.substr(0, 300);
+    EXPECT_EQ(testing::count_lines(r.err), 1);
+    EXPECT_LT(r.err.size(), 4200u);
+    EXPECT_NE(r.err.find("big_perm"), std::string::npos) << r.err.substr(0, 300);
+  }
+  {
+    OnnxModelBuilder b;
+    b.input("x", {2, 2});
+    b.node("NoSuchOpAnywhere", {"x"}, {"y"}, std::string("bad\0name", 8));
+    b.output("y");
+    const fs::path model = b.save(dir / "nul.onnx");
+    auto r = run_crucible(fmt::format("import {} -o {}", model.string(), (dir / "out").string()));
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_EQ(testing::count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("bad\\x00name"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("NoSuchOpAnywhere"), std::string::npos) << r.err;
+  }
+  {
+    // A Conv whose kernel_shape contradicts its weight is a broken file, not a 3x3 conv.
+    OnnxModelBuilder b;
+    b.input("x", {1, 1, 8, 8});
+    b.initializer("w", {1, 1, 3, 3}, std::vector<float>(9, 1.0f));
+    auto* n = b.node("Conv", {"x", "w"}, {"y"}, "conv_1");
+    OnnxModelBuilder::attr_ints(n, "kernel_shape", {5, 5});
+    b.output("y");
+    const fs::path model = b.save(dir / "conv.onnx");
+    auto r = run_crucible(fmt::format("import {} -o {}", model.string(), (dir / "out").string()));
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_NE(r.err.find("kernel_shape [5,5] differs from the weight's [3,3]"), std::string::npos)
+        << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
+// Token ids: an integer input that only indexes an embedding table is drawn from the table's
+// rows, so `run --graph` runs a language model's graph as it is (random integers from -100 to 100
+// were out of range); an integer input used as data keeps the plain random integers.
+TEST(OnnxImport, TokenIdInputsAreDrawnInsideTheTableTheyIndex) {
+  const fs::path dir = testing::fresh_test_dir("onnx_import");
+  OnnxModelBuilder b;
+  b.input("ids", {2, 4}, ::onnx::TensorProto::INT64);
+  b.input("count", {2}, ::onnx::TensorProto::INT64);
+  b.initializer("table", {7, 3}, std::vector<float>(21, 0.25f));
+  b.int_initializer("shape", {8});
+  b.node("Reshape", {"ids", "shape"}, {"flat"});
+  b.node("Gather", {"table", "flat"}, {"rows"}, "embed");
+  b.node("Neg", {"count"}, {"negcount"});
+  b.output("rows");
+  b.output("negcount", ::onnx::TensorProto::INT64);
+  const fs::path model = b.save(dir / "tokens.onnx");
+  auto r = run_crucible(fmt::format("import {} -o {}", model.string(), (dir / "out").string()));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Graph g = load_graph_file(dir / "out" / "tokens.graph");
+  const Value& ids = g.value(g.inputs()[0]);
+  EXPECT_EQ(ids.init.kind, "randint") << print_graph(g);
+  EXPECT_EQ(ids.init.args.get_int_or("low", -1), 0);
+  EXPECT_EQ(ids.init.args.get_int_or("high", -1), 7);
+  EXPECT_TRUE(g.value(g.inputs()[1]).init.empty()) << print_graph(g);
+  for (const Tensor& t : make_inputs(g, 3)) {
+    if (t.dtype() != DType::kI64 || t.numel() != 8) continue;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      EXPECT_GE(t.get(i), 0);
+      EXPECT_LT(t.get(i), 7);
+    }
+  }
+  auto run = run_crucible(
+      fmt::format("run --graph {} --backends eager,codegen --mode accuracy --db {} -o {}",
+                  model.string(), (dir / "r.db").string(), (dir / "run").string()));
+  EXPECT_EQ(run.status, 0) << run.err << run.out;
+}
+
 TEST(OnnxImport, BindingsAndHeadersThatChangeTheModelAreRefused) {
   const fs::path dir = testing::fresh_test_dir("onnx_import");
   auto fresh = [&](const std::string& name) {

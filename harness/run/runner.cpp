@@ -535,13 +535,21 @@ RunPlan plan_run(const RunConfig& cfg) {
     plan.suites.push_back(find_suite(s, suite_search_path(cfg.suite_paths)));
   if (!cfg.graphs.empty()) {
     Suite adhoc{"graphs", {}, {}};
+    std::map<std::string, std::string> file_of;  // model name -> the --graph file named so
     for (const auto& g : cfg.graphs) {
       if (!fs::exists(g)) throw Error(fmt::format("{}: cannot read: No such file or directory", g));
       // A file given on the command line is the request itself: a syntax error in it is bad
       // input (exit 2, no run recorded), as run-graph says it, not a model that failed to load.
       ModelEntry m;
       m.suite = "graphs";
-      m.name = fs::path(g).stem().string();
+      m.name = is_onnx_file(g) ? onnx::model_name(g) : fs::path(g).stem().string();
+      // One name is one model: its results, its folder of imported weights.
+      if (const auto [at, fresh] = file_of.emplace(m.name, g); !fresh) {
+        throw Error(
+            fmt::format("--graph {} and --graph {} are both model '{}': give one a file (or, for "
+                        "model.onnx, a folder) of another name",
+                        at->second, g, m.name));
+      }
       if (is_onnx_file(g)) {
         onnx::ImportOptions opts;
         opts.shapes = cfg.shapes;

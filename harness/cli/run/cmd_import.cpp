@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "crucible/core/error.h"
 #include "crucible/onnx/import.h"
 #include "onnx_models.h"
 
@@ -31,6 +32,13 @@ int import_command(const std::vector<std::string>& args) {
              args, vm)) {
     return kExitOk;
   }
+  // -o first: a file, '' or a folder that cannot be made is the request's error, before any work.
+  const fs::path out(output);
+  std::error_code ec;
+  if (output.empty())
+    throw Error("-o '': give the folder for the .graph and its side files (made if missing)");
+  if (fs::exists(out, ec) && !fs::is_directory(out, ec))
+    throw Error(fmt::format("-o {}: a file, not a folder", output));
   onnx::ImportOptions io;
   io.shapes = parse_shape_bindings(shapes);
   io.input_files.assign(inputs.begin(), inputs.end());
@@ -38,7 +46,12 @@ int import_command(const std::vector<std::string>& args) {
   Graph g = onnx::import_model(model, io);
   const double import_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const fs::path graph = onnx::save_imported(g, output, io.input_files);
+  fs::path graph;
+  try {
+    graph = onnx::save_imported(g, out, io.input_files);
+  } catch (const fs::filesystem_error& e) {
+    throw Error(fmt::format("-o {}: cannot write there: {}", output, e.code().message()));
+  }
   double weight_mb = 0;
   for (ValueId p : g.params()) weight_mb += static_cast<double>(g.value(p).data.nbytes()) / 1e6;
   std::cout << fmt::format(

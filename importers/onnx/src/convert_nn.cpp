@@ -2,6 +2,7 @@
 // pads made explicit), BatchNormalization, LayerNormalization, Softmax/LogSoftmax (with the
 // pre-13 flattening), Gemm and MatMul.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <limits>
 #include <optional>
@@ -68,8 +69,12 @@ Val pad_spatial(Ctx& c, const Val& x, const Window& w, double value) {
 void conv(Ctx& c, const NodeProto& n) {
   Val x = c.in(n, 0), wt = c.in(n, 1);
   if (wt.rank() != 4) unsupported(fmt::format("Conv with a {}-d weight (only 2-d)", wt.rank()));
-  auto kernel = attr_ints(n, "kernel_shape")
-                    .value_or(std::vector<int64_t>{wt.type.shape[2], wt.type.shape[3]});
+  // The weight's spatial dims are the kernel; a kernel_shape that says otherwise is a broken file
+  // (the registry's conv2d would take the weight's and SAME padding would follow the attribute).
+  const std::vector<int64_t> kernel = {wt.type.shape[2], wt.type.shape[3]};
+  if (attr_ints(n, "kernel_shape").value_or(kernel) != kernel)
+    malformed(fmt::format("kernel_shape [{}] differs from the weight's [{}]",
+                          fmt::join(*attr_ints(n, "kernel_shape"), ","), fmt::join(kernel, ",")));
   Window w = window(n, x.type.shape, kernel);
   std::vector<int64_t> padding = w.begin;
   if (!w.symmetric()) {

@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <set>
 
 #include "converters.h"
@@ -136,9 +137,49 @@ std::string node_label(const NodeProto& n) {
   return "?";
 }
 
+// An integer input that only indexes (gather's index operand, also through reshapes, squeezes and
+// casts) is drawn from [0, the smallest dim it indexes): a run's random integers (-100..100) are
+// out of range for token ids, and a negative id gathers from the end.
+void bound_index_inputs(Graph& g) {
+  static const std::set<std::string> kPassThrough = {"reshape", "unsqueeze", "squeeze",
+                                                     "flatten", "expand",    "cast"};
+  for (ValueId in : g.inputs()) {
+    const TensorType& type = g.value(in).type;
+    if (!g.value(in).init.empty() || !(type.dtype == DType::kI32 || type.dtype == DType::kI64))
+      continue;
+    int64_t bound = std::numeric_limits<int64_t>::max();
+    bool only_indexes = true;
+    std::vector<ValueId> frontier = {in};
+    while (!frontier.empty() && only_indexes) {
+      const ValueId v = frontier.back();
+      frontier.pop_back();
+      for (const Node& n : g.nodes()) {
+        for (size_t k = 0; k < n.operands.size(); ++k) {
+          if (n.operands[k] != v) continue;
+          if (n.op == "gather" && k == 1) {
+            const Shape& data = g.value(n.operands[0]).type.shape;
+            const int64_t dim = n.attrs.get_int_or("dim", 0);
+            if (dim < 0 || dim >= static_cast<int64_t>(data.size()))
+              only_indexes = false;
+            else
+              bound = std::min(bound, data[static_cast<size_t>(dim)]);
+          } else if (kPassThrough.contains(n.op) && k == 0 &&
+                     is_integral(g.value(n.output).type.dtype)) {
+            frontier.push_back(n.output);
+          } else {
+            only_indexes = false;
+          }
+        }
+      }
+    }
+    if (only_indexes && bound > 0 && bound != std::numeric_limits<int64_t>::max())
+      g.mutable_value(in).init = Initializer{"randint", {{"low", int64_t{0}}, {"high", bound}}};
+  }
+}
+
 Graph import_graph(::onnx::ModelProto& m, const fs::path& path, const ImportOptions& opts) {
   auto& gp = *m.mutable_graph();
-  Graph g(graph_name(Graph(), gp.name().empty() ? path.stem().string() : gp.name()));
+  Graph g(graph_name(Graph(), model_name(path)));
   g.set_base_dir(path.parent_path());
   Ctx c(g, opts, default_opset(m));
   if (gp.sparse_initializer_size() > 0) unsupported("sparse initializers");
@@ -187,11 +228,20 @@ Graph import_graph(::onnx::ModelProto& m, const fs::path& path, const ImportOpti
   for (const auto& vi : gp.output()) outputs.push_back(c.id_of(c.get(vi.name())));
   if (outputs.empty()) malformed("the graph has no outputs");
   g.set_outputs(outputs);
+  bound_index_inputs(g);
   verify(g);
   return g;
 }
 
 }  // namespace
+
+std::string model_name(const fs::path& model) {
+  const fs::path whole = fs::absolute(model).lexically_normal();
+  if (whole.filename() == "model.onnx" && whole.has_parent_path() &&
+      !whole.parent_path().filename().empty())
+    return whole.parent_path().filename().string();
+  return model.stem().string();
+}
 
 Graph import_model(const fs::path& path, const ImportOptions& opts) {
   ::onnx::ModelProto m;
@@ -221,23 +271,30 @@ Tensor read_tensor_file(const fs::path& file) {
 
 fs::path save_imported(const Graph& g, const fs::path& dir,
                        const std::vector<fs::path>& input_files) {
-  fs::create_directories(dir);
   if (input_files.size() > g.inputs().size())
     throw ImportError(
         fmt::format("{} input files for {} graph inputs", input_files.size(), g.inputs().size()),
         false);
-  Graph copy = g;
+  // Every input file is read and checked before anything is written: a refused import leaves
+  // no folder behind.
+  std::vector<Tensor> inputs;
   for (size_t k = 0; k < input_files.size(); ++k) {
     const ValueId id = g.inputs()[k];
-    const Tensor t = read_tensor_file(input_files[k]).contiguous();
+    inputs.push_back(read_tensor_file(input_files[k]).contiguous());
+    const Tensor& t = inputs.back();
     const TensorType want = g.value(id).type;
     if (t.dtype() != want.dtype || t.shape() != want.shape)
       throw ImportError(fmt::format("{}: holds {}[{}], input '{}' is {}", input_files[k].string(),
                                     dtype_name(t.dtype()), fmt::join(t.shape(), ","),
                                     g.value(id).name, want.str()),
                         false);
+  }
+  fs::create_directories(dir);
+  Graph copy = g;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const ValueId id = g.inputs()[k];
     const std::string side = fmt::format("{}.input_{}.bin", g.name(), k);
-    write_atomically(dir / side, t.raw_data(), t.nbytes());
+    write_atomically(dir / side, inputs[k].raw_data(), inputs[k].nbytes());
     copy.mutable_value(id).init = Initializer{"file", {{"path", side}}};
   }
   const fs::path graph = dir / (g.name() + ".graph");

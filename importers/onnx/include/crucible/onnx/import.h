@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "crucible/core/error.h"
+#include "crucible/core/quote.h"
 #include "crucible/core/tensor.h"
 #include "crucible/ir/graph.h"
 
@@ -24,8 +25,10 @@ inline constexpr int64_t kMaxIrVersion = 10;
 // those as skipped with the message; anything else (a malformed or hostile file) is an error.
 class ImportError : public Error {
  public:
-  ImportError(std::string message, bool unsupported)
-      : Error(std::move(message)), unsupported_(unsupported) {}
+  // The message quotes the file (names, attribute values): it is kept one line of at most 2000
+  // bytes, a NUL in a name escaped rather than ending it (message_text).
+  ImportError(const std::string& message, bool unsupported)
+      : Error(message_text(message)), unsupported_(unsupported) {}
   bool unsupported() const { return unsupported_; }
 
  private:
@@ -43,7 +46,12 @@ struct ImportOptions {
   int64_t fold_limit = int64_t{1} << 24;
 };
 
+// The name a model file stands for, as a run names its model and the importer its graph: the
+// file's stem, or its folder's for ONNX's standard file name ("zoo/alexnet/model.onnx": alexnet).
+std::string model_name(const std::filesystem::path& model);
+
 // Imports `model` (a .onnx file; external data is read from its folder and must stay inside it).
+// The graph is named model_name(model), not by the exporter's graph name ("torch_jit").
 // Graph inputs are the model's non-initializer inputs; initializers and folded constants become
 // parameters with bound data. Throws ImportError: "model.onnx: node 'x' (op LSTM): not supported".
 Graph import_model(const std::filesystem::path& model, const ImportOptions& options = {});
