@@ -31,6 +31,22 @@ std::map<std::string, std::string> backend_config(const std::map<std::string, st
   return out;
 }
 
+WorkerJob pre_run_job(const RunConfig& cfg, const std::string& kind, const fs::path& graph,
+                      const std::string& backend) {
+  WorkerJob job;
+  job.job = kind;
+  job.graph = graph.string();
+  job.suite = kind;
+  job.model = kind;
+  job.backends = {backend};
+  job.seed = cfg.seed;
+  job.threads = cfg.threads;
+  job.plugin_paths = cfg.plugin_paths;
+  job.config = cfg.config;
+  job.backend_env = cfg.backend_env;
+  return job;
+}
+
 namespace {
 // The graph every options check compiles: one op every backend lowers.
 constexpr const char* kCheckGraph =
@@ -51,16 +67,7 @@ void check_backend_options(const RunConfig& cfg,
       std::ofstream(dir->path() / "check.graph") << kCheckGraph;
       fs::create_directories(dir->path() / "logs");
     }
-    WorkerJob job;
-    job.job = "options";
-    job.graph = (dir->path() / "check.graph").string();
-    job.suite = "options";
-    job.model = "crucible_options_check";
-    job.backends = {b};
-    job.threads = cfg.threads;
-    job.plugin_paths = cfg.plugin_paths;
-    job.config = cfg.config;
-    job.backend_env = cfg.backend_env;
+    WorkerJob job = pre_run_job(cfg, "options", dir->path() / "check.graph", b);
     ChildLimits limits;
     limits.timeout_s = std::min(cfg.timeout_s > 0 ? cfg.timeout_s : kCheckTimeoutS, kCheckTimeoutS);
     limits.memory_limit_mb = cfg.memory_limit_mb;

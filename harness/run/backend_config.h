@@ -2,15 +2,23 @@
 // as it is), "BACKEND:key=value" that backend alone, eager included; and whether each takes them.
 #pragma once
 
+#include <filesystem>
 #include <map>
 #include <string>
 
 #include "run_config.h"
+#include "worker.h"
 
 namespace crucible {
 
 std::map<std::string, std::string> backend_config(const std::map<std::string, std::string>& config,
                                                   const std::string& backend);
+
+// A worker job of `kind` on one backend before a run exists (the options check, the BLAS-core
+// probe): `graph` in a folder of the caller's, the run's seed, threads, plugin paths, options and
+// backend environment.
+WorkerJob pre_run_job(const RunConfig& cfg, const std::string& kind,
+                      const std::filesystem::path& graph, const std::string& backend);
 
 // Asks each backend of `cfg` that is given -c options, before the run exists, whether it takes
 // them: a sandboxed worker of its own compiles a one-node graph with them. Throws Error with the

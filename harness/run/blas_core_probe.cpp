@@ -125,16 +125,8 @@ class Prober {
   }
 
   BlasProbe probe(const BlasCandidate& c) {
-    WorkerJob job;
-    job.job = "blas-probe";
-    job.graph = (dir_.path() / "blas_probe.graph").string();
-    job.suite = "blas_probe";
-    job.model = "blas_probe";
-    job.backends = {backend_};
-    job.seed = cfg_.seed;
-    job.threads = cfg_.threads;
-    job.plugin_paths = cfg_.plugin_paths;
-    job.config = cfg_.config;
+    WorkerJob job = pre_run_job(cfg_, "blas-probe", dir_.path() / "blas_probe.graph", backend_);
+    job.backend_env = {};
     job.backend_env[backend_] = overlay(c.env, explicit_env());
     job.report = (dir_.path() / (c.name + ".report")).string();
     std::vector<std::string> argv = {self_executable().string()};
