@@ -737,9 +737,13 @@ class TimingJob {
             ? fmt::format("; every output page read in the clock ({:.2f}% of the timed time)",
                           100 * b.touch_ms / b.timed_ms)
             : "";
-    return fmt::format("{}; {} samples x {} calls, every call on inputs of its own{}",
-                       b.deterministic ? "bitwise deterministic" : "not bitwise deterministic",
-                       b.r.samples_ms.size(), b.calls, pages);
+    // The calls of a sample are refitted as the timing goes, so samples x calls is the last count;
+    // the calls and the time in all say what --min-time-ms was held to.
+    return fmt::format(
+        "{}; {} samples x {} calls ({} calls, {:.3f} ms timed in all), every call on inputs of its "
+        "own{}",
+        b.deterministic ? "bitwise deterministic" : "not bitwise deterministic",
+        b.r.samples_ms.size(), b.calls, b.calls_timed, b.timed_ms, pages);
   }
 
   Session& s_;
