@@ -127,7 +127,8 @@ po::options_description run_option_table(RunConfig& cfg, RunArgs& raw, LaunchOpt
       "mode,m", po::value(&raw.mode)->default_value("accuracy"), "accuracy | performance | both")(
       "config,c", po::value(&raw.config)->composing(),
       "option key=value for every backend but eager, or BACKEND:key=value for that backend "
-      "alone (repeatable)")(
+      "alone (repeatable); each backend is asked before the run whether it takes its options, "
+      "and one it refuses is the request's error")(
       "backend-env", po::value(&raw.backend_env)->composing(),
       "BACKEND:KEY=VALUE sets, BACKEND:-KEY unsets, a variable while a worker loads that "
       "backend's plugin, and only then (e.g. libtorch:-OPENBLAS_CORETYPE: OpenBLAS reads it at "
