@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "crucible/core/error.h"
+#include "crucible/core/option_scope.h"
 #include "temp_dir.h"
 #include "worker_launch.h"
 
@@ -21,12 +22,7 @@ std::map<std::string, std::string> backend_config(const std::map<std::string, st
                                                   const std::string& backend) {
   std::map<std::string, std::string> out;
   for (const auto& [key, value] : config) {
-    const size_t colon = key.find(':');
-    if (colon == std::string::npos) {
-      if (backend != "eager") out[key] = value;
-    } else if (key.compare(0, colon, backend) == 0 && colon == backend.size()) {
-      out[key.substr(colon + 1)] = value;
-    }
+    if (const auto own = option_key_for(key, backend)) out[*own] = value;
   }
   return out;
 }

@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "crucible/core/error.h"
+#include "crucible/core/option_scope.h"
 #include "crucible/core/quote.h"
 #include "crucible/reports/json.h"
 #include "sqlite_db.h"
@@ -295,11 +296,8 @@ std::string options_reaching(Store& store, int64_t run_id, const std::string& ba
     } else {
       continue;
     }
-    const size_t colon = value.find(':'), eq = value.find('=');
-    const bool scoped = colon != std::string::npos && (eq == std::string::npos || colon < eq);
-    const bool reaches = scoped ? colon == backend.size() && value.compare(0, colon, backend) == 0
-                                : backend != "eager";
-    if (reaches) out += " -c " + shell_command({value});
+    if (option_key_for(std::string_view(value).substr(0, value.find('=')), backend))
+      out += " -c " + shell_command({value});
   }
   return out;
 }
