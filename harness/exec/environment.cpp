@@ -6,6 +6,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/version.hpp>
 #include <cstdio>
 #include <fstream>
@@ -82,6 +83,12 @@ std::string source_commit() {
   std::string dirty =
       read_command("git -C '" + dir + "' status --porcelain --untracked-files=no 2>/dev/null");
   return dirty.empty() ? head : head + "-dirty";
+}
+
+int usable_cpus() {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  return ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? std::max(1, CPU_COUNT(&cpus)) : 1;
 }
 
 std::vector<std::string> cpu_flags() {

@@ -17,6 +17,10 @@ reports::RunEnvironment capture_environment(int threads);
 // changes to tracked files; "" where the tree is gone or not a git checkout). Runs record it.
 std::string source_commit();
 
+// The CPUs this process (and the workers it starts) may run on: its affinity mask's count, 1 if
+// it cannot be read.
+int usable_cpus();
+
 // The CPU's feature flags in /proc/cpuinfo's order ("avx2", "avx512f", "amx_tile", ...).
 std::vector<std::string> cpu_flags();
 

@@ -19,6 +19,7 @@
 
 #include "content_hash.h"
 #include "crucible/codegen/toolchain.h"
+#include "crucible/core/quote.h"
 
 namespace crucible::codegen {
 
@@ -507,8 +508,8 @@ BuildResult build_shared_library(const std::vector<std::string>& sources,
   std::vector<Compile> compiles = plan_compiles(result.sources, sources, key, compiler_argv, flags);
   const fs::path temp_library = temp_name(entry.library);
   const std::vector<std::string> link = link_command(compiles, compiler_argv, flags, temp_library);
-  for (const Compile& c : compiles) result.command_lines.push_back(detail::quote_command(c.argv));
-  result.command_lines.push_back(detail::quote_command(link));
+  for (const Compile& c : compiles) result.command_lines.push_back(shell_command(c.argv));
+  result.command_lines.push_back(shell_command(link));
 
   const auto start = std::chrono::steady_clock::now();
   const int jobs = opts.jobs > 0
@@ -557,7 +558,7 @@ BuildResult build_shared_library(const std::vector<std::string>& sources,
                           fmt::format("key={}\nsize={}\nsha256={}\ncompiler={}\n"
                                       "compiler_version={}\nflags={}\n",
                                       key, bytes->size(), sha256_hex(*bytes), compiler,
-                                      compiler_version(compiler), detail::quote_command(flags)));
+                                      compiler_version(compiler), shell_command(flags)));
   } catch (...) {
     // Nothing may stay under a final name except the sources, which the error points at.
     for (const Compile& c : compiles) {

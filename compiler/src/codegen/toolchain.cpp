@@ -21,7 +21,6 @@
 #include <utility>
 
 #include "crucible/core/kernel_cache_dir.h"
-#include "crucible/core/quote.h"
 
 extern char** environ;
 
@@ -84,8 +83,6 @@ std::vector<std::string> split_words(const std::string& command) {
   for (std::string w; in >> w;) words.push_back(w);
   return words;
 }
-
-std::string quote_command(const std::vector<std::string>& argv) { return shell_command(argv); }
 
 CommandResult run_command(const std::vector<std::string>& argv) {
   if (argv.empty()) throw ToolchainError("empty command");

@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +12,7 @@
 #include <cstring>
 
 #include "crucible/core/error.h"
+#include "environment.h"
 #include "machine_peaks.h"
 #include "turn_channel.h"
 
@@ -56,12 +56,6 @@ namespace {
 // 8 MiB, since a thread costs tens of microseconds). Past the caches only when the block is larger
 // than the L3: the calls of smaller ones find their inputs cached, as they did when one thread
 // wrote them.
-int usable_cpus() {
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  return ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-}
-
 FillWay fill_way(size_t bytes) {
   constexpr size_t kBytesPerWriter = size_t{8} << 20;
   // Read once: every sample writes, and the L3's size takes a few sysfs reads.

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <poll.h>
-#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,6 +22,7 @@
 #include "contention.h"
 #include "crucible/core/rng.h"
 #include "crucible/ir/text_format.h"
+#include "environment.h"
 #include "input_sets.h"
 #include "worker_cpu.h"
 
@@ -120,13 +120,9 @@ void check_placement(Live& l) {
   }
 }
 
-// The CPUs this process and its workers may run on: a pool spins on at most that many.
+// The CPUs the workers may run on, read once: a pool spins on at most that many.
 int allowed_cpus() {
-  static const int n = [] {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    return sched_getaffinity(0, sizeof set, &set) == 0 ? std::max(1, CPU_COUNT(&set)) : 1;
-  }();
+  static const int n = usable_cpus();
   return n;
 }
 

@@ -115,8 +115,6 @@ struct CommandResult {
 CommandResult run_command(const std::vector<std::string>& argv);
 // The compiler string as argv words ("ccache c++" -> {"ccache", "c++"}).
 std::vector<std::string> split_words(const std::string& command);
-// argv as one line a shell would run the same way.
-std::string quote_command(const std::vector<std::string>& argv);
 // At most `max_lines` lines / `max_chars` characters of compiler output, starting a little before
 // the first line that mentions an error, with a note of how much was cut.
 std::string trim_diagnostics(const std::string& output, size_t max_lines = 40,
