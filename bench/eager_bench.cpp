@@ -4,17 +4,11 @@
 #include <omp.h>
 
 #include "bounds.h"
-#include "crucible/core/rng.h"
 #include "crucible/ir/op_registry.h"
+#include "random_tensor.h"
 
 namespace crucible::bench {
 namespace {
-
-Tensor randn(Shape shape, uint64_t seed) {
-  Tensor t = Tensor::empty(DType::kF32, std::move(shape));
-  fill_randn(t, seed, 0.0, 1.0);
-  return t;
-}
 
 // Eager add as the eager backend runs it: a fresh output per call. Bytes: read a, read b, write
 // out.

@@ -5,20 +5,14 @@
 #include <array>
 
 #include "bounds.h"
-#include "crucible/core/rng.h"
 #include "crucible/ir/op_registry.h"
 #include "crucible/ops/packed_linear.h"
+#include "random_tensor.h"
 
 namespace crucible::bench {
 namespace {
 
 constexpr int64_t kRows = 16384, kFeatures = 512;
-
-Tensor randn(Shape shape, uint64_t seed, double std = 1.0) {
-  Tensor t = Tensor::empty(DType::kF32, std::move(shape));
-  fill_randn(t, seed, 0.0, std);
-  return t;
-}
 
 // The same operands for both sides; weights with std 1/sqrt(K) keep outputs O(1).
 struct LinearOperands {

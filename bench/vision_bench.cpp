@@ -4,17 +4,11 @@
 #include <benchmark/benchmark.h>
 
 #include "bounds.h"
-#include "crucible/core/rng.h"
 #include "crucible/ir/op_registry.h"
+#include "random_tensor.h"
 
 namespace crucible::bench {
 namespace {
-
-Tensor randn(Shape shape, uint64_t seed, double std = 1.0) {
-  Tensor t = Tensor::empty(DType::kF32, std::move(shape));
-  fill_randn(t, seed, 0.0, std);
-  return t;
-}
 
 // One conv2d op call as the eager backend makes it: plain NCHW in, a fresh NCHW output out.
 // `bytes` counts the input read and the output written once (what a depthwise layer must move).

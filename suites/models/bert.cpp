@@ -8,8 +8,8 @@ namespace {
 struct BertConfig {
   int64_t layers, hidden, heads, intermediate, seq;
 };
-constexpr double kStd = 0.02;  // HF's initializer_range
-constexpr double kEps = 1e-12;
+constexpr double kBertStd = 0.02;  // HF's initializer_range
+constexpr double kBertEps = 1e-12;
 }  // namespace
 
 Graph build_bert_base(const BuildOptions& o) {
@@ -23,17 +23,17 @@ Graph build_bert_base(const BuildOptions& o) {
     ValueId attn;
     {
       auto s = b.scope("attention");
-      ValueId q = b.linear(h, c.hidden, c.hidden, true, kStd, "self.query");
-      ValueId k = b.linear(h, c.hidden, c.hidden, true, kStd, "self.key");
-      ValueId v = b.linear(h, c.hidden, c.hidden, true, kStd, "self.value");
+      ValueId q = b.linear(h, c.hidden, c.hidden, true, kBertStd, "self.query");
+      ValueId k = b.linear(h, c.hidden, c.hidden, true, kBertStd, "self.key");
+      ValueId v = b.linear(h, c.hidden, c.hidden, true, kBertStd, "self.value");
       ValueId ctx = multi_head_attention(b, q, k, v, c.heads, /*causal=*/false);
-      ValueId proj = b.linear(ctx, c.hidden, c.hidden, true, kStd, "output.dense");
-      attn = b.layer_norm(b.add(proj, h), c.hidden, kEps, "output.LayerNorm");
+      ValueId proj = b.linear(ctx, c.hidden, c.hidden, true, kBertStd, "output.dense");
+      attn = b.layer_norm(b.add(proj, h), c.hidden, kBertEps, "output.LayerNorm");
     }
-    ValueId inter =
-        b.op("gelu", {b.linear(attn, c.hidden, c.intermediate, true, kStd, "intermediate.dense")});
-    ValueId out = b.linear(inter, c.intermediate, c.hidden, true, kStd, "output.dense");
-    h = b.layer_norm(b.add(out, attn), c.hidden, kEps, "output.LayerNorm");
+    ValueId inter = b.op(
+        "gelu", {b.linear(attn, c.hidden, c.intermediate, true, kBertStd, "intermediate.dense")});
+    ValueId out = b.linear(inter, c.intermediate, c.hidden, true, kBertStd, "output.dense");
+    h = b.layer_norm(b.add(out, attn), c.hidden, kBertEps, "output.LayerNorm");
   }
   return b.finish({h});
 }

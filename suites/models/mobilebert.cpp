@@ -9,7 +9,7 @@ namespace {
 struct MobileBertConfig {
   int64_t vocab, positions, layers, hidden, bottleneck, intermediate, heads, ffns, embed, seq;
 };
-constexpr double kStd = 0.02;
+constexpr double kMobileBertStd = 0.02;
 
 // MobileBERT's NoNorm: an elementwise affine map in place of LayerNorm. Its weights are drawn near
 // HF's (1, 0) init so that a dropped or swapped NoNorm changes the values.
@@ -34,17 +34,18 @@ Graph build_mobilebert(const BuildOptions& o) {
   ValueId h;
   {
     auto s = b.scope("mobilebert.embeddings");
-    ValueId e = b.embedding(ids, c.vocab, c.embed, kStd, "word_embeddings");
+    ValueId e = b.embedding(ids, c.vocab, c.embed, kMobileBertStd, "word_embeddings");
     // Trigram input: each position sees its successor, itself and its predecessor (zero-padded).
     ValueId zero =
         b.op("full", {}, {{"shape", std::vector<int64_t>{batch, 1, c.embed}}, {"value", 0.0}});
     ValueId next = b.cat({b.slice(e, 1, 1, c.seq), zero}, 1);
     ValueId prev = b.cat({zero, b.slice(e, 1, 0, c.seq - 1)}, 1);
     ValueId tri = b.cat({next, e, prev}, 2);
-    h = b.linear(tri, 3 * c.embed, c.hidden, true, kStd, "embedding_transformation");
-    ValueId pos = b.normal_param("position_embeddings.weight", {c.positions, c.hidden}, kStd);
+    h = b.linear(tri, 3 * c.embed, c.hidden, true, kMobileBertStd, "embedding_transformation");
+    ValueId pos =
+        b.normal_param("position_embeddings.weight", {c.positions, c.hidden}, kMobileBertStd);
     h = b.add(h, b.slice(pos, 0, 0, c.seq));
-    h = b.add(h, b.embedding(types, 2, c.hidden, kStd, "token_type_embeddings"));
+    h = b.add(h, b.embedding(types, 2, c.hidden, kMobileBertStd, "token_type_embeddings"));
     h = no_norm(b, h, c.hidden, "LayerNorm");
   }
   for (int64_t i = 0; i < c.layers; ++i) {
@@ -52,38 +53,42 @@ Graph build_mobilebert(const BuildOptions& o) {
     ValueId layer_input, shared;
     {
       auto s = b.scope("bottleneck");
-      layer_input = no_norm(b, b.linear(h, c.hidden, c.bottleneck, true, kStd, "input.dense"),
-                            c.bottleneck, "input.LayerNorm");
-      shared = no_norm(b, b.linear(h, c.hidden, c.bottleneck, true, kStd, "attention.dense"),
-                       c.bottleneck, "attention.LayerNorm");
+      layer_input =
+          no_norm(b, b.linear(h, c.hidden, c.bottleneck, true, kMobileBertStd, "input.dense"),
+                  c.bottleneck, "input.LayerNorm");
+      shared =
+          no_norm(b, b.linear(h, c.hidden, c.bottleneck, true, kMobileBertStd, "attention.dense"),
+                  c.bottleneck, "attention.LayerNorm");
     }
     ValueId x;
     {
       auto s = b.scope("attention");
       // Query and key share the bottlenecked input; value reads the full-width hidden state.
-      ValueId q = b.linear(shared, c.bottleneck, c.bottleneck, true, kStd, "self.query");
-      ValueId k = b.linear(shared, c.bottleneck, c.bottleneck, true, kStd, "self.key");
-      ValueId v = b.linear(h, c.hidden, c.bottleneck, true, kStd, "self.value");
+      ValueId q = b.linear(shared, c.bottleneck, c.bottleneck, true, kMobileBertStd, "self.query");
+      ValueId k = b.linear(shared, c.bottleneck, c.bottleneck, true, kMobileBertStd, "self.key");
+      ValueId v = b.linear(h, c.hidden, c.bottleneck, true, kMobileBertStd, "self.value");
       ValueId ctx = multi_head_attention(b, q, k, v, c.heads, /*causal=*/false);
-      ValueId proj = b.linear(ctx, c.bottleneck, c.bottleneck, true, kStd, "output.dense");
+      ValueId proj =
+          b.linear(ctx, c.bottleneck, c.bottleneck, true, kMobileBertStd, "output.dense");
       x = no_norm(b, b.add(proj, layer_input), c.bottleneck, "output.LayerNorm");
     }
     for (int64_t f = 0; f + 1 < c.ffns; ++f) {
       auto s = b.scope("ffn." + std::to_string(f));
-      ValueId in =
-          b.relu(b.linear(x, c.bottleneck, c.intermediate, true, kStd, "intermediate.dense"));
-      ValueId out = b.linear(in, c.intermediate, c.bottleneck, true, kStd, "output.dense");
+      ValueId in = b.relu(
+          b.linear(x, c.bottleneck, c.intermediate, true, kMobileBertStd, "intermediate.dense"));
+      ValueId out =
+          b.linear(in, c.intermediate, c.bottleneck, true, kMobileBertStd, "output.dense");
       x = no_norm(b, b.add(out, x), c.bottleneck, "output.LayerNorm");
     }
-    ValueId in =
-        b.relu(b.linear(x, c.bottleneck, c.intermediate, true, kStd, "intermediate.dense"));
+    ValueId in = b.relu(
+        b.linear(x, c.bottleneck, c.intermediate, true, kMobileBertStd, "intermediate.dense"));
     auto s = b.scope("output");
-    ValueId out = b.linear(in, c.intermediate, c.bottleneck, true, kStd, "dense");
+    ValueId out = b.linear(in, c.intermediate, c.bottleneck, true, kMobileBertStd, "dense");
     out = no_norm(b, b.add(out, x), c.bottleneck, "LayerNorm");
-    out = b.linear(out, c.bottleneck, c.hidden, true, kStd, "bottleneck.dense");
+    out = b.linear(out, c.bottleneck, c.hidden, true, kMobileBertStd, "bottleneck.dense");
     h = no_norm(b, b.add(out, h), c.hidden, "bottleneck.LayerNorm");
   }
-  ValueId logits = b.linear(h, c.hidden, 2, true, kStd, "qa_outputs");
+  ValueId logits = b.linear(h, c.hidden, 2, true, kMobileBertStd, "qa_outputs");
   return b.finish({logits});
 }
 
