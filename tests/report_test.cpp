@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
+#include <vector>
 
 #include "cli_util.h"
 #include "crucible/reports/store.h"
@@ -47,8 +49,9 @@ class Report : public ::testing::Test {
       std::vector<ResultRecord> rs;
       for (size_t i = 0; i < 30; ++i) {
         const std::string model = i / 3 == 4 ? kHostile : "model" + std::to_string(i / 3);
+        const bool inaccurate = i == 4 && r > 300;
         ResultRecord x = make_result("syn", model, backends[i % 3], "performance", 1);
-        x.status = Status::kPass;
+        x.status = inaccurate ? Status::kSkipped : Status::kPass;  // as a run skips its timing
         x.samples_ms = all[i].points[r].samples;
         x.noisy = all[i].points[r].noisy;
         if (i % 3 != 0) {
@@ -57,10 +60,14 @@ class Report : public ::testing::Test {
           x.memory_ratio = 1.2;
           // The calls differ by run, so a test can tell which run's kernels a table shows.
           x.kernels = {{"cpp_fused_add_0", 10 + r, 40000}, {"extern::gemm</td>", 10, 90000}};
+          // The fused kernel moves 10 GB/s against a 20 GB/s triad: 50% of its roofline.
+          x.kernels[0].bytes = 400000.0;
+          x.kernels[0].flops = 40000.0;
+          x.roofline = Roofline{1e6, 1e6, 100.0, 20.0};
         }
         rs.push_back(x);
         ResultRecord a = make_result("syn", model, backends[i % 3], "accuracy", 1);
-        a.status = i == 4 && r > 300 ? Status::kFailAccuracy : Status::kPass;
+        a.status = inaccurate ? Status::kFailAccuracy : Status::kPass;
         rs.push_back(a);
       }
       s->add_results(run, rs);
@@ -180,6 +187,51 @@ TEST_F(Report, TheIndexMarksNoisyUnauditedAndFailedResults) {
   EXPECT_NE(index.find("2100.000x over 1 of 1 models"), std::string::npos);
 }
 
+// A latency of microseconds on a millisecond axis: every tick keeps as many decimals as it takes
+// to differ from its neighbours (uPlot's default of 3 labelled 0.0031..0.0034 ms all 0.003).
+TEST_F(Report, TickLabelsOfATinyLatencyAxisDiffer) {
+  const fs::path db = dir_ / "tiny.db";
+  {
+    auto s = Store::open(db);
+    for (int r = 0; r < 6; ++r) {
+      RunInfo info;
+      info.suites = "tiny";
+      info.backends = "eager";
+      info.mode = "performance";
+      const int64_t run = s->begin_run(info);
+      ResultRecord x = make_result("tiny", "micro", "eager", "performance", 1);
+      x.status = Status::kPass;
+      const double ms = 0.00312 + 0.00006 * r;
+      x.samples_ms = {ms, ms * 1.001, ms * 0.999};
+      s->add_results(run, {x});
+      s->finish_run(run, "complete");
+    }
+  }
+  const fs::path site = dir_ / "site_tiny";
+  ASSERT_EQ(run_crucible("report --html " + site.string() + " --db " + db.string()).status, 0);
+  std::string model_page;
+  for (const auto& e : fs::directory_iterator(site)) {
+    if (e.path().filename().string().rfind("model-tiny_micro", 0) == 0 &&
+        e.path().extension() == ".html")
+      model_page = e.path();
+  }
+  ASSERT_FALSE(model_page.empty());
+  const auto r = run_command(
+      "chromium --headless=new --no-sandbox --disable-gpu --allow-file-access-from-files "
+      "--virtual-time-budget=5000 --dump-dom file://" +
+      model_page);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("data-yticks=\"([^\"]*)\"")))
+      << r.out.substr(0, 3000);
+  std::istringstream ticks(m[1].str());
+  std::vector<std::string> labels;
+  for (std::string t; ticks >> t;) labels.push_back(t);
+  ASSERT_GE(labels.size(), 2u) << m[1];
+  for (size_t i = 1; i < labels.size(); ++i) EXPECT_NE(labels[i], labels[i - 1]) << m[1];
+  EXPECT_EQ(labels[0].find("0.00"), 0u) << m[1];  // milliseconds, not rounded to 0
+}
+
 TEST_F(Report, HeadlessChromiumDrawsEveryChartAndRendersInUnderASecond) {
   const fs::path site = dir_ / "site_browser";
   ASSERT_EQ(run_crucible("report --html " + site.string() + " --since all --db " +
@@ -217,7 +269,17 @@ TEST_F(Report, HeadlessChromiumDrawsEveryChartAndRendersInUnderASecond) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("<td>cpp_fused_add_0</td>"), std::string::npos) << r.out.substr(0, 3000);
   EXPECT_NE(r.out.find("extern::gemm&lt;/td&gt;"), std::string::npos);
+  // Each kernel beside its roofline, as `crucible kernels` prints it; '–' where none is known.
+  EXPECT_NE(r.out.find("<th>% of roofline</th><th>bound by</th>"), std::string::npos);
+  EXPECT_NE(r.out.find("<td class=\"n\">10.0</td><td class=\"n\">50.0</td><td>memory</td>"),
+            std::string::npos)
+      << r.out.substr(0, 3000);
+  EXPECT_NE(r.out.find("<td class=\"n\">–</td><td>–</td>"), std::string::npos);
   EXPECT_NE(r.out.find("<td>OMP_NUM_THREADS</td>"), std::string::npos);
+  // model1's codegen timings were skipped because its accuracy failed: the page names the cause.
+  EXPECT_NE(r.out.find("<td class=\"fail\">fail_accuracy (timing skipped)</td>"),
+            std::string::npos);
+  EXPECT_EQ(r.out.find("<td class=\"fail\">skipped</td>"), std::string::npos);
   // An older run's kernels come from the model's kernel file, loaded when that run is chosen
   // (here by the link's #run=).
   r = run_command(chromium + "--dump-dom 'file://" + model_page + "#run=100'");

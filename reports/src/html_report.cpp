@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -128,6 +129,15 @@ constexpr const char* kChartJs = R"js(
 // the point under the cursor.
 // `marks`, when given, are [{t, k, l}]: a dashed line at time t for each alert (k its kind: red for
 // a regression or status change, green for an improvement, grey for the machine), labelled l.
+// Tick labels with the fewest decimals that keep every label distinct: uPlot's default keeps at
+// most 3, so a latency axis from 0.0031 to 0.0034 ms read 0.003 at every tick.
+function crTicks(splits) {
+  for (let d = 0; d <= 15; d++) {
+    const t = splits.map(v => v.toFixed(d));
+    if (new Set(t).size === t.length) return t;
+  }
+  return splits.map(String);
+}
 function crChart(el, title, xs, series, ylabel, yrange, info, marks) {
   const colors = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2'];
   const y = yrange ? {auto: false, range: yrange} : {};
@@ -136,7 +146,10 @@ function crChart(el, title, xs, series, ylabel, yrange, info, marks) {
   const opts = {title: title, width: 540, height: 220, scales: {x: {time: true}, y: y},
     series: [{}].concat(series.map((s, i) => ({label: s.label, stroke: colors[i % colors.length],
       width: 1.5, points: {size: 4}, spanGaps: true}))),
-    axes: [{}, {label: ylabel}],
+    // The labels drawn also go into the chart's data-yticks, for a reader of the DOM.
+    axes: [{}, {label: ylabel, values: (u, splits) => { const t = crTicks(splits);
+        div.dataset.yticks = t.join(' '); return t; },
+      size: (u, vals) => Math.max(50, 14 + 7 * Math.max(0, ...(vals || []).map(v => v.length)))}],
     hooks: {setCursor: [u => { const i = u.cursor.idx;
       line.textContent = info && i != null ? info[i] : '\u00a0'; }],
       draw: [u => { (marks || []).forEach(m => {
@@ -199,8 +212,16 @@ struct Point {
   double audit_share = NAN, audit_coverage = NAN;
   double roofline_fraction = NAN, gflops = NAN;  // against the worker's measured ceilings
 
+  // A timing skipped because its accuracy check failed: that check's status, which the page
+  // shows as the cause rather than a bare "skipped".
+  std::optional<Status> skipped_for;
+
   bool pass() const { return status == Status::kPass; }
-  std::string status_text() const { return std::string(status_name(status)); }
+  std::string status_text() const {
+    if (status == Status::kSkipped && skipped_for)
+      return fmt::format("{} (timing skipped)", status_name(*skipped_for));
+    return std::string(status_name(status));
+  }
 };
 
 std::vector<Point> read_points(const Table& rows, const std::string& where) {
@@ -542,7 +563,14 @@ Dashboard gather(const std::vector<Point>& points) {
   for (const Point& p : points) {
     d.runs.insert(p.run);
     auto& model = d.models[{p.suite, p.model}];
-    if (p.mode == "performance") model[p.backend].push_back(p);
+    if (p.mode == "performance") {
+      Point timing = p;
+      const auto acc = accuracy.find({p.run, p.suite + "/" + p.model + "/" + p.backend});
+      if (p.status == Status::kSkipped && acc != accuracy.end() && acc->second != Status::kPass &&
+          acc->second != Status::kSkipped)
+        timing.skipped_for = acc->second;
+      model[p.backend].push_back(std::move(timing));
+    }
     // Eager is every speed-up's baseline, but its accuracy is a pass rate of its own (a
     // conformance suite judges it against expected outputs).
     if (p.backend == "eager" && p.mode != "accuracy") continue;
@@ -698,14 +726,16 @@ function crKernels(list, selId, tabId) {
     o.textContent = 'run ' + r.run + ' (' + r.started + ')'; sel.appendChild(o); });
   const draw = ks => { tab.replaceChildren();
     const h = document.createElement('tr');
-    ['kernel', 'calls', 'total ms', 'share %', 'GFLOP/s', 'GB/s'].forEach(x => {
-      const th = document.createElement('th'); th.textContent = x; h.appendChild(th); });
+    ['kernel', 'calls', 'total ms', 'share %', 'GFLOP/s', 'GB/s', '% of roofline', 'bound by']
+      .forEach(x => { const th = document.createElement('th'); th.textContent = x;
+        h.appendChild(th); });
     tab.appendChild(h); const total = ks.reduce((a, k) => a + k[2], 0);
     const rate = v => v === null || v === undefined ? '–' : v.toFixed(1);
     ks.forEach(k => { const tr = document.createElement('tr'); crCell(tr, k[0]);
       crCell(tr, k[1], 'n'); crCell(tr, k[2].toFixed(3), 'n');
       crCell(tr, (100 * k[2] / total).toFixed(1), 'n'); crCell(tr, rate(k[3]), 'n');
-      crCell(tr, rate(k[4]), 'n'); tab.appendChild(tr); }); };
+      crCell(tr, rate(k[4]), 'n'); crCell(tr, rate(k[5]), 'n'); crCell(tr, k[6] || '–');
+      tab.appendChild(tr); }); };
   // A link may name the run: model-....html#run=123.
   const want = (location.hash.match(/^#run=(\d+)$/) || [])[1];
   const at = want ? list.findIndex(r => String(r.run) === want) : -1;
@@ -732,17 +762,18 @@ struct BackendSection {
 std::string kernels_json(Store& store, const std::vector<Point>& pts, std::string& kernel_file) {
   std::string kernels = "[";
   for (auto p = pts.rbegin(); p != pts.rend(); ++p) {
-    const auto ks = store.kernels(p->result);
-    if (ks.empty()) continue;
+    // The rows `crucible kernels` prints, each beside its roofline (null where the backend gave
+    // no cost): [kernel, calls, total ms, GFLOP/s, GB/s, % of the roofline, what bounds it].
+    const Table ks = store.kernels_table(p->result);
+    if (ks.rows.empty()) continue;
+    const size_t cols[] = {ks.column("kernel"), ks.column("calls"), ks.column("total_ms"),
+                           ks.column("gflops"), ks.column("gbs"),   ks.column("roofline_pct"),
+                           ks.column("bound")};
     std::string list;
-    for (const KernelTiming& k : ks) {
-      // FLOPs and bytes per nanosecond: GFLOP/s and GB/s (null where the backend gave none).
-      const auto rate = [&](const std::optional<double>& v) {
-        return v && k.total_ns > 0 ? *v / static_cast<double>(k.total_ns) : NAN;
-      };
-      list += fmt::format("{}[{},{},{},{},{}]", list.empty() ? "" : ",", json_string(k.name),
-                          k.calls, json_number(static_cast<double>(k.total_ns) / 1e6),
-                          json_number(rate(k.flops)), json_number(rate(k.bytes)));
+    for (const std::vector<Cell>& row : ks.rows) {
+      std::string fields;
+      for (size_t c : cols) fields += (fields.empty() ? "" : ",") + cell_json(row.at(c));
+      list += fmt::format("{}[{}]", list.empty() ? "" : ",", fields);
     }
     const bool first = kernels.size() == 1;
     kernels += fmt::format("{}{{\"run\": {}, \"started\": {}, \"result\": {}{}}}", first ? "" : ",",

@@ -160,6 +160,13 @@ void write_console(std::ostream& out, const Table& t, bool wide) {
 
 }  // namespace
 
+std::string cell_json(const Cell& c) {
+  if (std::holds_alternative<std::monostate>(c)) return "null";
+  if (const auto* s = std::get_if<std::string>(&c)) return json_string(*s);
+  if (const auto* d = std::get_if<double>(&c)) return json_number(*d);
+  return cell_text(c, false);
+}
+
 void write_table(std::ostream& out, const Table& t, TableFormat format, bool wide) {
   switch (format) {
     case TableFormat::kTable:
@@ -182,13 +189,7 @@ void write_table(std::ostream& out, const Table& t, TableFormat format, bool wid
       for (size_t r = 0; r < t.rows.size(); ++r) {
         out << (r ? ",\n " : "\n ") << "{";
         for (size_t i = 0; i < t.columns.size(); ++i) {
-          const Cell& c = t.rows[r][i];
-          std::string v = std::holds_alternative<std::monostate>(c) ? "null"
-                          : std::holds_alternative<std::string>(c)
-                              ? json_string(std::get<std::string>(c))
-                          : std::holds_alternative<double>(c) ? json_number(std::get<double>(c))
-                                                              : cell_text(c, false);
-          out << (i ? ", " : "") << json_string(t.columns[i]) << ": " << v;
+          out << (i ? ", " : "") << json_string(t.columns[i]) << ": " << cell_json(t.rows[r][i]);
         }
         out << "}";
       }

@@ -48,4 +48,7 @@ std::string csv_field(const std::string& s);
 // shortest round-trip elsewhere.
 std::string cell_text(const Cell& c, bool console);
 
+// A cell as a JSON value: null, a number (null for NaN and infinities) or a quoted string.
+std::string cell_json(const Cell& c);
+
 }  // namespace crucible::reports
