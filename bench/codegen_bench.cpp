@@ -18,6 +18,8 @@
 #include "bounds.h"
 #include "crucible/ir/text_format.h"
 #include "crucible/plugin_loader.h"
+#include "crucible/reports/records.h"
+#include "stream_triad.h"
 
 namespace crucible::bench {
 namespace {
@@ -41,11 +43,6 @@ std::string pattern(const std::string& name) {
   return text.str();
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 // A STREAM triad a = b + s*c over three float arrays holding `bytes` in all: the bandwidth a plain
 // streaming loop reaches on the same footprint as a fused kernel, timed beside it from the same
 // cold cache. On a VM whose shared cache holds tens of MiB and whose neighbours come and go, one
@@ -54,13 +51,12 @@ class SameFootprintTriad {
  public:
   explicit SameFootprintTriad(double bytes)
       : n_(static_cast<int64_t>(bytes / (3 * sizeof(float)))), a_(n_), b_(n_, 1.0f), c_(n_, 2.0f) {}
-  double bytes() const { return 3.0 * n_ * sizeof(float); }
+  double bytes() const { return stream_triad_bytes<float>(n_); }
   void run() {
     float* a = a_.data();
     const float *b = b_.data(), *c = c_.data();
     const int64_t n = n_;
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; ++i) a[i] = b[i] + 3.0f * c[i];
+    stream_triad(a, b, c, 3.0f, n);
     benchmark::ClobberMemory();
   }
 
@@ -99,7 +95,8 @@ void compare(benchmark::State& state, const std::string& text, double fused_byte
     if (triad) tt.push_back(timed([&] { triad->run(); }));
     state.SetIterationTime(tc.back());
   }
-  const double me = median(te), mc = median(tc), stream = triad_bytes_per_second();
+  const double me = reports::median(te), mc = reports::median(tc),
+               stream = triad_bytes_per_second();
   state.counters["eager_ms"] = me * 1e3;
   state.counters["codegen_ms"] = mc * 1e3;
   state.counters["speedup"] = me / mc;
@@ -108,7 +105,7 @@ void compare(benchmark::State& state, const std::string& text, double fused_byte
     state.counters["eager_MiB"] = eager_bytes / kMiB;
     state.counters["bound_x"] = eager_bytes / fused_bytes;  // the speed-up memory traffic allows
     // The bound: the same-footprint triad's median, measured in the same iterations.
-    const double triad_bw = triad->bytes() / median(tt);
+    const double triad_bw = triad->bytes() / reports::median(tt);
     state.counters["triad_GB/s"] = triad_bw / 1e9;
     state.counters["codegen_GB/s"] = fused_bytes / mc / 1e9;
     state.counters["codegen_of_triad"] = fused_bytes / mc / triad_bw;

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "stream_triad.h"
+
 namespace crucible {
 
 namespace {
@@ -106,7 +108,7 @@ double cache_triad_gbs(int passes) {
 #pragma omp parallel
     {
       std::vector<double> a(n), b(n, 1.0), c(n, 2.0);
-      for (int64_t i = 0; i < n; ++i) a[i] = b[i] + 3.0 * c[i];  // warm
+      stream_triad_rows(a.data(), b.data(), c.data(), 3.0, n);  // warm
 #pragma omp barrier
 #pragma omp single
       {
@@ -114,8 +116,7 @@ double cache_triad_gbs(int passes) {
         secs = -omp_get_wtime();
       }
       for (int r = 0; r < reps; ++r) {
-#pragma omp simd
-        for (int64_t i = 0; i < n; ++i) a[i] = b[i] + 3.0 * c[i];
+        stream_triad_rows(a.data(), b.data(), c.data(), 3.0, n);
         b[static_cast<size_t>(r) % n] += a[0];  // a loop-carried use, so no repeat is elided
       }
 #pragma omp barrier
@@ -124,7 +125,7 @@ double cache_triad_gbs(int passes) {
     }
     best_s = std::min(best_s, secs);
   }
-  return 3.0 * static_cast<double>(n) * sizeof(double) * reps * threads / best_s / 1e9;
+  return stream_triad_bytes<double>(n) * reps * threads / best_s / 1e9;
 }
 
 }  // namespace crucible

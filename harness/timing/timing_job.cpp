@@ -87,8 +87,6 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-double median(const std::vector<double>& v) { return reports::summarize(v).median; }
-
 // Reads one byte of every page of every output's storage, inside the timed interval, so work a
 // backend hid behind the first read of its outputs (a fault handler, userfaultfd, a lazily filled
 // mapping) is timed. A page of 4 KiB is the smallest the kernel maps.
@@ -115,7 +113,7 @@ double timer_overhead_ns() {
     const auto b = Clock::now();
     v.push_back(std::chrono::duration<double, std::nano>(b - a).count());
   }
-  return median(v);
+  return reports::median(v);
 }
 
 struct Backend {

@@ -20,7 +20,6 @@ namespace crucible::reports {
 
 using detail::floor_at;
 using detail::log_median;
-using detail::median_of;
 using detail::noise_of;
 using detail::pooled;
 using detail::rel;
@@ -60,8 +59,8 @@ std::string fingerprint_change(const std::string& from, const std::string& to) {
 // Sum of |x - median| over logs[from, to): the cost of one level there (L1, so a disturbed run
 // weighs by its distance, not its square).
 double level_cost(const std::vector<double>& logs, size_t from, size_t to) {
-  const double m = median_of({logs.begin() + static_cast<std::ptrdiff_t>(from),
-                              logs.begin() + static_cast<std::ptrdiff_t>(to)});
+  const double m = median({logs.begin() + static_cast<std::ptrdiff_t>(from),
+                           logs.begin() + static_cast<std::ptrdiff_t>(to)});
   double c = 0;
   for (size_t i = from; i < to; ++i) c += std::abs(logs[i] - m);
   return c;
@@ -86,10 +85,10 @@ size_t latest_level_start(const std::vector<SeriesPoint>& s, const std::vector<s
       if (c < best_cost) best_cost = c, best = j;
     }
     if (best == 0) return start;
-    const double old_level = median_of({logs.begin() + static_cast<std::ptrdiff_t>(start),
-                                        logs.begin() + static_cast<std::ptrdiff_t>(best)});
+    const double old_level = median({logs.begin() + static_cast<std::ptrdiff_t>(start),
+                                     logs.begin() + static_cast<std::ptrdiff_t>(best)});
     const double d =
-        median_of({logs.begin() + static_cast<std::ptrdiff_t>(best), logs.end()}) - old_level;
+        median({logs.begin() + static_cast<std::ptrdiff_t>(best), logs.end()}) - old_level;
     const double thr =
         std::max(floor_at(o, old_level),
                  o.k * sigma / std::sqrt(static_cast<double>(std::min<size_t>(n - best, 3))));
@@ -294,7 +293,7 @@ class SeriesJudge {
     std::vector<double> old_logs, new_logs;
     for (size_t k = 0; k < base_.size(); ++k)
       (k < from ? old_logs : new_logs).push_back(log_median(s_[base_[k]]));
-    const double change = median_of(new_logs) - median_of(old_logs);
+    const double change = median(new_logs) - median(old_logs);
     const int64_t at = s_[base_[from]].run_id;
     out_.push_back({"absorbed", at, s_[base_.back()].run_id, static_cast<int>(new_logs.size()),
                     rel(change), 0, rel(noise()), 1,
@@ -329,8 +328,7 @@ class SeriesJudge {
     diff.insert(diff.end(), previous_diffs_.begin(), previous_diffs_.end());
     const double n = static_cast<double>(diff.size());
     const double run_to_run =
-        diff.empty() ? 0.0
-                     : 1.4826 * median_of(diff) / std::sqrt(2.0) * (n >= 3 ? 1 + 2.0 / n : 1.0);
+        diff.empty() ? 0.0 : 1.4826 * median(diff) / std::sqrt(2.0) * (n >= 3 ? 1 + 2.0 / n : 1.0);
     return std::max({noise_of(s_, {level.back()}, o_.prior_noise), run_to_run,
                      diff.size() < 3 ? spread / std::sqrt(2.0) : 0.0});
   }
@@ -459,7 +457,7 @@ class SeriesJudge {
       std::vector<double> new_logs;
       new_logs.reserve(at_level.size());
       for (size_t r : at_level) new_logs.push_back(log_median(s_[r]));
-      const double new_level = median_of(new_logs) - level_;
+      const double new_level = median(new_logs) - level_;
       out_.push_back({new_level > 0 ? "regression" : "improvement", s_[at_level.front()].run_id,
                       s_[i].run_id, static_cast<int>(len), rel(new_level), rel(thr), rel(sigma), pv,
                       fmt::format("{} runs at the new level", len)});

@@ -17,7 +17,6 @@
 namespace crucible::reports {
 
 using detail::log_median;
-using detail::median_of;
 using detail::rel;
 
 namespace {
@@ -67,7 +66,7 @@ double level_shift(const std::vector<SeriesPoint>& s, int64_t from, int64_t to) 
   }
   if (before.empty() || after.empty()) return 0;
   before.erase(before.begin(), before.end() - std::min<size_t>(before.size(), 4));
-  return median_of(after) - median_of(before);
+  return median(after) - median(before);
 }
 
 }  // namespace
@@ -89,7 +88,7 @@ std::vector<std::vector<SeriesPoint>> pair_with_reference(const std::vector<Hist
         p.samples.clear();  // no reference beside it: this run has no ratio
         continue;
       }
-      const double m = median_of(r->second->samples);
+      const double m = median(r->second->samples);
       p.own_log = log_median(p);
       p.reference_log = std::log(m);
       for (double& v : p.samples) v /= m;
@@ -116,7 +115,7 @@ std::map<int64_t, double> moves_by_run(const std::vector<SeriesPoint>& s) {
     if (before.size() < 3) {
       out[p.run_id] = std::nan("");
     } else {
-      const double a = l - median_of(before), b = l - before.back();
+      const double a = l - median(before), b = l - before.back();
       out[p.run_id] = (a > 0) != (b > 0) ? 0.0 : std::abs(a) < std::abs(b) ? a : b;
     }
     before.push_back(l);
@@ -149,7 +148,7 @@ void set_aside_disturbed_runs(const std::vector<HistorySeries>& all,
     std::vector<double> quiet;
     for (size_t k = 0; k < (tq.size() + 1) / 2; ++k) quiet.push_back(tq[k].second);
     const double sigma =
-        quiet.size() >= 3 ? 1.4826 * median_of(quiet) : std::log1p(series_noise(ratio[i]));
+        quiet.size() >= 3 ? 1.4826 * median(quiet) : std::log1p(series_noise(ratio[i]));
     // The smallest bar the judge holds a run to (a change over 3 runs).
     const double bar = std::max(std::log1p(o.floor), o.k * sigma / std::sqrt(3.0));
     for (SeriesPoint& p : ratio[i]) {
@@ -199,7 +198,7 @@ std::map<int64_t, double> machine_level(const RunMoves& moves) {
   double at = 0;
   for (const auto& [run, m] : moves) {
     if (m.size() < kMinMovers) continue;
-    at += median_of(m);
+    at += median(m);
     level[run] = at;
   }
   return level;
@@ -220,7 +219,7 @@ void mark_ratio_runs(std::vector<std::vector<SeriesPoint>>& ratio, const RunMove
     for (SeriesPoint& p : r) {
       const auto m = moves.find(p.run_id);
       p.run_spread = m != moves.end() && m->second.size() >= kMinMovers
-                         ? 1.4826 * median_of(sizes(m->second))
+                         ? 1.4826 * median(sizes(m->second))
                          : 0;
       // The machine's level before any move was seen is the first one's base: 0.
       const auto l = machine.upper_bound(p.run_id);
@@ -351,7 +350,7 @@ std::vector<EnvironmentEvent> find_environment_events(
         if (whole.contains(model_of(all[i]))) members.insert(i);
       }
       ev.series.assign(members.begin(), members.end());
-      ev.change = median_of(changes);
+      ev.change = median(changes);
       ev.note = fmt::format(
           "{} of {} series judged here moved together ({:.0f}%; {} models on every backend), "
           "median {:+.1f}%: the machine, not the code; a new level starts",

@@ -10,8 +10,6 @@
 
 namespace crucible::reports::detail {
 
-double median_of(std::vector<double> v);
-
 // The log of a run's median sample: the detector's level unit.
 double log_median(const SeriesPoint& p);
 

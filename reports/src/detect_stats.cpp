@@ -11,13 +11,7 @@ namespace crucible::reports {
 
 namespace detail {
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double log_median(const SeriesPoint& p) { return std::log(median_of(p.samples)); }
+double log_median(const SeriesPoint& p) { return std::log(median(p.samples)); }
 
 double rel(double log_change) { return std::exp(log_change) - 1; }
 
@@ -27,7 +21,7 @@ double window_level(const std::vector<SeriesPoint>& s, const std::vector<size_t>
   std::vector<double> logs;
   logs.reserve(n);
   for (size_t k = runs.size() - n; k < runs.size(); ++k) logs.push_back(log_median(s[runs[k]]));
-  return median_of(logs);
+  return median(logs);
 }
 
 std::vector<double> pooled(const std::vector<SeriesPoint>& s, const std::vector<size_t>& idx) {
@@ -56,21 +50,19 @@ double noise_of(const std::vector<SeriesPoint>& s, const std::vector<size_t>& hi
     // Robust too: one preempted sample must not make the run look noisy.
     std::vector<double> lx, ld;
     for (double v : x) lx.push_back(std::log(v));
-    const double lm = median_of(lx);
+    const double lm = median(lx);
     for (double l : lx) ld.push_back(std::abs(l - lm));
     // The median of n samples wobbles by about 1.25 sigma / sqrt(n).
-    sampling.push_back(1.2533 * 1.4826 * median_of(ld) / std::sqrt(static_cast<double>(x.size())));
+    sampling.push_back(1.2533 * 1.4826 * median(ld) / std::sqrt(static_cast<double>(x.size())));
   }
   // A short history's estimate is itself noisy and biased low: widen it by (1 + 2/n).
   const double n = static_cast<double>(diff.size());
   const double run_to_run =
-      diff.empty() ? 0.0 : 1.4826 * median_of(diff) / std::sqrt(2.0) * (1 + 2.0 / n);
-  return std::max({run_to_run, sampling.empty() ? 0.0 : median_of(sampling), prior});
+      diff.empty() ? 0.0 : 1.4826 * median(diff) / std::sqrt(2.0) * (1 + 2.0 / n);
+  return std::max({run_to_run, sampling.empty() ? 0.0 : median(sampling), prior});
 }
 
 }  // namespace detail
-
-using detail::median_of;
 
 double series_noise(const std::vector<SeriesPoint>& series, double prior) {
   std::vector<size_t> timed;
@@ -111,7 +103,7 @@ std::pair<double, double> bootstrap_interval(
 std::pair<double, double> median_change_interval(const std::vector<double>& a,
                                                  const std::vector<double>& b) {
   return bootstrap_interval({&a, &b}, [](const std::vector<std::vector<double>>& r) {
-    return median_of(r[1]) / median_of(r[0]) - 1;
+    return median(r[1]) / median(r[0]) - 1;
   });
 }
 
@@ -121,7 +113,7 @@ std::pair<double, double> speedup_change_interval(const std::vector<double>& eag
                                                   const std::vector<double>& backend_b) {
   return bootstrap_interval(
       {&eager_a, &backend_a, &eager_b, &backend_b}, [](const std::vector<std::vector<double>>& r) {
-        return (median_of(r[2]) / median_of(r[3])) / (median_of(r[0]) / median_of(r[1])) - 1;
+        return (median(r[2]) / median(r[3])) / (median(r[0]) / median(r[1])) - 1;
       });
 }
 

@@ -7,6 +7,13 @@
 
 namespace crucible::reports {
 
+double median(std::vector<double> values) {
+  const size_t n = values.size();
+  if (n == 0) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(values.begin(), values.end());
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
 SampleStats summarize(const std::vector<double>& samples) {
   SampleStats s;
   s.n = static_cast<int64_t>(samples.size());
@@ -18,7 +25,7 @@ SampleStats summarize(const std::vector<double>& samples) {
   std::vector<double> sorted = samples;
   std::sort(sorted.begin(), sorted.end());
   const size_t n = sorted.size();
-  s.median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  s.median = median(sorted);
   s.min = sorted.front();
   s.max = sorted.back();
   double sum = 0;

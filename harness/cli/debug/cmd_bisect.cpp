@@ -213,8 +213,7 @@ int bisect_step_command(const std::vector<std::string>& all) {
                              : NAN;
         if (std::isfinite(r)) seen.push_back(r);
       }
-      std::sort(seen.begin(), seen.end());
-      ratio = seen[seen.size() / 2];
+      ratio = reports::median(seen);
     }
     // Nearer the bad endpoint's ratio than the good one's, in log space.
     const bool bad =

@@ -293,13 +293,12 @@ struct Secrets {
 // time: a backend whose samples lasted 20x eager's measured the same interpreter 1.27-1.47x
 // faster than eager (TimingAudit, memo_until_new turned honest).
 constexpr size_t kRefitSamples = 5;
-double median_of(const std::vector<double>& v) { return reports::summarize(v).median; }
 int64_t next_calls(const Live& l) {
   if (l.per_call_ms.empty()) return l.calls;
   const size_t n = std::min(kRefitSamples, l.per_call_ms.size());
   const std::vector<double> recent(l.per_call_ms.end() - static_cast<std::ptrdiff_t>(n),
                                    l.per_call_ms.end());
-  const double per_call = median_of(recent);
+  const double per_call = reports::median(recent);
   if (!(per_call > 0)) return l.calls;
   const double target = 1.25 * l.worker->job.timing.min_sample_ms;
   return std::clamp<int64_t>(static_cast<int64_t>(std::ceil(target / per_call)), 1,
@@ -510,8 +509,8 @@ struct ClockGaps {
     }
     n = o.size();
     if (n > 0) {
-      outside = median_of(o);
-      gap = median_of(g);
+      outside = reports::median(o);
+      gap = reports::median(g);
     }
   }
   bool lie() const { return n > 0 && (least > 0 || (n >= 3 && 2 * lying > n)); }
@@ -580,7 +579,7 @@ double spin_allowance(const std::vector<TurnRecord>& records) {
   double allowance = kSpinAllowanceMs * allowed_cpus();
   for (const TurnRecord& r : records) {
     if (r.reference && !r.settle_cpu_ms.empty())
-      allowance = std::max(allowance, 2 * median_of(r.settle_cpu_ms));
+      allowance = std::max(allowance, 2 * reports::median(r.settle_cpu_ms));
   }
   return allowance;
 }

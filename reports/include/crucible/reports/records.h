@@ -216,5 +216,8 @@ struct SampleStats {
   double cv = 0;            // stdev / mean (0 for a single sample)
 };
 SampleStats summarize(const std::vector<double>& samples);
+// The median of `values` (the mean of the middle two for an even count; NaN when empty): the one
+// median every summary, detector and timing rule takes.
+double median(std::vector<double> values);
 
 }  // namespace crucible::reports
