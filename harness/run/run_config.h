@@ -47,8 +47,4 @@ struct RunConfig {
   bool performance() const { return mode == "performance" || mode == "both"; }
 };
 
-// Runs the whole job and returns the CLI exit code (0 when every model passed or was
-// skipped/xfail).
-int execute_run(const RunConfig& config, int64_t* run_id = nullptr);
-
 }  // namespace crucible

@@ -2,6 +2,8 @@
 // worker per backend, judged here) and performance jobs (a profile worker per backend, then one
 // interleaved timing worker), each result written to the store in its own transaction as soon as it
 // is known.
+#include "runner.h"
+
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -31,8 +33,8 @@
 #include "job_outcome.h"
 #include "onnx_models.h"
 #include "output_dir.h"
+#include "progress.h"
 #include "result_table.h"
-#include "run_config.h"
 #include "timing_pool.h"
 #include "turn_driver.h"
 
@@ -62,27 +64,6 @@ std::string file_component(const std::string& name) {
   return fmt::format("{}-{:08x}", out.substr(out.size() > 48 ? out.size() - 48 : 0),
                      static_cast<uint32_t>(std::hash<std::string>{}(name)));
 }
-
-class Progress {
- public:
-  explicit Progress(size_t total) : total_(total), start_(std::chrono::steady_clock::now()) {}
-  void done(const ResultRecord& r, const std::string& what = "") {
-    ++done_;
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    const double eta =
-        done_ ? elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_) : 0;
-    std::cerr << fmt::format("[{:>3}/{}] {}/{} {} {}: {}  (elapsed {:.1f} s, ETA {:.1f} s)\n",
-                             done_, total_, escape_controls(r.suite), escape_controls(r.model),
-                             escape_controls(r.backend), what.empty() ? r.mode : what,
-                             status_name(r.status), elapsed, eta);
-  }
-
- private:
-  size_t total_;
-  size_t done_ = 0;
-  std::chrono::steady_clock::time_point start_;
-};
 
 // Physics: a median faster than the machine it ran on did not do the graph's work. Part of the
 // audit, which --no-audit turns off (and every such result says so).
@@ -367,7 +348,7 @@ class Runner {
         profile[b] = blank(m, b, "performance", batch);
         profile[b].status = Status::kFailToLoad;
         profile[b].error = it->second;
-        progress.done(profile[b], "profile");
+        std::cerr << progress.done(profile[b], "profile");
         continue;
       }
       WorkerJob job = make_job(m, batch, "profile", {b});
@@ -382,7 +363,7 @@ class Runner {
                   &rss, cache)
               .at(0);
       peak[b] = profile[b].peak_rss_mb.value_or(rss);
-      progress.done(profile[b], "profile");
+      std::cerr << progress.done(profile[b], "profile");
     }
     if (g_interrupted) return;
     std::map<std::string, ResultRecord> by_backend = time_backends(m, batch, loadable);
@@ -495,7 +476,7 @@ class Runner {
       r.status = Status::kXfail;
     }
     store_.add_result(run_id_, r);
-    progress.done(r);
+    std::cerr << progress.done(r);
     results_.push_back(std::move(r));
   }
 
@@ -710,10 +691,11 @@ int execute_run(const RunConfig& given, int64_t* run_id_out) {
   Runner runner(cfg, *store, run_id, out_dir, plan.load_errors);
   // A reader (db merge, db check) tells a run that covered its models from one that lost some.
   store->plan_run(run_id, static_cast<int64_t>(plan.models.size() * runner.results_per_model()));
-  Progress progress(plan.models.size() * runner.jobs_per_model());
+  Progress progress(plan.models.size(), runner.jobs_per_model());
   for (const ModelEntry& m : plan.models) {
     if (g_interrupted) break;
     runner.run_model(m, progress);
+    progress.model_finished();
   }
   store->finish_run(run_id, g_interrupted ? "incomplete" : "complete");
   if (cfg.bisect && !g_interrupted) {

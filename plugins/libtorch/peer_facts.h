@@ -1,6 +1,7 @@
 // What the libtorch peer runs on, for the version string stored with each of its results: ATen's
 // CPU dispatch level, oneDNN and which op classes reach it, the BLAS and its core, threads, the
-// allocator, and why that BLAS core (the run's choice, see harness/run/blas_core_probe.h).
+// allocator, and why that BLAS core (the run's choice, see
+// harness/run/backend_setup/blas_core_probe.h).
 #pragma once
 
 #include <string>

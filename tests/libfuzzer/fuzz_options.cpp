@@ -7,8 +7,8 @@
 #include "crucible/codegen/codegen_config.h"
 #include "crucible/core/error.h"
 #include "fuzz_support.h"
-#include "run/backend_config.h"
-#include "run/blas_core_probe.h"
+#include "run/backend_setup/backend_config.h"
+#include "run/backend_setup/blas_core_probe.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::istringstream in{std::string(crucible::fuzz::as_text(data, size))};

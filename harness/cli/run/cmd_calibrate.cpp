@@ -14,7 +14,7 @@
 #include "crucible/reports/store.h"
 #include "launcher.h"
 #include "output_dir.h"
-#include "run_config.h"
+#include "runner.h"
 
 namespace crucible::cli {
 

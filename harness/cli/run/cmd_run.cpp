@@ -18,7 +18,7 @@
 #include "launcher.h"
 #include "memory_cgroup.h"
 #include "onnx_models.h"
-#include "run_config.h"
+#include "runner.h"
 #include "subprocess.h"
 #include "timing_settings.h"
 #include "toolchain_check.h"
