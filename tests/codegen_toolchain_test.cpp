@@ -732,5 +732,34 @@ TEST(DiagnosticsTest, TrimKeepsTheFirstErrorLines) {
   EXPECT_EQ(detail::trim_diagnostics("a: error: b\n"), "a: error: b");
 }
 
+// The one compiler rule (ToolchainOptions::compiler_for) and the check a run asks before it starts:
+// $CXX's first word, a path or on PATH; else c++. A set $CXX that is missing is not replaced.
+TEST(MissingCompiler, LooksForCxxThenCxxOnPath) {
+  const fs::path dir = fs::temp_directory_path() / ("crucible_cxx_" + std::to_string(::getpid()));
+  const fs::path bin = dir / "bin";
+  fs::create_directories(bin);
+  std::ofstream(bin / "c++") << "#!/bin/sh\n";
+  std::ofstream(bin / "g++-13") << "#!/bin/sh\n";
+  std::ofstream(bin / "not-executable") << "";
+  ::chmod((bin / "c++").c_str(), 0755);
+  ::chmod((bin / "g++-13").c_str(), 0755);
+  const std::string path = "/nonexistent:" + bin.string();
+  EXPECT_EQ(ToolchainOptions::compiler_for(nullptr), "c++");
+  EXPECT_EQ(ToolchainOptions::compiler_for(" \t"), "c++");
+  EXPECT_EQ(ToolchainOptions::compiler_for("ccache g++"), "ccache g++");
+  EXPECT_EQ(missing_compiler(nullptr, path.c_str()), "");
+  EXPECT_EQ(missing_compiler("g++-13", path.c_str()), "");
+  EXPECT_EQ(missing_compiler("  g++-13 -O2", path.c_str()), "");  // its first word
+  EXPECT_EQ(missing_compiler((bin / "g++-13").c_str(), ""), "");  // a path
+  EXPECT_EQ(missing_compiler(" ", path.c_str()), "");             // blank: c++
+  EXPECT_NE(missing_compiler(nullptr, "/nonexistent").find("'c++' is not on PATH"),
+            std::string::npos);
+  EXPECT_NE(missing_compiler("not-executable", path.c_str())
+                .find("codegen: no C++ compiler: $CXX is 'not-executable'"),
+            std::string::npos);
+  EXPECT_NE(missing_compiler("clang++-99", path.c_str()), "");
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace crucible::codegen

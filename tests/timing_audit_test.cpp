@@ -432,6 +432,11 @@ TEST_F(TimingAudit, CalibrateStoresEachSeriesRunToRunNoise) {
   auto bad = run_crucible("calibrate --suite tutorial --runs 1");
   EXPECT_EQ(bad.status, 2);
   EXPECT_EQ(testing::count_lines(bad.err), 1) << bad.err;
+  // No backend is calibrated by default: the harness names none.
+  bad = run_crucible("calibrate --suite tutorial --runs 2");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("calibrate needs --backend B"), std::string::npos) << bad.err;
+  EXPECT_EQ(testing::count_lines(bad.err), 1) << bad.err;
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
-// `crucible worker --job options`: whether a backend takes a run's -c options, asked before the
-// run exists. It compiles the job's one-node graph with them; a plugin::OptionError says no.
+// `crucible worker --job options`: whether a backend can run here and takes a run's -c options,
+// asked before the run exists. The backend says what it is missing (Backend::unavailable_here);
+// given options, it compiles the job's one-node graph with them, and a plugin::OptionError says no.
 #include <string>
 
+#include "backend_config.h"
 #include "worker_session.h"
 
 namespace crucible {
@@ -13,8 +15,20 @@ void options_job(Session& s) {
   s.report.phase("load", backend);
   if (!attempt(r, reports::Status::kFailToLoad, [&] { be = s.load(backend); }))
     return s.report.result(r);
-  s.report.phase("compile", backend);
+  s.report.phase("available", backend);
+  std::string missing;
+  if (!attempt(r, reports::Status::kFailToLoad,
+               [&] { missing = be->backend().unavailable_here(); })) {
+    return s.report.result(r);
+  }
+  if (!missing.empty()) {
+    r.status = reports::Status::kFailToLoad;
+    r.error = std::string(kBackendUnavailable) + missing;
+    return s.report.result(r);
+  }
   r.status = reports::Status::kPass;
+  if (backend_config(s.job.config, backend).empty()) return s.report.result(r);
+  s.report.phase("compile", backend);
   try {
     s.compile(*be, backend, false);
   } catch (const plugin::OptionError& e) {

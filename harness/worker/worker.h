@@ -18,6 +18,8 @@ inline constexpr int kWorkerExitOom = 3;
 // The options job's answer that its backend refuses the job's -c options: the start of its
 // fail_to_compile result's error, the plugin's message after it (options_job.cpp).
 inline constexpr std::string_view kOptionRefused = "option refused: ";
+// Its answer that the backend cannot run on this machine at all: its unavailable_here() line.
+inline constexpr std::string_view kBackendUnavailable = "unavailable here: ";
 
 struct WorkerJob {
   // reference | outputs | profile | timing | counters | run-graph | cosim | blas-probe

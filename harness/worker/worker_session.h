@@ -90,7 +90,8 @@ void cosim_job(Session& s);
 // One candidate BLAS core of a libtorch peer, checked and timed (blas_probe_job.cpp).
 void blas_probe_job(Session& s);
 
-// Whether the backend takes the job's -c options (options_job.cpp; kOptionRefused, worker.h).
+// Whether the backend can run on this machine and takes the job's -c options (options_job.cpp;
+// kBackendUnavailable and kOptionRefused, worker.h).
 void options_job(Session& s);
 
 // `crucible run --counters cachegrind`'s job, under callgrind (counters_job.cpp).

@@ -394,6 +394,11 @@ class CodegenBackend final : public plugin::Backend {
  public:
   plugin::BackendInfo info() const override { return {"codegen", "0.1.0", plugin::kAbiVersion}; }
 
+  // Kernels are compiled on the node that runs them, by the compiler $CXX names (else c++).
+  std::string unavailable_here() const override {
+    return codegen::missing_compiler(std::getenv("CXX"), std::getenv("PATH"));
+  }
+
   std::unique_ptr<plugin::Executable> compile(const Graph& graph,
                                               const plugin::Options& options) override {
     return compile_executable(graph, options, {});

@@ -28,15 +28,6 @@ namespace crucible::codegen {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-std::string env_or_empty(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
-
-}  // namespace
-
 // ---------------------------------------------------------------------------------------------------
 // Options
 
@@ -51,9 +42,40 @@ std::vector<std::string> ToolchainOptions::default_flags() {
   return {"-O3", "-march=" + arch, "-fopenmp", "-shared", "-fPIC", "-std=c++17"};
 }
 
-std::string ToolchainOptions::default_compiler() {
-  std::string cxx = env_or_empty("CXX");
-  return cxx.find_first_not_of(" \t") == std::string::npos ? "c++" : cxx;
+std::string ToolchainOptions::default_compiler() { return compiler_for(std::getenv("CXX")); }
+
+std::string ToolchainOptions::compiler_for(const char* cxx) {
+  const std::string given = cxx ? cxx : "";
+  return given.find_first_not_of(" \t") == std::string::npos ? "c++" : given;
+}
+
+namespace {
+
+// Whether `program` names an executable: a path (with a '/') directly, else in a PATH directory.
+bool executable_found(const std::string& program, const std::string& path) {
+  if (program.find('/') != std::string::npos) return ::access(program.c_str(), X_OK) == 0;
+  std::stringstream dirs(path);
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
+    if (::access(candidate.c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string missing_compiler(const char* cxx, const char* path) {
+  const std::vector<std::string> words = detail::split_words(ToolchainOptions::compiler_for(cxx));
+  const std::string program = words.empty() ? "c++" : words[0];
+  if (executable_found(program, path ? path : "")) return "";
+  if (program != "c++" || (cxx && std::string(cxx).find_first_not_of(" \t") != std::string::npos)) {
+    return fmt::format(
+        "codegen: no C++ compiler: $CXX is '{}' and '{}' is not an executable on PATH (install a "
+        "compiler on this node, or set CXX to one)",
+        cxx ? cxx : "", program);
+  }
+  return "codegen: no C++ compiler: 'c++' is not on PATH and $CXX is unset (install g++ or "
+         "clang++ on this node, or set CXX)";
 }
 
 fs::path ToolchainOptions::default_cache_dir() {

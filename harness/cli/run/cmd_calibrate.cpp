@@ -20,8 +20,6 @@ namespace crucible::cli {
 
 namespace {
 
-double median_of(std::vector<double> v) { return reports::summarize(v).median; }
-
 // CV of `v` (NaN with fewer than two values).
 double cv_of(const std::vector<double>& v) { return v.size() < 2 ? NAN : reports::summarize(v).cv; }
 
@@ -36,13 +34,15 @@ int calibrate_command(const std::vector<std::string>& args) {
   RunConfig cfg;
   LaunchOptions launch;
   int runs = 5;
-  std::string backend = "codegen";
+  std::string backend;
   po::options_description own("calibration");
   own.add_options()("runs", po::value(&runs)->default_value(5),
                     "timing runs of the same build (at least 2)")(
-      "backend", po::value(&backend)->default_value("codegen"),
-      "the backend to calibrate (eager is timed beside it as the speed-up baseline)");
+      "backend", po::value(&backend),
+      "the backend to calibrate, required (eager is timed beside it as the speed-up baseline)");
   const auto preset = [&](RunConfig& c) {
+    // No backend is the default: which one a user calibrates is theirs to say.
+    if (backend.empty()) throw po::error("calibrate needs --backend B, the backend to calibrate");
     c.mode = "performance";
     c.backends = {backend};
   };
@@ -100,12 +100,12 @@ int calibrate_command(const std::vector<std::string>& args) {
       c.backend = b;
       c.runs = static_cast<int>(s.medians.size());
       c.run_ids = ids;
-      c.median_ms = median_of(s.medians);
+      c.median_ms = reports::median(s.medians);
       c.time_cv = cv_of(s.medians);
-      c.within_run_cv = median_of(s.within_cv);
+      c.within_run_cv = reports::median(s.within_cv);
       if (s.instructions.size() >= 2) c.instructions_cv = cv_of(s.instructions);
       if (b != "eager" && !s.speedups.empty()) {
-        c.speedup_median = median_of(s.speedups);
+        c.speedup_median = reports::median(s.speedups);
         c.speedup_min = *std::min_element(s.speedups.begin(), s.speedups.end());
         c.speedup_max = *std::max_element(s.speedups.begin(), s.speedups.end());
       }

@@ -21,7 +21,6 @@
 #include "runner.h"
 #include "subprocess.h"
 #include "timing_settings.h"
-#include "toolchain_check.h"
 
 namespace crucible::cli {
 
@@ -346,7 +345,6 @@ int run_command(const std::vector<std::string>& args) {
                                   strip_launcher_args(args));
     return execute_launch(plan, launch.dry_run);
   }
-  check_toolchain(cfg.backends);  // codegen needs a compiler on this node (toolchain_check.h)
   prepare_local_run(cfg);
   return execute_run(cfg);
 }

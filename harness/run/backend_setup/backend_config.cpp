@@ -1,5 +1,5 @@
-// -c options scoped per backend, and each backend asked whether it takes them (see
-// backend_config.h).
+// -c options scoped per backend, and each backend asked whether it can run here and takes them
+// (see backend_config.h).
 #include "backend_config.h"
 
 #include <fmt/format.h>
@@ -57,7 +57,7 @@ void check_backend_options(const RunConfig& cfg,
   std::optional<TempDir> dir;
   for (size_t i = 0; i < cfg.backends.size(); ++i) {
     const std::string& b = cfg.backends[i];
-    if (backend_config(cfg.config, b).empty() || load_errors.contains(b)) continue;
+    if (load_errors.contains(b)) continue;
     if (!dir) {
       dir.emplace("crucible_options_");
       std::ofstream(dir->path() / "check.graph") << kCheckGraph;
@@ -70,6 +70,9 @@ void check_backend_options(const RunConfig& cfg,
     const WorkerRun run =
         run_worker(job, worker_files(dir->path(), fmt::format("options.{}", i)), {}, limits);
     for (const reports::ResultRecord& r : run.results) {
+      if (r.error.rfind(kBackendUnavailable, 0) == 0)
+        throw Error(fmt::format("backend '{}' cannot run on this machine: {}", b,
+                                r.error.substr(kBackendUnavailable.size())));
       if (r.error.rfind(kOptionRefused, 0) == 0)
         throw Error(fmt::format("-c: backend '{}' refuses its options: {}", b,
                                 r.error.substr(kOptionRefused.size())));

@@ -1,5 +1,6 @@
 // Which -c options reach which backend: "key=value" every backend but eager (the reference runs
-// as it is), "BACKEND:key=value" that backend alone, eager included; and whether each takes them.
+// as it is), "BACKEND:key=value" that backend alone, eager included; and whether each can run
+// here and takes them.
 #pragma once
 
 #include <filesystem>
@@ -20,11 +21,12 @@ std::map<std::string, std::string> backend_config(const std::map<std::string, st
 WorkerJob pre_run_job(const RunConfig& cfg, const std::string& kind,
                       const std::filesystem::path& graph, const std::string& backend);
 
-// Asks each backend of `cfg` that is given -c options, before the run exists, whether it takes
-// them: a sandboxed worker of its own compiles a one-node graph with them. Throws Error with the
-// plugin's own message for the first that refuses (plugin::OptionError), so a mistyped key or a
-// value it does not take is one line and exit 2 rather than a run of fail_to_compile. Backends in
-// `load_errors` are not asked; any other failure is left to the models' own results.
+// Asks each backend of `cfg`, before the run exists, in a sandboxed worker of its own: whether it
+// can run on this machine (Backend::unavailable_here: codegen's compiler, say) and, when it is
+// given -c options, whether it takes them (it compiles a one-node graph with them). Throws Error
+// with the plugin's own line for the first that cannot run or refuses (plugin::OptionError), so a
+// node without a compiler or a mistyped key is one line and exit 2 rather than a run of failures.
+// Backends in `load_errors` are not asked; any other failure is left to the models' own results.
 void check_backend_options(const RunConfig& cfg,
                            const std::map<std::string, std::string>& load_errors);
 

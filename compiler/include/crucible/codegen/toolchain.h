@@ -36,7 +36,11 @@ struct ToolchainOptions {
   static ToolchainOptions defaults();
   // -O3 -march=native -fopenmp -shared -fPIC -std=c++17
   static std::vector<std::string> default_flags();
+  // compiler_for(getenv("CXX")).
   static std::string default_compiler();
+  // The compiler command codegen runs when $CXX is `cxx` (nullptr when unset): $CXX when it holds
+  // a word, else "c++". The one rule every caller asks.
+  static std::string compiler_for(const char* cxx);
   static std::filesystem::path default_cache_dir();
 };
 
@@ -101,6 +105,12 @@ class LoadedLibrary {
   void* handle_ = nullptr;
   std::filesystem::path path_;
 };
+
+// Why the compiler codegen would run cannot be started on this machine ("" when it can):
+// compiler_for(cxx)'s first word, a path or looked up in `path` ($PATH) as execvp would. Asked
+// before a run (the plugin's Backend::unavailable_here), so a node without a compiler is refused
+// in one line instead of failing every model as fail_to_compile.
+std::string missing_compiler(const char* cxx, const char* path);
 
 // Helpers shared by toolchain.cpp and kernel_cache.cpp (and tested); not for other callers.
 namespace detail {

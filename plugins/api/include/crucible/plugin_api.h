@@ -17,7 +17,7 @@
 #include "crucible/ir/graph.h"
 
 // Bump on any change to the classes below: a plugin built against another version is refused.
-#define CRUCIBLE_PLUGIN_ABI_VERSION 3
+#define CRUCIBLE_PLUGIN_ABI_VERSION 4
 
 namespace crucible::plugin {
 
@@ -140,6 +140,11 @@ class Backend {
   virtual ~Backend() = default;
   virtual BackendInfo info() const = 0;
   virtual std::unique_ptr<Executable> compile(const Graph& graph, const Options& options) = 0;
+  // Whether this machine can run the backend at all, asked once before a run in a worker: "" when
+  // it can, else one line saying what is missing (a compiler the backend runs, a library it
+  // opens). The harness then refuses the run with that line instead of failing every model the
+  // same way. The backend declares its needs here; the harness knows none of them.
+  virtual std::string unavailable_here() const { return ""; }
 };
 
 // Every backend's run() starts with check_inputs, and intermediates() with check_value_ids
