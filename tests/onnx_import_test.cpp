@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <tuple>
+#include <vector>
 
 #include "cli_util.h"
 #include "crucible/ir/text_format.h"
@@ -604,6 +606,43 @@ TEST(OnnxImport, ClipWithConstantBoundsIsOneClamp) {
   EXPECT_EQ(ops(import(0.0F, 6.0F, true, false)), "maximum minimum ");
   EXPECT_EQ(ops(import(nan, 6.0F, false, false)), "maximum minimum ");
   EXPECT_EQ(ops(import(0.0F, 6.0F, false, true)), "maximum minimum ");
+}
+
+// Div on int64 truncates in the integers: through f64 (as it was) quotients above 2^53 were
+// rounded, whether the importer folded the node or it ran.
+TEST(OnnxImport, Int64DivIsExactPast2To53FoldedAndAtRunTime) {
+  const fs::path dir = testing::fresh_test_dir("onnx_import");
+  const std::vector<int64_t> x = {(int64_t{1} << 53) + 1, (int64_t{1} << 62) + 1,
+                                  -((int64_t{1} << 60) + 1)};
+  const std::vector<int64_t> want = {(int64_t{1} << 53) + 1, 1537228672809129301, int64_t{1} << 59};
+  auto add_int64 = [](OnnxModelBuilder& b, const std::string& name, const std::vector<int64_t>& v) {
+    auto* t = b.proto().mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(::onnx::TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(v.size()));
+    for (int64_t e : v) t->add_int64_data(e);
+  };
+  for (const bool folded : {false, true}) {
+    SCOPED_TRACE(folded ? "folded" : "at run time");
+    OnnxModelBuilder b;
+    if (folded) {
+      add_int64(b, "x", x);
+    } else {
+      b.input("x", {3}, ::onnx::TensorProto::INT64);
+    }
+    add_int64(b, "d", {1, 3, -2});
+    b.node("Div", {"x", "d"}, {"y"});
+    b.output("y", ::onnx::TensorProto::INT64);
+    const Graph g = onnx::import_model(b.save(dir / "div.onnx"));
+    std::vector<Tensor> in;
+    if (!folded) {
+      in.push_back(Tensor::empty(DType::kI64, {3}));
+      std::copy(x.begin(), x.end(), in[0].data<int64_t>());
+    }
+    const Tensor y = Interpreter(g).run(in).at(0);
+    ASSERT_EQ(y.dtype(), DType::kI64) << print_graph(g);
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(y.data<int64_t>()[i], want[i]) << i;
+  }
 }
 
 // fuzz_onnx_model: Selu on an int32 input made its alpha an int32 constant through a plain cast,

@@ -2,6 +2,7 @@
 // ops and mod, on hand values, every dtype they take, NaN/inf, empty and strided operands, errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -138,6 +139,32 @@ TEST(MathOps, ModIntegerTakesTheDivisorsSignFmodTheDividends) {
                DType::kU8, {3}, {5, 0, 0});
   ExpectError("mod", {T(DType::kBool, {1}, {1}), T(DType::kBool, {1}, {1})}, {},
               "mod: not supported for bool");
+}
+
+// trunc_div rounds toward zero in the operands' own type: int64 quotients past 2^53 are exact
+// (through f64 they were rounded), a divisor of 0 gives 0 and -1 negates with wrapping, as mod.
+TEST(MathOps, TruncDivIsExactForEveryInt64) {
+  const std::vector<int64_t> a = {
+      (int64_t{1} << 53) + 1, (int64_t{1} << 62) + 1, -7, 7, std::numeric_limits<int64_t>::min(), 5,
+      9007199254740993};
+  const std::vector<int64_t> b = {1, 3, 2, -2, -1, 0, 2};
+  Tensor ta = Tensor::empty(DType::kI64, {7}), tb = Tensor::empty(DType::kI64, {7});
+  std::copy(a.begin(), a.end(), ta.data<int64_t>());
+  std::copy(b.begin(), b.end(), tb.data<int64_t>());
+  const Tensor q = RunOp("trunc_div", {ta, tb});
+  ASSERT_EQ(q.dtype(), DType::kI64);
+  const std::vector<int64_t> want = {
+      (int64_t{1} << 53) + 1, 1537228672809129301, -3, -3, std::numeric_limits<int64_t>::min(), 0,
+      4503599627370496};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(q.data<int64_t>()[i], want[i]) << i;
+  ExpectTensor(RunOp("trunc_div", {T(DType::kU8, {3}, {250, 7, 9}), T(DType::kU8, {3}, {7, 0, 2})}),
+               DType::kU8, {3}, {35, 0, 4});
+  for (DType t : kFloats) {
+    ExpectTensor(RunOp("trunc_div", {T(t, {3}, {-7.5, 7.5, 1}), T(t, {3}, {2, 2, 0})}), t, {3},
+                 {-3, 3, kInf});
+  }
+  ExpectError("trunc_div", {T(DType::kBool, {1}, {1}), T(DType::kBool, {1}, {1})}, {},
+              "trunc_div: not supported for bool");
 }
 
 TEST(MathOps, ModFloatAndPromotion) {

@@ -1,5 +1,6 @@
-// Binary arithmetic with broadcasting and PyTorch type promotion: add, sub, mul, div, maximum,
-// minimum, pow, mod. Operands are converted to the result type, then one loop per dtype runs.
+// Binary arithmetic with broadcasting and PyTorch type promotion: add, sub, mul, div, trunc_div,
+// maximum, minimum, pow, mod. Operands are converted to the result type, then one loop per dtype
+// runs.
 #include <cmath>
 #include <string>
 #include <type_traits>
@@ -148,6 +149,29 @@ struct Mod {
   }
 };
 
+// Division rounded toward zero in the operands' own type (torch.div(rounding_mode='trunc'), C's
+// integer division, ONNX's Div on integers): exact for every int64, where a detour through f64
+// rounds quotients above 2^53. As mod, an integer divisor of 0 gives 0 (the reference never
+// traps), and -1 negates with wrapping (INT_MIN / -1 would trap).
+struct TruncDiv {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      return std::trunc(a / b);
+    } else if constexpr (kIsInt<C>) {
+      if (b == C(0)) return C(0);
+      if constexpr (std::is_signed_v<C>) {
+        if (b == C(-1))
+          return static_cast<C>(
+              static_cast<Unsigned<C>>(Unsigned<C>(0) - static_cast<Unsigned<C>>(a)));
+      }
+      return static_cast<C>(a / b);
+    } else {
+      return a;  // unreachable: the type rule rejects bool
+    }
+  }
+};
+
 enum class BoolRule { kAllow, kRejectAnyBoolOperand, kRejectBoolResult };
 
 // Both operands converted to the result type `ty`, then out = Op(a, b) elementwise.
@@ -208,6 +232,7 @@ void register_binary_ops(OpRegistry& r) {
   r.add(binary_def<Minimum>("minimum", BoolRule::kAllow));
   r.add(binary_def<Pow>("pow", BoolRule::kRejectBoolResult));
   r.add(mod_def());
+  r.add(binary_def<TruncDiv>("trunc_div", BoolRule::kRejectBoolResult));
 }
 
 }  // namespace crucible::ew

@@ -40,10 +40,9 @@ Val keep_dtype(Ctx& c, Val v, DType dtype) {
 void div(Ctx& c, const NodeProto& n) {
   Val a = c.in(n, 0), b = c.in(n, 1);
   if (is_floating(a.type.dtype)) return c.out(n, 0, c.op("div", {a, b}));
-  // Integer division truncates toward zero; f64 holds every int32 exactly.
-  Val q = c.op("div", {c.op("cast", {a}, {{"dtype", DType::kF64}}),
-                       c.op("cast", {b}, {{"dtype", DType::kF64}})});
-  c.out(n, 0, keep_dtype(c, q, a.type.dtype));
+  // Integer division truncates toward zero, in the integers themselves: through f64, int64
+  // quotients above 2^53 were rounded (folded and at run time).
+  c.out(n, 0, keep_dtype(c, c.op("trunc_div", {a, b}), a.type.dtype));
 }
 
 void pow(Ctx& c, const NodeProto& n) {
