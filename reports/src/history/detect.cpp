@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 
+#include "crucible/reports/records.h"
 #include "detect_internal.h"
 
 namespace crucible::reports {

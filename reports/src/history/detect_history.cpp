@@ -12,6 +12,7 @@
 #include <set>
 #include <tuple>
 
+#include "crucible/reports/records.h"
 #include "detect_internal.h"
 
 namespace crucible::reports {

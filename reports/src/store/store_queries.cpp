@@ -216,7 +216,10 @@ Table Store::results_table(int64_t run_id, bool failed_only) {
   const size_t error = t.column("error");
   for (auto& row : t.rows) {
     const auto* text = std::get_if<std::string>(&row[error]);
-    row.push_back(error_summary(text ? *text : "", kConsoleWidth - 10));
+    // Built in place: a Cell temporary here tripped GCC 12's -Wmaybe-uninitialized on
+    // std::variant (a false positive) once the unity batch inlined more around it.
+    row.emplace_back(std::in_place_type<std::string>,
+                     error_summary(text ? *text : "", kConsoleWidth - 10));
   }
   t.brief = {"result", "model",     "backend", "mode",       "status",
              "flags",  "median_ms", "speedup", "max_abs_err"};

@@ -5,6 +5,7 @@
 #include <functional>
 #include <random>
 
+#include "crucible/reports/records.h"
 #include "detect_internal.h"
 
 namespace crucible::reports {
