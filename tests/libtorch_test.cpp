@@ -79,7 +79,9 @@ TEST_F(Libtorch, EveryRegistryOpHasAnAtenMapping) {
        {"graph full_op() {\n  %f = full(shape=[2, 3], value=1.5)\n  return %f\n}\n",
         "graph arange_op() {\n  %a = arange(end=7.0, dtype=i64)\n  return %a\n}\n",
         "graph pool_op(%x: f32[1, 2, 6, 6]) {\n"
-        "  %p = adaptive_avg_pool2d(%x, output_size=[2, 3])\n  return %p\n}\n"}) {
+        "  %p = adaptive_avg_pool2d(%x, output_size=[2, 3])\n  return %p\n}\n",
+        "graph trunc_div_op(%a: i64[4], %b: i64[4]) {\n"
+        "  %q = trunc_div(%a, %b)\n  return %q\n}\n"}) {
     const Graph g = parse_graph(text);
     where.emplace(g.nodes().at(0).op, text);
   }

@@ -93,6 +93,34 @@ Entry mod() {
           }};
 }
 
+// trunc_div: torch.div(rounding_mode='trunc') in the result dtype. ATen refuses an integer divisor
+// of 0 and traps on INT_MIN / -1; crucible gives 0 for the first and the wrapped negation for a
+// divisor of -1, so those divisors are replaced by 1 and their quotients chosen after.
+Entry trunc_div() {
+  return {[](const Ctx& c, const std::vector<at::Tensor>& x) {
+            const at::Tensor a = as(x[0], c.out), b = as(x[1], c.out);
+            if (is_floating(c.out)) return at::div(a, b, "trunc");
+            const bool is_signed = c.out != DType::kU8;
+            const at::Tensor fix = is_signed ? (b == 0) | (b == -1) : (b == 0);
+            at::Tensor q = at::div(a, at::where(fix, at::ones_like(b), b), "trunc");
+            if (is_signed) q = at::where(b == -1, at::neg(a), q);
+            return at::where(b == 0, at::zeros_like(q), q);
+          },
+          [](const Ctx& c, const std::vector<std::string>& x) {
+            const std::string a = sas(c, 0, x[0], c.out), b = sas(c, 1, x[1], c.out);
+            if (is_floating(c.out))
+              return fmt::format("torch.div({}, {}, rounding_mode='trunc')", a, b);
+            const bool is_signed = c.out != DType::kU8;
+            const std::string fix = is_signed ? fmt::format("(({0} == 0) | ({0} == -1))", b)
+                                              : fmt::format("({} == 0)", b);
+            std::string q = fmt::format(
+                "torch.div({}, torch.where({}, torch.ones_like({}), {}), rounding_mode='trunc')", a,
+                fix, b, b);
+            if (is_signed) q = fmt::format("torch.where({} == -1, torch.neg({}), {})", b, a, q);
+            return fmt::format("torch.where({0} == 0, torch.zeros_like({1}), {1})", b, q);
+          }};
+}
+
 }  // namespace
 
 void add_math_entries(Table& m) {
@@ -128,6 +156,7 @@ void add_math_entries(Table& m) {
     return at::logical_xor(a, b);
   });
   m["mod"] = mod();
+  m["trunc_div"] = trunc_div();
 }
 
 }  // namespace crucible::libtorch::aten
