@@ -58,11 +58,8 @@ void BM_HistoryOverAYear(benchmark::State& state) {
   {
     auto store = Store::open(db);
     for (int night = 0; night < 365; ++night) {
-      RunInfo info;
-      info.suites = "bench";
-      info.backends = "eager,codegen,other";
-      info.mode = "performance";
-      const int64_t run = store->begin_run(info);
+      const int64_t run =
+          store->begin_run(make_run_info("bench", "eager,codegen,other", "performance"));
       std::vector<ResultRecord> rs;
       for (int m = 0; m < 20; ++m) {
         for (const char* b : {"eager", "codegen", "other"}) {

@@ -146,11 +146,7 @@ TEST_F(History, KernelsSmallEnoughForTheCacheStandBesideItsBandwidth) {
   int64_t id = 0;
   {
     auto s = Store::open(db_);
-    RunInfo info;
-    info.suites = "small";
-    info.backends = "codegen";
-    info.mode = "performance";
-    const int64_t run = s->begin_run(info);
+    const int64_t run = s->begin_run(make_run_info("small", "codegen", "performance"));
     ResultRecord r = make_result("small", "cached", "codegen", "performance", 4);
     r.status = Status::kPass;
     r.samples_ms = {1.0, 1.0};

@@ -38,10 +38,7 @@ class Report : public ::testing::Test {
     const char* backends[] = {"eager", "codegen", "other"};
     auto s = Store::open(dir_ / "year.db");
     for (int r = 0; r < synthetic::kRuns; ++r) {
-      RunInfo info;
-      info.suites = "syn";
-      info.backends = "eager,codegen,other";
-      info.mode = "both";
+      RunInfo info = make_run_info("syn", "eager,codegen,other", "both");
       info.env.compiler = all[0].points[r].fingerprint.substr(9);
       info.env.launcher["OMP_NUM_THREADS"] = "2";
       info.env.launcher["numactl"] = "--physcpubind=0,1";
@@ -194,11 +191,7 @@ TEST_F(Report, TickLabelsOfATinyLatencyAxisDiffer) {
   {
     auto s = Store::open(db);
     for (int r = 0; r < 6; ++r) {
-      RunInfo info;
-      info.suites = "tiny";
-      info.backends = "eager";
-      info.mode = "performance";
-      const int64_t run = s->begin_run(info);
+      const int64_t run = s->begin_run(make_run_info("tiny", "eager", "performance"));
       ResultRecord x = make_result("tiny", "micro", "eager", "performance", 1);
       x.status = Status::kPass;
       const double ms = 0.00312 + 0.00006 * r;

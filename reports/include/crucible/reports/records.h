@@ -179,6 +179,16 @@ inline ResultRecord make_result(std::string suite, std::string model, std::strin
   return r;
 }
 
+// A run's description with its suites, backends and mode (comma-separated lists), as begin_run
+// takes it; the tag and environment are the caller's to add.
+inline RunInfo make_run_info(std::string suites, std::string backends, std::string mode) {
+  RunInfo info;
+  info.suites = std::move(suites);
+  info.backends = std::move(backends);
+  info.mode = std::move(mode);
+  return info;
+}
+
 // A/A calibration of one series (suite, model, backend): the same build timed `runs` times.
 struct Calibration {
   std::string suite, model, backend;
