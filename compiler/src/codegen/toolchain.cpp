@@ -18,6 +18,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <utility>
 
 #include "crucible/core/kernel_cache_dir.h"
@@ -65,17 +66,18 @@ bool executable_found(const std::string& program, const std::string& path) {
 }  // namespace
 
 std::string missing_compiler(const char* cxx, const char* path) {
-  const std::vector<std::string> words = detail::split_words(ToolchainOptions::compiler_for(cxx));
-  const std::string program = words.empty() ? "c++" : words[0];
+  // compiler_for gives a command of at least one word: $CXX when it holds one, else c++.
+  const std::string program = detail::split_words(ToolchainOptions::compiler_for(cxx)).at(0);
   if (executable_found(program, path ? path : "")) return "";
-  if (program != "c++" || (cxx && std::string(cxx).find_first_not_of(" \t") != std::string::npos)) {
-    return fmt::format(
-        "codegen: no C++ compiler: $CXX is '{}' and '{}' is not an executable on PATH (install a "
-        "compiler on this node, or set CXX to one)",
-        cxx ? cxx : "", program);
+  const bool cxx_set = cxx && std::string_view(cxx).find_first_not_of(" \t") != std::string::npos;
+  if (!cxx_set) {
+    return "codegen: no C++ compiler: 'c++' is not on PATH and $CXX is unset (install g++ or "
+           "clang++ on this node, or set CXX)";
   }
-  return "codegen: no C++ compiler: 'c++' is not on PATH and $CXX is unset (install g++ or "
-         "clang++ on this node, or set CXX)";
+  return fmt::format(
+      "codegen: no C++ compiler: $CXX is '{}' and '{}' is not an executable on PATH (install a "
+      "compiler on this node, or set CXX to one)",
+      cxx, program);
 }
 
 fs::path ToolchainOptions::default_cache_dir() {
