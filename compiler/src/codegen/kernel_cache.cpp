@@ -467,6 +467,28 @@ std::vector<std::string> link_command(const std::vector<Compile>& compiles,
   return link;
 }
 
+// Checks the freshly linked `temp_library` (readable, within size, embedding `key`), moves it to
+// the entry's final name, and writes the entry's .meta last: it is the commit record, so a build
+// killed before it leaves an entry that the next build rejects and redoes.
+void publish_library(const fs::path& temp_library, const EntryPaths& entry, const std::string& key,
+                     const std::string& compiler, const std::vector<std::string>& flags) {
+  std::string why;
+  const std::optional<std::string> bytes =
+      read_cache_file(temp_library, inspect(temp_library), kMaxLibraryBytes, why);
+  if (!bytes) throw ToolchainError(fmt::format("linked {} but {}", entry.library.string(), why));
+  if (!embeds_key(*bytes, key)) {
+    throw ToolchainError(fmt::format("linked {} but it does not embed its cache key {}",
+                                     entry.library.string(), key));
+  }
+  if (std::rename(temp_library.c_str(), entry.library.c_str()) != 0) {
+    throw ToolchainError(fmt::format("cannot write {}: {}", entry.library.string(), errno_text()));
+  }
+  write_file_atomically(entry.meta, fmt::format("key={}\nsize={}\nsha256={}\ncompiler={}\n"
+                                                "compiler_version={}\nflags={}\n",
+                                                key, bytes->size(), sha256_hex(*bytes), compiler,
+                                                compiler_version(compiler), shell_command(flags)));
+}
+
 }  // namespace
 
 BuildResult build_shared_library(const std::vector<std::string>& sources,
@@ -539,26 +561,7 @@ BuildResult build_shared_library(const std::vector<std::string>& sources,
     }
     result.compile_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-    std::string why;
-    const std::optional<std::string> bytes =
-        read_cache_file(temp_library, inspect(temp_library), kMaxLibraryBytes, why);
-    if (!bytes) throw ToolchainError(fmt::format("linked {} but {}", entry.library.string(), why));
-    if (!embeds_key(*bytes, key)) {
-      throw ToolchainError(fmt::format("linked {} but it does not embed its cache key {}",
-                                       entry.library.string(), key));
-    }
-    if (std::rename(temp_library.c_str(), entry.library.c_str()) != 0) {
-      throw ToolchainError(
-          fmt::format("cannot write {}: {}", entry.library.string(), errno_text()));
-    }
-    // The .meta goes last: it is the commit record, so a build killed before this line leaves an
-    // entry that the next build rejects and redoes.
-    write_file_atomically(entry.meta,
-                          fmt::format("key={}\nsize={}\nsha256={}\ncompiler={}\n"
-                                      "compiler_version={}\nflags={}\n",
-                                      key, bytes->size(), sha256_hex(*bytes), compiler,
-                                      compiler_version(compiler), shell_command(flags)));
+    publish_library(temp_library, entry, key, compiler, flags);
   } catch (...) {
     // Nothing may stay under a final name except the sources, which the error points at.
     for (const Compile& c : compiles) {
