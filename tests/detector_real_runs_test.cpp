@@ -377,6 +377,48 @@ TEST_F(DetectorOnRealRuns, CompareOnAAPairsSaysWhenTheMachineMoved) {
   EXPECT_LE(plain, 1);
 }
 
+// compare's verdict on eager's add_add_mul_add between runs 12 and 13 of the slowing recording
+// (+24% on eager alone, past its noise) when every run was made by `commit` and run 13 by
+// `command_13` (with `threads_13` threads where not 0).
+class CompareSameCode : public DetectorOnRealRuns {
+ protected:
+  std::string eager_verdict(const std::string& name, const std::string& commit,
+                            const std::string& command_13, int threads_13 = 0) {
+    judge(name, {}, "", [&](int64_t run, RunInfo& info) {
+      info.env.git_commit = commit;
+      info.env.command = run == 13 ? command_13 : "crucible run --suite tutorial";
+      if (run == 13 && threads_13 > 0) info.env.threads = threads_13;
+    });
+    const auto r = run_crucible(
+        fmt::format("compare 12 13 --format csv --db {}", (dir_ / (name + ".db")).string()));
+    EXPECT_EQ(r.status, 0) << r.err;
+    std::istringstream lines(r.out);
+    std::string line;
+    while (std::getline(lines, line)) {
+      const auto f = csv_fields(line);
+      if (f.size() > 19 && f[1] == "add_add_mul_add" && f[2] == "eager" && f[3] == "performance")
+        return f[18];
+    }
+    ADD_FAILURE() << r.out;
+    return "";
+  }
+};
+
+TEST_F(CompareSameCode, EagersOwnMoveIsTheMachinesOnlyWhenNothingOfItsCodeChanged) {
+  // The +24% eager moved alone is past its noise: with one clean commit, one environment and the
+  // same eager options in both runs it is the machine's; any of them different, it is a change.
+  const std::string same = "crucible run --suite tutorial";
+  EXPECT_EQ(eager_verdict("one_commit", "0123456789ab", same).rfind("same code: +24%", 0), 0u);
+  // An option that does not reach eager (unscoped ones reach every backend but the reference).
+  EXPECT_EQ(eager_verdict("codegen_option", "0123456789ab", same + " -c fusion=off")
+                .rfind("same code:", 0),
+            0u);
+  EXPECT_EQ(eager_verdict("eager_option", "0123456789ab", same + " -c eager:threads=1"), "slower");
+  EXPECT_EQ(eager_verdict("dirty", "0123456789ab-dirty", same), "slower");
+  EXPECT_EQ(eager_verdict("no_commit", "", same), "slower");
+  EXPECT_EQ(eager_verdict("other_threads", "0123456789ab", same, 1), "slower");
+}
+
 TEST_F(DetectorOnRealRuns, AOnePercentInstructionStepIsFoundInItsRun) {
   // 6 runs of the tutorial suite on eager, codegen and faulty under --counters cachegrind (the
   // x86-64-v3 build); from run 5 faulty runs 104,600 more loop iterations per add_add_mul_add

@@ -14,6 +14,7 @@
 #include "crucible/reports/detect_history.h"
 #include "crucible/reports/store.h"
 #include "kernel_moves.h"
+#include "run_fingerprint.h"
 #include "sqlite_db.h"
 
 namespace crucible::reports {
@@ -30,15 +31,13 @@ Loaded load_series(sqlite3* db, const RegressionQuery& q) {
   // The environment a run measured in: what a code change does not change. Every backend of a
   // model is loaded even when one is asked about: the others are its reference.
   Statement rows(
-      db,
-      "SELECT x.suite, x.model, x.backend, x.mode, r.id, x.id, x.status, x.samples, x.noisy,"
-      " 'cpu=' || coalesce(r.cpu_model, '') || ';cores=' || coalesce(r.cores, '') ||"
-      " ';compiler=' || coalesce(r.compiler, '') || ';libraries=' || coalesce(r.libraries, '') ||"
-      " ';threads=' || coalesce(r.threads, '') || ';launcher=' || r.launcher_json,"
-      " coalesce(r.git_commit, ''), x.sim_instructions, x.instructions"
-      " FROM results x JOIN runs r ON r.id = x.run_id"
-      " WHERE (?1 = '' OR x.suite = ?1) AND (?2 = '' OR x.model = ?2)"
-      " ORDER BY x.suite, x.model, x.backend, x.mode, r.started_at, r.id");
+      db, std::string("SELECT x.suite, x.model, x.backend, x.mode, r.id, x.id, x.status, x.samples,"
+                      " x.noisy, ") +
+              detail::kRunFingerprintSql +
+              ", coalesce(r.git_commit, ''), x.sim_instructions, x.instructions"
+              " FROM results x JOIN runs r ON r.id = x.run_id"
+              " WHERE (?1 = '' OR x.suite = ?1) AND (?2 = '' OR x.model = ?2)"
+              " ORDER BY x.suite, x.model, x.backend, x.mode, r.started_at, r.id");
   rows.bind(1, q.suite).bind(2, q.model);
   Loaded out;
   // Per row, in load order: simulated instructions per call, and the PMU's.

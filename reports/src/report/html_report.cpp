@@ -18,9 +18,9 @@
 #include <tuple>
 
 #include "crucible/core/error.h"
-#include "crucible/core/option_scope.h"
 #include "crucible/core/quote.h"
 #include "crucible/reports/json.h"
+#include "crucible/reports/run_options.h"
 #include "sqlite_db.h"
 
 namespace crucible::reports {
@@ -303,23 +303,9 @@ std::string options_reaching(Store& store, int64_t run_id, const std::string& ba
   } catch (const StoreError&) {
     return "";
   }
-  const std::vector<std::string> words = shell_words(command);
   std::string out;
-  for (size_t i = 0; i < words.size(); ++i) {
-    const std::string& w = words[i];
-    std::string value;
-    if ((w == "-c" || w == "--config") && i + 1 < words.size()) {
-      value = words[++i];
-    } else if (w.rfind("--config=", 0) == 0) {
-      value = w.substr(9);
-    } else if (w.size() > 2 && w.rfind("-c", 0) == 0) {
-      value = w.substr(2);
-    } else {
-      continue;
-    }
-    if (option_key_for(std::string_view(value).substr(0, value.find('=')), backend))
-      out += " -c " + shell_command({value});
-  }
+  for (const std::string& value : reports::options_reaching(command, backend))
+    out += " -c " + shell_command({value});
   return out;
 }
 
