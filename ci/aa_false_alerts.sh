@@ -3,15 +3,19 @@
 # into a fresh store, then `crucible regressions --all` judges the history. With no code change
 # every regression or improvement it reports is a false alert (target 0).
 #   ci/aa_false_alerts.sh [--runs N] [--db FILE] [--suites LIST] [--slow MODEL=PCT[@RUN][,...] --slow-from K]
-#                         [--change-from K --change 'RUN_ARGS'] [-- CRUCIBLE_RUN_ARGS...]
+#                         [--change-from K --change 'RUN_ARGS'] [--before K 'SHELL_COMMAND']
+#                         [-- CRUCIBLE_RUN_ARGS...]
 # Default: 14 runs (the full rule needs 8 of baseline first) of the tutorial and small suites,
 # eager and codegen, performance mode, into aa.db. Measure on a quiet machine.
 # --slow adds the test backend `faulty` (eager's interpreter, from build/test_plugins), which from
 # run K (or from RUN, where a model names its own) on busy-waits PCT% longer on each named model:
 # real runs with a planted slowdown of one backend beside the A/A series of the others.
 # --change-from K adds RUN_ARGS (word-split, e.g. '--threads 1') from run K on: a new environment.
+# --before K CMD runs CMD in a shell just before run K (repeatable): a change of the machine the
+# store's environment does not record, e.g. 'echo always > /sys/kernel/mm/transparent_hugepage/enabled'.
 set -euo pipefail
 runs=14 db=aa.db slow="" slow_from=0 change_from=0 change="" suites=tutorial,mlp,transformer,vision
+declare -A before=()
 while (($#)); do
   case "$1" in
     --slow) slow=${2:?--slow wants MODEL=PCT,...}; shift 2 ;;
@@ -21,6 +25,7 @@ while (($#)); do
     --change-from) change_from=${2:?--change-from wants a run number}; shift 2 ;;
     --change) change=${2:?--change wants run arguments}; shift 2 ;;
     --db) db=${2:?--db wants a file}; shift 2 ;;
+    --before) before[${2:?--before wants a run number}]=${3:?--before wants a command}; shift 3 ;;
     --) shift; break ;;
     *) echo "aa_false_alerts: unknown option '$1'" >&2; exit 2 ;;
   esac
@@ -35,6 +40,8 @@ args=(--suite "$suites" --variant small --backends "$backends"
   --mode performance --tag aa --db "$db" --plugin-path "$(dirname "$crucible")/../test_plugins")
 for ((i = 1; i <= runs; ++i)); do
   echo "A/A run $i of $runs"
+  [ -z "${before[$i]:-}" ] || bash -c "${before[$i]}" ||
+    { echo "aa_false_alerts: the command before run $i failed" >&2; exit 2; }
   faults=() changed=()
   if [ -n "$slow" ]; then
     IFS=, read -ra pairs <<<"$slow"

@@ -36,10 +36,12 @@ double short_baseline_bar(const DetectorOptions& o, double level, double sigma, 
 
 // A step that starts at the newest baseline run `p` and holds at run `i` (detect_short_step.cpp):
 // judged by the full rule where the baseline `before` is full (`sigma` its noise), by the
-// short-baseline rule where it is short (`sigma` a stand-in noise). nullopt: no step.
+// short-baseline rule where it is short (`sigma` a stand-in noise, what every ratio moved at
+// those runs included; `own_sigma` the series' own runs' alone, which decides whether a step is
+// listed). nullopt: no step.
 std::optional<Alert> step_at_newest_run(const std::vector<SeriesPoint>& s,
                                         const std::vector<size_t>& before, size_t p, size_t i,
-                                        double sigma, bool short_baseline,
+                                        double sigma, double own_sigma, bool short_baseline,
                                         const DetectorOptions& o);
 
 }  // namespace crucible::reports::detail

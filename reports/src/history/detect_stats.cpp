@@ -37,9 +37,13 @@ double floor_at(const DetectorOptions& o, double level) {
                          : rel_floor;
 }
 
+// Differences of consecutive runs that show a series' run-to-run spread without help.
+constexpr size_t kDiffsThatShowTheSpread = 6;
+
 // 1.4826 x the median |difference| of consecutive log medians / sqrt(2): a standard deviation for
-// normal noise that neither a disturbed run nor an earlier level shift inflates; never below what
-// the runs' own sample spread makes a median wobble by, nor below a calibrated prior.
+// normal noise that neither a disturbed run nor an earlier level shift inflates; never below a
+// calibrated prior, nor, on a short history, below what the runs' own sample spread makes a
+// median wobble by.
 double noise_of(const std::vector<SeriesPoint>& s, const std::vector<size_t>& hist, double prior) {
   std::vector<double> diff, sampling;
   for (size_t k = 1; k < hist.size(); ++k) {
@@ -60,7 +64,12 @@ double noise_of(const std::vector<SeriesPoint>& s, const std::vector<size_t>& hi
   const double n = static_cast<double>(diff.size());
   const double run_to_run =
       diff.empty() ? 0.0 : 1.4826 * median(diff) / std::sqrt(2.0) * (1 + 2.0 / n);
-  return std::max({run_to_run, sampling.empty() ? 0.0 : median(sampling), prior});
+  // Six or more differences show the medians' spread itself, their sampling wobble included: the
+  // sampling error is a floor only before that. (A series of widely spread samples whose medians
+  // hold to 0.3% run to run must not be judged as if they moved by the samples' spread.)
+  const double sampling_floor =
+      diff.size() >= kDiffsThatShowTheSpread || sampling.empty() ? 0.0 : median(sampling);
+  return std::max({run_to_run, sampling_floor, prior});
 }
 
 }  // namespace detail
