@@ -5,7 +5,8 @@
 // interval of the change lies past max(1%, 4 x that measure's run-to-run noise in the store up to
 // run B); a result the harness flagged noisy is shown but not judged. `judged_on` says which.
 // Eager's own move, between two runs of one clean commit, environment and eager options, is said
-// as the machine's: no code changed.
+// as the machine's: no code changed. Where `regressions` found a level change of a series
+// between the two runs, the row says that (see history_verdicts).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -60,7 +61,7 @@ void machine_wide_verdicts(Table& t, const std::vector<TimeMove>& moved) {
     const bool machine = e.word == "slower" || e.word == "faster";
     bool all = machine;
     for (size_t r : rows) all = all && moved[r].word == e.word;
-    if (all) t.rows[*eager][verdict] = e.word + " on every backend: the machine";
+    if (all) t.rows[*eager][verdict] = "machine: " + e.word + " on every backend";
     const size_t change = t.column("change_pct"), judged_on = t.column("judged_on");
     for (size_t r : rows) {
       const std::string word = cell_text(t.rows[r][verdict], false);
@@ -74,12 +75,13 @@ void machine_wide_verdicts(Table& t, const std::vector<TimeMove>& moved) {
         // Eager moved (within its noise or past it) and this backend did not: the ratio moved
         // with eager alone.
         t.rows[r][verdict] = fmt::format(
-            "{} over eager, which moved alone: eager {:+.0f}%, this backend the same on its time",
+            "eager moved alone: {} over eager (eager {:+.0f}%, this backend the same "
+            "on its time)",
             word, 100 * e.change);
       } else if (machine && moved[r].word == e.word &&
                  std::abs(ratio) < 0.5 * std::abs(eager_move)) {
         t.rows[r][verdict] =
-            fmt::format("{} with the machine: eager {:+.0f}%, this backend {:+.0f}%", word,
+            fmt::format("machine: {} with it (eager {:+.0f}%, this backend {:+.0f}%)", word,
                         100 * e.change, 100 * moved[r].change);
       }
     }
@@ -112,13 +114,73 @@ void same_code_verdicts(Table& t, const ReferenceIdentity& a, const ReferenceIde
                judged_on = t.column("judged_on"), change = t.column("change_pct");
   for (auto& row : t.rows) {
     const std::string word = cell_text(row[verdict], false);
+    if (word.rfind("eager moved alone: ", 0) == 0) {
+      // A ratio that moved with eager alone: eager's move was the machine's, so is this.
+      row[verdict] = "machine: " + word.substr(19) + ", eager with the same code";
+      continue;
+    }
     if (cell_text(row[backend], false) != "eager" || cell_text(row[judged_on], false) != "time" ||
         (word != "slower" && word != "faster"))
       continue;
     row[verdict] = fmt::format(
-        "same code: {:+.0f}%, the machine's (one commit, environment and "
-        "eager options in both runs)",
-        std::get<double>(row[change]));
+        "machine: {} {:+.0f}% with the same code (one commit, environment and eager options in "
+        "both runs)",
+        word, std::get<double>(row[change]));
+  }
+}
+
+// A level change `regressions` found between the two runs: its kind, measure and size, the
+// run it starts at and the run that confirmed it (the store's later runs may have).
+struct FoundChange {
+  std::string kind, measure;
+  double change_pct = 0;
+  int64_t run = 0, confirmed_by = 0;
+};
+using SeriesKeyTuple = std::tuple<std::string, std::string, std::string, std::string>;
+
+// The changes of every series whose change point lies in (from, to], from the history's table.
+std::map<SeriesKeyTuple, FoundChange> changes_between(const Table& found, int64_t from,
+                                                      int64_t to) {
+  const size_t kind = found.column("kind"), suite = found.column("suite"),
+               model = found.column("model"), backend = found.column("backend"),
+               mode = found.column("mode"), measure = found.column("measure"),
+               change = found.column("change_pct"), run = found.column("run"),
+               confirmed = found.column("confirmed_by");
+  std::map<SeriesKeyTuple, FoundChange> out;
+  for (const auto& row : found.rows) {
+    const std::string k = cell_text(row[kind], false);
+    if (k != "regression" && k != "improvement") continue;
+    const int64_t at = std::get<int64_t>(row[run]);
+    if (at <= from || at > to) continue;
+    out[{cell_text(row[suite], false), cell_text(row[model], false), cell_text(row[backend], false),
+         cell_text(row[mode], false)}] = {k, cell_text(row[measure], false),
+                                          std::get<double>(row[change]), at,
+                                          std::get<int64_t>(row[confirmed])};
+  }
+  return out;
+}
+
+// Two runs alone cannot show a level that held; the store's history can. Where `regressions`
+// found a change between the runs, the verdict is its verdict (the same series judged on the
+// same measure), so the dashboard's reproduce command shows what the alert judged; B before A
+// turns it around.
+void history_verdicts(Table& t, const std::map<SeriesKeyTuple, FoundChange>& found, bool reversed) {
+  const size_t suite = t.column("suite"), model = t.column("model"), backend = t.column("backend"),
+               mode = t.column("mode"), verdict = t.column("verdict"),
+               judged_on = t.column("judged_on");
+  for (auto& row : t.rows) {
+    const auto f = found.find({cell_text(row[suite], false), cell_text(row[model], false),
+                               cell_text(row[backend], false), cell_text(row[mode], false)});
+    const std::string was = cell_text(row[verdict], false);
+    if (f == found.end() || was.rfind("status", 0) == 0 || was.rfind("fixed", 0) == 0 ||
+        was.rfind("only in", 0) == 0)
+      continue;
+    const bool slower = (f->second.kind == "regression") != reversed;
+    row[verdict] = fmt::format(
+        "{}: the level change regressions found at run {} ({:+.1f}% on {}, confirmed by run {})",
+        slower ? "slower" : "faster", f->second.run, f->second.change_pct, f->second.measure,
+        f->second.confirmed_by);
+    row[judged_on] = f->second.measure;
   }
 }
 
@@ -315,6 +377,9 @@ Table Store::compare(int64_t a, int64_t b) {
   }
   machine_wide_verdicts(t, moved);
   same_code_verdicts(t, reference_identity(db_, a), reference_identity(db_, b));
+  RegressionQuery every;
+  every.all = true;
+  history_verdicts(t, changes_between(regressions(every), std::min(a, b), std::max(a, b)), a > b);
   return t;
 }
 
