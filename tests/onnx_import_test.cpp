@@ -444,6 +444,92 @@ TEST(OnnxImport, MessagesQuotingTheFileStayOneBoundedLine) {
   EXPECT_FALSE(fs::exists(dir / "out"));
 }
 
+// A TensorProto file of `dims` holding 0.5, 1.5, ... (float) or 0, 1, ... (int64).
+fs::path tensor_file(const fs::path& file, const std::vector<int64_t>& dims, bool int64 = false) {
+  ::onnx::TensorProto t;
+  t.set_data_type(int64 ? ::onnx::TensorProto::INT64 : ::onnx::TensorProto::FLOAT);
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    t.add_dims(d);
+    n *= d;
+  }
+  for (int64_t k = 0; k < n; ++k) {
+    if (int64) {
+      t.add_int64_data(k);
+    } else {
+      t.add_float_data(static_cast<float>(k) + 0.5f);
+    }
+  }
+  std::ofstream(file, std::ios::binary) << t.SerializeAsString();
+  return file;
+}
+
+// `run --graph MODEL.onnx --input-data FILE...` runs the model on the given data: its imported
+// graph binds each input to its file, and both backends pass on it. A file of the wrong dims or
+// dtype, one too many, one missing, and --input-data without exactly one ONNX model are each
+// one line and exit 2, with no store and no folder made.
+TEST(OnnxImport, RunBindsInputDataToItsOneOnnxModel) {
+  const fs::path dir = testing::fresh_test_dir("onnx_import");
+  OnnxModelBuilder b;
+  b.input("x", {2, 3});
+  b.input("y", {2, 3});
+  b.node("Add", {"x", "y"}, {"z"});
+  b.output("z");
+  const fs::path model = b.save(dir / "add.onnx");
+  const fs::path x = tensor_file(dir / "x.pb", {2, 3}), y = tensor_file(dir / "y.pb", {2, 3});
+  auto r = run_crucible(fmt::format(
+      "run --graph {} --input-data {} --input-data {} --backends eager,codegen --db {} -o {}",
+      model.string(), x.string(), y.string(), (dir / "r.db").string(), (dir / "out").string()));
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  const Graph g = load_graph_file(dir / "out" / "graphs" / "add" / "add.graph");
+  ASSERT_EQ(g.inputs().size(), 2u);
+  for (ValueId in : g.inputs()) EXPECT_EQ(g.value(in).init.kind, "file") << print_graph(g);
+  const std::vector<Tensor> given = make_inputs(g, 0);
+  ASSERT_EQ(given.size(), 2u);
+  EXPECT_EQ(given[0].get(4), 4.5);
+  auto q = run_crucible(fmt::format(
+      "query --db {} \"select backend, status from results order by backend\" --format csv",
+      (dir / "r.db").string()));
+  EXPECT_NE(q.out.find("codegen,pass"), std::string::npos) << q.out;
+  EXPECT_NE(q.out.find("eager,pass"), std::string::npos) << q.out;
+
+  OnnxModelBuilder other;
+  other.input("w", {3});
+  other.node("Relu", {"w"}, {"v"});
+  other.output("v");
+  const fs::path second = other.save(dir / "relu.onnx");
+  const struct {
+    std::string args, says;
+  } refused[] = {
+      {fmt::format("--graph {} --input-data {}", model.string(),
+                   tensor_file(dir / "wide.pb", {3, 2}).string()),
+       "input 'x': its data file wide.pb"},
+      {fmt::format("--graph {} --input-data {}", model.string(),
+                   tensor_file(dir / "ints.pb", {2, 3}, true).string()),
+       "input 'x' is f32, its data file holds i64"},
+      {fmt::format("--graph {} --input-data {} --input-data {} --input-data {}", model.string(),
+                   x.string(), y.string(), x.string()),
+       "--input-data: 3 files for the 2 inputs of"},
+      {fmt::format("--graph {} --input-data {}", model.string(), (dir / "none.pb").string()),
+       "none.pb: cannot read"},
+      {fmt::format("--suite tutorial --input-data {}", x.string()),
+       "--input-data binds the inputs of one --graph MODEL.onnx, and this run has 0"},
+      {fmt::format("--graph {} --graph {} --input-data {}", model.string(), second.string(),
+                   x.string()),
+       "and this run has 2"},
+  };
+  for (const auto& c : refused) {
+    const fs::path db = dir / "refused.db", out = dir / "refused";
+    auto bad = run_crucible(
+        fmt::format("run {} --backends eager --db {} -o {}", c.args, db.string(), out.string()));
+    EXPECT_EQ(bad.status, 2) << c.args << ": " << bad.err;
+    EXPECT_EQ(testing::count_lines(bad.err), 1) << bad.err;
+    EXPECT_NE(bad.err.find(c.says), std::string::npos) << c.args << ": " << bad.err;
+    EXPECT_FALSE(fs::exists(db)) << c.args;
+    EXPECT_FALSE(fs::exists(out)) << c.args;
+  }
+}
+
 // Token ids: an integer input that only indexes an embedding table is drawn from the table's
 // rows, so `run --graph` runs a language model's graph as it is (random integers from -100 to 100
 // were out of range); an integer input used as data keeps the plain random integers.

@@ -17,6 +17,8 @@ struct RunConfig {
   std::vector<std::string> suites;
   std::vector<std::string> graphs;  // --graph FILE: ad-hoc models (.graph or .onnx)
   std::map<std::string, std::vector<int64_t>> shapes;  // --shape: ONNX inputs' symbolic dims
+  // --input-data: TensorProto files bound, in order, to the inputs of the one --graph ONNX model.
+  std::vector<std::string> input_files;
   ModelFilter filter;
   std::vector<std::string> backends;  // as given
   std::string mode = "accuracy";      // accuracy | performance | both

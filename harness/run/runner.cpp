@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
@@ -514,6 +515,14 @@ RunPlan plan_run(const RunConfig& cfg) {
   RunPlan plan;
   for (const auto& s : cfg.suites)
     plan.suites.push_back(find_suite(s, suite_search_path(cfg.suite_paths)));
+  if (!cfg.input_files.empty() &&
+      std::count_if(cfg.graphs.begin(), cfg.graphs.end(),
+                    [](const std::string& g) { return is_onnx_file(g); }) != 1)
+    throw Error(
+        fmt::format("--input-data binds the inputs of one --graph MODEL.onnx, and this run "
+                    "has {}",
+                    std::count_if(cfg.graphs.begin(), cfg.graphs.end(),
+                                  [](const std::string& g) { return is_onnx_file(g); })));
   if (!cfg.graphs.empty()) {
     Suite adhoc{"graphs", {}, {}};
     std::map<std::string, std::string> file_of;  // model name -> the --graph file named so
@@ -534,8 +543,20 @@ RunPlan plan_run(const RunConfig& cfg) {
       if (is_onnx_file(g)) {
         onnx::ImportOptions opts;
         opts.shapes = cfg.shapes;
-        onnx::import_model(g, opts);  // checked now, imported again into the run's folder
+        for (const std::string& f : cfg.input_files) {
+          if (!fs::is_regular_file(f))
+            throw Error(fmt::format("--input-data {}: cannot read: not a file", f));
+          opts.input_files.push_back(fs::absolute(f));
+        }
+        // Checked now (each file's dtype and dims against its input's), imported again into
+        // the run's folder.
+        const Graph checked = onnx::import_model(g, opts);
+        if (opts.input_files.size() > checked.inputs().size())
+          throw Error(fmt::format("--input-data: {} files for the {} input{} of {}",
+                                  opts.input_files.size(), checked.inputs().size(),
+                                  checked.inputs().size() == 1 ? "" : "s", g));
         m.onnx = fs::absolute(g);
+        m.input_files = opts.input_files;
       } else {
         check_side_files(load_graph_file(g));
         m.graph = fs::absolute(g);

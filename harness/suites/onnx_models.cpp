@@ -53,6 +53,7 @@ void import_onnx_model(ModelEntry& m, const fs::path& dir,
   onnx::ImportOptions opts;
   opts.shapes = shapes;
   if (!m.onnx_data.empty()) opts.input_files = case_files(m.onnx_data, "input");
+  if (!m.input_files.empty()) opts.input_files = m.input_files;
   Graph g = onnx::import_model(m.onnx, opts);
   // Expected outputs crucible cannot hold (float16 stored as uint16) make the case unsupported
   // now, not a worker's load failure later.

@@ -17,6 +17,7 @@ struct ModelEntry {
   std::string builtin;          // a model of the built-in zoo (crucible/models), instead of graph
   std::filesystem::path onnx;   // an ONNX model imported at run time, instead of graph
   std::filesystem::path onnx_data;  // its test case: input_N.pb as inputs, output_N.pb expected
+  std::vector<std::filesystem::path> input_files;  // --input-data: its inputs' data, in order
   double rtol = 1e-3, atol = 1e-7;  // against output_N.pb (ONNX's backend-test tolerances)
   bool fp64_check = false;          // also hold eager to the fp64 reference (within tolerance)
   int64_t batch_size = 0;           // 0: the model's default (builtins) or the first input's dim 0

@@ -117,6 +117,9 @@ po::options_description run_option_table(RunConfig& cfg, RunArgs& raw, LaunchOpt
       "run a .graph or .onnx file as a model (repeatable)")(
       "shape", po::value(&raw.shapes)->composing(),
       "NAME=D1,D2,...: dims of an ONNX model's symbolic input NAME (repeatable)")(
+      "input-data", po::value(&cfg.input_files)->composing(),
+      "a TensorProto file (input_0.pb) bound to the next input of the one --graph MODEL.onnx as "
+      "its data, its dtype and dims checked against the input's (repeatable)")(
       "only", po::value(&raw.only)->composing(), "run only these models (comma-separated)")(
       "filter", po::value(&raw.filter), "run models whose name matches this regex")(
       "exclude", po::value(&raw.exclude), "skip models whose name matches this regex")(
