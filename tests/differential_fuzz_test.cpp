@@ -42,10 +42,10 @@ TEST_F(DifferentialFuzz, GeneratorIsDeterministicAndCoversTheOpSet) {
     with_zero_dims += zero;
   }
   for (const char* op :
-       {"add",         "exp",        "sum",        "amax",      "var",    "softmax",
-        "log_softmax", "layer_norm", "permute",    "slice",     "expand", "reshape",
-        "clamp",       "cast",       "where",      "cat",       "linear", "matmul",
-        "conv2d",      "max_pool2d", "batch_norm", "embedding", "pow",    "eq"}) {
+       {"add",        "exp",     "sum",    "amax",     "var",     "softmax",    "log_softmax",
+        "layer_norm", "permute", "slice",  "expand",   "reshape", "clamp",      "cast",
+        "where",      "cat",     "linear", "matmul",   "conv2d",  "max_pool2d", "batch_norm",
+        "embedding",  "pow",     "eq",     "trunc_div"}) {
     EXPECT_TRUE(ops.contains(op)) << op;
   }
   EXPECT_GT(with_zero_dims, 10);

@@ -22,8 +22,8 @@ const std::vector<std::string> kUnary = {
     "tan",   "asin",      "acos",        "atan",    "sinh",       "cosh",       "asinh",
     "acosh", "atanh",     "isnan",       "isinf",   "logical_not"};
 const std::vector<std::string> kBinary = {
-    "add", "sub", "mul", "div", "maximum", "minimum",     "pow",        "eq",         "ne",
-    "lt",  "le",  "gt",  "ge",  "mod",     "logical_and", "logical_or", "logical_xor"};
+    "add", "sub", "mul", "div", "maximum", "minimum",     "pow",        "eq",          "ne",
+    "lt",  "le",  "gt",  "ge",  "mod",     "logical_and", "logical_or", "logical_xor", "trunc_div"};
 const std::vector<std::string> kReduce = {"sum", "mean", "amax", "amin", "var"};
 
 class Generator {
