@@ -360,7 +360,7 @@ std::string floors_section(const std::string& rows) {
   if (rows.empty()) return "";
   return "<h2>Detection floors</h2>\n<p>The smallest step each series can show now: on a full "
          "baseline a change over 3 runs past max(1%, 4 x its run-to-run noise / sqrt 3); on a "
-         "ratio's short baseline what the short-baseline rule reports (from 2%, from 8% on fewer "
+         "ratio's short baseline what the short-baseline rule reports (from 2%, from 4.5% on fewer "
          "than 3 runs).</p>\n"
          "<table class=\"floors\"><tr><th>suite</th><th>model</th><th>backend</th><th>measure</th>"
          "<th>floor</th><th>noise</th><th>on</th></tr>\n" +
