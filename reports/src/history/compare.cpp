@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -18,6 +19,7 @@
 #include "crucible/reports/detect.h"
 #include "crucible/reports/run_options.h"
 #include "crucible/reports/store.h"
+#include "judged_store.h"
 #include "kernel_moves.h"
 #include "run_fingerprint.h"
 #include "sqlite_db.h"
@@ -138,24 +140,20 @@ struct FoundChange {
 };
 using SeriesKeyTuple = std::tuple<std::string, std::string, std::string, std::string>;
 
-// The changes of every series whose change point lies in (from, to], from the history's table.
-std::map<SeriesKeyTuple, FoundChange> changes_between(const Table& found, int64_t from,
-                                                      int64_t to) {
-  const size_t kind = found.column("kind"), suite = found.column("suite"),
-               model = found.column("model"), backend = found.column("backend"),
-               mode = found.column("mode"), measure = found.column("measure"),
-               change = found.column("change_pct"), run = found.column("run"),
-               confirmed = found.column("confirmed_by");
+// The changes of every series whose change point lies in (from, to], as the detector judged
+// the store.
+std::map<SeriesKeyTuple, FoundChange> changes_between(const detail::JudgedStore& judged,
+                                                      int64_t from, int64_t to) {
   std::map<SeriesKeyTuple, FoundChange> out;
-  for (const auto& row : found.rows) {
-    const std::string k = cell_text(row[kind], false);
-    if (k != "regression" && k != "improvement") continue;
-    const int64_t at = std::get<int64_t>(row[run]);
-    if (at <= from || at > to) continue;
-    out[{cell_text(row[suite], false), cell_text(row[model], false), cell_text(row[backend], false),
-         cell_text(row[mode], false)}] = {k, cell_text(row[measure], false),
-                                          std::get<double>(row[change]), at,
-                                          std::get<int64_t>(row[confirmed])};
+  for (size_t i = 0; i < judged.series.size(); ++i) {
+    const SeriesKey& k = judged.series[i].key;
+    const SeriesVerdict& sv = judged.verdict.series[i];
+    for (const Alert& a : sv.alerts) {
+      if ((a.kind != "regression" && a.kind != "improvement") || a.run_id <= from || a.run_id > to)
+        continue;
+      out[{k.suite, k.model, k.backend, k.mode}] = {a.kind, sv.measure, 100 * a.change, a.run_id,
+                                                    a.confirmed_by};
+    }
   }
   return out;
 }
@@ -248,6 +246,50 @@ Change ratio_change(const ResultRow& x, const ResultRow& y, const ResultRow& ea,
 // A timed result that can be a reference: passed, with samples.
 bool timed_pass(const ResultRow& r) { return r.status == Status::kPass && !r.samples_ms.empty(); }
 
+// One row's cells of a timing both runs have: on its time, and over eager's where `ea` and `eb`
+// (eager's results in A and B) are given; `history(backend)` is that backend's series of the
+// row's model up to run B.
+struct TimedCells {
+  Cell med_a, med_b, change, lo, hi, pv, noise, sp_change, sp_lo, sp_hi, judged_on, kernels;
+  std::string verdict;
+  TimeMove on_time;  // on its time alone (machine_wide_verdicts)
+};
+
+TimedCells timed_cells(sqlite3* db, const ResultRow& x, const ResultRow& y, const ResultRow* ea,
+                       const ResultRow* eb,
+                       const std::function<std::vector<SeriesPoint>(const std::string&)>& history) {
+  TimedCells out;
+  out.med_a = x.stats.median;
+  out.med_b = y.stats.median;
+  // On its time alone, for the machine's rule and for a series without eager beside it.
+  const std::vector<SeriesPoint> own = history(x.backend);
+  Change c = time_change(x, y, own);
+  out.on_time = {c.word(), c.change};
+  out.judged_on = std::string("time");
+  const bool paired = ea != nullptr && eb != nullptr;
+  if (paired) {
+    std::pair<double, double> speedup;
+    c = ratio_change(x, y, *ea, *eb, own, history("eager"), speedup);
+    out.judged_on = std::string("time/eager");
+    if (x.speedup && y.speedup) out.sp_change = 100 * (*y.speedup / *x.speedup - 1);
+    if (std::isfinite(speedup.first)) {
+      out.sp_lo = 100 * speedup.first;
+      out.sp_hi = 100 * speedup.second;
+    }
+  }
+  out.verdict =
+      x.noisy || y.noisy || (paired && (ea->noisy || eb->noisy)) ? "noisy: not judged" : c.word();
+  if (x.noisy || y.noisy) out.on_time.word = "noisy: not judged";
+  out.change = 100 * c.change;
+  out.lo = 100 * c.lo;
+  out.hi = 100 * c.hi;
+  out.pv = c.p;
+  out.noise = 100 * c.noise;
+  const std::string kernel_moves = moved_kernels(db, x.id, y.id);
+  if (!kernel_moves.empty()) out.kernels = kernel_moves;
+  return out;
+}
+
 Table comparison_table() {
   Table t;
   t.columns = {"suite",
@@ -296,9 +338,9 @@ Table Store::compare(int64_t a, int64_t b) {
                  "SELECT r.id, x.samples, x.noisy FROM results x JOIN runs r ON r.id = x.run_id"
                  " WHERE x.suite = ? AND x.model = ? AND x.backend = ? AND x.mode = ? AND"
                  " r.id <= ? AND x.status = 'pass' ORDER BY r.started_at, r.id");
-  auto history = [&](const Key& k) {
+  auto history = [&](const Key& k, const std::string& backend) {
     hist.reset();
-    hist.bind(1, std::get<0>(k)).bind(2, std::get<1>(k)).bind(3, std::get<2>(k));
+    hist.bind(1, std::get<0>(k)).bind(2, std::get<1>(k)).bind(3, backend);
     hist.bind(4, std::get<3>(k)).bind(5, b);
     std::vector<SeriesPoint> pts;
     while (hist.step()) {
@@ -323,63 +365,36 @@ Table Store::compare(int64_t a, int64_t b) {
                              std::get<3>(k),
                              x ? Cell{std::string(status_name(x->status))} : Cell{},
                              y ? Cell{std::string(status_name(y->status))} : Cell{}};
-    std::string verdict;
-    TimeMove on_time;
-    Cell med_a, med_b, change, lo, hi, pv, noise, kernels, sp_change, sp_lo, sp_hi, judged_on;
+    TimedCells c;
     if (!x || !y) {
-      verdict = x ? "only in A" : "only in B";
+      c.verdict = x ? "only in A" : "only in B";
     } else if (x->status != y->status) {
-      verdict =
+      c.verdict =
           y->status == Status::kPass
               ? fmt::format("fixed: {} -> pass", status_name(x->status))
               : fmt::format("status: {} -> {}", status_name(x->status), status_name(y->status));
     } else if (!x->samples_ms.empty() && !y->samples_ms.empty()) {
-      med_a = x->stats.median;
-      med_b = y->stats.median;
-      // On its time alone, for the machine's rule and for a series without eager beside it.
-      const std::vector<SeriesPoint> own = history(k);
-      Change c = time_change(*x, *y, own);
-      on_time = {c.word(), c.change};
-      judged_on = std::string("time");
       const Key ek{std::get<0>(k), std::get<1>(k), "eager", std::get<3>(k)};
       const auto ea = ra.find(ek), eb = rb.find(ek);
       const bool paired = std::get<2>(k) != "eager" && ea != ra.end() && eb != rb.end() &&
                           timed_pass(ea->second) && timed_pass(eb->second);
-      if (paired) {
-        std::pair<double, double> speedup;
-        c = ratio_change(*x, *y, ea->second, eb->second, own, history(ek), speedup);
-        judged_on = std::string("time/eager");
-        if (x->speedup && y->speedup) sp_change = 100 * (*y->speedup / *x->speedup - 1);
-        if (std::isfinite(speedup.first)) {
-          sp_lo = 100 * speedup.first;
-          sp_hi = 100 * speedup.second;
-        }
-      }
-      verdict = x->noisy || y->noisy || (paired && (ea->second.noisy || eb->second.noisy))
-                    ? "noisy: not judged"
-                    : c.word();
-      if (x->noisy || y->noisy) on_time.word = "noisy: not judged";
-      change = 100 * c.change;
-      lo = 100 * c.lo;
-      hi = 100 * c.hi;
-      pv = c.p;
-      noise = 100 * c.noise;
-      const std::string kernel_moves = moved_kernels(db_, x->id, y->id);
-      if (!kernel_moves.empty()) kernels = kernel_moves;
+      c = timed_cells(db_, *x, *y, paired ? &ea->second : nullptr, paired ? &eb->second : nullptr,
+                      [&](const std::string& backend) { return history(k, backend); });
     } else {
-      verdict = "same";
+      c.verdict = "same";
     }
-    moved.push_back(on_time);
-    row.insert(row.end(), {med_a, med_b, change, lo, hi, pv, noise, x ? opt(x->speedup) : Cell{},
-                           y ? opt(y->speedup) : Cell{}, sp_change, sp_lo, sp_hi, verdict,
-                           judged_on, kernels});
+    moved.push_back(c.on_time);
+    row.insert(row.end(), {c.med_a, c.med_b, c.change, c.lo, c.hi, c.pv, c.noise,
+                           x ? opt(x->speedup) : Cell{}, y ? opt(y->speedup) : Cell{}, c.sp_change,
+                           c.sp_lo, c.sp_hi, c.verdict, c.judged_on, c.kernels});
     t.rows.push_back(std::move(row));
   }
   machine_wide_verdicts(t, moved);
   same_code_verdicts(t, reference_identity(db_, a), reference_identity(db_, b));
-  RegressionQuery every;
-  every.all = true;
-  history_verdicts(t, changes_between(regressions(every), std::min(a, b), std::max(a, b)), a > b);
+  history_verdicts(t,
+                   changes_between(detail::judge_store(db_, calibrations(), RegressionQuery{}),
+                                   std::min(a, b), std::max(a, b)),
+                   a > b);
   return t;
 }
 

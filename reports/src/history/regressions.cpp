@@ -13,6 +13,7 @@
 #include "crucible/core/quote.h"
 #include "crucible/reports/detect_history.h"
 #include "crucible/reports/store.h"
+#include "judged_store.h"
 #include "kernel_moves.h"
 #include "run_fingerprint.h"
 #include "sqlite_db.h"
@@ -21,13 +22,10 @@ namespace crucible::reports {
 
 namespace {
 
-// Collect: every series of the store in run order, the results' ids beside its points.
-struct Loaded {
-  std::vector<HistorySeries> series;
-  std::vector<std::vector<int64_t>> result_ids;  // parallel to each series' points
-};
+using detail::JudgedStore;
 
-Loaded load_series(sqlite3* db, const RegressionQuery& q) {
+// Collect: every series of the store in run order, the results' ids beside its points.
+JudgedStore load_series(sqlite3* db, const RegressionQuery& q) {
   // The environment a run measured in: what a code change does not change. Every backend of a
   // model is loaded even when one is asked about: the others are its reference.
   Statement rows(
@@ -39,7 +37,7 @@ Loaded load_series(sqlite3* db, const RegressionQuery& q) {
               " WHERE (?1 = '' OR x.suite = ?1) AND (?2 = '' OR x.model = ?2)"
               " ORDER BY x.suite, x.model, x.backend, x.mode, r.started_at, r.id");
   rows.bind(1, q.suite).bind(2, q.model);
-  Loaded out;
+  JudgedStore out;
   // Per row, in load order: simulated instructions per call, and the PMU's.
   std::vector<std::vector<double>> simulated, counted_by_pmu;
   while (rows.step()) {
@@ -147,6 +145,27 @@ std::set<std::tuple<std::string, std::string, std::string, int64_t>> accuracy_st
 
 }  // namespace
 
+JudgedStore detail::judge_store(sqlite3* db, const std::vector<Calibration>& calibrations,
+                                const RegressionQuery& q) {
+  JudgedStore loaded = load_series(db, q);
+  // A series calibrated with `crucible calibrate` brings its measured run-to-run noise as a
+  // floor for its time: the detector trusts it over a few runs' own estimate.
+  std::map<std::tuple<std::string, std::string, std::string>, double> noise;
+  for (const Calibration& c : calibrations) {  // newest first: the first seen is kept
+    if (std::isfinite(c.time_cv) && c.time_cv > 0)
+      noise.emplace(std::tuple{c.suite, c.model, c.backend}, c.time_cv);
+  }
+  for (HistorySeries& s : loaded.series) {
+    const auto c = noise.find({s.key.suite, s.key.model, s.key.backend});
+    if (c != noise.end() && s.key.mode == "performance" && s.measure == "time")
+      s.prior_noise = std::log1p(c->second);
+  }
+  HistoryOptions opts;
+  opts.reference = q.reference;
+  loaded.verdict = judge_history(loaded.series, opts);
+  return loaded;
+}
+
 Table Store::regressions(const RegressionQuery& q) {
   int64_t newest = 0;
   {
@@ -163,22 +182,8 @@ Table Store::regressions(const RegressionQuery& q) {
       throw StoreError(fmt::format("{}: no run with id {}", path_.string(), q.run));
     }
   }
-  Loaded loaded = load_series(db_, q);
-  // A series calibrated with `crucible calibrate` brings its measured run-to-run noise as a
-  // floor for its time: the detector trusts it over a few runs' own estimate.
-  std::map<std::tuple<std::string, std::string, std::string>, double> noise;
-  for (const Calibration& c : calibrations()) {  // newest first: the first seen is kept
-    if (std::isfinite(c.time_cv) && c.time_cv > 0)
-      noise.emplace(std::tuple{c.suite, c.model, c.backend}, c.time_cv);
-  }
-  for (HistorySeries& s : loaded.series) {
-    const auto c = noise.find({s.key.suite, s.key.model, s.key.backend});
-    if (c != noise.end() && s.key.mode == "performance" && s.measure == "time")
-      s.prior_noise = std::log1p(c->second);
-  }
-  HistoryOptions opts;
-  opts.reference = q.reference;
-  const HistoryVerdict verdict = judge_history(loaded.series, opts);
+  const JudgedStore loaded = detail::judge_store(db_, calibrations(), q);
+  const HistoryVerdict& verdict = loaded.verdict;
 
   Table t;
   t.columns = {"kind",       "suite",         "model",     "backend", "mode", "measure",
