@@ -247,6 +247,16 @@ std::function<void(Row&)> plant(const Steps& steps, double machine = 1, int64_t 
   };
 }
 
+// The runs' environment: one thread from run `from` on and two before, a new environment there
+// (0: none), and each run made by `commit` (""; the judge's own commit per run).
+std::function<void(int64_t, RunInfo&)> one_thread_from(int64_t from,
+                                                       const std::string& commit = "") {
+  return [from, commit](int64_t run, RunInfo& info) {
+    if (from > 0) info.env.threads = run >= from ? 1 : 2;
+    if (!commit.empty()) info.env.git_commit = commit;
+  };
+}
+
 const Steps kRecorded = {{"mlp", {0.05, 11}}, {"dlrm", {0.25, 11}}};
 // The recording's 2% on linear_layernorm_relu moved its ratio +4.7% (median of runs 11-14 over
 // runs 2-10), on a ratio 1.4% noisy run to run: it may be found, at that size.
@@ -287,9 +297,7 @@ TEST_F(DetectorOnRealRuns, StepsRightAfterAnEnvironmentChangeAreReported) {
   // time fell 13% beyond the machine's move while its ratio rose; a short baseline cannot tell
   // either from the machine.
   const Steps planted = {{"sin_cos", {0.10, 7}}, {"resnet50", {0.05, 8}}};
-  const auto listed = judge("new_environment", plant(planted), "", [](int64_t run, RunInfo& info) {
-    info.env.threads = run >= 6 ? 1 : 2;
-  });
+  const auto listed = judge("new_environment", plant(planted), "", one_thread_from(6));
   expect_steps(listed, planted, kRecorded, kMayBeFound, {"mlp", "resnet50"});
 }
 
@@ -312,8 +320,7 @@ TEST_F(DetectorOnRealRuns, StepsThePluginPlantedInANewStore) {
   // of run 10) are below what their series can show in 2 runs on this host, whose floors are
   // listed. Nothing else is a change.
   rows_ = fixture("planted_runs.csv");
-  const auto listed = judge(
-      "planted", {}, "", [](int64_t run, RunInfo& info) { info.env.threads = run >= 10 ? 1 : 2; });
+  const auto listed = judge("planted", {}, "", one_thread_from(10));
   std::map<std::string, int> found;
   int floors = 0;
   for (const Listed& l : listed) {
@@ -353,9 +360,7 @@ TEST_F(DetectorOnRealRuns, AnIntelRecordingWithStepsInEveryPhase) {
                              {"gpt2", {0.03, 5}},         {"sin_cos", {0.10, 8}},
                              {"dlrm", {0.05, 11}},        {"mlp", {0.05, 16}},
                              {"mobilenet_v2", {0.03, 16}}};
-  expect_steps(judge("intel", {}, "",
-                     [](int64_t run, RunInfo& info) { info.env.threads = run >= 10 ? 1 : 2; }),
-               found, {}, under_floor);
+  expect_steps(judge("intel", {}, "", one_thread_from(10)), found, {}, under_floor);
 }
 
 TEST_F(DetectorOnRealRuns, AHeldOutIntelRecording) {
@@ -370,9 +375,7 @@ TEST_F(DetectorOnRealRuns, AHeldOutIntelRecording) {
                      {"densenet121", {0.05, 6}},
                      {"gpt2", {0.118, 9}},
                      {"linear_layernorm_relu", {0.05, 12}}};
-  expect_steps(judge("intel_heldout", {}, "",
-                     [](int64_t run, RunInfo& info) { info.env.threads = run >= 8 ? 1 : 2; }),
-               found, {}, may);
+  expect_steps(judge("intel_heldout", {}, "", one_thread_from(8)), found, {}, may);
 }
 
 TEST_F(DetectorOnRealRuns, AHeldOutRecording) {
@@ -417,10 +420,7 @@ TEST_F(DetectorOnRealRuns, CompareOnAAPairsSaysNoFasterOrSlower) {
     const int64_t threads_from = recording == "intel_runs.csv"           ? 10
                                  : recording == "intel_heldout_runs.csv" ? 8
                                                                          : 0;
-    judge("compare_aa", {}, "", [&](int64_t run, RunInfo& info) {
-      info.env.git_commit = "0123456789ab";
-      if (threads_from > 0) info.env.threads = run >= threads_from ? 1 : 2;
-    });
+    judge("compare_aa", {}, "", one_thread_from(threads_from, "0123456789ab"));
     const std::string db = (dir_ / "compare_aa.db").string();
     for (int a = 1; a < runs; ++a, ++pairs) {
       for (const auto& f : compare_rows(db, a, a + 1)) {
@@ -455,10 +455,7 @@ TEST_F(DetectorOnRealRuns, CompareOnPlantedPairsSaysWhatRegressionsFound) {
   // Each change `regressions` reports on the Intel recording, compared across its first run:
   // the row says the same, on the same measure; across the runs before it, it says nothing of it.
   rows_ = fixture("intel_runs.csv");
-  const auto listed = judge("planted_pairs", {}, "", [](int64_t run, RunInfo& info) {
-    info.env.git_commit = "0123456789ab";
-    info.env.threads = run >= 10 ? 1 : 2;
-  });
+  const auto listed = judge("planted_pairs", {}, "", one_thread_from(10, "0123456789ab"));
   const std::string db = (dir_ / "planted_pairs.db").string();
   int checked = 0;
   for (const Listed& l : listed) {
