@@ -515,14 +515,12 @@ RunPlan plan_run(const RunConfig& cfg) {
   RunPlan plan;
   for (const auto& s : cfg.suites)
     plan.suites.push_back(find_suite(s, suite_search_path(cfg.suite_paths)));
-  if (!cfg.input_files.empty() &&
-      std::count_if(cfg.graphs.begin(), cfg.graphs.end(),
-                    [](const std::string& g) { return is_onnx_file(g); }) != 1)
+  if (const auto onnx_graphs = std::count_if(cfg.graphs.begin(), cfg.graphs.end(),
+                                             [](const std::string& g) { return is_onnx_file(g); });
+      !cfg.input_files.empty() && onnx_graphs != 1)
     throw Error(
-        fmt::format("--input-data binds the inputs of one --graph MODEL.onnx, and this run "
-                    "has {}",
-                    std::count_if(cfg.graphs.begin(), cfg.graphs.end(),
-                                  [](const std::string& g) { return is_onnx_file(g); })));
+        fmt::format("--input-data binds the inputs of one --graph MODEL.onnx, and this run has {}",
+                    onnx_graphs));
   if (!cfg.graphs.empty()) {
     Suite adhoc{"graphs", {}, {}};
     std::map<std::string, std::string> file_of;  // model name -> the --graph file named so
