@@ -160,7 +160,8 @@ class SeriesJudge {
               rel(noise()), 0};
     }
     if (!std::isfinite(s_[base_.back()].own_log)) return {};
-    const double sigma = short_noise(base_, s_.size(), SIZE_MAX, s_[base_.back()].run_spread);
+    const double sigma =
+        short_noise(base_, s_.size(), SIZE_MAX, s_[base_.back()].run_spread).stand_in;
     return {rel(detail::short_baseline_bar(o_, base_level(), sigma, base_.size())), rel(sigma),
             static_cast<int>(base_.size())};
   }
@@ -206,7 +207,8 @@ class SeriesJudge {
     const std::vector<size_t> before(base_.begin(), base_.end() - 1);
     const double level = detail::window_level(s_, before, o_.window);
     const double d = log_median(s_[last]) - level;
-    const double sigma = short_noise(before, last + 1, SIZE_MAX, s_[before.back()].run_spread);
+    const double sigma =
+        short_noise(before, last + 1, SIZE_MAX, s_[before.back()].run_spread).stand_in;
     // One run's step over the baseline wobbles by sigma x sqrt(1 + 1/k), not sqrt(1/2 + 1/k).
     const double nb = static_cast<double>(before.size());
     const double bar = detail::short_baseline_bar(o_, level, sigma, before.size()) *
@@ -316,22 +318,25 @@ class SeriesJudge {
     return diff;
   }
 
-  // A short baseline's stand-in noise (log units) over the level `level` and its runs up to
-  // `to`, as noise_of measures it (differences widened for a few from 3 on), none across a step
-  // at `step`. Runs the harness flagged noisy count here, and the previous environment's
-  // differences are pooled in: a baseline of a few runs cannot show a series' noise, and how
-  // noisy it was there or how often disturbed is evidence. With fewer than 3 differences,
-  // `spread` (what every series moved at those runs) stands in beside them; never below the
-  // level's newest run's sampling error.
-  double short_noise(const std::vector<size_t>& level, size_t to, size_t step,
-                     double spread) const {
+  // A short baseline's noise (log units) over the level `level` and its runs up to `to`, as
+  // noise_of measures it (differences widened for a few from 3 on), none across a step at
+  // `step`, never below the level's newest run's sampling error: `own`. Runs the harness flagged
+  // noisy count here, and the previous environment's differences are pooled in: a baseline of a
+  // few runs cannot show a series' noise, and how noisy it was there or how often disturbed is
+  // evidence. `stand_in` is that, or with fewer than 3 differences `spread` (what every series
+  // moved at those runs) where larger.
+  struct ShortNoise {
+    double own = 0, stand_in = 0;
+  };
+  ShortNoise short_noise(const std::vector<size_t>& level, size_t to, size_t step,
+                         double spread) const {
     std::vector<double> diff = diffs_with_noisy_runs(level.front(), to, step);
     diff.insert(diff.end(), previous_diffs_.begin(), previous_diffs_.end());
     const double n = static_cast<double>(diff.size());
     const double run_to_run =
         diff.empty() ? 0.0 : 1.4826 * median(diff) / std::sqrt(2.0) * (n >= 3 ? 1 + 2.0 / n : 1.0);
-    return std::max({noise_of(s_, {level.back()}, o_.prior_noise), run_to_run,
-                     diff.size() < 3 ? spread / std::sqrt(2.0) : 0.0});
+    const double own = std::max(noise_of(s_, {level.back()}, o_.prior_noise), run_to_run);
+    return {own, std::max(own, diff.size() < 3 ? spread / std::sqrt(2.0) : 0.0)};
   }
 
   // A step that starts at the newest baseline run and holds at run i: on a short baseline (with
@@ -349,8 +354,9 @@ class SeriesJudge {
       const double spread =
           std::max({s_[before.back()].run_spread, s_[p].run_spread, s_[i].run_spread});
       const double runs_own = std::max(noise_of(s_, {p}, 0), noise_of(s_, {i}, 0));
-      sigma = std::max(short_noise(before, i + 1, p, spread), runs_own);
-      own_sigma = std::max(short_noise(before, i + 1, p, 0), runs_own);
+      const ShortNoise n = short_noise(before, i + 1, p, spread);
+      sigma = std::max(n.stand_in, runs_own);
+      own_sigma = std::max(n.own, runs_own);
     } else if (o_.max_noise > 0 && sigma > std::log1p(o_.max_noise)) {
       return false;
     }
