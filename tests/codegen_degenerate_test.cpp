@@ -1,14 +1,18 @@
 // Codegen against eager on the shapes reductions find awkward: size-0 and size-1 dims, several
 // reduced dims, transposed and sliced views, with and without fusion; and compile errors that name
-// the user's node.
+// the user's node; and that the decompositions codegen declares are the ones it makes.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "backend_pair.h"
 #include "codegen/passes.h"
+#include "crucible/codegen/codegen_config.h"
 #include "crucible/codegen/program.h"
 #include "crucible/ir/text_format.h"
 
@@ -391,6 +395,35 @@ TEST_F(CodegenDegenerate, LayerNormOfConstantRowsIsZeroAtAnyMagnitude) {
       ExpectSameAsEager(parse_graph(g), in, options(fusion));
     }
   }
+}
+
+// The ops codegen declares decomposed (its bisection's decompose(OP) switches, codegen_config.h)
+// are the ones decompose() rewrites: each, alone in a graph, leaves no node of its op, and
+// -c no_decompose=OP keeps it whole. A decomposition added without the list (or listed without
+// one) fails here.
+TEST(CodegenDecompositions, EveryDeclaredOpIsRewrittenAndNoDecomposeKeepsIt) {
+  const std::map<std::string, std::string> calls = {
+      {"softmax", "softmax(%x, dim=-1)"},
+      {"log_softmax", "log_softmax(%x, dim=-1)"},
+      {"layer_norm", "layer_norm(%x, normalized_shape=[4], eps=1e-05)"},
+      {"silu", "silu(%x)"},
+      {"hardswish", "hardswish(%x)"},
+      {"hardsigmoid", "hardsigmoid(%x)"},
+      {"batch_norm", "batch_norm(%x, %c, %c, %c, %c, eps=1e-05)"},
+  };
+  std::set<std::string> listed(codegen::decomposed_ops().begin(), codegen::decomposed_ops().end());
+  for (const auto& [op, call] : calls) {
+    EXPECT_TRUE(listed.erase(op)) << op << " is not in decomposed_ops()";
+    const Graph g = parse_graph(fmt::format(
+        "graph one(%x: f32[2,3,4], %c: f32[3]) {{\n  %y = {}\n  return %y\n}}\n", call));
+    auto count = [&](const Graph& d) {
+      return std::count_if(d.nodes().begin(), d.nodes().end(),
+                           [&](const Node& n) { return n.op == op; });
+    };
+    EXPECT_EQ(count(codegen::decompose(g)), 0) << op;
+    EXPECT_EQ(count(codegen::decompose(g, nullptr, {}, nullptr, {op})), 1) << op;
+  }
+  EXPECT_TRUE(listed.empty()) << *listed.begin() << " has no case here";
 }
 
 }  // namespace

@@ -248,11 +248,16 @@ TEST(RunGraphCli, BadInputGivesOneLineAndExitTwo) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(RunGraphCli, CompileErrorIsExitOne) {
+// An option the backend does not take is refused before the graph's worker, as run refuses it:
+// one line naming the backend (not its plugin file) and exit 2.
+TEST(RunGraphCli, RefusedOptionIsOneLineExitTwo) {
   auto r = testing::run_crucible("run-graph " + std::string(CRUCIBLE_SOURCE_DIR) +
                                  "/suites/tutorial/sin_cos.graph -c fusion=off");
-  EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("eager failed to compile"), std::string::npos) << r.err;
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(testing::count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("backend 'eager' refuses its options: eager: unknown option -c fusion=off"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace

@@ -634,6 +634,56 @@ TEST_F(HarnessRun, OptionsABackendRefusesFailTheRequestBeforeAnyRun) {
   EXPECT_EQ(rows.at("m_a/codegen/accuracy").status, reports::Status::kFailAccuracy);
 }
 
+// A third party's backend declares a load-time environment (the faulty plugin's "mood", with
+// FAULTY_DECLARES=1): the harness probes its candidates as it does the peers' BLAS core, whatever
+// the backend's name. A candidate that computes wrong results, or whose version shows another
+// setting than it expects, is discarded with its reason; the one left runs the models, and the
+// choice is in the header and the store. A named candidate is taken as it is; a name that is
+// none is the request's error.
+TEST_F(HarnessRun, ABackendsDeclaredLoadTimeChoiceIsProbedAndRecorded) {
+  add_model("m_a");
+  const std::string declares = "FAULTY_DECLARES=1";
+  auto r = run_crucible(run_args("--backends faulty --mode accuracy"),
+                        declares + " CRUCIBLE_TEST_LOAD_ENV_FAULT=env:wrong");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("mood.faulty: calm (mood=auto; probe ms: env discarded (fail_accuracy"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("grumpy discarded (fail_accuracy"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("liar discarded (the backend ran calm instead))"), std::string::npos)
+      << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(calm\[calm\] [0-9.]+)"))) << r.err;
+  EXPECT_NE(testing::query_text(dir_ / "r.db", "SELECT launcher_json FROM runs")
+                .find("\"mood.faulty\": \"calm (mood=auto"),
+            std::string::npos);
+  EXPECT_EQ(testing::query_text(dir_ / "r.db",
+                                "SELECT DISTINCT backend_version FROM results WHERE "
+                                "backend = 'faulty'"),
+            "test; mood calm\n");
+
+  start_anew();
+  auto named =
+      run_crucible(run_args("--backends faulty --mode accuracy -c faulty:mood=grumpy"), declares);
+  EXPECT_EQ(named.status, 1) << named.out << named.err;  // grumpy computes wrong results
+  EXPECT_NE(named.err.find("mood.faulty: grumpy (mood=grumpy)"), std::string::npos) << named.err;
+  EXPECT_EQ(named.err.find("probe on"), std::string::npos) << named.err;  // nothing probed
+
+  start_anew();
+  auto bogus = run_crucible(run_args("--backends faulty -c faulty:mood=sulky"), declares);
+  EXPECT_EQ(bogus.status, 2) << bogus.err;
+  EXPECT_EQ(testing::count_lines(bogus.err), 1) << bogus.err;
+  EXPECT_NE(bogus.err.find("-c faulty:mood=sulky: not a choice on this machine (want auto, env, "
+                           "calm, grumpy, liar)"),
+            std::string::npos)
+      << bogus.err;
+  EXPECT_FALSE(fs::exists(dir_ / "r.db"));
+  // Undeclared, the same plugin is run as it is: no probe, no entry.
+  start_anew();
+  auto plain = run_crucible(run_args("--backends faulty --mode accuracy"));
+  EXPECT_EQ(plain.status, 0) << plain.err;
+  EXPECT_EQ(plain.err.find("mood."), std::string::npos) << plain.err;
+}
+
 TEST_F(HarnessRun, UnloadablePluginIsFailToLoadPerModelAndTheOthersRun) {
   add_model("m_a");
   add_model("m_b");

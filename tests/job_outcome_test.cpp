@@ -127,6 +127,69 @@ TEST(WorkerReport, TruncatedOrGarbledRecordsAreDroppedWhole) {
   EXPECT_TRUE(read_report(dir / "missing").results.empty());
 }
 
+// A backend's declaration reaches the parent whole: every field of a load-time choice (a variable
+// set, one unset, probe options, a multi-line probe graph) and of a bisection; one cut before its
+// end line is not there at all.
+TEST(WorkerReport, DeclarationsRoundTripAndACutOneIsDropped) {
+  TempDir dir;
+  plugin::Declaration d;
+  d.load_env =
+      plugin::LoadEnvChoice{"core",
+                            "T_DEFAULT",
+                            "core ",
+                            "T_REASON",
+                            "graph g(%x: f32[2]) {\n  %y = neg(%x)\n  return %y\n}\n",
+                            {{"linear", "aten"}},
+                            {{"env", {}, ""}, {"Fast", {{"A", "Fast"}, {"B", {}}}, "Fast"}}};
+  d.bisection.passes = {{"fusion", "fusion", "off", {}, false},
+                        {"decompose(silu)", "no_decompose", "silu", {"silu", "mul"}, true}};
+  d.bisection.node_fallback_key = "ref_nodes";
+  d.bisection.code_file = "code.cpp";
+  {
+    ReportWriter w(dir / "r");
+    w.declared("b\tone", d);
+    w.declared("plain", {});
+  }
+  const WorkerReport rep = read_report(dir / "r");
+  ASSERT_EQ(rep.declarations.size(), 2u);
+  const plugin::Declaration& got = rep.declarations.at("b\tone");
+  ASSERT_TRUE(got.load_env.has_value());
+  const plugin::LoadEnvChoice& l = *got.load_env;
+  EXPECT_EQ(l.option, "core");
+  EXPECT_EQ(l.default_from, "T_DEFAULT");
+  EXPECT_EQ(l.version_fact, "core ");
+  EXPECT_EQ(l.reason_var, "T_REASON");
+  EXPECT_EQ(l.probe_graph, d.load_env->probe_graph);
+  EXPECT_EQ(l.probe_config, d.load_env->probe_config);
+  ASSERT_EQ(l.candidates.size(), 2u);
+  EXPECT_TRUE(l.candidates[0].env.empty());
+  EXPECT_EQ(l.candidates[1].name, "Fast");
+  EXPECT_EQ(l.candidates[1].expect, "Fast");
+  EXPECT_EQ(l.candidates[1].env, d.load_env->candidates[1].env);
+  ASSERT_EQ(got.bisection.passes.size(), 2u);
+  EXPECT_EQ(got.bisection.passes[1].name, "decompose(silu)");
+  EXPECT_EQ(got.bisection.passes[1].value, "silu");
+  EXPECT_EQ(got.bisection.passes[1].ops, (std::vector<std::string>{"silu", "mul"}));
+  EXPECT_TRUE(got.bisection.passes[1].only_when_set);
+  EXPECT_FALSE(got.bisection.passes[0].only_when_set);
+  EXPECT_EQ(got.bisection.node_fallback_key, "ref_nodes");
+  EXPECT_EQ(got.bisection.code_file, "code.cpp");
+  EXPECT_FALSE(rep.declarations.at("plain").load_env.has_value());
+  EXPECT_TRUE(rep.declarations.at("plain").bisection.passes.empty());
+
+  std::string text;
+  {
+    std::ifstream in(dir / "r");
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t end = text.find("\nend\n");
+  ASSERT_NE(end, std::string::npos);
+  for (size_t cut = 0; cut <= end; cut += 5) {
+    std::ofstream(dir / "cut") << text.substr(0, cut);
+    EXPECT_TRUE(read_report(dir / "cut").declarations.empty()) << "cut at " << cut;
+  }
+}
+
 struct Case {
   const char* what;
   ChildOutcome outcome;

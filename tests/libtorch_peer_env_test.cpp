@@ -8,7 +8,7 @@
 #include <regex>
 
 #include "backend_env.h"
-#include "blas_core_probe.h"
+#include "blas_cores.h"
 #include "cli_util.h"
 #include "crucible/core/error.h"
 
@@ -66,20 +66,30 @@ TEST(BackendEnv, ScopedEnvSetsUnsetsAndRestores) {
   EXPECT_EQ(std::getenv("CRUCIBLE_T_NEW"), nullptr);
 }
 
+// The peer's declaration (blas_cores.h): the cores whose instructions the CPU has, each checked
+// by the core its version shows; detect only when the environment pins a core.
 TEST(BlasCore, CandidatesFollowTheCpuFlags) {
-  auto names = [](const std::vector<BlasCandidate>& cs) {
+  auto names = [](const plugin::LoadEnvChoice& c) {
     std::string out;
-    for (const auto& c : cs) out += c.name + " ";
+    for (const auto& cand : c.candidates) out += cand.name + " ";
     return out;
   };
-  ::setenv("OPENBLAS_CORETYPE", "Haswell", 1);
-  EXPECT_EQ(names(blas_candidates({"sse4_2", "avx2", "fma"})), "env detect Haswell Zen ");
-  EXPECT_EQ(names(blas_candidates(
-                {"avx2", "fma", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16"})),
-            "env detect Haswell Zen SkylakeX Cooperlake ");
-  const auto sse = blas_candidates({"sse4_2"});
+  using libtorch::blas_core_choice;
+  EXPECT_EQ(names(blas_core_choice({"sse4_2", "avx2", "fma"}, true)), "env detect Haswell Zen ");
+  EXPECT_EQ(
+      names(blas_core_choice(
+          {"avx2", "fma", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16"}, true)),
+      "env detect Haswell Zen SkylakeX Cooperlake ");
+  EXPECT_EQ(names(blas_core_choice({"avx2", "fma"}, false)), "env Haswell Zen ");
+  const auto sse = blas_core_choice({"sse4_2"}, true);
   EXPECT_EQ(names(sse), "env detect ");
-  EXPECT_FALSE(sse[1].env.at("OPENBLAS_CORETYPE").has_value());
+  EXPECT_FALSE(sse.candidates[1].env.at("OPENBLAS_CORETYPE").has_value());
+  const auto avx2 = blas_core_choice({"avx2", "fma"}, false);
+  EXPECT_EQ(avx2.candidates[1].expect, "Haswell");
+  EXPECT_EQ(avx2.candidates[1].env.at("OPENBLAS_CORETYPE"), "Haswell");
+  EXPECT_TRUE(avx2.candidates[0].expect.empty());
+  EXPECT_EQ(avx2.option, "blas_core");
+  EXPECT_EQ(avx2.probe_config.at("linear"), "aten");
 }
 
 // A bad --backend-env is one line, exit 2, and no run in the store.
@@ -128,7 +138,7 @@ TEST(BackendEnv, AppliesToItsBackendOnlyAndUnsets) {
 TEST(BlasCore, AutoRecordsTheCandidatesAndDiscardsBadOnes) {
   PeerRun run("auto", "libtorch,libtorch_jit",
               "-c libtorch:blas_core=auto -c libtorch_jit:blas_core=auto",
-              "CRUCIBLE_TEST_BLAS_PROBE_FAULT=env:wrong,Haswell:crash");
+              "CRUCIBLE_TEST_LOAD_ENV_FAULT=env:wrong,Haswell:crash");
   ASSERT_EQ(run.r.status, 0) << run.r.out << run.r.err;
   const std::string launcher = run.launcher();
   std::smatch m;
@@ -159,21 +169,24 @@ TEST(BlasCore, AutoRecordsTheCandidatesAndDiscardsBadOnes) {
   EXPECT_NE(run.r.err.find("blas_core.libtorch: " + chosen), std::string::npos) << run.r.err;
 }
 
-// The test suite keeps the environment as it is (CRUCIBLE_BLAS_CORE=env from ctest), and a named
-// core OpenBLAS does not run (0.3.21 detects its own for a name it does not know) is a compile
-// error naming the core it runs instead.
-TEST(BlasCore, EnvKeepsTheEnvironmentAndAnUnknownNameFails) {
+// The test suite keeps the environment as it is (CRUCIBLE_BLAS_CORE=env from ctest), and a name
+// that is no candidate of this machine (its declaration lists those its CPU runs) is bad input:
+// one line naming the candidates, exit 2, no run recorded.
+TEST(BlasCore, EnvKeepsTheEnvironmentAndAnUnknownNameIsRefused) {
   PeerRun env("env", "libtorch", "", "OPENBLAS_CORETYPE=Zen");
   ASSERT_EQ(env.r.status, 0) << env.r.err;
   EXPECT_EQ(core_of(env.version("libtorch")), "Zen") << env.version("libtorch");
   EXPECT_NE(env.r.err.find("blas_core.libtorch: env (blas_core=env)"), std::string::npos)
       << env.r.err;
   PeerRun bogus("bogus", "libtorch", "-c libtorch:blas_core=NoSuchCore");
-  EXPECT_EQ(bogus.r.status, 1);
-  EXPECT_NE(bogus.r.out.find("fail_to_compile"), std::string::npos) << bogus.r.out;
-  EXPECT_NE(query_text(bogus.db, "SELECT error FROM results")
-                .find("-c blas_core=NoSuchCore: OpenBLAS runs core "),
-            std::string::npos);
+  EXPECT_EQ(bogus.r.status, 2) << bogus.r.err;
+  EXPECT_EQ(testing::count_lines(bogus.r.err), 1) << bogus.r.err;
+  EXPECT_NE(bogus.r.err.find("-c libtorch:blas_core=NoSuchCore: not a choice on this machine "
+                             "(want auto, env"),
+            std::string::npos)
+      << bogus.r.err;
+  EXPECT_FALSE(std::filesystem::exists(bogus.db) &&
+               query_text(bogus.db, "SELECT count(*) FROM runs") != "0\n");
 }
 
 // What the peer ran is in each result's version string.

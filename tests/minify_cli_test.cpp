@@ -224,6 +224,25 @@ TEST_F(MinifyCli, DecompositionBugIsBisectedToItsPass) {
             "kernel cpp_fused_amax_div_exp_sub_sum_0 (node %s); passes: decompose(softmax)");
 }
 
+// Any backend's declared passes are bisected as codegen's are (the faulty plugin's `shortcut`,
+// declared with FAULTY_DECLARES=1): turned off, the failure goes, and the culprit names it. It
+// declares no per-node fallback and no code file, so no node or kernel is blamed. Undeclared,
+// nothing is bisected and the manifest says nothing of a culprit.
+TEST_F(MinifyCli, ADeclaredPassOfAnyBackendIsBisected) {
+  const std::string args = std::string("minify --suite tutorial --only sin_cos --backend faulty ") +
+                           "-c fault.sin_cos=shortcut --replays 1 --plugin-path " +
+                           CRUCIBLE_TEST_PLUGIN_DIR + minify_db() + " -o ";
+  auto r = run_crucible(args + (dir_ / "declared").string(), "FAULTY_DECLARES=1");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(line_of(dir_ / "declared" / "manifest.txt", "culprit"), "passes: shortcut") << r.out;
+  EXPECT_NE(r.out.find("culprit: passes: shortcut"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir_ / "declared" / "culprit_kernel.cpp"));
+  r = run_crucible(args + (dir_ / "plain").string());
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("culprit"), std::string::npos) << r.out;
+  EXPECT_EQ(testing::read_all(dir_ / "plain" / "manifest.txt").find("culprit"), std::string::npos);
+}
+
 TEST_F(MinifyCli, RunBisectMinifiesNewFailuresOnceAndStoresThem) {
   const std::string args =
       "run --suite tutorial --only neg_maximum_cat_f32,sin_cos --backends "

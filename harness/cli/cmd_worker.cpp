@@ -16,7 +16,7 @@ int worker_command(const std::vector<std::string>& args) {
   po::options_description opts("worker options (internal: started by crucible run)");
   opts.add_options()(
       "job", po::value(&job.job)->required(),
-      "reference | outputs | profile | timing | counters | cosim | run-graph | blas-probe")(
+      "reference | outputs | profile | timing | counters | cosim | run-graph | load-env-probe")(
       "graph", po::value(&job.graph)->required(), ".graph file")(
       "suite", po::value(&job.suite), "suite name")("model", po::value(&job.model)->required(),
                                                     "model name")(

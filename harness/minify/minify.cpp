@@ -166,8 +166,8 @@ MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& o
   res.nodes_after = static_cast<int>(state.keep().size());
   res.compute_nodes_after = result.compute_nodes();
   res.flipped = state.flipped();
-  if (opts.bisect_codegen && opts.oracle.backend == "codegen") {
-    res.culprit = bisect_codegen(result, first->signature, opts.oracle);
+  if (opts.bisect && declares_bisection(opts.bisection)) {
+    res.culprit = bisect_passes(result, first->signature, opts.oracle, opts.bisection);
     if (opts.progress) opts.progress("culprit: " + res.culprit.str());
   }
   for (int i = 0; i < opts.replays; ++i) {
@@ -185,7 +185,8 @@ MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& o
   info.nodes_after = res.nodes_after;
   info.replays = opts.replays;
   info.replays_ok = res.replays_ok;
-  info.culprit = res.culprit.str();
+  // Nothing bisected (a backend that declares no bisection, or --no-kernel-bisect): no line.
+  info.culprit = res.culprit.oracle_calls > 0 ? res.culprit.str() : "";
   info.kernel_code = res.culprit.kernel_code;
   info.code_hash = res.culprit.code_hash;
   info.seed = opts.seed;

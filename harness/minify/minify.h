@@ -6,23 +6,24 @@
 #include <functional>
 #include <string>
 
-#include "codegen_bisect.h"
 #include "oracle.h"
+#include "pass_bisect.h"
 #include "repro.h"
 
 namespace crucible::minify {
 
 struct MinifyOptions {
-  OracleConfig oracle;         // what the repro records: backend, options, tolerance
-  std::string want;            // --signature: auto | accuracy | compile | crash | timeout
-  int determinism = 3;         // reproductions of the original before any reduction
-  int replays = 5;             // reruns of the result, in fresh workers, before it is written
-  bool cosim = true;           // accuracy failures: localize the first diverging node first
-  bool bisect_codegen = true;  // codegen: bisect the minimized graph to a kernel and a pass
-  int jobs = 1;                // candidates tested at once (each in its own worker)
-  std::filesystem::path out;   // the repro directory
-  std::string original;        // where the graph came from, for the manifest
-  uint64_t seed = 0;           // the seed its inputs and parameters were drawn with
+  OracleConfig oracle;          // what the repro records: backend, options, tolerance
+  std::string want;             // --signature: auto | accuracy | compile | crash | timeout
+  int determinism = 3;          // reproductions of the original before any reduction
+  int replays = 5;              // reruns of the result, in fresh workers, before it is written
+  bool cosim = true;            // accuracy failures: localize the first diverging node first
+  bool bisect = true;           // bisect the minimized graph to a kernel and a pass
+  plugin::Bisection bisection;  // as the backend declares it (none: nothing to bisect)
+  int jobs = 1;                 // candidates tested at once (each in its own worker)
+  std::filesystem::path out;    // the repro directory
+  std::string original;         // where the graph came from, for the manifest
+  uint64_t seed = 0;            // the seed its inputs and parameters were drawn with
   std::function<void(const std::string&)> progress;  // one line of progress at a time
 };
 
@@ -38,7 +39,7 @@ struct MinifyResult {
   int replays_ok = 0;
   std::string cosim_node;  // the node per-node localization blamed ("" when none or not asked)
   bool cosim_cut = false;  // and cutting to it kept the failure
-  Culprit culprit;         // codegen only
+  Culprit culprit;         // when the backend declares a bisection
   double wall_s = 0;
 };
 

@@ -22,8 +22,9 @@ namespace crucible::minify {
 struct OracleConfig {
   std::string backend;
   std::map<std::string, std::string> config;  // -c, for the backend
-  // Set or unset while the backend's plugin loads: --backend-env with a libtorch peer's BLAS core
-  // (blas_core_probe.h), chosen once, so every candidate runs under the core of the original.
+  // Set or unset while the backend's plugin loads: --backend-env with the load-time environment
+  // the backend declares (load_env_choice.h: a libtorch peer's BLAS core), chosen once, so every
+  // candidate runs under the environment of the original.
   EnvChanges backend_env;
   std::vector<std::string> plugin_paths;
   double tolerance = 1e-4;

@@ -39,7 +39,7 @@ struct RunConfig {
   bool verbose = false;  // whole errors under the result table, not their first lines
   std::map<std::string, std::string> config;  // -c (see backend_config.h for which backend)
   // --backend-env: set or unset while a worker loads that backend's plugin; the runner adds the
-  // libtorch peers' measured BLAS core (blas_core_probe.h) under what was given.
+  // load-time environments the backends declare, chosen (load_env_choice.h), under what was given.
   BackendEnv backend_env;
   std::vector<std::string> plugin_paths;
   std::vector<std::string> suite_paths;

@@ -19,7 +19,6 @@
 #include "accuracy_check.h"
 #include "backend_config.h"
 #include "bisect_run.h"
-#include "blas_core_probe.h"
 #include "builtin_models.h"
 #include "contention.h"
 #include "crucible/core/quote.h"
@@ -32,6 +31,7 @@
 #include "environment.h"
 #include "input_sets.h"
 #include "job_outcome.h"
+#include "load_env_choice.h"
 #include "onnx_models.h"
 #include "output_dir.h"
 #include "progress.h"
@@ -587,18 +587,18 @@ RunPlan plan_run(const RunConfig& cfg) {
   return plan;
 }
 
-// Each backend's environment as the run header and the store show it (without the choice line
-// crucible passes to the libtorch plugins, which the blas_core entry holds).
+// Each backend's environment as the run header and the store show it (without the reason line
+// crucible passes to a plugin whose load-time environment it chose: the choice's entry holds it).
 std::map<std::string, std::string> backend_env_entries(const RunConfig& cfg,
-                                                       const std::vector<BlasChoice>& blas) {
+                                                       const std::vector<LoadEnvDecision>& chosen) {
   std::map<std::string, std::string> out;
   for (auto [backend, changes] : cfg.backend_env) {
-    changes.erase("CRUCIBLE_BLAS_CORE_CHOICE");
+    for (const LoadEnvDecision& c : chosen) {
+      if (c.backend == backend && !c.reason_var.empty()) changes.erase(c.reason_var);
+    }
     if (!changes.empty()) out["backend_env." + backend] = describe_env(changes);
   }
-  for (const BlasChoice& c : blas) {
-    for (const auto& b : c.backends) out["blas_core." + b] = c.summary();
-  }
+  for (const LoadEnvDecision& c : chosen) out[c.header_key()] = c.summary();
   return out;
 }
 
@@ -638,8 +638,8 @@ int report_run(const RunConfig& cfg, int64_t run_id, const fs::path& out_dir,
 int execute_run(const RunConfig& given, int64_t* run_id_out) {
   RunPlan plan = plan_run(given);  // its models point at their written graphs below
   // Before anything is made: options a backend refuses are the request's error.
-  check_backend_options(given, plan.load_errors);
-  RunConfig cfg = given;  // with the libtorch peers' chosen BLAS cores in backend_env
+  const Declarations declared = ask_backends(given, plan.load_errors);
+  RunConfig cfg = given;  // with the chosen load-time environments in backend_env
   // A folder named outright is claimed before the run exists, so a clash records nothing.
   const std::string out_pattern = cfg.output_dir.string();
   const bool out_per_run = out_pattern.empty() || has_run_placeholder(out_pattern);
@@ -667,10 +667,10 @@ int execute_run(const RunConfig& given, int64_t* run_id_out) {
   // the run's environment records the binding.
   bind_worker_threads();
   // Before the run exists, so a probe's candidates never share the machine with a model's worker.
-  const std::vector<BlasChoice> blas = choose_blas_cores(cfg);
+  const std::vector<LoadEnvDecision> load_envs = choose_load_envs(cfg, declared);
   auto store = reports::Store::open(cfg.db);
   reports::RunInfo info = run_info(cfg, plan);
-  const std::map<std::string, std::string> env_entries = backend_env_entries(cfg, blas);
+  const std::map<std::string, std::string> env_entries = backend_env_entries(cfg, load_envs);
   info.env.launcher.insert(env_entries.begin(), env_entries.end());
   const int64_t run_id = store->begin_run(info);
   if (run_id_out != nullptr) *run_id_out = run_id;

@@ -1,6 +1,7 @@
 // `crucible worker --job options`: whether a backend can run here and takes a run's -c options,
-// asked before the run exists. The backend says what it is missing (Backend::unavailable_here);
-// given options, it compiles the job's one-node graph with them, and a plugin::OptionError says no.
+// and what it declares, asked before the run exists. The backend says what it is missing
+// (Backend::unavailable_here) and what the harness must do for it (Backend::declaration); given
+// options, it compiles the job's one-node graph with them, and a plugin::OptionError says no.
 #include <string>
 
 #include "backend_config.h"
@@ -26,6 +27,12 @@ void options_job(Session& s) {
     r.error = std::string(kBackendUnavailable) + missing;
     return s.report.result(r);
   }
+  s.report.phase("declaration", backend);
+  plugin::Declaration declared;
+  if (!attempt(r, reports::Status::kFailToLoad, [&] { declared = be->backend().declaration(); })) {
+    return s.report.result(r);
+  }
+  s.report.declared(backend, declared);
   r.status = reports::Status::kPass;
   if (backend_config(s.job.config, backend).empty()) return s.report.result(r);
   s.report.phase("compile", backend);

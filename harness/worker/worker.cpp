@@ -272,8 +272,8 @@ int run_worker_job(const WorkerJob& given) {
       cosim_job(s);
     } else if (job.job == "counters") {
       counters_job(s);
-    } else if (job.job == "blas-probe") {
-      blas_probe_job(s);
+    } else if (job.job == "load-env-probe") {
+      load_env_probe_job(s);
     } else if (job.job == "options") {
       options_job(s);
     } else {

@@ -22,7 +22,7 @@ inline constexpr std::string_view kOptionRefused = "option refused: ";
 inline constexpr std::string_view kBackendUnavailable = "unavailable here: ";
 
 struct WorkerJob {
-  // reference | outputs | profile | timing | counters | run-graph | cosim | blas-probe
+  // reference | outputs | profile | timing | counters | run-graph | cosim | load-env-probe
   std::string job;
   std::string graph;
   std::string suite;

@@ -67,6 +67,33 @@ constexpr std::pair<const char*, Series> kSeries[] = {
     {"sim_ll_misses", &reports::ResultRecord::sim_ll_misses},
 };
 
+// One line of a declaration record into `d` (the lines ReportWriter::declared writes).
+void read_declaration_line(const std::vector<std::string>& f, plugin::Declaration& d) {
+  const std::string& k = f.at(0);
+  if (k == "load_env" && f.size() >= 6) {
+    d.load_env = plugin::LoadEnvChoice{f[1], f[2], f[3], f[4], f[5], {}, {}};
+  } else if (k == "probe_config" && f.size() >= 3 && d.load_env) {
+    d.load_env->probe_config[f[1]] = f[2];
+  } else if (k == "candidate" && f.size() >= 3 && d.load_env) {
+    plugin::LoadEnvCandidate c{f[1], {}, f[2]};
+    for (size_t i = 3; i < f.size(); ++i) {
+      const size_t eq = f[i].find('=');
+      if (eq == std::string::npos) {
+        c.env[f[i].substr(1)] = std::nullopt;  // "-KEY"
+      } else {
+        c.env[f[i].substr(0, eq)] = f[i].substr(eq + 1);
+      }
+    }
+    d.load_env->candidates.push_back(std::move(c));
+  } else if (k == "pass" && f.size() >= 5) {
+    plugin::PassSwitch p{f[1], f[2], f[3], {f.begin() + 5, f.end()}, f[4] == "1"};
+    d.bisection.passes.push_back(std::move(p));
+  } else if (k == "bisection" && f.size() >= 3) {
+    d.bisection.node_fallback_key = f[1];
+    d.bisection.code_file = f[2];
+  }
+}
+
 }  // namespace
 
 ReportWriter::ReportWriter(const std::filesystem::path& path) : f_(std::fopen(path.c_str(), "a")) {
@@ -148,6 +175,28 @@ void ReportWriter::result(const reports::ResultRecord& r) {
   line({"end"});
 }
 
+void ReportWriter::declared(const std::string& backend, const plugin::Declaration& d) {
+  line({"declared", backend});
+  if (d.load_env) {
+    const plugin::LoadEnvChoice& l = *d.load_env;
+    line({"load_env", l.option, l.default_from, l.version_fact, l.reason_var, l.probe_graph});
+    for (const auto& [key, value] : l.probe_config) line({"probe_config", key, value});
+    for (const auto& c : l.candidates) {
+      std::vector<std::string> fields{"candidate", c.name, c.expect};
+      for (const auto& [key, value] : c.env)
+        fields.push_back(value ? key + "=" + *value : "-" + key);
+      line(fields);
+    }
+  }
+  for (const auto& p : d.bisection.passes) {
+    std::vector<std::string> fields{"pass", p.name, p.key, p.value, p.only_when_set ? "1" : "0"};
+    fields.insert(fields.end(), p.ops.begin(), p.ops.end());
+    line(fields);
+  }
+  line({"bisection", d.bisection.node_fallback_key, d.bisection.code_file});
+  line({"end"});
+}
+
 void ReportWriter::reply(int exit_code, const std::string& out, const std::string& err) {
   line({"reply", std::to_string(exit_code)});
   line({"stdout", out});
@@ -163,7 +212,9 @@ WorkerReport read_report(const std::filesystem::path& path) {
   std::string text;
   reports::ResultRecord cur;
   CommandReply reply;
-  bool open = false, open_reply = false;
+  bool open = false, open_reply = false, open_declaration = false;
+  std::string declaring;
+  plugin::Declaration declaration;
   auto d = [](const std::string& s) { return std::stod(s); };
   auto i64 = [](const std::string& s) { return static_cast<int64_t>(std::stoll(s)); };
   auto optional_d = [&](const std::vector<std::string>& f, size_t i) -> std::optional<double> {
@@ -180,6 +231,18 @@ WorkerReport read_report(const std::filesystem::path& path) {
         rep.phase_backend = f[2];
       } else if (k == "loaded" && f.size() >= 3) {
         rep.versions[f[1]] = f[2];
+      } else if (k == "declared" && f.size() >= 2) {
+        declaring = f[1];
+        declaration = {};
+        open_declaration = true;
+        open = open_reply = false;
+      } else if (open_declaration) {
+        if (k == "end") {
+          rep.declarations[declaring] = std::move(declaration);
+          open_declaration = false;
+        } else {
+          read_declaration_line(f, declaration);
+        }
       } else if (k == "reply" && f.size() >= 2) {
         reply = {};
         reply.exit_code = static_cast<int>(i64(f[1]));
@@ -276,7 +339,7 @@ WorkerReport read_report(const std::filesystem::path& path) {
         open = false;
       }
     } catch (const std::exception&) {
-      open = open_reply = false;  // a garbled record is dropped, never half-used
+      open = open_reply = open_declaration = false;  // a garbled record is dropped, never half-used
     }
   }
   return rep;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "crucible/backend_declaration.h"
 #include "crucible/reports/records.h"
 
 namespace crucible {
@@ -28,6 +29,8 @@ class ReportWriter {
   // backend's result, including one it has to make up after a crash.
   void loaded(const std::string& backend, const std::string& version);
   void result(const reports::ResultRecord& r);
+  // What a backend declared (Backend::declaration), for the parent to act on.
+  void declared(const std::string& backend, const plugin::Declaration& d);
   // A command run in a worker (run-graph): what it prints and its exit status, one record written
   // when the work is done. Its absence tells the parent the process ended before that.
   void reply(int exit_code, const std::string& out, const std::string& err);
@@ -50,6 +53,7 @@ struct WorkerReport {
   std::map<std::string, std::string> versions;  // backend -> version, from loaded()
   std::vector<reports::ResultRecord> results;
   std::optional<CommandReply> reply;
+  std::map<std::string, plugin::Declaration> declarations;  // backend -> its complete declaration
 };
 // Reads what a worker wrote; a truncated last record is ignored. A missing file gives an empty
 // report.

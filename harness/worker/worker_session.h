@@ -87,8 +87,8 @@ bool attempt(reports::ResultRecord& r, reports::Status status, F&& body) {
 // The minifier's per-node localization (minify/cosim_job.cpp).
 void cosim_job(Session& s);
 
-// One candidate BLAS core of a libtorch peer, checked and timed (blas_probe_job.cpp).
-void blas_probe_job(Session& s);
+// One candidate load-time environment of a backend, checked and timed (load_env_probe_job.cpp).
+void load_env_probe_job(Session& s);
 
 // Whether the backend can run on this machine and takes the job's -c options (options_job.cpp;
 // kBackendUnavailable and kOptionRefused, worker.h).

@@ -399,6 +399,27 @@ class CodegenBackend final : public plugin::Backend {
     return codegen::missing_compiler(std::getenv("CXX"), std::getenv("PATH"));
   }
 
+  // What the minifier may turn off to find the pass a failure needs (each by its -c option), the
+  // per-node fallback to eager's kernel, and the file holding all generated code.
+  plugin::Declaration declaration() const override {
+    plugin::Declaration d;
+    const std::vector<std::string> conv = {"conv2d"};  // chains exist only between packed convs
+    d.bisection.passes = {
+        {"fusion", "fusion", "off", {}, false},
+        {"packed_linear", "packed_linear", "off", {}, false},
+        {"packed_conv", "packed_conv", "off", {}, false},
+        {"channels_last", "channels_last", "off", conv, false},
+        {"chain_kernels", "chain_kernels", "off", conv, false},
+        {"conv_algorithm", "conv_algorithm", "direct", conv, false},
+        {"fast_math", "fast_math", "off", {}, true},
+    };
+    for (const std::string& op : codegen::decomposed_ops())
+      d.bisection.passes.push_back({"decompose(" + op + ")", "no_decompose", op, {op}, false});
+    d.bisection.node_fallback_key = "eager_nodes";
+    d.bisection.code_file = "output_code.cpp";
+    return d;
+  }
+
   std::unique_ptr<plugin::Executable> compile(const Graph& graph,
                                               const plugin::Options& options) override {
     return compile_executable(graph, options, {});

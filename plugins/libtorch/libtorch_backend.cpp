@@ -13,6 +13,7 @@
 
 #include "aten_bridge.h"
 #include "aten_ops.h"
+#include "blas_cores.h"
 #include "blas_probe.h"
 #include "crucible/core/openmp_threads.h"
 #include "crucible/ir/uses.h"
@@ -264,6 +265,9 @@ class LibtorchBackend final : public plugin::Backend {
             linear_summary_.empty() ? version : version + "; " + linear_summary_,
             plugin::kAbiVersion};
   }
+
+  // OpenBLAS's core is fixed when it loads: the harness times each one this CPU runs.
+  plugin::Declaration declaration() const override { return {blas_core_choice_here(), {}}; }
 
   std::unique_ptr<plugin::Executable> compile(const Graph& graph,
                                               const plugin::Options& options) override {

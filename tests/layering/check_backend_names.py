@@ -1,20 +1,13 @@
 #!/usr/bin/python3
 """The harness names no backend but the reference: a string literal that is exactly the name of a
 plugin built in plugins/ (eager, the reference, excepted) is the harness acting on that backend by
-name, where the plugin should declare what the harness needs. The ones still to be replaced by a
-declaration are listed below; a new one fails, and so does a listed one that is gone (strike it).
+name, where the plugin should declare what the harness needs (plugin::Declaration).
   check_backend_names.py SOURCE_DIR"""
 import pathlib
 import re
 import sys
 
 REFERENCE = "eager"
-# file (relative to harness/) -> the names it still acts on; issue 51 part 2 turns each into a
-# plugin declaration (pass bisection; the load-time BLAS core to measure).
-STILL_NAMED = {
-    "minify/minify.cpp": {"codegen"},
-    "run/backend_setup/blas_core_probe.cpp": {"libtorch"},
-}
 LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 
 
@@ -50,16 +43,8 @@ def main(root):
             for lit in LITERAL.findall(code_only(line)):
                 if lit in names:
                     found.setdefault(rel, {}).setdefault(lit, []).append(n)
-    bad = []
-    for rel, lits in found.items():
-        for lit, lines in lits.items():
-            if lit not in STILL_NAMED.get(rel, set()):
-                bad.append(f'harness/{rel}:{lines[0]}: acts on backend "{lit}" by name; let the '
-                           f"plugin declare what the harness needs")
-    for rel, lits in STILL_NAMED.items():
-        for lit in lits:
-            if lit not in found.get(rel, {}):
-                bad.append(f'harness/{rel}: no longer names "{lit}": strike it from STILL_NAMED')
+    bad = [f'harness/{rel}:{lines[0]}: acts on backend "{lit}" by name; let the plugin declare '
+           f"what the harness needs" for rel, lits in found.items() for lit, lines in lits.items()]
     if not names:
         bad.append(f"{root}/plugins: no plugin folders found")
     for b in bad:

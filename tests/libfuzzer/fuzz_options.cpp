@@ -1,5 +1,5 @@
 // libFuzzer target: -c option strings, one per line, through everything that reads them before a
-// worker starts: parse_config, which backend each reaches, codegen's options and the peers'.
+// worker starts: parse_config, which backend each reaches, and codegen's options.
 #include <boost/program_options/errors.hpp>
 #include <sstream>
 
@@ -8,7 +8,6 @@
 #include "crucible/core/error.h"
 #include "fuzz_support.h"
 #include "run/backend_setup/backend_config.h"
-#include "run/backend_setup/blas_core_probe.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::istringstream in{std::string(crucible::fuzz::as_text(data, size))};
@@ -19,7 +18,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const char* b : {"eager", "codegen", "libtorch", "libtorch_jit"})
       crucible::backend_config(config, b);
     crucible::codegen::CodegenConfig::parse(crucible::backend_config(config, "codegen"));
-    crucible::check_peer_options(config, {"libtorch", "libtorch_jit"});
   } catch (const crucible::Error&) {
   } catch (const boost::program_options::error&) {
   }

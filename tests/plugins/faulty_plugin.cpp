@@ -14,11 +14,18 @@
 // slower_pct: every call busy-waits X% of its own work time longer, the way a code change slows
 // a backend, so the change detector can be tested on real runs; extra_loop: every call runs N
 // more iterations of an empty loop, a fixed number of instructions, for the instruction counts)
+//
+// With FAULTY_DECLARES=1 in its environment it declares, as a third party's backend would
+// (backend_declaration.h), a load-time "mood" (FAULTY_MOOD, read once at load: calm computes
+// right, grumpy wrong, and each says its mood in the version; the liar candidate expects "honest"
+// but loads calm) and one pass, `-c shortcut=off`, without which -c fault.<graph>=shortcut
+// computes wrong results.
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -35,6 +42,12 @@
 namespace {
 
 using namespace crucible;
+
+// FAULTY_MOOD when the plugin loaded, as a library that reads its setting once does.
+const std::string kMood = [] {
+  const char* m = std::getenv("FAULTY_MOOD");
+  return std::string(m != nullptr ? m : "");
+}();
 
 // Blocks until `dir`/<name>.go exists, after announcing itself with <name>.started.
 void pass_gate(const std::filesystem::path& dir, const std::string& name) {
@@ -116,7 +129,8 @@ class FaultyExecutable final : public plugin::Executable {
       }
       out[0] = t;
     }
-    bool wrong = fault_ == "wrong" || fault_.rfind("hang_without:", 0) == 0;
+    bool wrong = fault_ == "wrong" || fault_ == "shortcut" || kMood == "grumpy" ||
+                 fault_.rfind("hang_without:", 0) == 0;
     if (fault_.rfind("flaky:", 0) == 0) {
       const std::filesystem::path counter =
           std::filesystem::path(fault_.substr(6)) / (interpreter_.graph().name() + ".runs");
@@ -141,9 +155,29 @@ class FaultyExecutable final : public plugin::Executable {
 
 class FaultyBackend final : public plugin::Backend {
  public:
-  plugin::BackendInfo info() const override { return {"faulty", "test", plugin::kAbiVersion}; }
+  plugin::BackendInfo info() const override {
+    return {"faulty", kMood.empty() ? "test" : "test; mood " + kMood, plugin::kAbiVersion};
+  }
+  plugin::Declaration declaration() const override {
+    const char* on = std::getenv("FAULTY_DECLARES");
+    if (on == nullptr || std::string(on) != "1") return {};
+    plugin::Declaration d;
+    plugin::LoadEnvChoice mood;
+    mood.option = "mood";
+    mood.version_fact = "mood ";
+    mood.reason_var = "FAULTY_MOOD_REASON";
+    mood.probe_graph = "graph mood_probe(%x: f32[8]) {\n  %y = neg(%x)\n  return %y\n}\n";
+    mood.candidates = {{"env", {}, ""},
+                       {"calm", {{"FAULTY_MOOD", "calm"}}, "calm"},
+                       {"grumpy", {{"FAULTY_MOOD", "grumpy"}}, "grumpy"},
+                       {"liar", {{"FAULTY_MOOD", "calm"}}, "honest"}};
+    d.load_env = mood;
+    d.bisection.passes = {{"shortcut", "shortcut", "off", {}, false}};
+    return d;
+  }
   std::unique_ptr<plugin::Executable> compile(const Graph& g, const plugin::Options& o) override {
     std::string fault = o.get("fault." + g.name());
+    if (fault == "shortcut" && o.get("shortcut") == "off") fault.clear();
     if (fault == "compile_error")
       throw plugin::CompileError("faulty: cannot lower op 'neg' for u8");
     return std::make_unique<FaultyExecutable>(g, fault);

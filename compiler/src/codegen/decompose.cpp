@@ -4,11 +4,19 @@
 // (except a batch_norm or an activation the packed conv2d before it absorbs).
 #include <fmt/format.h>
 
+#include "crucible/codegen/codegen_config.h"
 #include "crucible/core/error.h"
 #include "crucible/ir/op_registry.h"
 #include "passes.h"
 
 namespace crucible::codegen {
+
+// Every op Rewriter::rewrite below has a decomposition for (a test runs each through it).
+const std::vector<std::string>& decomposed_ops() {
+  static const std::vector<std::string> kOps = {"softmax",   "log_softmax", "layer_norm", "silu",
+                                                "hardswish", "hardsigmoid", "batch_norm"};
+  return kOps;
+}
 
 namespace {
 

@@ -7,13 +7,13 @@
 #include <algorithm>
 #include <iostream>
 
-#include "blas_core_probe.h"
 #include "builtin_models.h"
 #include "cli.h"
 #include "crucible/ir/text_format.h"
 #include "crucible/plugin_file.h"
 #include "crucible/plugin_loader.h"
 #include "crucible/reports/store.h"
+#include "load_env_choice.h"
 #include "minify/minify.h"
 #include "output_dir.h"
 #include "subprocess.h"
@@ -114,8 +114,8 @@ int minify_command(const std::vector<std::string>& args) {
       "config,c", po::value(&config)->composing(), "backend option key=value (repeatable)")(
       "backend-env", po::value(&backend_env)->composing(),
       "BACKEND:KEY=VALUE sets, BACKEND:-KEY unsets, a variable while a worker loads the backend's "
-      "plugin (as crucible run's); a libtorch peer's BLAS core is chosen once, as a run chooses "
-      "it (-c blas_core=...), and recorded in the repro")(
+      "plugin (as crucible run's); a load-time environment the backend declares (the libtorch "
+      "peers' -c blas_core=...) is chosen once, as a run chooses it, and recorded in the repro")(
       "signature", po::value(&want)->default_value("auto"),
       "which failure to keep: auto (the one observed) | accuracy | compile | crash | timeout | "
       "suspicious (a pass far from fp64, pass_suspicious: reduced while it stays suspicious or "
@@ -140,8 +140,9 @@ int minify_command(const std::vector<std::string>& args) {
       "fails counts, so the result does not depend on N. With --threads 0, each worker gets "
       "cores / N threads")(
       "no-kernel-bisect", po::bool_switch(),
-      "codegen: skip bisecting the minimized graph to a culprit kernel (eager fallback per node) "
-      "and pass (fusion, packed_linear, packed_conv, fast_math turned off)")(
+      "skip bisecting the minimized graph to a culprit kernel (the reference's kernel per node) "
+      "and pass (each turned off), which a backend that declares its passes gets (codegen: "
+      "fusion, packed_linear, packed_conv, fast_math, decompositions, ...)")(
       "no-cosim", po::bool_switch(),
       "skip per-node localization (one worker comparing every node's value) for accuracy "
       "failures; reduce by prefix bisection and ddmin alone")(
@@ -200,7 +201,7 @@ int minify_command(const std::vector<std::string>& args) {
   mo.want = want;
   mo.seed = seed;
   mo.cosim = !vm["no-cosim"].as<bool>();
-  mo.bisect_codegen = !vm["no-kernel-bisect"].as<bool>();
+  mo.bisect = !vm["no-kernel-bisect"].as<bool>();
   // By default a minify never replaces the repro an earlier one wrote (and the store recorded).
   mo.out = out.empty() ? first_free_name(fs::path("minify_out") / g.name(),
                                          [](const fs::path& dir) {
@@ -215,9 +216,11 @@ int minify_command(const std::vector<std::string>& args) {
   if (EnvChanges changes = one_backend_env(backend_env, backend); !changes.empty())
     given[backend] = std::move(changes);
   auto store = reports::Store::open(db);  // before any work: a bad --db is exit 2 at once
-  stop_cleanly_on_signals();              // the BLAS core probe's workers are children too
-  // Once, before the original runs: every candidate and the repro keep the core it failed under.
+  stop_cleanly_on_signals();              // the probes' workers are children too
+  // Once, before the original runs: every candidate and the repro keep the load-time environment
+  // it failed under.
   RunConfig peer;
+  peer.backends = {backend};
   peer.config = mo.oracle.config;
   peer.backend_env = given;
   peer.threads = mo.oracle.threads;
@@ -225,9 +228,12 @@ int minify_command(const std::vector<std::string>& args) {
   peer.plugin_paths = plugin_paths;
   peer.timeout_s = timeout_s;
   peer.memory_limit_mb = mo.oracle.limits.memory_limit_mb;
-  std::string blas;
-  mo.oracle.backend_env = choose_backend_blas_core(backend, peer, &blas);
-  if (!blas.empty()) std::cerr << "minify: " << blas << "\n";
+  const Declarations declared = ask_backends(peer);  // a refused -c option: exit 2, no work
+  if (const auto it = declared.find(backend); it != declared.end())
+    mo.bisection = it->second.bisection;
+  std::string chosen;
+  mo.oracle.backend_env = choose_backend_load_env(backend, peer, declared, &chosen);
+  if (!chosen.empty()) std::cerr << "minify: " << chosen << "\n";
   minify::Oracle oracle(mo.oracle);
   const minify::MinifyResult r = minify::minify(g, inputs, oracle, mo);
   store->add_repro(minify::repro_record(r, mo, suite.empty() ? "graph" : suite,
@@ -283,7 +289,7 @@ int repro_command(const std::vector<std::string>& args) {
   minify::OracleConfig oc;
   oc.backend = repro.info.backend;
   oc.config = repro.info.config;
-  oc.backend_env = repro.info.backend_env;  // the BLAS core the failure was found under
+  oc.backend_env = repro.info.backend_env;  // the load-time environment it failed under
   oc.plugin_paths = plugin_paths;
   oc.tolerance = repro.info.tolerance;
   oc.cosine = repro.info.cosine;

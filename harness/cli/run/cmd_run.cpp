@@ -134,9 +134,9 @@ po::options_description run_option_table(RunConfig& cfg, RunArgs& raw, LaunchOpt
       "backend-env", po::value(&raw.backend_env)->composing(),
       "BACKEND:KEY=VALUE sets, BACKEND:-KEY unsets, a variable while a worker loads that "
       "backend's plugin, and only then (e.g. libtorch:-OPENBLAS_CORETYPE: OpenBLAS reads it at "
-      "load); recorded with the run (repeatable). The libtorch peers' BLAS core is chosen by "
-      "measurement unless -c BACKEND:blas_core=env|NAME says otherwise "
-      "(docs/guide/performance.md)");
+      "load); recorded with the run (repeatable). A load-time environment a backend declares "
+      "(the libtorch peers' BLAS core) is chosen by measurement unless -c BACKEND:OPTION=NAME "
+      "names a candidate (-c libtorch:blas_core=env; docs/guide/performance.md)");
   po::options_description how(
       "how to run (every worker is sandboxed: it writes its own folder, its backend's kernel "
       "cache and $CRUCIBLE_WORKER_WRITABLE alone; CRUCIBLE_NO_SANDBOX=1 lifts it)");

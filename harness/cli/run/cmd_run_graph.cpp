@@ -8,7 +8,6 @@
 #include <fstream>
 #include <iostream>
 
-#include "blas_core_probe.h"
 #include "cli.h"
 #include "crucible/core/quote.h"
 #include "crucible/ir/text_format.h"
@@ -16,6 +15,7 @@
 #include "crucible/plugin_loader.h"
 #include "environment.h"
 #include "job_outcome.h"
+#include "load_env_choice.h"
 #include "subprocess.h"
 #include "temp_dir.h"
 #include "worker.h"
@@ -108,8 +108,8 @@ int run_graph_command(const std::vector<std::string>& args) {
       "config,c", po::value(&config)->composing(), "backend option key=value (repeatable)")(
       "backend-env", po::value(&backend_env)->composing(),
       "BACKEND:KEY=VALUE sets, BACKEND:-KEY unsets, a variable while the worker loads the "
-      "backend's plugin (as crucible run's); a libtorch peer's BLAS core is chosen as a run "
-      "chooses it (-c blas_core=auto|env|detect|NAME)");
+      "backend's plugin (as crucible run's); a load-time environment the backend declares "
+      "(the libtorch peers' -c blas_core=auto|NAME) is chosen as a run chooses it");
   po::positional_options_description pos;
   pos.add("graph", 1);
   po::variables_map vm;
@@ -136,14 +136,16 @@ int run_graph_command(const std::vector<std::string>& args) {
   job.backends = {plugin.string()};
   job.seed = seed;
   job.threads = threads;
-  RunConfig peer;  // what choosing a libtorch peer's BLAS core needs, as a run gives it
+  RunConfig peer;  // what asking the backend and choosing its load-time environment need
   peer.config = job.config;
   peer.backend_env[plugin.string()] = one_backend_env(backend_env, backend_name);
   peer.threads = threads;
   peer.seed = seed;
   peer.plugin_paths = plugin_paths;
   peer.timeout_s = timeout_s;
-  check_peer_options(job.config, job.backends);  // a bad -c linear= is exit 2 before any child
+  peer.backends = job.backends;
+  // A backend that cannot run here or refuses its -c options is exit 2 before the graph's worker.
+  const Declarations declared = ask_backends(peer);
 
   TempDir tmp("crucible_run_graph_");
   job.report = (tmp.path() / "report").string();
@@ -162,7 +164,7 @@ int run_graph_command(const std::vector<std::string>& args) {
   bind_worker_threads();
   // Bound as the worker will be; the probe's workers are children the signals above kill too.
   // The choice is not printed: the version run-graph prints ends with it.
-  job.backend_env[plugin.string()] = choose_backend_blas_core(plugin.string(), peer);
+  job.backend_env[plugin.string()] = choose_backend_load_env(plugin.string(), peer, declared);
   std::vector<std::string> argv{self_executable().string()};
   for (auto& a : job.to_args()) argv.push_back(a);
   const ChildOutcome outcome = g_interrupted ? ChildOutcome{} : run_child(argv, env, log, limits);

@@ -1,5 +1,5 @@
-// -c options scoped per backend, and each backend asked whether it can run here and takes them
-// (see backend_config.h).
+// -c options scoped per backend, and each backend asked whether it can run here, takes them and
+// what it declares (see backend_config.h).
 #include "backend_config.h"
 
 #include <fmt/format.h>
@@ -11,12 +11,19 @@
 
 #include "crucible/core/error.h"
 #include "crucible/core/option_scope.h"
+#include "crucible/plugin_loader.h"
 #include "temp_dir.h"
 #include "worker_launch.h"
 
 namespace crucible {
 
 namespace fs = std::filesystem;
+
+std::string backend_name(const std::string& backend) {
+  const bool file =
+      backend.find('/') != std::string::npos || fs::path(backend).extension() == ".so";
+  return file ? backend_name_of(backend) : backend;
+}
 
 std::map<std::string, std::string> backend_config(const std::map<std::string, std::string>& config,
                                                   const std::string& backend) {
@@ -52,8 +59,9 @@ constexpr const char* kCheckGraph =
 constexpr double kCheckTimeoutS = 120;
 }  // namespace
 
-void check_backend_options(const RunConfig& cfg,
-                           const std::map<std::string, std::string>& load_errors) {
+Declarations ask_backends(const RunConfig& cfg,
+                          const std::map<std::string, std::string>& load_errors) {
+  Declarations declared;
   std::optional<TempDir> dir;
   for (size_t i = 0; i < cfg.backends.size(); ++i) {
     const std::string& b = cfg.backends[i];
@@ -69,15 +77,18 @@ void check_backend_options(const RunConfig& cfg,
     limits.memory_limit_mb = cfg.memory_limit_mb;
     const WorkerRun run =
         run_worker(job, worker_files(dir->path(), fmt::format("options.{}", i)), {}, limits);
+    if (const auto it = run.report.declarations.find(b); it != run.report.declarations.end())
+      declared[b] = it->second;
     for (const reports::ResultRecord& r : run.results) {
       if (r.error.rfind(kBackendUnavailable, 0) == 0)
-        throw Error(fmt::format("backend '{}' cannot run on this machine: {}", b,
+        throw Error(fmt::format("backend '{}' cannot run on this machine: {}", backend_name(b),
                                 r.error.substr(kBackendUnavailable.size())));
       if (r.error.rfind(kOptionRefused, 0) == 0)
-        throw Error(fmt::format("-c: backend '{}' refuses its options: {}", b,
+        throw Error(fmt::format("-c: backend '{}' refuses its options: {}", backend_name(b),
                                 r.error.substr(kOptionRefused.size())));
     }
   }
+  return declared;
 }
 
 }  // namespace crucible

@@ -6,8 +6,12 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace crucible::codegen {
+
+// The ops decompose() may rewrite into simpler ones (-c no_decompose=OP keeps one whole).
+const std::vector<std::string>& decomposed_ops();
 
 // A planted bug (-c inject=OP:KIND, or OP:KIND@NAME for the one node whose value is %NAME) for
 // testing the harness and the minifier end to end.

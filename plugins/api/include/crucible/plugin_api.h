@@ -12,12 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "crucible/backend_declaration.h"
 #include "crucible/core/error.h"
 #include "crucible/core/tensor.h"
 #include "crucible/ir/graph.h"
 
 // Bump on any change to the classes below: a plugin built against another version is refused.
-#define CRUCIBLE_PLUGIN_ABI_VERSION 4
+#define CRUCIBLE_PLUGIN_ABI_VERSION 5
 
 namespace crucible::plugin {
 
@@ -145,6 +146,10 @@ class Backend {
   // opens). The harness then refuses the run with that line instead of failing every model the
   // same way. The backend declares its needs here; the harness knows none of them.
   virtual std::string unavailable_here() const { return ""; }
+  // What the harness must do differently for this backend (backend_declaration.h), asked in the
+  // same worker as unavailable_here: a load-time environment to choose by measurement, how to
+  // bisect a failure to a pass and a kernel. The default declares nothing.
+  virtual Declaration declaration() const { return {}; }
 };
 
 // Every backend's run() starts with check_inputs, and intermediates() with check_value_ids

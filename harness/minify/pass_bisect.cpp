@@ -1,11 +1,10 @@
-// Codegen kernel and pass bisection (see codegen_bisect.h).
-#include "codegen_bisect.h"
+// Kernel and pass bisection as the backend declares it (see pass_bisect.h).
+#include "pass_bisect.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <fstream>
-#include <set>
 #include <sstream>
 
 #include "crucible/core/parallel_grain.h"
@@ -56,7 +55,12 @@ std::string Culprit::str() const {
   return s.empty() ? "none found" : s;
 }
 
-Culprit bisect_codegen(const Candidate& c, const Signature& locked, const OracleConfig& base) {
+bool declares_bisection(const plugin::Bisection& b) {
+  return !b.passes.empty() || !b.node_fallback_key.empty();
+}
+
+Culprit bisect_passes(const Candidate& c, const Signature& locked, const OracleConfig& base,
+                      const plugin::Bisection& declared) {
   Culprit out;
   auto fails_with = [&](const std::string& key, const std::string& value) {
     OracleConfig cfg = base;
@@ -66,41 +70,29 @@ Culprit bisect_codegen(const Candidate& c, const Signature& locked, const Oracle
     ++out.oracle_calls;
     return same_failure(locked, o.run(c).signature);
   };
-  std::vector<std::pair<std::string, std::string>> toggles = {
-      {"fusion", "off"}, {"packed_linear", "off"}, {"packed_conv", "off"}};
-  // Channels-last chains exist only between packed convolutions.
   const auto& nodes = c.graph.nodes();
-  if (std::any_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.op == "conv2d"; })) {
-    toggles.emplace_back("channels_last", "off");
-    toggles.emplace_back("chain_kernels", "off");
-    toggles.emplace_back("conv_algorithm", "direct");
+  for (const plugin::PassSwitch& pass : declared.passes) {
+    const auto set = base.config.find(pass.key);
+    if (pass.only_when_set && (set == base.config.end() || set->second == pass.value)) continue;
+    const bool uses_op =
+        pass.ops.empty() || std::any_of(nodes.begin(), nodes.end(), [&](auto& n) {
+          return std::find(pass.ops.begin(), pass.ops.end(), n.op) != pass.ops.end();
+        });
+    if (uses_op && !fails_with(pass.key, pass.value)) out.passes.push_back(pass.name);
   }
-  if (auto it = base.config.find("fast_math"); it != base.config.end() && it->second != "off") {
-    toggles.emplace_back("fast_math", "off");
-  }
-  for (const auto& [key, value] : toggles) {
-    if (!fails_with(key, value)) out.passes.push_back(key);
-  }
-  // Each decomposition the graph uses, kept whole alone.
-  std::set<std::string> decomposable;
-  for (const Node& n : c.graph.nodes()) {
-    for (const char* op : {"softmax", "log_softmax", "layer_norm", "silu", "hardswish",
-                           "hardsigmoid", "batch_norm"}) {
-      if (n.op == op) decomposable.insert(op);
+  if (!declared.node_fallback_key.empty()) {
+    for (const Node& n : nodes) {
+      if (element_cost(n.op) == 0) continue;  // views and data moves run no kernel of their own
+      const std::string name = c.graph.value(n.output).name;
+      if (!fails_with(declared.node_fallback_key, name)) out.nodes.push_back(name);
     }
   }
-  for (const std::string& op : decomposable) {
-    if (!fails_with("no_decompose", op)) out.passes.push_back("decompose(" + op + ")");
-  }
-  for (const Node& n : c.graph.nodes()) {
-    if (element_cost(n.op) == 0) continue;  // views and data moves run no kernel of their own
-    const std::string name = c.graph.value(n.output).name;
-    if (!fails_with("eager_nodes", name)) out.nodes.push_back(name);
-  }
+  if (declared.code_file.empty()) return out;
+  // The plugin API's Options::debug_dir, as -c names it.
   const fs::path dump = fs::absolute(base.work_dir / "bisect" / "dump");
   fs::remove_all(dump);
   fails_with("debug_dir", dump.string());
-  std::ifstream in(dump / "output_code.cpp");
+  std::ifstream in(dump / fs::path(declared.code_file).filename());
   std::stringstream code;
   code << in.rdbuf();
   const std::string text = code.str();

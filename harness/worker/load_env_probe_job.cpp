@@ -1,5 +1,5 @@
-// `crucible worker --job blas-probe`: one candidate BLAS core of the libtorch peer (its variables
-// given as the backend's --backend-env), checked against the fp64 reference and timed.
+// `crucible worker --job load-env-probe`: one candidate load-time environment of a backend (its
+// variables given as the backend's --backend-env), checked against the fp64 reference and timed.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -18,11 +18,11 @@ namespace {
 // Calls timed after two warm-up calls; their median is the candidate's figure.
 constexpr int kTimedCalls = 7;
 
-// A test-only fault (CRUCIBLE_TEST_BLAS_PROBE_FAULT, set by the runner on one candidate's worker
+// A test-only fault (CRUCIBLE_TEST_LOAD_ENV_FAULT, set by the runner on one candidate's worker
 // when its own environment asks): "wrong" spoils the backend's first output, "crash" aborts, so
 // the tests can show that such a candidate is discarded.
 void apply_test_fault(std::vector<Tensor>& out) {
-  const char* fault = std::getenv("CRUCIBLE_TEST_BLAS_PROBE_FAULT");
+  const char* fault = std::getenv("CRUCIBLE_TEST_LOAD_ENV_FAULT");
   if (fault == nullptr) return;
   if (std::strcmp(fault, "crash") == 0) std::abort();
   if (std::strcmp(fault, "wrong") == 0 && !out.empty() && out[0].dtype() == DType::kF32 &&
@@ -32,7 +32,7 @@ void apply_test_fault(std::vector<Tensor>& out) {
 
 }  // namespace
 
-void blas_probe_job(Session& s) {
+void load_env_probe_job(Session& s) {
   const std::string backend = s.job.backends.at(0);
   reports::ResultRecord r = s.record(backend, "performance");
   std::unique_ptr<LoadedBackend> eager, be;
@@ -51,10 +51,12 @@ void blas_probe_job(Session& s) {
     return s.report.result(r);
   s.report.phase("run", backend);
   if (!attempt(r, reports::Status::kFailToRun, [&] {
-        // The probe times the BLAS: its linears stay on ATen's BLAS path whatever -c linear says
-        // (auto would send them to oneDNN, and time the core on the matmuls alone).
+        // The probe compiles with the options its declaration gives (what keeps the probe on
+        // the library timed) over the run's.
         plugin::Options opts = s.options(backend, false);
-        opts.config["linear"] = "aten";
+        if (const auto d = be->backend().declaration(); d.load_env) {
+          for (const auto& [key, value] : d.load_env->probe_config) opts.config[key] = value;
+        }
         auto exe = be->backend().compile(s.graph, opts);
         for (int i = 0; i < 2; ++i) res = exe->run(s.inputs);
         for (int i = 0; i < kTimedCalls; ++i) {
