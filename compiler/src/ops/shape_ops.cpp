@@ -11,7 +11,7 @@
 #include "crucible/core/error.h"
 #include "crucible/core/parallel_grain.h"
 #include "crucible/ir/type_rules.h"
-#include "elementwise_loop.h"
+#include "elementwise/elementwise_loop.h"
 #include "register_ops.h"
 
 namespace crucible {

@@ -7,8 +7,8 @@
 
 #include "crucible/core/error.h"
 #include "crucible/ir/type_rules.h"
-#include "elementwise_internal.h"
-#include "elementwise_loop.h"
+#include "elementwise/elementwise_internal.h"
+#include "elementwise/elementwise_loop.h"
 
 namespace crucible::ew {
 namespace {

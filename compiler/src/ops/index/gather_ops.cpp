@@ -5,8 +5,8 @@
 #include <cstring>
 
 #include "crucible/core/error.h"
-#include "elementwise_loop.h"
-#include "index_internal.h"
+#include "elementwise/elementwise_loop.h"
+#include "index/index_internal.h"
 #include "register_ops.h"
 
 namespace crucible {

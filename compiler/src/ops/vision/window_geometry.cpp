@@ -1,6 +1,6 @@
 // Sliding-window attributes and output sizes of conv2d and the 2-D pools, following PyTorch's
 // rules (including ceil_mode's dropped last window).
-#include "window_geometry.h"
+#include "vision/window_geometry.h"
 
 #include <fmt/format.h>
 

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "crucible/core/tensor.h"
-#include "elementwise_loop.h"
-#include "reduction_internal.h"
-#include "window_geometry.h"
+#include "elementwise/elementwise_loop.h"
+#include "reduction/reduction_internal.h"
+#include "vision/window_geometry.h"
 
 namespace crucible::vision {
 

@@ -15,8 +15,8 @@
 #include <cstring>
 #include <vector>
 
-#include "reduction_internal.h"
-#include "vision_internal.h"
+#include "reduction/reduction_internal.h"
+#include "vision/vision_internal.h"
 
 namespace crucible::vision {
 

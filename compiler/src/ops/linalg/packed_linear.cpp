@@ -18,7 +18,7 @@
 #include "crucible/core/error.h"
 #include "crucible/core/parallel_grain.h"
 #include "dnnl_runtime.h"
-#include "reduction_internal.h"
+#include "reduction/reduction_internal.h"
 
 // Which oneDNN primitive, and how the batch size M is handled (measured on this machine, AMD EPYC
 // AVX2 without AVX-512, 2 threads, oneDNN 2.6.3, x@W^T + bias + relu, best of interleaved runs):

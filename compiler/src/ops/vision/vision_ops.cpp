@@ -2,7 +2,7 @@
 // resize, each in its own file.
 // Their shared window geometry lives in window_geometry.cpp.
 #include "register_ops.h"
-#include "vision_internal.h"
+#include "vision/vision_internal.h"
 
 namespace crucible {
 

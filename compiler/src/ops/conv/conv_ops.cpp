@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "crucible/core/error.h"
-#include "elementwise_loop.h"
-#include "vision_internal.h"
+#include "elementwise/elementwise_loop.h"
+#include "vision/vision_internal.h"
 
 namespace crucible::vision {
 namespace {

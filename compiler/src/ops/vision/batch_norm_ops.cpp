@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "crucible/core/error.h"
-#include "elementwise_loop.h"
-#include "reduction_internal.h"
-#include "vision_internal.h"
+#include "elementwise/elementwise_loop.h"
+#include "reduction/reduction_internal.h"
+#include "vision/vision_internal.h"
 
 namespace crucible::vision {
 namespace {

@@ -7,12 +7,12 @@
 #include <string>
 #include <type_traits>
 
-#include "activation_math.h"
 #include "crucible/core/error.h"
 #include "crucible/core/fast_math.h"
 #include "crucible/ops/clamp_bounds.h"
-#include "elementwise_internal.h"
-#include "elementwise_loop.h"
+#include "elementwise/activation_math.h"
+#include "elementwise/elementwise_internal.h"
+#include "elementwise/elementwise_loop.h"
 
 #if defined(__AVX512F__)
 #include <immintrin.h>

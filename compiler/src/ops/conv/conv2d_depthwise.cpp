@@ -10,8 +10,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "reduction_internal.h"
-#include "vision_internal.h"
+#include "reduction/reduction_internal.h"
+#include "vision/vision_internal.h"
 
 namespace crucible::vision {
 namespace {

@@ -8,10 +8,10 @@
 #include <type_traits>
 
 #include "crucible/core/error.h"
-#include "elementwise_internal.h"
-#include "elementwise_loop.h"
-#include "index_internal.h"
-#include "reduction_internal.h"
+#include "elementwise/elementwise_internal.h"
+#include "elementwise/elementwise_loop.h"
+#include "index/index_internal.h"
+#include "reduction/reduction_internal.h"
 #include "register_ops.h"
 
 namespace crucible {

@@ -1,6 +1,6 @@
 // WinogradF4x3: input and output transforms on vectors of 8 channels over chunks of tiles, with
 // the 36 transform-domain products as packed GEMMs between them.
-#include "winograd_f4x3.h"
+#include "conv/winograd_f4x3.h"
 
 #include <fmt/format.h>
 

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "crucible/ops/gemm.h"
-#include "reduction_internal.h"
-#include "vision_internal.h"
+#include "reduction/reduction_internal.h"
+#include "vision/vision_internal.h"
 
 namespace crucible::vision {
 namespace {

@@ -15,7 +15,7 @@
 #include "crucible/core/fnv1a.h"
 #include "crucible/core/tensor.h"
 #include "dnnl_runtime.h"
-#include "vision_internal.h"
+#include "vision/vision_internal.h"
 
 // Which layouts the primitive gets (measured on this machine, AMD EPYC with AVX-512, 2 threads,
 // oneDNN 2.6.3; times include every reorder):

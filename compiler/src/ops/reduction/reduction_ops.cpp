@@ -12,7 +12,7 @@
 
 #include "crucible/core/error.h"
 #include "crucible/ir/type_rules.h"
-#include "reduction_internal.h"
+#include "reduction/reduction_internal.h"
 #include "register_ops.h"
 
 namespace crucible {

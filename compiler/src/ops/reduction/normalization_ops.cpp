@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "crucible/core/error.h"
-#include "reduction_internal.h"
+#include "reduction/reduction_internal.h"
 #include "register_ops.h"
 
 namespace crucible::reduction {

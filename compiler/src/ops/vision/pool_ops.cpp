@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "crucible/core/error.h"
-#include "elementwise_loop.h"
-#include "pool_rows.h"
-#include "reduction_internal.h"
-#include "vision_internal.h"
+#include "elementwise/elementwise_loop.h"
+#include "reduction/reduction_internal.h"
+#include "vision/pool_rows.h"
+#include "vision/vision_internal.h"
 
 namespace crucible::vision {
 namespace {

@@ -6,10 +6,10 @@
 #include <memory>
 #include <vector>
 
-#include "conv_epilogue.h"
+#include "conv/conv_epilogue.h"
 #include "crucible/ops/packed_conv.h"
 #include "crucible/ops/packed_linear.h"
-#include "vision_internal.h"
+#include "vision/vision_internal.h"
 
 namespace crucible::vision {
 

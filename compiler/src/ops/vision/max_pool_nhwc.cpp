@@ -8,8 +8,8 @@
 #include <limits>
 
 #include "crucible/core/error.h"
-#include "reduction_internal.h"
-#include "window_geometry.h"
+#include "reduction/reduction_internal.h"
+#include "vision/window_geometry.h"
 
 namespace crucible {
 

@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "activation_math.h"
 #include "crucible/ops/packed_conv.h"
+#include "elementwise/activation_math.h"
 
 namespace crucible::vision {
 

@@ -15,13 +15,13 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "conv_epilogue.h"
+#include "conv/conv_epilogue.h"
+#include "conv/winograd_f4x3.h"
 #include "crucible/core/error.h"
 #include "dnnl_runtime.h"
-#include "reduction_internal.h"
+#include "reduction/reduction_internal.h"
 #include "timed_choice.h"
-#include "vision_internal.h"
-#include "winograd_f4x3.h"
+#include "vision/vision_internal.h"
 
 // Which kernel, which activation layouts, and where the epilogue runs (measured on this machine,
 // AMD EPYC with AVX-512, 2 threads, oneDNN 2.6.3, batch 8, medians of interleaved runs):

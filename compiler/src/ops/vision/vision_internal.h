@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
-#include "conv_epilogue.h"
+#include "conv/conv_epilogue.h"
 #include "crucible/ir/op_registry.h"
-#include "window_geometry.h"
+#include "vision/window_geometry.h"
 
 namespace crucible::vision {
 

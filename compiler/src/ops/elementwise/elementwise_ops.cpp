@@ -1,8 +1,8 @@
 // The elementwise op family's entry point: registers the unary, binary and compare/where parts
 // (their own files) and cast, the dtype conversion every other part can express itself through.
 #include "crucible/core/error.h"
-#include "elementwise_internal.h"
-#include "elementwise_loop.h"
+#include "elementwise/elementwise_internal.h"
+#include "elementwise/elementwise_loop.h"
 #include "register_ops.h"
 
 namespace crucible {
