@@ -156,6 +156,8 @@ at::Tensor silu(const at::Tensor& x) { return at::silu(x); }
 at::Tensor hardswish(const at::Tensor& x) { return at::hardswish(x); }
 at::Tensor hardsigmoid(const at::Tensor& x) { return at::hardsigmoid(x); }
 
+// A table, not logic: one entry per op (its ATen call and TorchScript expression), so an op's
+// mapping is found by its name in one place.
 const Table& table() {
   static const Table t = [] {
     Table m;

@@ -41,9 +41,23 @@ bool view_layout(const Graph& g, int node, const std::vector<NodeClass>& classes
   return true;
 }
 
-MemoryPlan plan_memory(const Graph& g, const LoopProgram& lp, const std::set<ValueId>& keep) {
+namespace {
+
+// The base buffer behind a value (a view resolves to what it views).
+ValueId base_of(const Graph& g, const LoopProgram& lp, ValueId v) {
+  while (g.value(v).kind == ValueKind::kNode && lp.classes[g.value(v).node] == NodeClass::kView) {
+    v = g.nodes()[g.value(v).node].operands[0];
+  }
+  return v;
+}
+
+// Which values live in buffers: inputs, parameters, graph outputs, every value a non-kernel group
+// computes and every value read outside the kernel group computing it. Kept values computed
+// inside a kernel become extra outputs of it (constants have no kernel; the runtime evaluates
+// them).
+void mark_materialized(const Graph& g, const LoopProgram& lp, const std::set<ValueId>& keep,
+                       MemoryPlan& mp) {
   const auto& nodes = g.nodes();
-  MemoryPlan mp;
   mp.materialized.assign(g.values().size(), false);
   std::set<ValueId> graph_outputs(g.outputs().begin(), g.outputs().end());
   for (ValueId v : g.inputs()) mp.materialized[v] = true;
@@ -66,8 +80,6 @@ MemoryPlan plan_memory(const Graph& g, const LoopProgram& lp, const std::set<Val
         mp.materialized[o] = true;
     }
   }
-  // Kept values computed inside a kernel become extra outputs of it (constants have no kernel; the
-  // runtime evaluates them).
   for (ValueId v : keep) {
     const Value& val = g.value(v);
     if (val.kind != ValueKind::kNode || mp.materialized[v] ||
@@ -77,72 +89,86 @@ MemoryPlan plan_memory(const Graph& g, const LoopProgram& lp, const std::set<Val
     mp.materialized[v] = true;
     mp.extra.insert(v);
   }
-  // The base buffer behind a value (a view resolves to what it views).
-  auto base_of = [&](ValueId v) {
-    while (g.value(v).kind == ValueKind::kNode && lp.classes[g.value(v).node] == NodeClass::kView) {
-      v = nodes[g.value(v).node].operands[0];
-    }
-    return v;
-  };
-  // Last group reading each base buffer, directly or through a view.
+}
+
+// Per base buffer, the last group reading it, directly or through a view; INT32_MAX for one that
+// is returned (a graph output or a kept value), so never overwritten.
+std::vector<int> last_reads(const Graph& g, const LoopProgram& lp, const std::set<ValueId>& keep) {
   std::vector<int> last_read(g.values().size(), -1);
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    for (ValueId o : nodes[i].operands) {
-      ValueId b = base_of(o);
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    for (ValueId o : g.nodes()[i].operands) {
+      const ValueId b = base_of(g, lp, o);
       last_read[b] = std::max(last_read[b], lp.group_of[i]);
     }
   }
-  for (ValueId o : g.outputs()) last_read[base_of(o)] = INT32_MAX;
-  for (ValueId v : keep) last_read[base_of(v)] = INT32_MAX;  // returned, so never overwritten
+  for (ValueId o : g.outputs()) last_read[base_of(g, lp, o)] = INT32_MAX;
+  for (ValueId v : keep) last_read[base_of(g, lp, v)] = INT32_MAX;
+  return last_read;
+}
 
+// Whether every read of buffer `b` in group `grp` is element for element (never broadcast, never
+// through a view).
+bool read_directly(const Graph& g, const LoopProgram& lp, const Group& grp, ValueId b) {
+  for (int ni : grp.nodes) {
+    const Node& n = g.nodes()[ni];
+    for (ValueId o : n.operands) {
+      if (base_of(g, lp, o) == b &&
+          (o != b || g.value(n.output).type.shape != g.value(b).type.shape))
+        return false;
+    }
+  }
+  return true;
+}
+
+// Kernel group `gi`'s input buffers, materialized outputs and, per output, the input it overwrites
+// in place (-1: none). A pointwise kernel may write an output over an input buffer that dies
+// here, when that input is an intermediate of the same size and dtype read element for element,
+// so each element is read before it is overwritten at the same index.
+void plan_kernel(const Graph& g, const LoopProgram& lp, size_t gi,
+                 const std::vector<int>& last_read, MemoryPlan& mp) {
+  const auto& nodes = g.nodes();
+  const Group& grp = lp.groups[gi];
+  std::set<ValueId> in_group;
+  for (int ni : grp.nodes) in_group.insert(nodes[ni].output);
+  std::vector<ValueId>& ins = mp.inputs[gi];
+  for (int ni : grp.nodes) {
+    for (ValueId o : nodes[ni].operands) {
+      if (in_group.contains(o) || !mp.materialized[o]) continue;
+      const ValueId b = base_of(g, lp, o);
+      if (std::find(ins.begin(), ins.end(), b) == ins.end()) ins.push_back(b);
+    }
+  }
+  for (int ni : grp.nodes) {
+    if (mp.materialized[nodes[ni].output]) mp.outputs[gi].push_back(nodes[ni].output);
+  }
+  std::set<size_t> used;
+  for (ValueId out : mp.outputs[gi]) {
+    int chosen = -1;
+    for (size_t k = 0; k < ins.size() && !grp.has_reduction; ++k) {
+      const ValueId b = ins[k];
+      const Value& bv = g.value(b);
+      if (used.contains(k) || bv.kind != ValueKind::kNode || last_read[b] != static_cast<int>(gi))
+        continue;
+      if (bv.type != g.value(out).type || !read_directly(g, lp, grp, b)) continue;
+      chosen = static_cast<int>(k);
+      used.insert(k);
+      break;
+    }
+    mp.in_place[gi].push_back(chosen);
+  }
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const Graph& g, const LoopProgram& lp, const std::set<ValueId>& keep) {
+  MemoryPlan mp;
+  mark_materialized(g, lp, keep, mp);
+  const std::vector<int> last_read = last_reads(g, lp, keep);
   mp.in_place.resize(lp.groups.size());
   mp.inputs.resize(lp.groups.size());
   mp.outputs.resize(lp.groups.size());
   for (size_t gi = 0; gi < lp.groups.size(); ++gi) {
-    const Group& grp = lp.groups[gi];
-    if (grp.kind != Group::Kind::kKernel) continue;
-    std::set<ValueId> in_group;
-    for (int ni : grp.nodes) in_group.insert(nodes[ni].output);
-    std::vector<ValueId>& ins = mp.inputs[gi];
-    for (int ni : grp.nodes) {
-      for (ValueId o : nodes[ni].operands) {
-        if (in_group.contains(o) || !mp.materialized[o]) continue;
-        ValueId b = base_of(o);
-        if (std::find(ins.begin(), ins.end(), b) == ins.end()) ins.push_back(b);
-      }
-    }
-    for (int ni : grp.nodes) {
-      if (mp.materialized[nodes[ni].output]) mp.outputs[gi].push_back(nodes[ni].output);
-    }
-    // In place: a pointwise kernel may write an output over an input buffer that dies here, when
-    // that input is an intermediate of the same size and dtype read element for element (never
-    // broadcast, never through a view), so each element is read before it is overwritten at the
-    // same index.
-    std::set<size_t> used;
-    for (ValueId out : mp.outputs[gi]) {
-      int chosen = -1;
-      for (size_t k = 0; k < ins.size() && !grp.has_reduction; ++k) {
-        const ValueId b = ins[k];
-        const Value& bv = g.value(b);
-        if (used.contains(k) || bv.kind != ValueKind::kNode || last_read[b] != static_cast<int>(gi))
-          continue;
-        if (bv.type != g.value(out).type) continue;
-        bool direct_only = true;
-        for (int ni : grp.nodes) {
-          for (ValueId o : nodes[ni].operands) {
-            if (base_of(o) == b &&
-                (o != b || g.value(nodes[ni].output).type.shape != bv.type.shape)) {
-              direct_only = false;
-            }
-          }
-        }
-        if (!direct_only) continue;
-        chosen = static_cast<int>(k);
-        used.insert(k);
-        break;
-      }
-      mp.in_place[gi].push_back(chosen);
-    }
+    if (lp.groups[gi].kind == Group::Kind::kKernel) plan_kernel(g, lp, gi, last_read, mp);
   }
   return mp;
 }

@@ -304,6 +304,55 @@ void Store::add_results(int64_t run_id, const std::vector<ResultRecord>& results
   tx.commit();
 }
 
+namespace {
+
+// A result's per-output accuracy rows, under its id.
+void insert_accuracy(sqlite3* db, int64_t id, const std::vector<OutputAccuracy>& accuracy) {
+  Statement acc(db,
+                "INSERT INTO accuracy (result_id, output_index, dtype, shape, max_abs_err, "
+                "max_rel_err, mismatches,"
+                " first_mismatch, rmse_vs_fp64, rmse_eager_vs_fp64, cosine, passed)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  for (const OutputAccuracy& a : accuracy) {
+    acc.bind(1, id)
+        .bind(2, static_cast<int64_t>(a.index))
+        .bind(3, a.dtype)
+        .bind(4, a.shape)
+        .bind(5, finite(a.max_abs_err))
+        .bind(6, finite(a.max_rel_err))
+        .bind(7, a.mismatches)
+        .bind(8, a.first_mismatch)
+        .bind(9, finite(a.rmse_vs_fp64))
+        .bind(10, finite(a.rmse_eager_vs_fp64))
+        .bind(11, finite(a.cosine))
+        .bind(12, static_cast<int64_t>(a.passed));
+    acc.run();
+    acc.reset();
+  }
+}
+
+// A result's per-kernel rows, under its id.
+void insert_kernels(sqlite3* db, int64_t id, const std::vector<KernelTiming>& kernels) {
+  Statement k(db,
+              "INSERT INTO kernels (result_id, name, calls, total_ns, instructions, flops, bytes)"
+              " VALUES (?, ?, ?, ?, ?, ?, ?)");
+  for (const KernelTiming& kt : kernels) {
+    k.bind(1, id)
+        .bind(2, kt.name)
+        .bind(3, kt.calls)
+        .bind(4, kt.total_ns)
+        .bind(5, kt.instructions)
+        .bind(6, kt.flops)
+        .bind(7, kt.bytes);
+    k.run();
+    k.reset();
+  }
+}
+
+}  // namespace
+
+// One bind per column of the results row, in the INSERT's order: split, a column would sit away
+// from the value bound to it.
 int64_t Store::insert_result(int64_t run_id, const ResultRecord& r) {
   const SampleStats st = summarize(r.samples_ms);
   Statement s(db_,
@@ -405,41 +454,8 @@ int64_t Store::insert_result(int64_t run_id, const ResultRecord& r) {
   }
   s.run();
   const int64_t id = sqlite3_last_insert_rowid(db_);
-  Statement acc(db_,
-                "INSERT INTO accuracy (result_id, output_index, dtype, shape, max_abs_err, "
-                "max_rel_err, mismatches,"
-                " first_mismatch, rmse_vs_fp64, rmse_eager_vs_fp64, cosine, passed)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  for (const OutputAccuracy& a : r.accuracy) {
-    acc.bind(1, id)
-        .bind(2, static_cast<int64_t>(a.index))
-        .bind(3, a.dtype)
-        .bind(4, a.shape)
-        .bind(5, finite(a.max_abs_err))
-        .bind(6, finite(a.max_rel_err))
-        .bind(7, a.mismatches)
-        .bind(8, a.first_mismatch)
-        .bind(9, finite(a.rmse_vs_fp64))
-        .bind(10, finite(a.rmse_eager_vs_fp64))
-        .bind(11, finite(a.cosine))
-        .bind(12, static_cast<int64_t>(a.passed));
-    acc.run();
-    acc.reset();
-  }
-  Statement k(db_,
-              "INSERT INTO kernels (result_id, name, calls, total_ns, instructions, flops, bytes)"
-              " VALUES (?, ?, ?, ?, ?, ?, ?)");
-  for (const KernelTiming& kt : r.kernels) {
-    k.bind(1, id)
-        .bind(2, kt.name)
-        .bind(3, kt.calls)
-        .bind(4, kt.total_ns)
-        .bind(5, kt.instructions)
-        .bind(6, kt.flops)
-        .bind(7, kt.bytes);
-    k.run();
-    k.reset();
-  }
+  insert_accuracy(db_, id, r.accuracy);
+  insert_kernels(db_, id, r.kernels);
   return id;
 }
 

@@ -188,6 +188,28 @@ struct PackedLinear::Impl {
 
   memory::desc conv_bias_md() const { return has_bias ? conv_bias.get_desc() : memory::desc(); }
 
+  // beta * bias as N floats, after checking it is [N] or broadcasts to one row of N values.
+  void take_bias(const Tensor& bias, const Tensor& weight, float beta_bias) {
+    if (bias.dtype() != DType::kF32) {
+      throw Error(fmt::format("PackedLinear: bias must be f32, got {}", dtype_name(bias.dtype())));
+    }
+    bool row = bias.dim() == 0 || bias.shape().back() == n || bias.shape().back() == 1;
+    for (int64_t d = 0; row && d + 1 < bias.dim(); ++d) row = bias.shape()[d] == 1;
+    if (!row) {
+      throw Error(
+          fmt::format("PackedLinear: bias shape {} must be [{}] (or broadcast to it) for weight {}",
+                      shape_str(bias.shape()), n, shape_str(weight.shape())));
+    }
+    // torch.addmm with beta == 0 ignores the bias, NaN included.
+    if (beta_bias == 0.0f) return;
+    has_bias = true;
+    const std::vector<double> v = bias.to_doubles();
+    bias_values.resize(n);
+    for (int64_t j = 0; j < n; ++j) {
+      bias_values[j] = beta_bias * static_cast<float>(v[v.size() == 1 ? 0 : j]);
+    }
+  }
+
   // Whether m rows are too little work for oneDNN's threads.
   bool serial_rows(int64_t m) const { return !worth_parallel(m * k * n); }
 
@@ -325,28 +347,7 @@ PackedLinear::PackedLinear(const Tensor& weight, bool weight_layout_nk, const Te
   im.beta = beta_bias;
   const int64_t k = im.k, n = im.n;
 
-  if (bias.defined()) {
-    if (bias.dtype() != DType::kF32) {
-      throw Error(fmt::format("PackedLinear: bias must be f32, got {}", dtype_name(bias.dtype())));
-    }
-    // [N], or anything that broadcasts to one row of N values.
-    bool row = bias.dim() == 0 || bias.shape().back() == n || bias.shape().back() == 1;
-    for (int64_t d = 0; row && d + 1 < bias.dim(); ++d) row = bias.shape()[d] == 1;
-    if (!row) {
-      throw Error(
-          fmt::format("PackedLinear: bias shape {} must be [{}] (or broadcast to it) for weight {}",
-                      shape_str(bias.shape()), n, shape_str(weight.shape())));
-    }
-    // torch.addmm with beta == 0 ignores the bias, NaN included.
-    if (beta_bias != 0.0f) {
-      im.has_bias = true;
-      const std::vector<double> v = bias.to_doubles();
-      im.bias_values.resize(n);
-      for (int64_t j = 0; j < n; ++j) {
-        im.bias_values[j] = beta_bias * static_cast<float>(v[v.size() == 1 ? 0 : j]);
-      }
-    }
-  }
+  if (bias.defined()) im.take_bias(bias, weight, beta_bias);
 
   // relu is applied by our own pass after the GEMM: oneDNN's eltwise relu is vmaxps(x, 0), which
   // turns NaN into 0 where PyTorch and eager keep it. The other activations' post-ops keep NaN
