@@ -77,6 +77,7 @@ const GradTable& table() {
     add_reduction_grads(out);
     add_linalg_grads(out);
     add_shape_grads(out);
+    add_index_grads(out);
     return out;
   }();
   return t;

@@ -63,6 +63,7 @@ void add_elementwise_grads(GradTable& t);
 void add_reduction_grads(GradTable& t);
 void add_linalg_grads(GradTable& t);
 void add_shape_grads(GradTable& t);
+void add_index_grads(GradTable& t);
 
 // The reduced dims of a reduction's `dims` attribute on a rank-`rank` operand, normalized and
 // sorted (empty attribute: every dim).
