@@ -19,8 +19,23 @@ ValueId GradBuilder::op(const std::string& name, std::vector<ValueId> operands, 
   return g_.add_node(name, std::move(operands), std::move(attrs));
 }
 
+ValueId filled(Graph& g, const Shape& shape, double value, DType dtype) {
+  return g.add_node("full", {}, {{"shape", shape}, {"value", value}, {"dtype", dtype}});
+}
+
+int64_t wrap_dim(int64_t d, size_t rank) {
+  const auto r = static_cast<int64_t>(rank);
+  return (d % r + r) % r;
+}
+
+int64_t product(const Shape& s, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t d = from; d < to; ++d) p *= s[d];
+  return p;
+}
+
 ValueId GradBuilder::scalar(double value, DType dtype) {
-  return op("full", {}, {{"shape", std::vector<int64_t>{}}, {"value", value}, {"dtype", dtype}});
+  return autodiff::filled(g_, {}, value, dtype);
 }
 
 ValueId GradBuilder::as_number(ValueId mask, ValueId like) {
@@ -127,10 +142,7 @@ Graph joint_graph(const Graph& forward, std::span<const ValueId> wrt) {
   if (!is_floating(lt.dtype))
     throw GraphError(fmt::format("autodiff: the loss %{} is {}: it must be floating",
                                  g.value(loss).name, dtype_name(lt.dtype)));
-  grad[loss] = g.add_node("full", {},
-                          {{"shape", std::vector<int64_t>(lt.shape.begin(), lt.shape.end())},
-                           {"value", 1.0},
-                           {"dtype", lt.dtype}});
+  grad[loss] = autodiff::filled(g, lt.shape, 1.0, lt.dtype);
   const size_t forward_nodes = forward.nodes().size();
   for (size_t i = forward_nodes; i-- > 0;) {
     const Node n = g.nodes()[i];  // a copy: the rule adds nodes to g
@@ -155,10 +167,7 @@ Graph joint_graph(const Graph& forward, std::span<const ValueId> wrt) {
     ValueId d = grad[v];
     const TensorType t = g.value(v).type;
     if (d < 0) {
-      d = g.add_node("full", {},
-                     {{"shape", std::vector<int64_t>(t.shape.begin(), t.shape.end())},
-                      {"value", 0.0},
-                      {"dtype", t.dtype}});
+      d = autodiff::filled(g, t.shape, 0.0, t.dtype);
     } else if (static_cast<size_t>(d) < forward.values().size() || named.contains(d)) {
       // A forward value (the loss itself, say), or a gradient two values share (add's), is
       // returned through a copy of its own name.

@@ -11,8 +11,6 @@ namespace crucible::autodiff {
 
 namespace {
 
-using Grads = std::vector<ValueId>;
-
 // A rule for a unary op whose derivative is d(x, y): gy * d.
 GradRule unary(std::function<ValueId(GradBuilder&, ValueId x, ValueId y)> d) {
   return [d](GradBuilder& b) -> Grads {

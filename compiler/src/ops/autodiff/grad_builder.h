@@ -11,6 +11,9 @@
 
 namespace crucible::autodiff {
 
+// A `full` node of `shape` filled with `value`.
+ValueId filled(Graph& g, const Shape& shape, double value, DType dtype);
+
 class GradBuilder {
  public:
   GradBuilder(Graph& g, const Node& node, ValueId grad_out, std::vector<bool> wants)
@@ -28,6 +31,9 @@ class GradBuilder {
 
   ValueId op(const std::string& name, std::vector<ValueId> operands, Attrs attrs = {});
   ValueId scalar(double value, DType dtype);  // a 0-d constant
+  ValueId filled(const Shape& shape, double value, DType dtype) {
+    return autodiff::filled(g_, shape, value, dtype);
+  }
   ValueId scalar_like(double value, ValueId like) { return scalar(value, type(like).dtype); }
   ValueId mul(ValueId a, ValueId b) { return op("mul", {a, b}); }
   ValueId div(ValueId a, ValueId b) { return op("div", {a, b}); }
@@ -55,7 +61,8 @@ class GradBuilder {
 };
 
 // A rule: the gradients of a node's operands (-1 for one that has none, or is not wanted).
-using GradRule = std::function<std::vector<ValueId>(GradBuilder&)>;
+using Grads = std::vector<ValueId>;
+using GradRule = std::function<Grads(GradBuilder&)>;
 using GradTable = std::map<std::string, GradRule>;
 
 // Each family's rules (one file each).
@@ -64,6 +71,12 @@ void add_reduction_grads(GradTable& t);
 void add_linalg_grads(GradTable& t);
 void add_shape_grads(GradTable& t);
 void add_index_grads(GradTable& t);
+
+// A dim attribute of a rank-`rank` operand counted from 0 (negative ones from the end).
+int64_t wrap_dim(int64_t d, size_t rank);
+
+// The product of dims [from, to) of `s` (1 for none).
+int64_t product(const Shape& s, size_t from, size_t to);
 
 // The reduced dims of a reduction's `dims` attribute on a rank-`rank` operand, normalized and
 // sorted (empty attribute: every dim).

@@ -10,13 +10,6 @@ namespace crucible::autodiff {
 
 namespace {
 
-using Grads = std::vector<ValueId>;
-
-int64_t wrap_dim(int64_t d, size_t rank) {
-  const auto r = static_cast<int64_t>(rank);
-  return (d % r + r) % r;
-}
-
 // The indices with negative ones counted from the end of a dim of size n.
 ValueId normalized(GradBuilder& b, ValueId idx, int64_t n) {
   const ValueId negative = b.op("lt", {idx, b.scalar_like(0.0, idx)});
@@ -29,12 +22,6 @@ ValueId one_hot(GradBuilder& b, ValueId idx, int64_t n) {
   const ValueId all =
       b.op("arange", {}, {{"end", static_cast<double>(n)}, {"dtype", b.type(idx).dtype}});
   return b.as_number(b.op("eq", {idx, all}), b.gy());
-}
-
-int64_t product(const Shape& s, size_t from, size_t to) {
-  int64_t p = 1;
-  for (size_t d = from; d < to; ++d) p *= s[d];
-  return p;
 }
 
 }  // namespace
@@ -66,7 +53,7 @@ void add_index_grads(GradTable& t) {
     const Shape sx = b.shape(b.x(0));
     const int64_t dim = wrap_dim(b.node().attrs.get_int("dim"), sx.size());
     const int64_t n = sx[dim], outer = product(sx, 0, dim), inner = product(sx, dim + 1, sx.size());
-    const int64_t picks = product(b.shape(b.x(1)), 0, b.shape(b.x(1)).size());
+    const int64_t picks = shape_numel(b.shape(b.x(1)));
     const ValueId idx =
         b.op("reshape", {normalized(b, b.x(1), n)}, {{"shape", std::vector<int64_t>{picks, 1}}});
     const ValueId g3 =

@@ -7,8 +7,6 @@ namespace crucible::autodiff {
 
 namespace {
 
-using Grads = std::vector<ValueId>;
-
 ValueId t2(GradBuilder& b, ValueId v) {  // swap the last two dims
   return b.op("transpose", {v}, {{"dim0", int64_t{-2}}, {"dim1", int64_t{-1}}});
 }
@@ -50,8 +48,7 @@ void add_linalg_grads(GradTable& t) {
     Grads out(b.node().operands.size(), -1);
     if (b.wants(0)) out[0] = b.op("matmul", {b.gy(), w});
     if (b.wants(1)) {
-      int64_t rows = 1;
-      for (size_t d = 0; d + 1 < sx.size(); ++d) rows *= sx[d];
+      const int64_t rows = product(sx, 0, sx.size() - 1);
       const ValueId g2 = reshaped(b, b.gy(), {rows, sy.back()});
       const ValueId x2 = reshaped(b, x, {rows, sx.back()});
       out[1] = b.op("matmul", {t2(b, g2), x2});
@@ -65,8 +62,7 @@ void add_linalg_grads(GradTable& t) {
     if (!b.wants(0)) return {-1, -1};
     const Shape sw = b.shape(b.x(0));
     const Shape si = b.shape(b.x(1));
-    int64_t rows = 1;
-    for (int64_t d : si) rows *= d;
+    const int64_t rows = shape_numel(si);
     const ValueId ids =
         b.op("arange", {}, {{"end", static_cast<double>(sw[0])}, {"dtype", b.type(b.x(1)).dtype}});
     const ValueId flat = reshaped(b, b.x(1), {rows, 1});

@@ -8,8 +8,6 @@ namespace crucible::autodiff {
 
 namespace {
 
-using Grads = std::vector<ValueId>;
-
 // The reduction's dims and keepdim, and the count of elements each result reduces.
 struct Reduced {
   std::vector<int64_t> dims;
@@ -27,8 +25,7 @@ Reduced reduced(GradBuilder& b) {
 
 // The softmax family's dim, normalized.
 int64_t softmax_dim(GradBuilder& b) {
-  const int64_t dim = b.node().attrs.get_int("dim");
-  return dim < 0 ? dim + static_cast<int64_t>(b.shape(b.x(0)).size()) : dim;
+  return wrap_dim(b.node().attrs.get_int("dim"), b.shape(b.x(0)).size());
 }
 
 ValueId sum_over(GradBuilder& b, ValueId v, int64_t dim) {

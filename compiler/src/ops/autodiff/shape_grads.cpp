@@ -10,12 +10,6 @@ namespace crucible::autodiff {
 
 namespace {
 
-using Grads = std::vector<ValueId>;
-
-ValueId zeros(GradBuilder& b, Shape shape, DType dtype) {
-  return b.op("full", {}, {{"shape", shape}, {"value", 0.0}, {"dtype", dtype}});
-}
-
 // A step-1 slice's gradient: gy between zeros for what the slice left out, along its dim.
 ValueId unslice_contiguous(GradBuilder& b, int64_t dim, int64_t start, int64_t end) {
   const Shape shape = b.shape(b.x(0));
@@ -24,12 +18,12 @@ ValueId unslice_contiguous(GradBuilder& b, int64_t dim, int64_t start, int64_t e
   Shape piece = shape;
   if (start > 0) {
     piece[dim] = start;
-    parts.push_back(zeros(b, piece, dt));
+    parts.push_back(b.filled(piece, 0.0, dt));
   }
   parts.push_back(b.gy());
   if (end < shape[dim]) {
     piece[dim] = shape[dim] - end;
-    parts.push_back(zeros(b, piece, dt));
+    parts.push_back(b.filled(piece, 0.0, dt));
   }
   return parts.size() == 1 ? b.gy() : b.op("cat", parts, {{"dim", dim}});
 }
@@ -69,7 +63,7 @@ void add_shape_grads(GradTable& t) {
     std::vector<int64_t> dims = b.node().attrs.get_ints("dims");
     const auto rank = static_cast<int64_t>(dims.size());
     std::vector<int64_t> inverse(dims.size());
-    for (int64_t i = 0; i < rank; ++i) inverse[(dims[i] % rank + rank) % rank] = i;
+    for (int64_t i = 0; i < rank; ++i) inverse[wrap_dim(dims[i], dims.size())] = i;
     return {b.op("permute", {b.gy()}, {{"dims", inverse}})};
   };
   t["transpose"] = [](GradBuilder& b) -> Grads {
@@ -81,8 +75,7 @@ void add_shape_grads(GradTable& t) {
     if (!b.wants(0)) return {-1};
     const Attrs& a = b.node().attrs;
     const Shape shape = b.shape(b.x(0));
-    const auto rank = static_cast<int64_t>(shape.size());
-    const int64_t dim = (a.get_int("dim") % rank + rank) % rank;
+    const int64_t dim = wrap_dim(a.get_int("dim"), shape.size());
     const int64_t n = shape[dim], step = a.get_int_or("step", 1);
     int64_t start = a.get_int_or("start", 0);
     int64_t end = a.get_int_or("end", std::numeric_limits<int64_t>::max());
@@ -93,8 +86,7 @@ void add_shape_grads(GradTable& t) {
   };
   // Each operand's part of gy, along the cat's dim.
   t["cat"] = [](GradBuilder& b) -> Grads {
-    const auto rank = static_cast<int64_t>(b.shape(b.y()).size());
-    const int64_t dim = (b.node().attrs.get_int_or("dim", 0) % rank + rank) % rank;
+    const int64_t dim = wrap_dim(b.node().attrs.get_int_or("dim", 0), b.shape(b.y()).size());
     Grads out;
     int64_t at = 0;
     for (size_t k = 0; k < b.node().operands.size(); ++k) {
