@@ -7,6 +7,7 @@
 #include "backend_pair.h"
 #include "crucible/ir/text_format.h"
 #include "crucible/ops/autodiff.h"
+#include "crucible/ops/training.h"
 
 namespace crucible {
 namespace {
@@ -77,6 +78,38 @@ graph cls(%ids: i64[4,6] = randint(low=0, high=10), %t: f32[4,5]) {
   return %loss
 }
 )"));
+}
+
+// A whole training step, three of them unrolled: AdamW's updates (elementwise chains over every
+// parameter) and the cross-entropy's backward fuse like any other graph's nodes.
+TEST_F(CodegenBackward, AdamWTrainingStepsMatchEager) {
+  const Graph forward = parse_graph(R"(
+graph lm(%ids: i64[2,6] = randint(low=0, high=12)) {
+  param %emb: f32[12,16] = randn(seed=1, std=0.5)
+  param %w1: f32[32,16] = randn(seed=2, std=0.2)
+  param %b1: f32[32] = zeros()
+  param %w2: f32[12,32] = randn(seed=3, std=0.2)
+  param %g: f32[32] = ones()
+  param %beta: f32[32] = zeros()
+  %e = embedding(%emb, %ids)
+  %h = linear(%e, %w1, %b1)
+  %n = layer_norm(%h, %g, %beta, normalized_shape=[32], eps=1e-05)
+  %u = gelu(%n)
+  %logits = linear(%u, %w2)
+  return %logits
+}
+)");
+  TrainingOptions o;
+  o.steps = 3;
+  o.optimizer.kind = OptimizerKind::kAdamW;
+  o.optimizer.lr = 0.01;
+  const Graph step = training_graph(forward, o);
+  for (const char* fusion : {"on", "off"}) {
+    SCOPED_TRACE(std::string("fusion=") + fusion);
+    plugin::Options opts;
+    opts.config["fusion"] = fusion;
+    ExpectSameAsEager(step, {}, opts);
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "crucible/core/error.h"
+#include "crucible/ops/training.h"
 #include "models.h"
 
 namespace crucible::models {
@@ -63,22 +64,13 @@ Graph build_model(const ModelSpec& spec, BuildOptions options) {
 GraphStats graph_stats(const Graph& g) {
   GraphStats st;
   st.nodes = static_cast<int64_t>(g.nodes().size());
-  // A parameter is a buffer when every use of it is as batch_norm's running mean or variance.
-  std::set<ValueId> stat_uses, other_uses;
-  for (const Node& n : g.nodes()) {
-    for (size_t i = 0; i < n.operands.size(); ++i) {
-      const bool running_stat = n.op == "batch_norm" && (i == 3 || i == 4);
-      (running_stat ? stat_uses : other_uses).insert(n.operands[i]);
-    }
-  }
   st.cost = graph_cost(g);
+  const std::vector<ValueId> trained = trainable_params(g);
+  const std::set<ValueId> trainable(trained.begin(), trained.end());
   for (ValueId p : g.params()) {
-    const int64_t n = g.value(p).type.numel();
-    if (stat_uses.contains(p) && !other_uses.contains(p)) {
-      st.buffer_params += n;
-    } else {
-      st.trainable_params += n;
-    }
+    // A parameter PyTorch counts that a step does not train: an integer one (none in the zoo).
+    const bool counted = trainable.contains(p) || !is_floating(g.value(p).type.dtype);
+    (counted ? st.trainable_params : st.buffer_params) += g.value(p).type.numel();
   }
   return st;
 }

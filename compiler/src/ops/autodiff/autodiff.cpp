@@ -16,7 +16,10 @@ namespace crucible {
 namespace autodiff {
 
 ValueId GradBuilder::op(const std::string& name, std::vector<ValueId> operands, Attrs attrs) {
-  return g_.add_node(name, std::move(operands), std::move(attrs));
+  // Named after the forward value, so a backward node in a repro says whose gradient it computes.
+  std::string mine = fmt::format("{}.bwd{}", g_.value(node_.output).name, made_++);
+  if (g_.find_value(mine)) mine.clear();
+  return g_.add_node(name, std::move(operands), std::move(attrs), std::move(mine));
 }
 
 ValueId filled(Graph& g, const Shape& shape, double value, DType dtype) {

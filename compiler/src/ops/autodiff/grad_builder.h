@@ -58,6 +58,7 @@ class GradBuilder {
   const Node& node_;
   ValueId gy_;
   std::vector<bool> wants_;
+  int made_ = 0;  // nodes this rule built, for their names
 };
 
 // A rule: the gradients of a node's operands (-1 for one that has none, or is not wanted).

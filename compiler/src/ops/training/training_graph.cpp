@@ -1,0 +1,197 @@
+// The training graph (see crucible/ops/training.h): the loss graph with parameters as inputs, its
+// joint forward-backward graph, and that joint graph copied once per step with the updates after.
+#include <fmt/format.h>
+
+#include <set>
+
+#include "crucible/core/error.h"
+#include "crucible/ops/autodiff.h"
+#include "training/training_internal.h"
+
+namespace crucible {
+
+namespace training {
+
+std::string free_name(const Graph& g, const std::string& base) {
+  return g.find_value(base) ? "" : base;
+}
+
+void copy_nodes(Graph& into, const Graph& from, std::vector<ValueId>& map,
+                const std::string& prefix) {
+  map.resize(from.values().size(), -1);
+  for (const Node& n : from.nodes()) {
+    std::vector<ValueId> operands;
+    for (ValueId o : n.operands) operands.push_back(map[o]);
+    const std::string name = free_name(into, prefix + from.value(n.output).name);
+    map[n.output] = into.add_node(n.op, std::move(operands), n.attrs, name, n.loc);
+  }
+}
+
+namespace {
+
+// A copy of `from`'s input or parameter `v` into `into`, a parameter in `as_input` made an input
+// with its recipe.
+ValueId copy_leaf(Graph& into, const Graph& from, ValueId v, bool as_input) {
+  const Value& x = from.value(v);
+  ValueId out;
+  if (x.kind == ValueKind::kInput || as_input) {
+    out = into.add_input(x.name, x.type, x.init);
+  } else if (x.data.defined()) {
+    out = into.add_param_data(x.name, x.data);
+  } else {
+    out = into.add_param(x.name, x.type, x.init);
+  }
+  into.set_source(out, x.loc);
+  return out;
+}
+
+// `forward` ending in the loss: its inputs, the target, its trainable parameters as inputs (in
+// that order), its other parameters as parameters; one output, the loss.
+Graph loss_graph(const Graph& forward, const std::vector<ValueId>& trained, LossKind loss) {
+  Graph g(forward.name());
+  g.set_base_dir(forward.base_dir());
+  g.set_source_file(forward.source_file());
+  std::vector<ValueId> map(forward.values().size(), -1);
+  for (ValueId v : forward.inputs()) map[v] = copy_leaf(g, forward, v, false);
+  const ValueId prediction = forward.outputs().front();
+  const ValueId target = add_target(g, loss, forward.value(prediction).type);
+  for (ValueId v : trained) {
+    if (forward.value(v).init.empty())
+      throw GraphError(fmt::format(
+          "training: parameter %{} has data bound in memory and no recipe to make it an input "
+          "(save the graph to a file first)",
+          forward.value(v).name));
+    map[v] = copy_leaf(g, forward, v, true);
+  }
+  for (ValueId v : forward.params()) {
+    if (map[v] < 0) map[v] = copy_leaf(g, forward, v, false);
+  }
+  copy_nodes(g, forward, map, "");
+  g.set_outputs({add_loss(g, loss, map[prediction], target, free_name(g, "loss"))});
+  return g;
+}
+
+}  // namespace
+
+}  // namespace training
+
+LossKind parse_loss(const std::string& text) {
+  if (text == "auto") return LossKind::kAuto;
+  if (text == "cross_entropy") return LossKind::kCrossEntropy;
+  if (text == "mse") return LossKind::kMse;
+  throw Error(fmt::format("unknown loss '{}' (auto, cross_entropy or mse)", text));
+}
+
+OptimizerKind parse_optimizer(const std::string& text) {
+  if (text == "sgd") return OptimizerKind::kSgd;
+  if (text == "adamw") return OptimizerKind::kAdamW;
+  throw Error(fmt::format("unknown optimizer '{}' (sgd or adamw)", text));
+}
+
+const char* loss_name(LossKind k) {
+  switch (k) {
+    case LossKind::kAuto:
+      return "auto";
+    case LossKind::kCrossEntropy:
+      return "cross_entropy";
+    case LossKind::kMse:
+      return "mse";
+  }
+  return "?";
+}
+
+const char* optimizer_name(OptimizerKind k) { return k == OptimizerKind::kAdamW ? "adamw" : "sgd"; }
+
+std::vector<ValueId> trainable_params(const Graph& forward) {
+  std::set<ValueId> stat_uses, other_uses;
+  for (const Node& n : forward.nodes()) {
+    for (size_t i = 0; i < n.operands.size(); ++i) {
+      const bool running_stat = n.op == "batch_norm" && (i == 3 || i == 4);
+      (running_stat ? stat_uses : other_uses).insert(n.operands[i]);
+    }
+  }
+  std::vector<ValueId> out;
+  for (ValueId p : forward.params()) {
+    const bool buffer = stat_uses.contains(p) && !other_uses.contains(p);
+    if (is_floating(forward.value(p).type.dtype) && !buffer) out.push_back(p);
+  }
+  return out;
+}
+
+LossKind resolve_loss(const Graph& forward, LossKind loss) {
+  if (loss != LossKind::kAuto || forward.outputs().empty()) return loss;
+  const TensorType& t = forward.value(forward.outputs().front()).type;
+  return t.shape.size() >= 2 && t.shape.back() > 1 ? LossKind::kCrossEntropy : LossKind::kMse;
+}
+
+Graph training_graph(const Graph& forward, const TrainingOptions& options) {
+  using training::Trained;
+  if (options.steps < 1)
+    throw GraphError(fmt::format("training: steps must be at least 1, not {}", options.steps));
+  if (forward.outputs().empty()) throw GraphError("training: the graph has no output");
+  const TensorType out = forward.value(forward.outputs().front()).type;
+  if (!is_floating(out.dtype))
+    throw GraphError(fmt::format("training: the prediction %{} is {}: it must be floating",
+                                 forward.value(forward.outputs().front()).name,
+                                 dtype_name(out.dtype)));
+  const std::vector<ValueId> trained = trainable_params(forward);
+  if (trained.empty()) throw GraphError("training: the graph has no floating parameter to train");
+  const LossKind loss = resolve_loss(forward, options.loss);
+  if (loss == LossKind::kCrossEntropy && (out.shape.empty() || out.shape.back() < 1))
+    throw GraphError(
+        fmt::format("training: cross-entropy needs a class dim; the prediction is {}", out.str()));
+
+  const Graph lg = training::loss_graph(forward, trained, loss);
+  const size_t data = forward.inputs().size() + 1;  // the inputs, then the target
+  std::vector<ValueId> wrt(lg.inputs().begin() + static_cast<std::ptrdiff_t>(data),
+                           lg.inputs().end());
+  const Graph joint = joint_graph(lg, wrt);
+
+  Graph g(forward.name() + ".train");
+  g.set_base_dir(forward.base_dir());
+  g.set_source_file(forward.source_file());
+  std::vector<ValueId> leaves(lg.values().size(), -1);
+  for (ValueId v : lg.inputs()) leaves[v] = training::copy_leaf(g, lg, v, false);
+  for (ValueId v : lg.params()) leaves[v] = training::copy_leaf(g, lg, v, false);
+  const std::vector<std::string> states = training::state_names(options.optimizer);
+  std::vector<Trained> params;
+  for (ValueId v : wrt) {
+    Trained p{lg.value(v).name, leaves[v], {}};
+    for (const std::string& s : states)
+      p.state.push_back(g.add_input(p.name + "." + s, lg.value(v).type, {"zeros", {}}));
+    params.push_back(std::move(p));
+  }
+
+  std::vector<ValueId> losses, first, last;
+  for (int step = 1; step <= options.steps; ++step) {
+    std::vector<ValueId> map = leaves;
+    for (size_t k = 0; k < wrt.size(); ++k) map[wrt[k]] = params[k].value;
+    training::copy_nodes(g, joint, map, step == 1 ? "" : fmt::format("s{}.", step));
+    const ValueId l = map[joint.outputs()[0]];
+    g.rename_value(l, fmt::format("loss.{}", step));
+    losses.push_back(l);
+    const bool kept = step == 1 || step == options.steps;
+    std::vector<ValueId> grads, updated;
+    for (size_t k = 0; k < params.size(); ++k) {
+      ValueId grad = map[joint.outputs()[k + 1]];
+      training::add_update(g, options.optimizer, step, grad, params[k]);
+      if (!kept) continue;
+      g.rename_value(grad, fmt::format("grad.{}.{}", step, params[k].name));
+      g.rename_value(params[k].value, fmt::format("param.{}.{}", step, params[k].name));
+      grads.push_back(grad);
+      updated.push_back(params[k].value);
+    }
+    if (!kept) continue;
+    std::vector<ValueId>& into = step == 1 ? first : last;
+    into = grads;
+    into.insert(into.end(), updated.begin(), updated.end());
+  }
+  std::vector<ValueId> outputs = losses;
+  outputs.insert(outputs.end(), first.begin(), first.end());
+  if (options.steps > 1) outputs.insert(outputs.end(), last.begin(), last.end());
+  g.set_outputs(outputs);
+  verify(g);
+  return g;
+}
+
+}  // namespace crucible

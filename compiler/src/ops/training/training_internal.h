@@ -1,0 +1,44 @@
+// What the training graph is built from: a loss on a prediction, an optimizer's update of one
+// parameter, and copying one graph's nodes into another (a step appended once per step).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "crucible/ops/training.h"
+
+namespace crucible::training {
+
+// The loss node (a 0-d value named `name`) of `prediction` against `target`.
+ValueId add_loss(Graph& g, LossKind kind, ValueId prediction, ValueId target,
+                 const std::string& name);
+
+// The target input a loss wants for `prediction`: int64 labels in [0, classes) for
+// cross-entropy, randn of the prediction's type for MSE.
+ValueId add_target(Graph& g, LossKind kind, const TensorType& prediction);
+
+// One parameter being trained: its current value and its optimizer state, in the order
+// state_names() lists.
+struct Trained {
+  std::string name;  // the parameter's
+  ValueId value = -1;
+  std::vector<ValueId> state;
+};
+
+// The state an optimizer keeps per parameter, as suffixes of the parameter's name.
+std::vector<std::string> state_names(const OptimizerOptions& o);
+
+// Appends step `t`'s (1-based) update of `p` by gradient `grad`; p.value and p.state then name the
+// updated values.
+void add_update(Graph& g, const OptimizerOptions& o, int t, ValueId grad, Trained& p);
+
+// Copies every node of `from` into `into`, names prefixed with `prefix`; `map` (from's value ids
+// to into's) must hold from's inputs and parameters and gets its nodes. A name already taken in
+// `into` gets a fresh one.
+void copy_nodes(Graph& into, const Graph& from, std::vector<ValueId>& map,
+                const std::string& prefix);
+
+// `base` when no value of `g` has that name, else "" (add_node then picks a fresh one).
+std::string free_name(const Graph& g, const std::string& base);
+
+}  // namespace crucible::training
