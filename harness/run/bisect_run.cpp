@@ -4,10 +4,12 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <optional>
 
 #include "crucible/core/quote.h"
 #include "crucible/ir/text_format.h"
 #include "minify/minify.h"
+#include "training_models.h"
 
 namespace crucible {
 
@@ -39,11 +41,18 @@ void bisect_new_failures(const RunConfig& cfg, reports::Store& store, int64_t ru
                                status);
       continue;
     }
-    const ModelEntry* m = nullptr;
+    std::optional<ModelEntry> m;
     for (const ModelEntry& e : models) {
-      if (e.suite == r.suite && e.name == r.model) m = &e;
+      if (e.suite != r.suite) continue;
+      if (e.name == r.model) m = e;
+      if (cfg.training() && training_name(e.name) == r.model) {
+        // The training graph the failure was judged on, where the runner wrote it.
+        m = e;
+        m->name = r.model;
+        m->graph = training_graph_path(out_dir / "graphs", *m);
+      }
     }
-    if (m == nullptr) continue;
+    if (!m) continue;
     minify::MinifyOptions mo;
     mo.oracle.backend = r.backend;
     mo.oracle.config = cfg.config;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend_env.h"
+#include "crucible/ops/training.h"
 #include "suite.h"
 #include "timing_settings.h"
 
@@ -21,12 +22,15 @@ struct RunConfig {
   std::vector<std::string> input_files;
   ModelFilter filter;
   std::vector<std::string> backends;  // as given
-  std::string mode = "accuracy";      // accuracy | performance | both
-  TimingSettings timing;              // what each timing worker is told
-  int retry_noisy = 0;                // reruns of a model's timing while a result is noisy
-  int processes = 1;     // timing workers per model (one after another), samples pooled
-  std::string counters;  // "cachegrind": count each timed backend's calls under Valgrind
-  bool bisect = false;   // minify each new accuracy failure after the run
+  std::string mode = "accuracy";      // accuracy | performance | both | training
+  // --mode training: each model's training graph (crucible/ops/training.h) of --train-steps steps
+  // is judged for accuracy, and its one-step graph is timed.
+  TrainingOptions train;
+  TimingSettings timing;  // what each timing worker is told
+  int retry_noisy = 0;    // reruns of a model's timing while a result is noisy
+  int processes = 1;      // timing workers per model (one after another), samples pooled
+  std::string counters;   // "cachegrind": count each timed backend's calls under Valgrind
+  bool bisect = false;    // minify each new accuracy failure after the run
   double timeout_s = 600;
   int64_t memory_limit_mb = 0;  // 0: none (the CLI defaults to 80% of RAM)
   int threads = 0;
@@ -45,8 +49,9 @@ struct RunConfig {
   std::vector<std::string> suite_paths;
   std::string command_line;
 
-  bool accuracy() const { return mode == "accuracy" || mode == "both"; }
-  bool performance() const { return mode == "performance" || mode == "both"; }
+  bool training() const { return mode == "training"; }
+  bool accuracy() const { return mode == "accuracy" || mode == "both" || training(); }
+  bool performance() const { return mode == "performance" || mode == "both" || training(); }
 };
 
 }  // namespace crucible

@@ -37,6 +37,7 @@
 #include "progress.h"
 #include "result_table.h"
 #include "timing_pool.h"
+#include "training_models.h"
 #include "turn_driver.h"
 
 namespace crucible {
@@ -115,6 +116,7 @@ class Runner {
 
   void run_model(const ModelEntry& entry, Progress& progress) {
     ModelEntry m = entry;
+    if (cfg_.training()) m.name = training_name(m.name);
     if (m.skip.empty() && !m.onnx.empty()) import_onnx(m);
     if (!m.skip.empty()) {
       for (const auto& mode : modes()) {
@@ -135,6 +137,10 @@ class Runner {
         if (batch == 0 && !g.inputs().empty() && !g.value(g.inputs()[0]).type.shape.empty()) {
           batch = g.value(g.inputs()[0]).type.shape[0];
         }
+        if (cfg_.training()) {
+          reseed_params(g, cfg_.seed);  // the weights a step starts from are the run's
+          write_training_graphs(m, g, cfg_.train, out_ / "graphs");
+        }
       } catch (const Error& e) {
         load_error = e.what();
       }
@@ -153,10 +159,20 @@ class Runner {
     std::map<std::string, std::string> load_failed = load_errors_;  // backend -> loader's message
     // The reference first, before any worker loads a plugin: a plugin that rewrites the files a
     // reference is read from (a test case's output_N.pb) is too late for this model.
-    reference_ = compute_reference(make_job(m, batch, "reference", {}), check_files(m, "reference"),
-                                   {{}, limits_}, cfg_.accuracy());
+    reference_role_ = "reference";
+    reference_ = compute_reference(make_job(m, batch, "reference", {}),
+                                   check_files(m, reference_role_), {{}, limits_}, cfg_.accuracy());
     if (cfg_.accuracy()) run_accuracy(m, batch, passed, load_failed, progress);
-    if (cfg_.performance()) run_performance(m, batch, passed, load_failed, progress);
+    if (!cfg_.performance() || g_interrupted) return;
+    ModelEntry timed = m;
+    if (!m.step_graph.empty()) {
+      // Training: the graph timed is one step, with a reference of its own.
+      timed.graph = m.step_graph;
+      reference_role_ = "step-reference";
+      reference_ = compute_reference(make_job(timed, batch, "reference", {}),
+                                     check_files(timed, reference_role_), {{}, limits_}, false);
+    }
+    run_performance(timed, batch, passed, load_failed, progress);
   }
 
   const std::vector<ResultRecord>& results() const { return results_; }
@@ -321,8 +337,8 @@ class Runner {
       const TimedCalls calls{&rec.verified,     eager && eager != &rec ? &eager->verified : nullptr,
                              rec.verify_secret, rec.calls_timed,
                              rec.timed_ms(),    per_call_ms(eager ? *eager : rec)};
-      judge_timing_hand_off(workers[k].job, *reference_, check_files(m, "reference"), {{}, limits_},
-                            calls, records[k].results);
+      judge_timing_hand_off(workers[k].job, *reference_, check_files(m, reference_role_),
+                            {{}, limits_}, calls, records[k].results);
       for (ResultRecord& r : records[k].results) out.push_back(std::move(r));
     }
     return out;
@@ -490,6 +506,7 @@ class Runner {
   std::vector<std::string> perf_backends_;
   std::vector<ResultRecord> results_;
   std::optional<ReferenceOutcome> reference_;  // the current model's (accuracy_check.h)
+  std::string reference_role_;                 // whose files hold it (check_files)
   bool counters_note_shown_ = false;
 };
 

@@ -14,8 +14,11 @@ struct ModelEntry {
   std::string suite;
   std::string name;
   std::filesystem::path graph;  // absolute path of the .graph file (set at run time for builtins)
-  std::string builtin;          // a model of the built-in zoo (crucible/models), instead of graph
-  std::filesystem::path onnx;   // an ONNX model imported at run time, instead of graph
+  // Under --mode training: the one-step training graph that performance times (set at run time;
+  // empty: performance times `graph`).
+  std::filesystem::path step_graph;
+  std::string builtin;         // a model of the built-in zoo (crucible/models), instead of graph
+  std::filesystem::path onnx;  // an ONNX model imported at run time, instead of graph
   std::filesystem::path onnx_data;  // its test case: input_N.pb as inputs, output_N.pb expected
   std::vector<std::filesystem::path> input_files;  // --input-data: its inputs' data, in order
   double rtol = 1e-3, atol = 1e-7;  // against output_N.pb (ONNX's backend-test tolerances)

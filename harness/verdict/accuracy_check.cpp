@@ -9,6 +9,7 @@
 #include <random>
 
 #include "crucible/core/error.h"
+#include "crucible/ir/text_format.h"
 #include "expected_outputs.h"
 #include "input_sets.h"
 #include "output_sample.h"
@@ -63,6 +64,23 @@ reports::ResultRecord reference_failure_for(const reports::ResultRecord& failure
 
 }  // namespace
 
+namespace {
+
+// The names of the graph's outputs, read here where no plugin is loaded; none when it does not
+// read (the reference worker read it, so only a file changed since then fails).
+std::vector<std::string> output_names(const std::string& graph) {
+  std::vector<std::string> names;
+  try {
+    const Graph g = load_graph_file(graph);
+    for (ValueId v : g.outputs()) names.push_back(g.value(v).name);
+  } catch (const Error&) {
+    names.clear();
+  }
+  return names;
+}
+
+}  // namespace
+
 ReferenceOutcome compute_reference(const WorkerJob& given, const CheckFiles& files,
                                    const CheckLaunch& launch, bool full) {
   ReferenceOutcome out;
@@ -94,6 +112,7 @@ ReferenceOutcome compute_reference(const WorkerJob& given, const CheckFiles& fil
       if (groups->size() == 2 * sets) {
         out.ref.eager = std::move((*groups)[0]);
         out.ref.fp64 = std::move((*groups)[1]);
+        out.ref.names = output_names(given.graph);
         for (size_t k = 1; k < sets; ++k) {
           out.timing_sets.push_back(
               {std::move((*groups)[2 * k]), std::move((*groups)[2 * k + 1]), {}});

@@ -68,10 +68,12 @@ void judge_against_eager(const WorkerJob& job, const AccuracyReference& ref,
     auto a = compare_output(res[i], ref.eager[i], fp64, opts);
     a.index = static_cast<int>(i);
     if (!a.passed) {
-      fail(r,
-           fmt::format(
-               "output {} ({}{}): {} of {} elements differ, first at {}, max abs error {:.3g}", i,
-               a.dtype, a.shape, a.mismatches, res[i].numel(), a.first_mismatch, a.max_abs_err));
+      // A training step's outputs are many (losses, gradients, parameters): the name says which.
+      const std::string name = i < ref.names.size() ? " %" + ref.names[i] : "";
+      fail(r, fmt::format(
+                  "output {}{} ({}{}): {} of {} elements differ, first at {}, max abs error {:.3g}",
+                  i, name, a.dtype, a.shape, a.mismatches, res[i].numel(), a.first_mismatch,
+                  a.max_abs_err));
     }
     r.pass_suspicious = r.pass_suspicious || pass_suspicious(a, res[i], opts);
     r.accuracy.push_back(a);

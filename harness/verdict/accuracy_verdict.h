@@ -13,9 +13,10 @@ namespace crucible {
 
 // What a backend's outputs are judged against, made where no plugin was loaded.
 struct AccuracyReference {
-  std::vector<Tensor> eager;     // eager's outputs, the same on two runs
-  std::vector<Tensor> fp64;      // the graph widened to f64 (empty when not computed)
-  std::vector<Tensor> expected;  // a test case's output_N.pb (empty without --expected)
+  std::vector<Tensor> eager;       // eager's outputs, the same on two runs
+  std::vector<Tensor> fp64;        // the graph widened to f64 (empty when not computed)
+  std::vector<Tensor> expected;    // a test case's output_N.pb (empty without --expected)
+  std::vector<std::string> names;  // the graph's output values' names, for messages (may be empty)
 };
 
 // Sets r's status (pass or fail_accuracy), error, accuracy figures and pass_suspicious from the

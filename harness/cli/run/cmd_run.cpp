@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <ctime>
 #include <iostream>
 #include <regex>
@@ -106,9 +107,28 @@ namespace {
 struct RunArgs {
   std::vector<std::string> suites, backends, only, config, shapes, backend_env;
   std::string filter, exclude, shard, mode = "accuracy", seed, db = "crucible.db", output_dir;
+  std::string optimizer = "sgd", loss = "auto";
+  double weight_decay = -1;  // below 0: the optimizer's default
 };
 
-// Every option of a run, in its four groups: a table, read by --help and the parser.
+// --mode training's step: loss, optimizer and how many steps are judged.
+po::options_description training_option_table(TrainingOptions& t, RunArgs& raw) {
+  po::options_description train("training (--mode training)");
+  train.add_options()("train-steps", po::value(&t.steps)->default_value(3),
+                      "steps judged: losses of every step, gradients and parameters after step 1 "
+                      "and this one")(
+      "optimizer", po::value(&raw.optimizer)->default_value("sgd"),
+      "sgd (momentum, L2 weight decay) | adamw (decoupled weight decay), as torch.optim's")(
+      "lr", po::value(&t.optimizer.lr)->default_value(0.01), "learning rate")(
+      "momentum", po::value(&t.optimizer.momentum)->default_value(0.9), "sgd's momentum")(
+      "weight-decay", po::value(&raw.weight_decay), "weight decay (default: sgd 0, adamw 0.01)")(
+      "loss", po::value(&raw.loss)->default_value("auto"),
+      "auto (cross_entropy on a prediction whose last dim is classes, else mse) | "
+      "cross_entropy (against random int64 labels) | mse (against a random target)");
+  return train;
+}
+
+// Every option of a run, in its five groups: a table, read by --help and the parser.
 po::options_description run_option_table(RunConfig& cfg, RunArgs& raw, LaunchOptions& launch) {
   po::options_description what("what to run");
   what.add_options()("suite,s", po::value(&raw.suites)->composing(),
@@ -126,7 +146,10 @@ po::options_description run_option_table(RunConfig& cfg, RunArgs& raw, LaunchOpt
       "shard", po::value(&raw.shard), "run shard I of N (0-based), e.g. 0/4")(
       "backends,b", po::value(&raw.backends)->composing(),
       "backends to compare (comma-separated; default eager)")(
-      "mode,m", po::value(&raw.mode)->default_value("accuracy"), "accuracy | performance | both")(
+      "mode,m", po::value(&raw.mode)->default_value("accuracy"),
+      "accuracy | performance | both | training (each model's training step: its gradients and "
+      "updated parameters judged after 1 and --train-steps steps, and one step timed; results "
+      "are named <model>.train)")(
       "config,c", po::value(&raw.config)->composing(),
       "option key=value for every backend but eager, or BACKEND:key=value for that backend "
       "alone (repeatable); each backend is asked before the run whether it takes its options, "
@@ -193,8 +216,32 @@ po::options_description run_option_table(RunConfig& cfg, RunArgs& raw, LaunchOpt
       "dry-run", po::bool_switch(&launch.dry_run),
       "print the launch command and environment, run nothing");
   po::options_description all;
-  all.add(what).add(how).add(out).add(cpu);
+  all.add(what).add(how).add(training_option_table(cfg.train, raw)).add(out).add(cpu);
   return all;
+}
+
+// The training options' values, and the choices they name.
+void check_training_values(TrainingOptions& t, const RunArgs& raw) {
+  if (t.steps < 1 || t.steps > 100) throw po::error("--train-steps must be between 1 and 100");
+  if (!(t.optimizer.lr > 0) || !std::isfinite(t.optimizer.lr))
+    throw po::error("--lr must be a positive number");
+  if (!(t.optimizer.momentum >= 0 && t.optimizer.momentum < 1))
+    throw po::error("--momentum must be in [0, 1)");
+  if (raw.weight_decay >= 0 && std::isfinite(raw.weight_decay)) {
+    t.optimizer.weight_decay = raw.weight_decay;
+  } else if (raw.weight_decay != -1) {
+    throw po::error("--weight-decay must be a number >= 0");
+  }
+  try {
+    t.optimizer.kind = parse_optimizer(raw.optimizer);
+  } catch (const Error& e) {
+    throw po::error(fmt::format("--optimizer: {}", e.what()));
+  }
+  try {
+    t.loss = parse_loss(raw.loss);
+  } catch (const Error& e) {
+    throw po::error(fmt::format("--loss: {}", e.what()));
+  }
 }
 
 // The values each option may take.
@@ -234,6 +281,7 @@ void check_values(RunConfig& cfg, const RunArgs& raw) {
 #endif
   if (!cfg.counters.empty() && find_in_path("valgrind").empty())
     throw po::error("--counters cachegrind needs valgrind on PATH (apt-get install valgrind)");
+  check_training_values(cfg.train, raw);
 }
 
 // An option nothing in the run would take is refused, never accepted and ignored.
@@ -247,6 +295,10 @@ void refuse_unused(const po::variables_map& vm, const RunConfig& cfg) {
     if (!cfg.performance() && vm.count(name) && !vm[name].defaulted()) {
       throw po::error(fmt::format("--{} applies to timing: give --mode performance or both", name));
     }
+  }
+  for (const char* name : {"train-steps", "optimizer", "lr", "momentum", "weight-decay", "loss"}) {
+    if (!cfg.training() && vm.count(name) && !vm[name].defaulted())
+      throw po::error(fmt::format("--{} applies to training: give --mode training", name));
   }
   if (cfg.suites.empty()) {
     for (const char* name : {"variant", "batch-size"}) {
@@ -315,9 +367,10 @@ bool parse_run_options(const std::string& command, const std::string& usage,
   if (!raw.filter.empty()) cfg.filter.include = compile_regex(raw.filter, "--filter");
   if (!raw.exclude.empty()) cfg.filter.exclude = compile_regex(raw.exclude, "--exclude");
   if (!raw.shard.empty()) parse_shard(raw.shard, cfg.filter);
-  if (raw.mode != "accuracy" && raw.mode != "performance" && raw.mode != "both") {
+  if (raw.mode != "accuracy" && raw.mode != "performance" && raw.mode != "both" &&
+      raw.mode != "training") {
     throw po::error(
-        fmt::format("--mode must be accuracy, performance or both, got '{}'", raw.mode));
+        fmt::format("--mode must be accuracy, performance, both or training, got '{}'", raw.mode));
   }
   cfg.mode = raw.mode;
   if (preset) preset(cfg);  // the caller's own mode and backends, before they are checked against

@@ -1,0 +1,51 @@
+// Training graphs of a run's models: built from the forward graph, recipes' side files made
+// absolute, written atomically where the run keeps its graphs.
+#include "training_models.h"
+
+#include <fmt/format.h>
+
+#include "crucible/ir/text_format.h"
+
+namespace crucible {
+
+namespace fs = std::filesystem;
+
+std::string training_name(const std::string& model) { return model + ".train"; }
+
+fs::path training_graph_path(const fs::path& dir, const ModelEntry& m) {
+  return fs::absolute(dir / fmt::format("{}.{}.graph", m.suite, m.name));
+}
+
+namespace {
+
+// A file(path=...) recipe relative to the forward graph's folder, made absolute.
+void absolute_side_files(Graph& g, const fs::path& base) {
+  for (size_t v = 0; v < g.values().size(); ++v) {
+    Initializer& init = g.mutable_value(static_cast<ValueId>(v)).init;
+    if (init.kind != "file" || !init.args.has("path")) continue;
+    const fs::path p = init.args.get_string("path");
+    if (p.is_relative()) init.args.set("path", (base / p).lexically_normal().string());
+  }
+}
+
+fs::path write(Graph g, const fs::path& base, const fs::path& path) {
+  absolute_side_files(g, base);
+  save_graph_file(g, path);
+  return fs::absolute(path);
+}
+
+}  // namespace
+
+void write_training_graphs(ModelEntry& m, const Graph& forward, const TrainingOptions& options,
+                           const fs::path& dir) {
+  TrainingOptions one = options;
+  one.steps = 1;
+  const Graph steps = training_graph(forward, options);
+  const Graph step = options.steps == 1 ? steps : training_graph(forward, one);
+  fs::create_directories(dir);
+  const fs::path path = training_graph_path(dir, m);
+  m.graph = write(steps, forward.base_dir(), path);
+  m.step_graph = write(step, forward.base_dir(), fs::path(path).replace_extension(".step.graph"));
+}
+
+}  // namespace crucible

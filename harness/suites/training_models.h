@@ -1,0 +1,28 @@
+// Under --mode training: a model becomes its training graphs (crucible/ops/training.h), written
+// beside the run's other graphs, so every worker, the minifier and a repro read a plain .graph.
+#pragma once
+
+#include <filesystem>
+
+#include "crucible/ir/graph.h"
+#include "crucible/ops/training.h"
+#include "suite.h"
+
+namespace crucible {
+
+// What a model's training results are named: "<model>.train", a series of its own beside the
+// model's inference results.
+std::string training_name(const std::string& model);
+
+// Where write_training_graphs puts the training graph of `m` (its name already training_name's).
+std::filesystem::path training_graph_path(const std::filesystem::path& dir, const ModelEntry& m);
+
+// Writes `forward`'s training graph of options.steps steps (judged for accuracy) and of one step
+// (timed) as <dir>/<suite>.<m.name>.graph and .step.graph, and points m.graph and
+// m.step_graph at them; file(path=...) recipes become absolute, so the graphs read from anywhere.
+// Throws Error (a GraphError naming the op without a gradient rule, say) when the model cannot
+// train.
+void write_training_graphs(ModelEntry& m, const Graph& forward, const TrainingOptions& options,
+                           const std::filesystem::path& dir);
+
+}  // namespace crucible

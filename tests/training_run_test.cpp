@@ -1,0 +1,149 @@
+// `crucible run --mode training` end to end on the real binary, plugins and store: a suite's
+// training steps judged and timed on eager and codegen, a wrong backward planted in one node
+// failing and minifying to that node, and the options' and the graphs' refusals.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "cli_util.h"
+#include "crucible/ir/text_format.h"
+#include "crucible/models/model_zoo.h"
+#include "crucible/ops/training.h"
+#include "crucible/reports/store.h"
+
+namespace crucible {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_crucible;
+
+class TrainingRun : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = testing::fresh_test_dir("crucible_training"); }
+  std::string store_args() const {
+    return " --db " + (dir_ / "r.db").string() + " -o " + (dir_ / "out" / "run_{run}").string();
+  }
+  fs::path dir_;
+};
+
+TEST_F(TrainingRun, TheMlpSuiteTrainsOnEagerAndCodegenAndIsTimedPerStep) {
+  auto r = run_crucible(
+      "run --suite mlp --variant small --backends eager,codegen --mode training --threads 2 "
+      "--repeat 3 --min-time-ms 0" +
+      store_args());
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  auto store = reports::Store::open(dir_ / "r.db");
+  std::map<std::string, reports::ResultRow> got;
+  for (auto& row : store->results(store->runs().at(0).id))
+    got[row.model + "/" + row.backend + "/" + row.mode] = row;
+  for (const char* model : {"mlp.train", "dlrm.train"}) {
+    for (const char* backend : {"eager", "codegen"}) {
+      const std::string key = std::string(model) + "/" + backend;
+      ASSERT_TRUE(got.contains(key + "/accuracy")) << key;
+      EXPECT_EQ(reports::status_name(got[key + "/accuracy"].status), "pass")
+          << key << got[key + "/accuracy"].error;
+      ASSERT_TRUE(got.contains(key + "/performance")) << key;
+      EXPECT_EQ(reports::status_name(got[key + "/performance"].status), "pass") << key;
+      EXPECT_EQ(got[key + "/performance"].samples_ms.size(), 3u) << key;
+    }
+    EXPECT_TRUE(got[std::string(model) + "/codegen/performance"].speedup.has_value());
+  }
+  EXPECT_EQ(got.size(), 8u);  // no inference result beside them
+  // What was judged: 3 steps' losses, gradients and parameters; what was timed: one step.
+  const fs::path graphs = dir_ / "out" / "run_1" / "graphs";
+  const Graph judged = load_graph_file(graphs / "mlp.mlp.train.graph");
+  const Graph timed = load_graph_file(graphs / "mlp.mlp.train.step.graph");
+  EXPECT_TRUE(judged.find_value("loss.3") && judged.find_value("grad.3.layers.0.weight"));
+  EXPECT_TRUE(judged.params().empty());
+  EXPECT_TRUE(timed.find_value("loss.1") && !timed.find_value("loss.2"));
+}
+
+// The backward of one relu, wrong by 2x in codegen alone: the step fails accuracy and --bisect
+// minifies it to that one node, named after the forward value whose gradient it computes.
+TEST_F(TrainingRun, APlantedWrongBackwardFailsAndMinifiesToThatNode) {
+  const Graph forward =
+      models::build_model(models::find_model("mlp"), {models::Variant::kSmall, 0});
+  const Graph step = training_graph(forward, {});
+  std::string planted;
+  for (const Node& n : step.nodes()) {
+    const std::string& name = step.value(n.output).name;
+    if (n.op == "where" && name.find(".bwd") != std::string::npos) {
+      const std::string of = name.substr(0, name.find(".bwd"));
+      const auto fwd = step.find_value(of);
+      if (fwd && step.value(*fwd).node >= 0 && step.nodes()[step.value(*fwd).node].op == "relu") {
+        planted = name;
+        break;
+      }
+    }
+  }
+  ASSERT_FALSE(planted.empty());
+  auto r = run_crucible(
+      "run --suite mlp --only mlp --variant small --backends codegen --mode training --threads 2 "
+      "--repeat 1 --min-time-ms 0 --bisect -c inject=where:times2@" +
+      planted + store_args());
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("fail_accuracy"), std::string::npos) << r.out;
+  // The console names the first output that differs: a loss, gradient or parameter of a step.
+  EXPECT_NE(r.out.find("output 1 %loss.2 (f32[])"), std::string::npos) << r.out;
+  auto store = reports::Store::open(dir_ / "r.db");
+  const auto repros = store->repros();
+  ASSERT_EQ(repros.size(), 1u) << r.err;
+  EXPECT_EQ(repros[0].model, "mlp.train");
+  EXPECT_EQ(repros[0].nodes_after, 1);
+  EXPECT_LE(repros[0].oracle_calls, 60);
+  const Graph repro = load_graph_file(fs::path(repros[0].path) / "graph.graph");
+  ASSERT_EQ(repro.nodes().size(), 1u);
+  EXPECT_EQ(repro.value(repro.nodes()[0].output).name, planted);
+}
+
+TEST_F(TrainingRun, ModelsThatCannotTrainFailToLoadSayingWhy) {
+  std::ofstream(dir_ / "prod.graph") << "graph p(%x: f32[2,3]) {\n"
+                                        "  param %w: f32[2,3] = ones()\n"
+                                        "  %y = mul(%x, %w)\n  %z = prod(%y, dims=[1])\n"
+                                        "  return %z\n}\n";
+  std::ofstream(dir_ / "noparam.graph") << "graph n(%x: f32[2,3]) {\n  %y = relu(%x)\n"
+                                           "  return %y\n}\n";
+  auto r = run_crucible("run --graph " + (dir_ / "prod.graph").string() + " --graph " +
+                        (dir_ / "noparam.graph").string() + " --mode training" + store_args());
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  auto store = reports::Store::open(dir_ / "r.db");
+  int seen = 0;
+  for (auto& row : store->results(store->runs().at(0).id)) {
+    EXPECT_EQ(reports::status_name(row.status), "fail_to_load") << row.model;
+    if (row.model == "prod.train") {
+      EXPECT_NE(row.error.find("no gradient rule for op 'prod'"), std::string::npos) << row.error;
+      ++seen;
+    }
+    if (row.model == "noparam.train") {
+      EXPECT_NE(row.error.find("no floating parameter"), std::string::npos) << row.error;
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, 4);  // accuracy and performance of each
+}
+
+TEST_F(TrainingRun, BadTrainingOptionsAreOneLineAndExitTwo) {
+  const std::string base = "run --suite mlp --variant small" + store_args();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {" --mode training --train-steps 0", "--train-steps must be between 1 and 100"},
+      {" --mode training --optimizer lamb", "--optimizer: unknown optimizer 'lamb'"},
+      {" --mode training --loss hinge", "--loss: unknown loss 'hinge'"},
+      {" --mode training --lr -1", "--lr must be a positive number"},
+      {" --mode training --momentum 1", "--momentum must be in [0, 1)"},
+      {" --mode training --weight-decay -0.5", "--weight-decay must be a number >= 0"},
+      {" --mode accuracy --train-steps 2", "--train-steps applies to training"},
+      {" --mode both --optimizer adamw", "--optimizer applies to training"},
+      {" --mode train", "--mode must be accuracy, performance, both or training"},
+  };
+  for (const auto& [args, message] : cases) {
+    auto r = run_crucible(base + args);
+    EXPECT_EQ(r.status, 2) << args << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "r.db"));
+}
+
+}  // namespace
+}  // namespace crucible
