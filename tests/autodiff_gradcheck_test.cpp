@@ -103,6 +103,33 @@ const std::vector<std::pair<std::string, Case>>& cases() {
       {"gather", {"%a: f64[3,5,2], %i: i64[2,3]", "%y = gather(%a, %i, dim=1)", -2, 2, 5}},
       {"gather_elements",
        {"%a: f64[3,4], %i: i64[3,4]", "%y = gather_elements(%a, %i, dim=0)", -2, 2, 3}},
+      {"conv2d", {"%a: f64[2,3,5,5], %w: f64[4,3,3,3]", "%y = conv2d(%a, %w)"}},
+      {"conv2d",
+       {"%a: f64[2,3,6,5], %w: f64[4,3,3,2], %c: f64[4]",
+        "%y = conv2d(%a, %w, %c, stride=[2,2], padding=[1,1])"}},
+      {"conv2d",
+       {"%a: f64[1,4,7,7], %w: f64[6,2,3,3]",
+        "%y = conv2d(%a, %w, groups=2, dilation=[2,2], padding=[2,1])"}},
+      {"conv2d",
+       {"%a: f64[2,3,7,6], %w: f64[3,1,3,3]",
+        "%y = conv2d(%a, %w, groups=3, stride=[2,3], padding=[1,1])"}},
+      {"max_pool2d",
+       {"%a: f64[2,2,5,5]", "%y = max_pool2d(%a, kernel_size=[3,3], stride=[2,2], padding=[1,1])"}},
+      {"max_pool2d",
+       {"%a: f64[1,2,5,5]",
+        "%y = max_pool2d(%a, kernel_size=[2,2], stride=[2,2], ceil_mode=true)"}},
+      {"max_pool2d",
+       {"%a: f64[1,1,6,6]", "%y = max_pool2d(%a, kernel_size=[2,2], dilation=[2,2])"}},
+      {"avg_pool2d", {"%a: f64[2,2,6,6]", "%y = avg_pool2d(%a, kernel_size=[2,2], stride=[2,2])"}},
+      {"avg_pool2d",
+       {"%a: f64[1,2,5,5]", "%y = avg_pool2d(%a, kernel_size=[3,3], stride=[2,2], padding=[1,1])"}},
+      {"adaptive_avg_pool2d",
+       {"%a: f64[2,3,4,4]", "%y = adaptive_avg_pool2d(%a, output_size=[1,1])"}},
+      {"adaptive_avg_pool2d",
+       {"%a: f64[1,2,6,4]", "%y = adaptive_avg_pool2d(%a, output_size=[3,2])"}},
+      {"batch_norm",
+       {"%a: f64[2,3,4,4], %w: f64[3], %c: f64[3], %m: f64[3], %v: f64[3]",
+        "%y = batch_norm(%a, %w, %c, %m, %v, eps=1e-05)", 0.5, 2}},
   };
   return k;
 }
@@ -244,6 +271,21 @@ TEST(Autodiff, RefusalsNameTheOpAndTheValue) {
                   std::vector<ValueId>{0}));
   const auto z = through_int.run(std::vector<Tensor>{Tensor::full(DType::kF64, {2, 3}, 1.0)});
   for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(z[1].get(i), 0.0);
+  // Window ops whose gradient is not implemented say which case.
+  for (const auto& [node, why] : std::vector<std::pair<std::string, std::string>>{
+           {"adaptive_avg_pool2d(%a, output_size=[3,3])", "output sizes that divide the input"},
+           {"avg_pool2d(%a, kernel_size=[2,2], stride=[2,2], ceil_mode=true)", "no ceil_mode"},
+           {"avg_pool2d(%a, kernel_size=[3,3], padding=[1,1], count_include_pad=false)",
+            "count_include_pad"}}) {
+    const Graph w =
+        parse_graph("graph w(%a: f64[1,2,5,5]) {\n  %y = " + node + "\n  return %y\n}\n");
+    try {
+      joint_graph(w, std::vector<ValueId>{0});
+      FAIL() << node << " differentiated";
+    } catch (const GraphError& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
 }
 
 // Gradients reaching one value along several paths add up: y = a * a + a.

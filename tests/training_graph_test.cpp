@@ -58,15 +58,17 @@ size_t input_index(const Graph& g, const std::string& name) {
 }
 
 // Central differences of loss.1 at a few elements of every parameter, against grad.1.P.
-void ExpectGradientsAreFiniteDifferences(const Graph& forward, LossKind loss) {
+void ExpectGradientsAreFiniteDifferences(const Graph& forward, LossKind loss,
+                                         const std::vector<std::string>& params = {"w1", "b1",
+                                                                                   "w2"}) {
   TrainingOptions o;
   o.loss = loss;
   const Graph g = training_graph(forward, o);
   const std::vector<Tensor> inputs = make_inputs(g, 5);
   const StepRun base = run(g, inputs);
-  for (const char* p : {"w1", "b1", "w2"}) {
+  for (const std::string& p : params) {
     const size_t k = input_index(g, p);
-    const std::vector<double>& grad = base.out.at(std::string("grad.1.") + p);
+    const std::vector<double>& grad = base.out.at("grad.1." + p);
     for (int64_t e : {int64_t{0}, inputs[k].numel() / 2, inputs[k].numel() - 1}) {
       const double h = 1e-6;
       double at[2];
@@ -235,6 +237,66 @@ TEST(TrainingGraph, BackwardNodesAreNamedAfterTheirForwardValue) {
   for (const Node& n : g.nodes())
     if (g.value(n.output).name.rfind("a.bwd", 0) == 0) ++tanh_backward;
   EXPECT_GT(tanh_backward, 0);
+}
+
+const char* kConvBn = R"(
+graph cbn(%x: f64[3,2,4,5]) {
+  param %w: f64[3,2,3,3] = randn(seed=1, std=0.3)
+  param %g: f64[3] = uniform(seed=2, low=0.5, high=1.5)
+  param %b: f64[3] = randn(seed=3, std=0.1)
+  param %m: f64[3] = randn(seed=4, std=0.1)
+  param %v: f64[3] = uniform(seed=5, low=0.5, high=1.5)
+  %c = conv2d(%x, %w, padding=[1,1])
+  %n = batch_norm(%c, %g, %b, %m, %v, eps=1e-05)
+  %r = relu(%n)
+  %p = max_pool2d(%r, kernel_size=[2,2], stride=[1,1])
+  return %p
+}
+)";
+
+// A training step normalizes by the batch's statistics, so the gradient reaches the conv weight
+// through them too (finite differences of the whole step's loss say so).
+TEST(TrainingGraph, ConvBatchNormGradientsAreFiniteDifferences) {
+  ExpectGradientsAreFiniteDifferences(parse_graph(kConvBn), LossKind::kCrossEntropy,
+                                      {"w", "g", "b"});
+}
+
+// The running statistics move as torch.nn.BatchNorm2d's in train(): 0.9 old + 0.1 batch, the
+// variance's batch part unbiased; the step's result does not read them.
+TEST(TrainingGraph, BatchNormRunningStatisticsMoveByMomentum) {
+  Graph bn = parse_graph(R"(
+graph bn(%x: f64[4,2,3,3]) {
+  param %g: f64[2] = ones()
+  param %b: f64[2] = zeros()
+  param %m: f64[2] = full(value=0.5)
+  param %v: f64[2] = full(value=2.0)
+  %y = batch_norm(%x, %g, %b, %m, %v, eps=1e-05)
+  return %y
+}
+)");
+  TrainingOptions o;
+  o.steps = 2;
+  o.loss = LossKind::kMse;
+  const Graph g = training_graph(bn, o);
+  const StepRun r = run(g);
+  const std::vector<double>& x = r.in.at("x");
+  for (int c = 0; c < 2; ++c) {
+    double sum = 0, sq = 0;
+    for (int n = 0; n < 4; ++n)
+      for (int i = 0; i < 9; ++i) sum += x[(n * 2 + c) * 9 + i];
+    const double mean = sum / 36;
+    for (int n = 0; n < 4; ++n)
+      for (int i = 0; i < 9; ++i) sq += std::pow(x[(n * 2 + c) * 9 + i] - mean, 2);
+    const double m1 = 0.9 * 0.5 + 0.1 * mean, v1 = 0.9 * 2.0 + 0.1 * sq / 35;
+    EXPECT_NEAR(r.out.at("buffer.1.m")[c], m1, 1e-14);
+    EXPECT_NEAR(r.out.at("buffer.1.v")[c], v1, 1e-14);
+    // Step 2 sees the same batch: the statistics move again by the same rule.
+    EXPECT_NEAR(r.out.at("buffer.2.m")[c], 0.9 * m1 + 0.1 * mean, 1e-14);
+    EXPECT_NEAR(r.out.at("buffer.2.v")[c], 0.9 * v1 + 0.1 * sq / 35, 1e-14);
+  }
+  // The buffers are inputs after the parameters, with their recipes; never trained.
+  EXPECT_EQ(g.value(g.inputs()[4]).name, "m");
+  EXPECT_FALSE(g.find_value("grad.1.m").has_value());
 }
 
 TEST(TrainingGraph, BatchNormRunningStatisticsAreNotTrained) {

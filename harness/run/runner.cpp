@@ -586,8 +586,8 @@ RunPlan plan_run(const RunConfig& cfg) {
   if (!cfg.shapes.empty() && std::none_of(plan.models.begin(), plan.models.end(),
                                           [](const ModelEntry& m) { return !m.onnx.empty(); }))
     throw Error("--shape binds ONNX models' inputs, and this run has no ONNX model");
-  plan.builtins =
-      build_builtin_models(plan.models, models::parse_variant(cfg.variant), cfg.batch_size);
+  plan.builtins = build_builtin_models(plan.models, models::parse_variant(cfg.variant),
+                                       cfg.batch_size, cfg.training());
   // A backend that cannot be found is a bad request (exit 2). One that is found but cannot load is
   // recorded as fail_to_load for every model while the others run: its file is checked here
   // (without loading it: plugin code runs only in workers), the rest of loading in the workers.

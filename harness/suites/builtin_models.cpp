@@ -8,13 +8,15 @@
 namespace crucible {
 
 std::vector<BuiltGraph> build_builtin_models(std::vector<ModelEntry>& models,
-                                             models::Variant variant, int64_t batch_override) {
+                                             models::Variant variant, int64_t batch_override,
+                                             bool training) {
   std::vector<BuiltGraph> built;
   for (size_t i = 0; i < models.size(); ++i) {
     ModelEntry& m = models[i];
     if (m.builtin.empty() || !m.skip.empty()) continue;
     const models::ModelSpec& spec = models::find_model(m.builtin);
     if (batch_override > 0) m.batch_size = batch_override;
+    if (m.batch_size == 0 && training) m.batch_size = spec.default_train_batch(variant);
     models::BuildOptions options{variant, m.batch_size};
     built.push_back({i, models::build_model(spec, options)});
     if (m.batch_size == 0) m.batch_size = spec.default_batch(variant);

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "crucible/ir/text_format.h"
 
 namespace crucible {
@@ -43,6 +45,7 @@ void write_training_graphs(ModelEntry& m, const Graph& forward, const TrainingOp
   const Graph steps = training_graph(forward, options);
   const Graph step = options.steps == 1 ? steps : training_graph(forward, one);
   fs::create_directories(dir);
+  if (!m.tolerance_set) m.tolerance = std::max(m.tolerance, kTrainingTolerance);
   const fs::path path = training_graph_path(dir, m);
   m.graph = write(steps, forward.base_dir(), path);
   m.step_graph = write(step, forward.base_dir(), fs::path(path).replace_extension(".step.graph"));

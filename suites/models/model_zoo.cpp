@@ -22,23 +22,24 @@ const std::vector<ModelSpec>& model_zoo() {
   static const std::vector<ModelSpec> zoo = {
       {"mobilebert", "transformer",
        "MobileBERT for QA: 24 layers, hidden 512, bottleneck 128, NoNorm, ReLU; seq 128", 128, 2,
-       1e-4, build_mobilebert},
+       1e-4, 0, build_mobilebert},
       {"bert_base", "transformer", "BERT-base encoder stack: 12 layers, hidden 768, GELU; seq 128",
-       8, 2, 1e-4, build_bert_base},
+       8, 2, 1e-4, 0, build_bert_base},
       {"gpt2", "transformer",
        "GPT-2 small LM: 12 causal layers, hidden 768, tanh GELU, tied LM head; seq 128", 4, 2, 1e-4,
-       build_gpt2},
-      {"resnet18", "vision", "torchvision ResNet-18, 3x224x224", 16, 2, 1e-4, build_resnet18},
-      {"resnet50", "vision", "torchvision ResNet-50 (v1.5), 3x224x224", 8, 2, 1e-4, build_resnet50},
-      {"mobilenet_v2", "vision", "torchvision MobileNetV2, 3x224x224", 16, 2, 1e-4,
+       0, build_gpt2},
+      {"resnet18", "vision", "torchvision ResNet-18, 3x224x224", 16, 2, 1e-4, 16, build_resnet18},
+      {"resnet50", "vision", "torchvision ResNet-50 (v1.5), 3x224x224", 8, 2, 1e-4, 16,
+       build_resnet50},
+      {"mobilenet_v2", "vision", "torchvision MobileNetV2, 3x224x224", 16, 2, 1e-4, 16,
        build_mobilenet_v2},
-      {"densenet121", "vision", "torchvision DenseNet-121, 3x224x224", 8, 2, 1e-4,
+      {"densenet121", "vision", "torchvision DenseNet-121, 3x224x224", 8, 2, 1e-4, 16,
        build_densenet121},
       {"dlrm", "mlp",
        "DLRM-like: bottom MLP 512-512-64, 8 tables x 1M rows x 64, 100-index bags, dot "
        "interaction, top MLP 1024-1024-1024-1",
-       1024, 8, 1e-4, build_dlrm},
-      {"mlp", "mlp", "4-layer MLP 1024-4096-4096-4096-1000, ReLU", 512, 16, 1e-4, build_mlp},
+       1024, 8, 1e-4, 0, build_dlrm},
+      {"mlp", "mlp", "4-layer MLP 1024-4096-4096-4096-1000, ReLU", 512, 16, 1e-4, 0, build_mlp},
   };
   return zoo;
 }

@@ -51,14 +51,17 @@ LossKind resolve_loss(const Graph& forward, LossKind loss);
 // The training graph of `forward` (its first output is the prediction; others are dropped):
 //  inputs:  forward's inputs, then "target" (int64 labels for cross-entropy, the prediction's type
 //           for MSE), then every trainable parameter P as an input with P's recipe (so a backend
-//           cannot fold or pre-pack what a step changes), then the optimizer state per P, zeros as
-//           at a first step: "P.momentum" (SGD), "P.exp_avg" and "P.exp_avg_rms" (AdamW, whose
-//           second moment is held as its square root: the same update, and any sign a timing
-//           audit's varied inputs give it stays in the domain).
+//           cannot fold or pre-pack what a step changes), then every buffer B (batch_norm's
+//           running statistics) likewise, then the optimizer state per P, zeros as at a first
+//           step: "P.momentum" (SGD), "P.exp_avg" and "P.exp_avg_rms" (AdamW, whose second
+//           moment is held as its square root: the same update, and any sign a timing audit's
+//           varied inputs give it stays in the domain).
 //  steps:   `steps` times forward, loss, backward and update on the same inputs, the step count t
-//           a constant of each step's bias corrections (step k's names are prefixed "sK.").
-//  outputs: "loss.K" of every step K, then "grad.K.P" and "param.K.P" (updated) for K = 1 and,
-//           when steps > 1, for the last step.
+//           a constant of each step's bias corrections (step k's names are prefixed "sK.");
+//           batch_norm in its training form (the batch's statistics; the running ones moved by
+//           momentum 0.1, as torch.nn.BatchNorm2d in train()).
+//  outputs: "loss.K" of every step K, then "grad.K.P", "param.K.P" (updated) and "buffer.K.B"
+//           for K = 1 and, when steps > 1, for the last step.
 // Throws GraphError for a forward with no trainable parameter, a non-floating prediction, a
 // parameter with data bound in memory (no recipe: save the graph first), an op without a gradient
 // rule (named), or steps < 1.

@@ -96,6 +96,7 @@ const GradTable& table() {
     add_linalg_grads(out);
     add_shape_grads(out);
     add_index_grads(out);
+    add_vision_grads(out);
     return out;
   }();
   return t;

@@ -72,6 +72,7 @@ void add_reduction_grads(GradTable& t);
 void add_linalg_grads(GradTable& t);
 void add_shape_grads(GradTable& t);
 void add_index_grads(GradTable& t);
+void add_vision_grads(GradTable& t);
 
 // A dim attribute of a rank-`rank` operand counted from 0 (negative ones from the end).
 int64_t wrap_dim(int64_t d, size_t rank);

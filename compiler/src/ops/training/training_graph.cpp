@@ -2,6 +2,7 @@
 // joint forward-backward graph, and that joint graph copied once per step with the updates after.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "crucible/core/error.h"
@@ -45,9 +46,21 @@ ValueId copy_leaf(Graph& into, const Graph& from, ValueId v, bool as_input) {
   return out;
 }
 
-// `forward` ending in the loss: its inputs, the target, its trainable parameters as inputs (in
-// that order), its other parameters as parameters; one output, the loss.
-Graph loss_graph(const Graph& forward, const std::vector<ValueId>& trained, LossKind loss) {
+// A parameter a step makes an input: its recipe is its first value.
+ValueId leaf_as_input(Graph& into, const Graph& forward, ValueId v) {
+  if (forward.value(v).init.empty())
+    throw GraphError(fmt::format(
+        "training: parameter %{} has data bound in memory and no recipe to make it an input "
+        "(save the graph to a file first)",
+        forward.value(v).name));
+  return copy_leaf(into, forward, v, true);
+}
+
+// `forward` ending in the loss: its inputs, the target, its trainable parameters and then its
+// buffers as inputs (in that order), its other parameters as parameters; batch_norm in its
+// training form. Outputs: the loss, then each buffer's updated value.
+Graph loss_graph(const Graph& forward, const std::vector<ValueId>& trained,
+                 const std::vector<ValueId>& buffers, LossKind loss) {
   Graph g(forward.name());
   g.set_base_dir(forward.base_dir());
   g.set_source_file(forward.source_file());
@@ -55,20 +68,40 @@ Graph loss_graph(const Graph& forward, const std::vector<ValueId>& trained, Loss
   for (ValueId v : forward.inputs()) map[v] = copy_leaf(g, forward, v, false);
   const ValueId prediction = forward.outputs().front();
   const ValueId target = add_target(g, loss, forward.value(prediction).type);
-  for (ValueId v : trained) {
-    if (forward.value(v).init.empty())
-      throw GraphError(fmt::format(
-          "training: parameter %{} has data bound in memory and no recipe to make it an input "
-          "(save the graph to a file first)",
-          forward.value(v).name));
-    map[v] = copy_leaf(g, forward, v, true);
-  }
+  for (ValueId v : trained) map[v] = leaf_as_input(g, forward, v);
+  for (ValueId v : buffers) map[v] = leaf_as_input(g, forward, v);
   for (ValueId v : forward.params()) {
     if (map[v] < 0) map[v] = copy_leaf(g, forward, v, false);
   }
-  copy_nodes(g, forward, map, "");
-  g.set_outputs({add_loss(g, loss, map[prediction], target, free_name(g, "loss"))});
+  std::vector<BufferUpdate> updates;
+  for (const Node& n : forward.nodes()) {
+    std::vector<ValueId> operands;
+    for (ValueId o : n.operands) operands.push_back(map[o]);
+    const std::string name = free_name(g, forward.value(n.output).name);
+    map[n.output] = n.op == "batch_norm"
+                        ? add_batch_norm_train(g, n, operands, name, updates)
+                        : g.add_node(n.op, std::move(operands), n.attrs, name, n.loc);
+  }
+  std::vector<ValueId> outputs = {add_loss(g, loss, map[prediction], target, free_name(g, "loss"))};
+  for (ValueId v : buffers) {
+    ValueId now = map[v];
+    for (const BufferUpdate& u : updates)
+      if (u.buffer == map[v]) now = u.updated;
+    outputs.push_back(now);
+  }
+  g.set_outputs(outputs);
   return g;
+}
+
+// Floating parameters a step does not train: batch_norm's running statistics, which it updates.
+std::vector<ValueId> buffers_of(const Graph& forward, const std::vector<ValueId>& trained) {
+  std::vector<ValueId> out;
+  for (ValueId p : forward.params()) {
+    if (is_floating(forward.value(p).type.dtype) &&
+        std::find(trained.begin(), trained.end(), p) == trained.end())
+      out.push_back(p);
+  }
+  return out;
 }
 
 }  // namespace
@@ -141,10 +174,15 @@ Graph training_graph(const Graph& forward, const TrainingOptions& options) {
     throw GraphError(
         fmt::format("training: cross-entropy needs a class dim; the prediction is {}", out.str()));
 
-  const Graph lg = training::loss_graph(forward, trained, loss);
-  const size_t data = forward.inputs().size() + 1;  // the inputs, then the target
-  std::vector<ValueId> wrt(lg.inputs().begin() + static_cast<std::ptrdiff_t>(data),
-                           lg.inputs().end());
+  const std::vector<ValueId> buffers = training::buffers_of(forward, trained);
+  const Graph lg = training::loss_graph(forward, trained, buffers, loss);
+  const auto data = static_cast<std::ptrdiff_t>(forward.inputs().size() + 1);  // and the target
+  const std::vector<ValueId> wrt(
+      lg.inputs().begin() + data,
+      lg.inputs().begin() + data + static_cast<std::ptrdiff_t>(trained.size()));
+  const std::vector<ValueId> buffer_inputs(
+      lg.inputs().end() - static_cast<std::ptrdiff_t>(buffers.size()), lg.inputs().end());
+  // Outputs: the loss, the buffers' updates, then the gradients.
   const Graph joint = joint_graph(lg, wrt);
 
   Graph g(forward.name() + ".train");
@@ -161,19 +199,24 @@ Graph training_graph(const Graph& forward, const TrainingOptions& options) {
       p.state.push_back(g.add_input(p.name + "." + s, lg.value(v).type, {"zeros", {}}));
     params.push_back(std::move(p));
   }
+  std::vector<ValueId> buffer_now;
+  for (ValueId v : buffer_inputs) buffer_now.push_back(leaves[v]);
 
   std::vector<ValueId> losses, first, last;
+  const size_t nb = buffers.size();
   for (int step = 1; step <= options.steps; ++step) {
     std::vector<ValueId> map = leaves;
     for (size_t k = 0; k < wrt.size(); ++k) map[wrt[k]] = params[k].value;
+    for (size_t k = 0; k < nb; ++k) map[buffer_inputs[k]] = buffer_now[k];
     training::copy_nodes(g, joint, map, step == 1 ? "" : fmt::format("s{}.", step));
     const ValueId l = map[joint.outputs()[0]];
     g.rename_value(l, fmt::format("loss.{}", step));
     losses.push_back(l);
+    for (size_t k = 0; k < nb; ++k) buffer_now[k] = map[joint.outputs()[1 + k]];
     const bool kept = step == 1 || step == options.steps;
     std::vector<ValueId> grads, updated;
     for (size_t k = 0; k < params.size(); ++k) {
-      ValueId grad = map[joint.outputs()[k + 1]];
+      ValueId grad = map[joint.outputs()[1 + nb + k]];
       training::add_update(g, options.optimizer, step, grad, params[k]);
       if (!kept) continue;
       g.rename_value(grad, fmt::format("grad.{}.{}", step, params[k].name));
@@ -182,6 +225,11 @@ Graph training_graph(const Graph& forward, const TrainingOptions& options) {
       updated.push_back(params[k].value);
     }
     if (!kept) continue;
+    for (size_t k = 0; k < nb; ++k) {
+      g.rename_value(buffer_now[k],
+                     fmt::format("buffer.{}.{}", step, lg.value(buffer_inputs[k]).name));
+      updated.push_back(buffer_now[k]);
+    }
     std::vector<ValueId>& into = step == 1 ? first : last;
     into = grads;
     into.insert(into.end(), updated.begin(), updated.end());

@@ -32,6 +32,17 @@ std::vector<std::string> state_names(const OptimizerOptions& o);
 // updated values.
 void add_update(Graph& g, const OptimizerOptions& o, int t, ValueId grad, Trained& p);
 
+// A buffer's new value after a step: what `buffer` (an input of the loss graph) becomes.
+struct BufferUpdate {
+  ValueId buffer = -1;
+  ValueId updated = -1;
+};
+
+// batch_norm node `n` (operands mapped to `operands` of `g`) in its training form, its result
+// named `name`; the running mean and variance updates are appended to `updates`.
+ValueId add_batch_norm_train(Graph& g, const Node& n, const std::vector<ValueId>& operands,
+                             const std::string& name, std::vector<BufferUpdate>& updates);
+
 // Copies every node of `from` into `into`, names prefixed with `prefix`; `map` (from's value ids
 // to into's) must hold from's inputs and parameters and gets its nodes. A name already taken in
 // `into` gets a fresh one.

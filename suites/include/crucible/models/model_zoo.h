@@ -29,9 +29,16 @@ struct ModelSpec {
   int64_t full_batch = 1;
   int64_t small_batch = 1;
   double tolerance = 1e-4;
+  // A training step's batch in the small variant (0: small_batch). Batch norm normalizes by the
+  // batch's statistics there: at 32x32 the last stage is 1x1, and 2 images would give each channel
+  // 2 values, whose normalization is ill-conditioned enough that no two f32 computations agree.
+  int64_t small_train_batch = 0;
   std::function<Graph(const BuildOptions&)> build;
 
   int64_t default_batch(Variant v) const { return v == Variant::kFull ? full_batch : small_batch; }
+  int64_t default_train_batch(Variant v) const {
+    return v == Variant::kSmall && small_train_batch > 0 ? small_train_batch : default_batch(v);
+  }
 };
 
 // Every built-in model, in suite order (transformer, vision, mlp).
