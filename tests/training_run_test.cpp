@@ -78,8 +78,8 @@ TEST_F(TrainingRun, ResNet18TrainsWithBatchStatisticsOnCodegen) {
     ++seen;
   }
   EXPECT_EQ(seen, 3);  // codegen's accuracy, and eager's and codegen's step timings
-  const Graph judged = load_graph_file(dir_ / "out" / "run_1" / "graphs" /
-                                       "vision.resnet18.train.graph");
+  const Graph judged =
+      load_graph_file(dir_ / "out" / "run_1" / "graphs" / "vision.resnet18.train.graph");
   EXPECT_TRUE(judged.find_value("buffer.3.bn1.running_mean").has_value());
 }
 
