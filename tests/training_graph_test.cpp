@@ -12,6 +12,7 @@
 
 #include "crucible/core/error.h"
 #include "crucible/ir/text_format.h"
+#include "crucible/ops/autodiff.h"
 #include "crucible/ops/interpreter.h"
 #include "crucible/ops/training.h"
 
@@ -297,6 +298,37 @@ graph bn(%x: f64[4,2,3,3]) {
   // The buffers are inputs after the parameters, with their recipes; never trained.
   EXPECT_EQ(g.value(g.inputs()[4]).name, "m");
   EXPECT_FALSE(g.find_value("grad.1.m").has_value());
+}
+
+// The partitioner's rule changes what lives from the forward to the backward, never a value: the
+// steps with and without recompute agree bit for bit in fp64 on eager, and fewer bytes are saved.
+TEST(TrainingGraph, RecomputingCheapValuesChangesNoResultAndSavesLess) {
+  const Graph forward = parse_graph(kConvBn);
+  TrainingOptions on, off;
+  off.recompute = false;
+  const Graph a = training_graph(forward, off), b = training_graph(forward, on);
+  const std::vector<Tensor> inputs = make_inputs(a, 5);
+  const std::vector<Tensor> x = Interpreter(a).run(inputs), y = Interpreter(b).run(inputs);
+  ASSERT_EQ(x.size(), y.size());
+  for (size_t k = 0; k < x.size(); ++k) EXPECT_EQ(x[k].to_doubles(), y[k].to_doubles()) << k;
+  // The joint graphs: the forward is the loss graph's nodes, the backward what follows.
+  auto first_backward = [](const Graph& g) {
+    for (size_t i = 0; i < g.nodes().size(); ++i)
+      if (g.value(g.nodes()[i].output).name.find(".bwd") != std::string::npos) return i;
+    return g.nodes().size();
+  };
+  const SavedActivations kept = saved_activations(a, first_backward(a));
+  const SavedActivations fewer = saved_activations(b, first_backward(b));
+  EXPECT_LT(fewer.bytes, kept.bytes) << kept.bytes << " -> " << fewer.bytes;
+  EXPECT_LT(fewer.saved.size(), kept.saved.size());
+  // What the backward recomputed carries the suffix; batch norm's normalized value is one.
+  EXPECT_TRUE(b.find_value("n.xhat.recompute").has_value());
+  // relu's result feeds the max pool whose result the backward reads: it stays saved (its copy
+  // might differ in the last bit, and the pool's rule finds each maximum by equality).
+  EXPECT_FALSE(b.find_value("r.recompute").has_value());
+  bool r_saved = false;
+  for (ValueId v : fewer.saved) r_saved = r_saved || b.value(v).name == "r";
+  EXPECT_TRUE(r_saved);
 }
 
 TEST(TrainingGraph, BatchNormRunningStatisticsAreNotTrained) {

@@ -107,7 +107,7 @@ namespace {
 struct RunArgs {
   std::vector<std::string> suites, backends, only, config, shapes, backend_env;
   std::string filter, exclude, shard, mode = "accuracy", seed, db = "crucible.db", output_dir;
-  std::string optimizer = "sgd", loss = "auto";
+  std::string optimizer = "sgd", loss = "auto", recompute = "cheap";
   double weight_decay = -1;  // below 0: the optimizer's default
 };
 
@@ -124,7 +124,11 @@ po::options_description training_option_table(TrainingOptions& t, RunArgs& raw) 
       "weight-decay", po::value(&raw.weight_decay), "weight decay (default: sgd 0, adamw 0.01)")(
       "loss", po::value(&raw.loss)->default_value("auto"),
       "auto (cross_entropy on a prediction whose last dim is classes, else mse) | "
-      "cross_entropy (against random int64 labels) | mse (against a random target)");
+      "cross_entropy (against random int64 labels) | mse (against a random target)")(
+      "recompute", po::value(&raw.recompute)->default_value("cheap"),
+      "cheap (the backward recomputes elementwise and view results from what matmuls, "
+      "convolutions and reductions saved, as AOTAutograd's partitioner does) | none (it keeps "
+      "every forward value it reads)");
   return train;
 }
 
@@ -232,6 +236,9 @@ void check_training_values(TrainingOptions& t, const RunArgs& raw) {
   } else if (raw.weight_decay != -1) {
     throw po::error("--weight-decay must be a number >= 0");
   }
+  if (raw.recompute != "cheap" && raw.recompute != "none")
+    throw po::error(fmt::format("--recompute must be cheap or none, got '{}'", raw.recompute));
+  t.recompute = raw.recompute == "cheap";
   try {
     t.optimizer.kind = parse_optimizer(raw.optimizer);
   } catch (const Error& e) {
@@ -296,7 +303,8 @@ void refuse_unused(const po::variables_map& vm, const RunConfig& cfg) {
       throw po::error(fmt::format("--{} applies to timing: give --mode performance or both", name));
     }
   }
-  for (const char* name : {"train-steps", "optimizer", "lr", "momentum", "weight-decay", "loss"}) {
+  for (const char* name :
+       {"train-steps", "optimizer", "lr", "momentum", "weight-decay", "loss", "recompute"}) {
     if (!cfg.training() && vm.count(name) && !vm[name].defaulted())
       throw po::error(fmt::format("--{} applies to training: give --mode training", name));
   }

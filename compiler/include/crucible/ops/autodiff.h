@@ -18,6 +18,25 @@ namespace crucible {
 // does not depend on (or only through ops of zero gradient, as floor) gets zeros.
 Graph joint_graph(const Graph& forward, std::span<const ValueId> wrt);
 
+// The saved activations of a joint graph whose first `forward_nodes` nodes are its forward: the
+// forward's node results its backward reads (inputs and parameters are not saved: they live
+// anyway), in the order the backward first reads them, and their bytes.
+struct SavedActivations {
+  std::vector<ValueId> saved;
+  double bytes = 0;
+};
+SavedActivations saved_activations(const Graph& joint, size_t forward_nodes);
+
+// The partitioner's rule (AOTAutograd's default): the backward recomputes every saved value whose
+// op is cheap (elementwise or a view, as the registry's cost rules declare them), from its
+// operands recomputed in turn, down to what matmuls, convolutions, reductions and the other
+// non-elementwise ops made, which alone stay saved; a graph output is never recomputed, nor an
+// operand of a saved result (a recomputed copy may differ in the last bit, and a rule may find a
+// maximum by comparing the operand with the result). The
+// copies are named "V.recompute". The values are the same; what stays alive from the forward to
+// the backward shrinks to saved_activations of the result (the figures: design_decisions.md).
+Graph recompute_cheap(const Graph& joint, size_t forward_nodes);
+
 // Whether `op` has a gradient rule, and all the ops that do (sorted).
 bool differentiable(const std::string& op);
 std::vector<std::string> differentiable_ops();

@@ -39,6 +39,9 @@ struct TrainingOptions {
   LossKind loss = LossKind::kAuto;
   OptimizerOptions optimizer;
   int steps = 1;  // unrolled in the graph, each on the same batch (as PyTorch's harness does)
+  // The partitioner's rule (autodiff.h's recompute_cheap): the backward recomputes elementwise
+  // and view results instead of keeping them from the forward. Off: it reads every one it needs.
+  bool recompute = true;
 };
 
 // The parameters a step trains: floating ones, except those only ever read as batch_norm's running

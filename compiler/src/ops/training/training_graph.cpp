@@ -183,7 +183,8 @@ Graph training_graph(const Graph& forward, const TrainingOptions& options) {
   const std::vector<ValueId> buffer_inputs(
       lg.inputs().end() - static_cast<std::ptrdiff_t>(buffers.size()), lg.inputs().end());
   // Outputs: the loss, the buffers' updates, then the gradients.
-  const Graph joint = joint_graph(lg, wrt);
+  Graph joint = joint_graph(lg, wrt);
+  if (options.recompute) joint = recompute_cheap(joint, lg.nodes().size());
 
   Graph g(forward.name() + ".train");
   g.set_base_dir(forward.base_dir());
