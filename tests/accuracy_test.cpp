@@ -42,6 +42,36 @@ TEST(Accuracy, FartherFromEagerThanTolButCloserToFp64ThanEagerPasses) {
   EXPECT_TRUE(a.passed);  // ...but it is nearer the truth than eager is
 }
 
+// A training step's rule: atol is tol times the step's scale. A gradient of 1e-3 doubled by a
+// wrong backward passes an absolute 1e-2 and fails at the scale of a step whose outputs are
+// ~0.05; a gradient that is zero in exact arithmetic, rounding noise on both sides, passes.
+TEST(Accuracy, AScaledToleranceJudgesSmallTensorsAtTheStepsScale) {
+  const int n = 64;
+  std::vector<double> grad(n), doubled(n), noise(n, 0.0), other(n);
+  for (int i = 0; i < n; ++i) {
+    grad[i] = 1e-3 * (1 + i % 5);
+    doubled[i] = 2 * grad[i];
+    other[i] = 3e-15 * (i % 3 - 1);
+  }
+  const Tensor g = T(DType::kF32, {n}, grad), d = T(DType::kF32, {n}, doubled);
+  AccuracyOptions absolute{1e-2};
+  EXPECT_TRUE(compare_output(d, g, T(DType::kF64, {n}, grad), absolute).passed);
+  AccuracyOptions scaled{1e-2};
+  scaled.scale = 0.05;
+  EXPECT_FALSE(compare_output(d, g, T(DType::kF64, {n}, grad), scaled).passed);
+  EXPECT_TRUE(compare_output(T(DType::kF32, {n}, other), T(DType::kF32, {n}, noise),
+                             T(DType::kF64, {n}, noise), scaled)
+                  .passed);
+}
+
+TEST(Accuracy, OutputScaleIsTheRootMeanSquareOfEveryFiniteFloat) {
+  const std::vector<Tensor> outs = {T(DType::kF32, {2}, {3.0, -4.0}),
+                                    T(DType::kI64, {2}, {1000, 1000}),
+                                    T(DType::kF32, {2}, {0.0, INFINITY})};
+  EXPECT_NEAR(output_scale(outs), std::sqrt(25.0 / 3.0), 1e-12);
+  EXPECT_EQ(output_scale({T(DType::kF32, {2}, {0.0, 0.0})}), 1.0);
+}
+
 TEST(Accuracy, FarFromBothEagerAndFp64Fails) {
   const int n = 2000;
   std::vector<double> truth = ramp(n, 0.5), eager(n), compiled(n);

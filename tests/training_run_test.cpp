@@ -3,6 +3,7 @@
 // failing and minifying to that node, and the options' and the graphs' refusals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -12,6 +13,7 @@
 #include "crucible/models/model_zoo.h"
 #include "crucible/ops/training.h"
 #include "crucible/reports/store.h"
+#include "onnx_model_builder.h"
 
 namespace crucible {
 namespace {
@@ -120,6 +122,59 @@ TEST_F(TrainingRun, APlantedWrongBackwardFailsAndMinifiesToThatNode) {
   const Graph repro = load_graph_file(fs::path(repros[0].path) / "graph.graph");
   ASSERT_EQ(repro.nodes().size(), 1u);
   EXPECT_EQ(repro.value(repro.nodes()[0].output).name, planted);
+  // Minified under the rule that judged it: the training tolerance, not the model's inference one.
+  EXPECT_NE(testing::read_all(fs::path(repros[0].path) / "manifest.txt").find("tolerance 0.01\n"),
+            std::string::npos);
+  EXPECT_NE(
+      testing::read_all(fs::path(repros[0].path) / "manifest.txt").find("scaled_tolerance 1\n"),
+      std::string::npos);
+  // And it reproduces under that rule.
+  r = run_crucible("repro " + repros[0].path);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("reproduced"), std::string::npos) << r.out;
+}
+
+// An imported ONNX model trains with its initializers as the parameters: they start from the
+// file's values (written beside the imported graph, read back as inputs of the step).
+TEST_F(TrainingRun, AnImportedOnnxModelTrainsItsInitializers) {
+  testing::OnnxModelBuilder b;
+  b.input("x", {4, 6});
+  std::vector<float> w1(48), b1(8), w2(24);
+  for (size_t i = 0; i < w1.size(); ++i) w1[i] = 0.05f * static_cast<float>(i % 7) - 0.15f;
+  for (size_t i = 0; i < b1.size(); ++i) b1[i] = 0.01f * static_cast<float>(i);
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = 0.1f - 0.02f * static_cast<float>(i % 9);
+  b.initializer("w1", {8, 6}, w1);
+  b.initializer("b1", {8}, b1);
+  b.initializer("w2", {3, 8}, w2);
+  testing::OnnxModelBuilder::attr_int(b.node("Gemm", {"x", "w1", "b1"}, {"h"}), "transB", 1);
+  b.node("Relu", {"h"}, {"r"});
+  testing::OnnxModelBuilder::attr_int(b.node("Gemm", {"r", "w2"}, {"y"}), "transB", 1);
+  b.output("y");
+  const fs::path onnx = b.save(dir_ / "mlp.onnx");
+  auto r = run_crucible("run --graph " + onnx.string() +
+                        " --backends eager,codegen --mode training --threads 2 --repeat 1 "
+                        "--min-time-ms 0" +
+                        store_args());
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  auto store = reports::Store::open(dir_ / "r.db");
+  int passed = 0;
+  for (auto& row : store->results(store->runs().at(0).id)) {
+    EXPECT_EQ(row.model, "mlp.train");
+    passed += reports::status_name(row.status) == "pass";
+  }
+  EXPECT_EQ(passed, 4);
+  // The step starts from the initializers' values: its parameter inputs read their files.
+  for (const auto& entry : fs::directory_iterator(dir_ / "out" / "run_1" / "graphs")) {
+    if (entry.path().filename().string().find(".train.graph") == std::string::npos) continue;
+    const Graph step = load_graph_file(entry.path());
+    const auto w = step.find_value("w1");
+    ASSERT_TRUE(w.has_value());
+    EXPECT_EQ(step.value(*w).kind, ValueKind::kInput);
+    EXPECT_EQ(step.value(*w).init.kind, "file");
+    const Tensor first = make_inputs(step, 0)[static_cast<size_t>(
+        std::find(step.inputs().begin(), step.inputs().end(), *w) - step.inputs().begin())];
+    EXPECT_FLOAT_EQ(static_cast<float>(first.get(1)), w1[1]);
+  }
 }
 
 TEST_F(TrainingRun, ModelsThatCannotTrainFailToLoadSayingWhy) {
@@ -160,6 +215,8 @@ TEST_F(TrainingRun, BadTrainingOptionsAreOneLineAndExitTwo) {
       {" --mode accuracy --train-steps 2", "--train-steps applies to training"},
       {" --mode both --optimizer adamw", "--optimizer applies to training"},
       {" --mode train", "--mode must be accuracy, performance, both or training"},
+      {" --mode training --recompute all", "--recompute must be cheap or none"},
+      {" --mode accuracy --recompute none", "--recompute applies to training"},
   };
   for (const auto& [args, message] : cases) {
     auto r = run_crucible(base + args);

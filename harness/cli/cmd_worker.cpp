@@ -26,7 +26,9 @@ int worker_command(const std::vector<std::string>& args) {
       "threads", po::value(&job.threads), "OpenMP threads")("tolerance", po::value(&job.tolerance),
                                                             "accuracy tolerance")(
       "cosine", po::bool_switch(&job.cosine), "cosine-similarity accuracy")(
-      "tensors", po::value(&job.tensors), "reference/outputs: the tensor file to write")(
+      "scaled-tolerance", po::bool_switch(&job.scaled_tolerance),
+      "atol relative to the outputs' scale")("tensors", po::value(&job.tensors),
+                                             "reference/outputs: the tensor file to write")(
       "no-fp64", po::bool_switch(), "reference: no fp64 reference")(
       "eager-once", po::bool_switch(&job.eager_once), "reference: one eager run")(
       "profile", po::bool_switch(&job.profile), "run-graph: per-kernel timings")(

@@ -41,7 +41,8 @@ void cosim_job(Session& s) {
       reply = "unsupported";
       return;
     }
-    const AccuracyOptions opts{s.job.tolerance, s.job.cosine, true};
+    const AccuracyOptions opts{s.job.tolerance, s.job.cosine, true,
+                               s.job.scaled_tolerance ? output_scale(ev) : 1.0};
     for (size_t k = 0; k < ids.size(); ++k) {
       if (!compare_output(bv.at(k), ev.at(k), fv.at(k), opts).passed) {
         reply = "node " + s.graph.value(ids[k]).name;

@@ -178,6 +178,7 @@ MinifyResult minify(const Graph& g, const std::vector<Tensor>& inputs, Oracle& o
   info.config = opts.oracle.config;
   info.tolerance = opts.oracle.tolerance;
   info.cosine = opts.oracle.cosine;
+  info.scaled_tolerance = opts.oracle.scaled_tolerance;
   info.threads = opts.oracle.threads;
   info.signature = first->signature;
   info.original = opts.original;

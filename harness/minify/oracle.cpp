@@ -75,6 +75,7 @@ WorkerJob Oracle::job_for(const std::string& kind, const fs::path& dir, const Ca
   job.threads = cfg_.threads;
   job.tolerance = cfg_.tolerance;
   job.cosine = cfg_.cosine;
+  job.scaled_tolerance = cfg_.scaled_tolerance;
   job.plugin_paths = cfg_.plugin_paths;
   job.config = cfg_.config;
   if (!cfg_.backend_env.empty()) job.backend_env[cfg_.backend] = cfg_.backend_env;

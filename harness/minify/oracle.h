@@ -29,6 +29,7 @@ struct OracleConfig {
   std::vector<std::string> plugin_paths;
   double tolerance = 1e-4;
   bool cosine = false;
+  bool scaled_tolerance = false;
   int threads = 0;
   ChildLimits limits;
   std::filesystem::path work_dir;  // candidates and worker logs go below it

@@ -112,8 +112,9 @@ void write_repro(const fs::path& dir, const Candidate& c, const ReproInfo& info)
     check_line_safe("variable " + k, v.value_or(""));
     m += v ? fmt::format("backend_env {}={}\n", k, *v) : fmt::format("backend_env -{}\n", k);
   }
-  m += fmt::format("tolerance {}\ncosine {}\nthreads {}\n", info.tolerance, info.cosine ? 1 : 0,
-                   info.threads);
+  m += fmt::format("tolerance {}\ncosine {}\n", info.tolerance, info.cosine ? 1 : 0);
+  if (info.scaled_tolerance) m += "scaled_tolerance 1\n";  // older repros have no such line
+  m += fmt::format("threads {}\n", info.threads);
   m += fmt::format("signature {}\n", info.signature.str());
   check_line_safe("the original", info.original);
   m += fmt::format("original {}\nnodes {} {}\nreplays {} {}\n", info.original, info.nodes_before,
@@ -239,6 +240,10 @@ LoadedRepro load_repro(const fs::path& dir) {
       int v = 0;
       if (!(words >> v)) throw Error(fmt::format("{}: bad cosine", where));
       r.info.cosine = v != 0;
+    } else if (key == "scaled_tolerance") {
+      int v = 0;
+      if (!(words >> v)) throw Error(fmt::format("{}: bad scaled_tolerance", where));
+      r.info.scaled_tolerance = v != 0;
     } else if (key == "threads") {
       if (!(words >> r.info.threads) || r.info.threads < 0)
         throw Error(fmt::format("{}: bad threads '{}'", where, rest));

@@ -23,6 +23,7 @@ struct ReproInfo {
   EnvChanges backend_env;
   double tolerance = 1e-4;
   bool cosine = false;
+  bool scaled_tolerance = false;
   int threads = 0;
   Signature signature;
   std::string original;  // where the failing graph came from

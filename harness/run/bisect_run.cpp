@@ -46,9 +46,9 @@ void bisect_new_failures(const RunConfig& cfg, reports::Store& store, int64_t ru
       if (e.suite != r.suite) continue;
       if (e.name == r.model) m = e;
       if (cfg.training() && training_name(e.name) == r.model) {
-        // The training graph the failure was judged on, where the runner wrote it.
+        // The training graph the failure was judged on, where the runner wrote it, by its rule.
         m = e;
-        m->name = r.model;
+        as_training_entry(*m);
         m->graph = training_graph_path(out_dir / "graphs", *m);
       }
     }
@@ -62,6 +62,7 @@ void bisect_new_failures(const RunConfig& cfg, reports::Store& store, int64_t ru
     mo.oracle.plugin_paths = cfg.plugin_paths;
     mo.oracle.tolerance = m->tolerance;
     mo.oracle.cosine = m->cosine;
+    mo.oracle.scaled_tolerance = m->scaled_tolerance;
     mo.oracle.threads = cfg.threads;
     mo.oracle.limits.timeout_s = cfg.timeout_s;
     mo.oracle.limits.memory_limit_mb = cfg.memory_limit_mb;

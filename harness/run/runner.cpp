@@ -116,7 +116,7 @@ class Runner {
 
   void run_model(const ModelEntry& entry, Progress& progress) {
     ModelEntry m = entry;
-    if (cfg_.training()) m.name = training_name(m.name);
+    if (cfg_.training()) as_training_entry(m);
     if (m.skip.empty() && !m.onnx.empty()) import_onnx(m);
     if (!m.skip.empty()) {
       for (const auto& mode : modes()) {
@@ -215,6 +215,7 @@ class Runner {
     job.threads = cfg_.threads;
     job.tolerance = m.tolerance;
     job.cosine = m.cosine;
+    job.scaled_tolerance = m.scaled_tolerance;
     if (!m.onnx_data.empty() && !case_files(m.onnx_data, "output").empty()) {
       job.expected = fs::absolute(m.onnx_data).string();
       job.rtol = m.rtol;

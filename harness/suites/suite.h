@@ -27,9 +27,10 @@ struct ModelEntry {
   double tolerance = 1e-4;
   bool tolerance_set = false;  // given in the manifest (overrides a builtin's own)
   bool cosine = false;
-  std::string skip;          // non-empty: not run, recorded as skipped with this reason
-  std::string xfail;         // non-empty: expected to fail; a failure is recorded as xfail
-  std::string import_error;  // set at run time: the ONNX model did not import (fail_to_load)
+  bool scaled_tolerance = false;  // set at run time for training steps (training_models.h)
+  std::string skip;               // non-empty: not run, recorded as skipped with this reason
+  std::string xfail;              // non-empty: expected to fail; a failure is recorded as xfail
+  std::string import_error;       // set at run time: the ONNX model did not import (fail_to_load)
 };
 
 struct Suite {

@@ -14,6 +14,12 @@ namespace fs = std::filesystem;
 
 std::string training_name(const std::string& model) { return model + ".train"; }
 
+void as_training_entry(ModelEntry& m) {
+  m.name = training_name(m.name);
+  m.scaled_tolerance = true;
+  if (!m.tolerance_set) m.tolerance = std::max(m.tolerance, kTrainingTolerance);
+}
+
 fs::path training_graph_path(const fs::path& dir, const ModelEntry& m) {
   return fs::absolute(dir / fmt::format("{}.{}.graph", m.suite, m.name));
 }
@@ -45,7 +51,6 @@ void write_training_graphs(ModelEntry& m, const Graph& forward, const TrainingOp
   const Graph steps = training_graph(forward, options);
   const Graph step = options.steps == 1 ? steps : training_graph(forward, one);
   fs::create_directories(dir);
-  if (!m.tolerance_set) m.tolerance = std::max(m.tolerance, kTrainingTolerance);
   const fs::path path = training_graph_path(dir, m);
   m.graph = write(steps, forward.base_dir(), path);
   m.step_graph = write(step, forward.base_dir(), fs::path(path).replace_extension(".step.graph"));

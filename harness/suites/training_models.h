@@ -16,8 +16,14 @@ std::string training_name(const std::string& model);
 
 // A training step's accuracy tolerance unless the manifest gives one: PyTorch's harness judges
 // timm and Hugging Face models' training at 1e-2 (2e-2 for some), against 1e-3 for inference,
-// as a gradient sums what a forward only passes on.
+// as a gradient sums what a forward only passes on. Here atol is relative to the step's scale
+// (1e-2 of the root mean square of all its outputs, AccuracyOptions::scale): a gradient of 1e-3
+// everywhere, held to an absolute 1e-2, would let a backward that doubles it pass.
 inline constexpr double kTrainingTolerance = 1e-2;
+
+// `m` as a training model: named training_name(m.name), judged at kTrainingTolerance or the
+// model's own when larger, unless the manifest set one, scaled to the step's outputs.
+void as_training_entry(ModelEntry& m);
 
 // Where write_training_graphs puts the training graph of `m` (its name already training_name's).
 std::filesystem::path training_graph_path(const std::filesystem::path& dir, const ModelEntry& m);
@@ -25,7 +31,6 @@ std::filesystem::path training_graph_path(const std::filesystem::path& dir, cons
 // Writes `forward`'s training graph of options.steps steps (judged for accuracy) and of one step
 // (timed) as <dir>/<suite>.<m.name>.graph and .step.graph, and points m.graph and
 // m.step_graph at them; file(path=...) recipes become absolute, so the graphs read from anywhere.
-// m.tolerance becomes at least kTrainingTolerance unless the manifest set it.
 // Throws Error (a GraphError naming the op without a gradient rule, say) when the model cannot
 // train.
 void write_training_graphs(ModelEntry& m, const Graph& forward, const TrainingOptions& options,

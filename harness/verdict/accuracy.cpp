@@ -74,6 +74,20 @@ bool identical(const Tensor& a, const Tensor& b) {
   return true;
 }
 
+double output_scale(const std::vector<Tensor>& outputs) {
+  double sum = 0, n = 0;
+  for (const Tensor& t : outputs) {
+    if (!t.defined() || !is_floating(t.dtype())) continue;
+    for (double x : t.to_doubles()) {
+      if (!std::isfinite(x)) continue;
+      sum += x * x;
+      n += 1;
+    }
+  }
+  const double rms = n > 0 ? std::sqrt(sum / n) : 0;
+  return rms > 0 ? rms : 1.0;
+}
+
 reports::OutputAccuracy compare_output(const Tensor& res, const Tensor& ref, const Tensor& fp64,
                                        const AccuracyOptions& opts) {
   reports::OutputAccuracy out;
@@ -90,7 +104,7 @@ reports::OutputAccuracy compare_output(const Tensor& res, const Tensor& ref, con
   }
   const std::vector<double> r = res.to_doubles(), e = ref.to_doubles();
   const bool exact = !is_floating(res.dtype());
-  const double atol = exact ? 0 : opts.tol, rtol = exact ? 0 : opts.tol;
+  const double atol = exact ? 0 : opts.tol * opts.scale, rtol = exact ? 0 : opts.tol;
   for (size_t i = 0; i < r.size(); ++i) {
     const bool rn = std::isnan(r[i]), en = std::isnan(e[i]);
     double abs_err, rel_err;
@@ -127,9 +141,9 @@ reports::OutputAccuracy compare_output(const Tensor& res, const Tensor& ref, con
   } else if (fp64.defined()) {
     // Farther from eager than tol, but judged against the fp64 truth: eager has rounding error too.
     const double multiplier = rmse_multiplier(res);
-    out.passed = nonfinite_disagreements(r, e, opts.equal_nan) == 0 &&
-                 std::isfinite(out.rmse_vs_fp64) &&
-                 out.rmse_vs_fp64 <= multiplier * out.rmse_eager_vs_fp64 + opts.tol / 10.0;
+    out.passed =
+        nonfinite_disagreements(r, e, opts.equal_nan) == 0 && std::isfinite(out.rmse_vs_fp64) &&
+        out.rmse_vs_fp64 <= multiplier * out.rmse_eager_vs_fp64 + opts.tol * opts.scale / 10.0;
   }
   return out;
 }

@@ -14,7 +14,16 @@ struct AccuracyOptions {
   double tol = 1e-4;      // rtol = atol = tol
   bool cosine = false;    // pass iff cosine similarity with eager >= 0.99 instead of allclose/RMSE
   bool equal_nan = true;  // NaN in the same place on both sides counts as equal
+  // atol = tol * scale. A training step's rule sets it to the root mean square of all its
+  // outputs (output_scale), so that a step is judged alike at any scale; a tensor's own RMS would
+  // not do: a gradient that is zero in exact arithmetic (an attention key's bias) is rounding
+  // noise on every backend, and no noise is within a fraction of itself.
+  double scale = 1.0;
 };
+
+// The root mean square of every finite element of the floating tensors of `outputs` (1 when
+// there is none, or all are zero): the scale a training step's outputs are judged at.
+double output_scale(const std::vector<Tensor>& outputs);
 
 // Compares a backend's output `res` with eager's `ref` and the fp64 reference `fp64` (same shape;
 // fp64 may be undefined, e.g. for integer outputs). Fills every figure of OutputAccuracy.

@@ -62,7 +62,8 @@ void judge_against_eager(const WorkerJob& job, const AccuracyReference& ref,
   if (res.size() != ref.eager.size()) {
     return fail(r, fmt::format("{} outputs, eager gives {}", res.size(), ref.eager.size()));
   }
-  const AccuracyOptions opts{job.tolerance, job.cosine, true};
+  const AccuracyOptions opts{job.tolerance, job.cosine, true,
+                             job.scaled_tolerance ? output_scale(ref.eager) : 1.0};
   for (size_t i = 0; i < res.size(); ++i) {
     const Tensor fp64 = i < ref.fp64.size() ? ref.fp64[i] : Tensor();
     auto a = compare_output(res[i], ref.eager[i], fp64, opts);

@@ -223,6 +223,7 @@ std::vector<std::string> WorkerJob::to_args() const {
   add(flag("threads", std::to_string(threads)));
   add(flag("tolerance", fmt::format("{}", tolerance)));
   if (cosine) a.push_back("--cosine");
+  if (scaled_tolerance) a.push_back("--scaled-tolerance");
   // The expected outputs and their rule stay with the parent, which judges: no worker is told
   // where they are.
   add(timing_args(timing));

@@ -33,6 +33,7 @@ struct WorkerJob {
   int threads = 0;
   double tolerance = 1e-4;
   bool cosine = false;
+  bool scaled_tolerance = false;  // atol relative to the outputs' scale (accuracy.h)
   // A folder of expected outputs (output_N.pb, an ONNX test case): the parent compares every
   // backend with them by |res - exp| <= atol + rtol * |exp| instead of with eager and fp64. These
   // four are the parent's alone: to_args() passes none of them to a worker.

@@ -51,6 +51,7 @@ Graph suite_graph(const std::string& suite, const std::string& only, const std::
   const ModelEntry m = suite_model(suite, only, variant, batch_size, suite_paths, dir);
   tolerance = m.tolerance;
   mo.oracle.cosine = m.cosine;
+  mo.oracle.scaled_tolerance = m.scaled_tolerance;
   mo.original = fmt::format("--suite {} --only {}", suite, only);
   return load_graph_file(m.graph);
 }
@@ -293,6 +294,7 @@ int repro_command(const std::vector<std::string>& args) {
   oc.plugin_paths = plugin_paths;
   oc.tolerance = repro.info.tolerance;
   oc.cosine = repro.info.cosine;
+  oc.scaled_tolerance = repro.info.scaled_tolerance;
   oc.threads = repro.info.threads;
   oc.limits.timeout_s = timeout_s;
   oc.work_dir = work.path();
