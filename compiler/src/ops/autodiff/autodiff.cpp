@@ -10,6 +10,7 @@
 
 #include "autodiff/grad_builder.h"
 #include "crucible/core/error.h"
+#include "graph_copy.h"
 
 namespace crucible {
 
@@ -17,9 +18,8 @@ namespace autodiff {
 
 ValueId GradBuilder::op(const std::string& name, std::vector<ValueId> operands, Attrs attrs) {
   // Named after the forward value, so a backward node in a repro says whose gradient it computes.
-  std::string mine = fmt::format("{}.bwd{}", g_.value(node_.output).name, made_++);
-  if (g_.find_value(mine)) mine.clear();
-  return g_.add_node(name, std::move(operands), std::move(attrs), std::move(mine));
+  const std::string mine = fmt::format("{}.bwd{}", g_.value(node_.output).name, made_++);
+  return g_.add_node(name, std::move(operands), std::move(attrs), free_name(g_, mine));
 }
 
 ValueId filled(Graph& g, const Shape& shape, double value, DType dtype) {

@@ -9,6 +9,7 @@
 
 #include "crucible/ir/op_registry.h"
 #include "crucible/ops/autodiff.h"
+#include "graph_copy.h"
 
 namespace crucible {
 
@@ -70,17 +71,8 @@ Graph recompute_cheap(const Graph& joint, size_t forward_nodes) {
   g.set_base_dir(joint.base_dir());
   g.set_source_file(joint.source_file());
   std::vector<ValueId> map(joint.values().size(), -1), copy(joint.values().size(), -1);
-  for (ValueId v : joint.inputs()) {
-    const Value& x = joint.value(v);
-    map[v] = g.add_input(x.name, x.type, x.init);
-    g.set_source(map[v], x.loc);
-  }
-  for (ValueId v : joint.params()) {
-    const Value& x = joint.value(v);
-    map[v] =
-        x.data.defined() ? g.add_param_data(x.name, x.data) : g.add_param(x.name, x.type, x.init);
-    g.set_source(map[v], x.loc);
-  }
+  for (ValueId v : joint.inputs()) map[v] = copy_leaf(g, joint, v);
+  for (ValueId v : joint.params()) map[v] = copy_leaf(g, joint, v);
   // The backward's copy of forward value v: recomputed from its operands' copies, down to the
   // values that are saved (what is not cheap, inputs and parameters).
   std::function<ValueId(ValueId)> in_backward = [&](ValueId v) -> ValueId {
@@ -89,8 +81,8 @@ Graph recompute_cheap(const Graph& joint, size_t forward_nodes) {
     const Node& n = joint.nodes()[joint.value(v).node];
     std::vector<ValueId> operands;
     for (ValueId o : n.operands) operands.push_back(in_backward(o));
-    const std::string name = joint.value(v).name + ".recompute";
-    copy[v] = g.add_node(n.op, std::move(operands), n.attrs, g.find_value(name) ? "" : name, n.loc);
+    copy[v] = g.add_node(n.op, std::move(operands), n.attrs,
+                         free_name(g, joint.value(v).name + ".recompute"), n.loc);
     return copy[v];
   };
   for (size_t i = 0; i < joint.nodes().size(); ++i) {

@@ -13,10 +13,6 @@ namespace crucible {
 
 namespace training {
 
-std::string free_name(const Graph& g, const std::string& base) {
-  return g.find_value(base) ? "" : base;
-}
-
 void copy_nodes(Graph& into, const Graph& from, std::vector<ValueId>& map,
                 const std::string& prefix) {
   map.resize(from.values().size(), -1);
@@ -29,22 +25,6 @@ void copy_nodes(Graph& into, const Graph& from, std::vector<ValueId>& map,
 }
 
 namespace {
-
-// A copy of `from`'s input or parameter `v` into `into`, a parameter in `as_input` made an input
-// with its recipe.
-ValueId copy_leaf(Graph& into, const Graph& from, ValueId v, bool as_input) {
-  const Value& x = from.value(v);
-  ValueId out;
-  if (x.kind == ValueKind::kInput || as_input) {
-    out = into.add_input(x.name, x.type, x.init);
-  } else if (x.data.defined()) {
-    out = into.add_param_data(x.name, x.data);
-  } else {
-    out = into.add_param(x.name, x.type, x.init);
-  }
-  into.set_source(out, x.loc);
-  return out;
-}
 
 // A parameter a step makes an input: its recipe is its first value.
 ValueId leaf_as_input(Graph& into, const Graph& forward, ValueId v) {
@@ -190,8 +170,8 @@ Graph training_graph(const Graph& forward, const TrainingOptions& options) {
   g.set_base_dir(forward.base_dir());
   g.set_source_file(forward.source_file());
   std::vector<ValueId> leaves(lg.values().size(), -1);
-  for (ValueId v : lg.inputs()) leaves[v] = training::copy_leaf(g, lg, v, false);
-  for (ValueId v : lg.params()) leaves[v] = training::copy_leaf(g, lg, v, false);
+  for (ValueId v : lg.inputs()) leaves[v] = copy_leaf(g, lg, v, false);
+  for (ValueId v : lg.params()) leaves[v] = copy_leaf(g, lg, v, false);
   const std::vector<std::string> states = training::state_names(options.optimizer);
   std::vector<Trained> params;
   for (ValueId v : wrt) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "crucible/ops/training.h"
+#include "graph_copy.h"
 
 namespace crucible::training {
 
@@ -48,8 +49,5 @@ ValueId add_batch_norm_train(Graph& g, const Node& n, const std::vector<ValueId>
 // `into` gets a fresh one.
 void copy_nodes(Graph& into, const Graph& from, std::vector<ValueId>& map,
                 const std::string& prefix);
-
-// `base` when no value of `g` has that name, else "" (add_node then picks a fresh one).
-std::string free_name(const Graph& g, const std::string& base);
 
 }  // namespace crucible::training
