@@ -107,8 +107,13 @@ for attack in clock_slow pin_eager thread_chain clone_parent secret_scan stop_ea
   fi
   if [ "$attack" = thread_chain ] || [ "$attack" = clone_parent ] || [ "$attack" = stop_eager ]; then
     if grep -q " attack_$attack pass" <<<"$rows"; then
-      echo "attack $run: work outside its calls passed" >&2; failed=1
+      echo "attack $run: work outside its calls passed" >&2; cat "$work/$run.txt" >&2; failed=1
     fi
+  fi
+  # A process beside the worker's tree is named, whatever CPU it happened to get.
+  if [ "$attack" = clone_parent ] && [ "$(sqlite3 "$work/$run.db" "select count(*) from results
+      where backend = 'attack_$attack' and error like '%left its worker''s tree%'")" -ne 2 ]; then
+    echo "attack $run: its CLONE_PARENT process was not named in both results" >&2; failed=1
   fi
   # Eager stopped from outside is not a baseline: no backend gets a speed-up over it.
   if [ "${attack#stop_eager}" != "$attack" ] && grep -Eq " attack_$attack pass [0-9]" <<<"$rows"; then

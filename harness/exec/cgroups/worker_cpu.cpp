@@ -203,6 +203,27 @@ bool WorkerCpu::holds(pid_t pid) const {
   return false;
 }
 
+std::string WorkerCpu::stray() const {
+  if (group_.empty()) return "";
+  std::set<pid_t> members;
+  std::istringstream procs(read_all(group_ / "cgroup.procs"));
+  for (pid_t p = 0; procs >> p;) members.insert(p);
+  for (pid_t p : members) {
+    if (p == pid_) continue;
+    // The command sits in parentheses (it may hold either); the parent is the second field after.
+    const std::string stat = read_all(fmt::format("/proc/{}/stat", p));
+    const size_t open = stat.find('('), close = stat.rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close < open) continue;
+    std::istringstream fields(stat.substr(close + 2));
+    std::string state;
+    pid_t parent = 0;
+    if (!(fields >> state >> parent) || state == "Z" || members.count(parent)) continue;
+    return fmt::format("process {} ({}), whose parent is {}", p,
+                       stat.substr(open + 1, close - open - 1), parent);
+  }
+  return "";
+}
+
 double WorkerCpu::main_thread_ms() const {
   const std::string s = read_all(fmt::format("/proc/{}/task/{}/schedstat", pid_, pid_));
   return s.empty() ? NAN : std::strtod(s.c_str(), nullptr) / 1e6;

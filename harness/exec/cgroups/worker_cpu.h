@@ -42,6 +42,10 @@ class WorkerCpu {
   std::map<pid_t, std::string> placement() const;
   // Whether process `pid` is the worker or in its cgroup (the worker alone without one).
   bool holds(pid_t pid) const;
+  // A process in its cgroup, other than the worker, whose parent is outside the group: started
+  // with CLONE_PARENT or left by a double fork, it runs beside the worker's tree, not in it.
+  // Named as "process P (comm), whose parent is Q"; "" for none, and always "" without a group.
+  std::string stray() const;
   // How tree_ms is read, for messages ("cgroup v1 cpuacct", ...).
   const std::string& how() const { return how_; }
   // The smallest step tree_ms moves by (a tick of /proc/<pid>/stat, else 0).

@@ -120,6 +120,12 @@ void check_placement(Live& l) {
   }
 }
 
+// Whether a process of `l`'s cgroup runs beside its worker's tree rather than in it (a
+// CLONE_PARENT child, a double fork's grandchild): the first one seen is kept.
+void check_stray(Live& l) {
+  if (l.cpu_set && l.record.stray.empty()) l.record.stray = l.cpu->stray();
+}
+
 // The CPUs the workers may run on, read once: a pool spins on at most that many.
 int allowed_cpus() {
   static const int n = usable_cpus();
@@ -200,6 +206,7 @@ void start(Live& l, const std::map<std::string, std::string>& env, const ChildLi
   if (l.alive) {
     settle(l);
     check_placement(l);
+    check_stray(l);
   }
 }
 
@@ -343,6 +350,7 @@ void turn(std::vector<std::unique_ptr<Live>>& live, size_t i, int64_t round,
   for (size_t j = 0; j < n; ++j) tree0[j] = live[j]->tree_ms();
   if (std::isfinite(tree0[i] - tree_w)) l.record.inputs_cpu_ms += std::max(0.0, tree0[i] - tree_w);
   check_placement(l);
+  check_stray(l);
   const double wait0 = l.wait_ms() + own_thread_wait_ms();
   const auto t0 = Clock::now();
   if (!l.send('g')) {
@@ -397,6 +405,7 @@ void turn(std::vector<std::unique_ptr<Live>>& live, size_t i, int64_t round,
   l.more = m->more;
   l.calls = next_calls(l);
   l.record.settle_cpu_ms.push_back(settle(l));
+  check_stray(l);
 }
 
 }  // namespace
@@ -640,6 +649,11 @@ void judge_turns(std::vector<TurnRecord>& records) {
             "its worker stopped and continued backend {}'s timing worker (SIGSTOP, SIGCONT) while "
             "it was timed: a baseline slowed from outside",
             stopped);
+      } else if (!rec.stray.empty()) {
+        why = fmt::format(
+            "a process left its worker's tree and lived beside it while it was timed ({}; started "
+            "with CLONE_PARENT or by a double fork): work no call is charged with",
+            rec.stray);
       } else if (!rec.placement_change.empty()) {
         why = fmt::format(
             "its worker's threads were moved or reprioritized while it was timed ({}): another "

@@ -74,6 +74,8 @@ struct TurnRecord {
   // A thread of it whose priority or CPUs changed after it was first seen (from the worker's start,
   // before the next worker started), and how ("" if none).
   std::string placement_change;
+  // A process of its cgroup that left its worker's tree (WorkerCpu::stray), first seen ("" none).
+  std::string stray;
   // The first process other than the parent that continued it after a stop (SIGCONT) while it was
   // timed, as its worker said (TurnDone::continued_by: -1 for one whose pid is not vouched for),
   // and the backend whose worker's process tree that process was in ("" for none).
