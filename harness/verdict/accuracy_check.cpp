@@ -8,12 +8,14 @@
 #include <cmath>
 #include <random>
 
+#include "comparison_ties.h"
 #include "crucible/core/error.h"
 #include "crucible/ir/text_format.h"
 #include "expected_outputs.h"
 #include "input_sets.h"
 #include "output_sample.h"
 #include "tensor_file.h"
+#include "tie_verdict.h"
 #include "turn_channel.h"
 
 namespace crucible {
@@ -77,6 +79,92 @@ std::vector<std::string> output_names(const std::string& graph) {
     names.clear();
   }
   return names;
+}
+
+}  // namespace
+
+namespace {
+
+// A failed verdict on a graph that compares floats: a worker of its own finds the ties
+// (comparison_ties.h) and decides each the other way in fp64; the outputs are judged again
+// against the reference moved by the ties that explain them (tie_verdict.h). Either way r.error
+// says what the ties did.
+void judge_at_ties(const WorkerJob& rule, const AccuracyReference& ref,
+                   const std::vector<Tensor>& res, const CheckFiles& files,
+                   const CheckLaunch& launch, reports::ResultRecord& r) {
+  if (ref.fp64.empty() || !rule.expected.empty() || rule.cosine) return;
+  Graph g;
+  try {
+    g = load_graph_file(rule.graph);
+  } catch (const Error&) {
+    return;  // the reference worker read it: only a file changed since then fails here
+  }
+  if (!has_float_comparison(g)) return;
+  WorkerJob job = rule;
+  job.job = "ties";
+  job.backends = {"eager"};
+  job.tensors = files.tensors.string() + ".ties";
+  const std::filesystem::path& log = files.worker.log;
+  const WorkerFiles ties_files{files.worker.report.string() + ".ties",
+                               log.parent_path() / (log.stem().string() + ".ties.log")};
+  const WorkerRun w = run_worker(job, ties_files, launch.env, launch.limits);
+  if (w.results.at(0).status != Status::kPass) {
+    r.error += "; its ties were not checked: " + w.results.at(0).error;
+    return;
+  }
+  std::string why = "the file is missing";
+  const std::optional<TensorGroups> groups = take_tensors(job.tensors, why);
+  if (!groups || groups->empty() || (*groups)[0].size() != 3) {
+    r.error += "; its ties did not read: " + why;
+    return;
+  }
+  const Tensor &where = (*groups)[0][0], &band = (*groups)[0][1];
+  const auto total = static_cast<int64_t>((*groups)[0][2].get(0));
+  const std::vector<std::vector<Tensor>> flipped(groups->begin() + 1, groups->end());
+  if (flipped.empty()) {
+    r.error += "; no comparison in the graph is within f32 rounding of its boundary";
+    return;
+  }
+  const auto n = static_cast<int64_t>(flipped.size());
+  for (int64_t k = 0; k < n && where.numel() == 2 * n && band.numel() == 2 * n; ++k) {
+    const double node = where.get(2 * k);
+    if (node < 0 || node >= static_cast<double>(g.nodes().size())) {
+      r.error += fmt::format("; its ties did not read: tie {} names node {}", k, node);
+      return;
+    }
+  }
+  if (where.numel() != 2 * n || band.numel() != 2 * n) {
+    r.error += fmt::format("; its ties did not read: {} ties, {} and {} figures", n, where.numel(),
+                           band.numel());
+    return;
+  }
+  std::vector<size_t> chosen;
+  const AccuracyReference moved = shifted_by_ties(ref, flipped, res, chosen);
+  std::vector<std::string> which;
+  for (size_t c : chosen) {
+    const auto k = static_cast<int64_t>(c);
+    which.push_back(describe_tie(
+        g, {static_cast<int>(where.get(2 * k)), static_cast<int64_t>(where.get(2 * k + 1)),
+            band.get(2 * k), band.get(2 * k + 1)}));
+  }
+  const std::string tried = fmt::format(
+      "{} of the graph's {} ties (comparisons within f32 rounding of their boundary) tried the "
+      "other way in fp64",
+      flipped.size(), total);
+  if (chosen.empty()) {
+    r.error += fmt::format("; {}: none explains it", tried);
+    return;
+  }
+  reports::ResultRecord again = r;
+  judge_outputs(rule, moved, res, again);
+  const std::string explained = fmt::format("{} the other way explain{} it", fmt::join(which, ", "),
+                                            chosen.size() == 1 ? "s" : "");
+  if (again.status == Status::kPass) {
+    r = again;
+    r.error = fmt::format("pass at ties: {} ({})", explained, tried);
+  } else {
+    r.error = fmt::format("{} (with {}; {})", again.error, explained, tried);
+  }
 }
 
 }  // namespace
@@ -150,6 +238,8 @@ reports::ResultRecord check_accuracy(const WorkerJob& given, const ReferenceOutc
   }
   WorkerJob rule = given;  // judged by the rule of the model (its expected outputs included)
   judge_outputs(rule, reference.ref, (*groups)[0], r);
+  if (r.status == Status::kFailAccuracy)
+    judge_at_ties(rule, reference.ref, (*groups)[0], files, launch, r);
   return r;
 }
 

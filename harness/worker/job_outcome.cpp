@@ -59,7 +59,8 @@ std::vector<reports::ResultRecord> finalize_job(const WorkerJob& job, const Chil
                                                 const WorkerReport& report,
                                                 const std::filesystem::path& log,
                                                 const ChildLimits& limits) {
-  const bool accuracy = job.job == "reference" || job.job == "outputs" || job.job == "cosim";
+  const bool accuracy =
+      job.job == "reference" || job.job == "outputs" || job.job == "cosim" || job.job == "ties";
   const std::string mode = accuracy ? "accuracy" : "performance";
   std::vector<reports::ResultRecord> out;
   for (const std::string& backend : job.backends) {

@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "accuracy.h"
+#include "comparison_ties.h"
 #include "crucible/core/openmp_threads.h"
 #include "crucible/ir/text_format.h"
 #include "crucible/ir/transforms.h"
@@ -119,6 +120,36 @@ void reference_job(Session& s) {
   s.report.phase("write", "eager");
   if (!attempt(r, Status::kEagerFailToRun, [&] { write_tensor_file(s.job.tensors, groups); }))
     return s.report.result(r);
+  r.status = Status::kPass;
+  s.report.result(r);
+}
+
+// The graph's ties (comparison_ties.h) and the fp64 reference with each decided the other way, for
+// a verdict that failed; like the reference, in a worker that loads no plugin. Hands out the ties
+// ([0]: i64 [n, 2] node and element, f64 [n, 2] margin and band, i64 [1] how many there were),
+// then one group of outputs per tie.
+void ties_job(Session& s) {
+  reports::ResultRecord r = s.record("eager", "accuracy");
+  s.report.phase("ties", "eager");
+  if (!attempt(r, Status::kEagerFailToRun, [&] {
+        size_t total = 0;
+        const std::vector<Tie> ties = find_ties(s.graph, s.inputs, kMaxTies, total);
+        const auto n = static_cast<int64_t>(ties.size());
+        std::vector<double> where, band;
+        for (const Tie& t : ties) {
+          where.insert(where.end(), {static_cast<double>(t.node), static_cast<double>(t.element)});
+          band.insert(band.end(), {t.margin, t.noise});
+        }
+        const double count = static_cast<double>(total);
+        TensorGroups groups = {{Tensor::from_doubles(DType::kI64, {n, 2}, where),
+                                Tensor::from_doubles(DType::kF64, {n, 2}, band),
+                                Tensor::from_doubles(DType::kI64, {1}, {&count, 1})}};
+        for (const Tie& t : ties) groups.push_back(fp64_with_tie_flipped(s.graph, s.inputs, t));
+        write_tensor_file(s.job.tensors, groups);
+      })) {
+    r.error = "the reference's ties: " + r.error;
+    return s.report.result(r);
+  }
   r.status = Status::kPass;
   s.report.result(r);
 }
@@ -269,6 +300,8 @@ int run_worker_job(const WorkerJob& given) {
       profile_job(s);
     } else if (job.job == "timing") {
       timing_job(s, *counters);
+    } else if (job.job == "ties") {
+      ties_job(s);
     } else if (job.job == "cosim") {
       cosim_job(s);
     } else if (job.job == "counters") {
