@@ -153,6 +153,22 @@ TEST_F(TrainingRun, APlantedWrongBackwardFailsAndMinifiesToThatNode) {
   r = run_crucible("repro " + repros[0].path);
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("reproduced"), std::string::npos) << r.out;
+
+  // By hand, the step the run wrote: minify notes the rule it lacks, and with --scaled-tolerance
+  // reduces it to the same node under the same rule.
+  const std::string written = (dir_ / "out" / "run_1" / "graphs" / "mlp.mlp.train.graph").string();
+  const std::string by_hand = " --backend codegen --no-kernel-bisect -c inject=where:times2@" +
+                              planted + " --db " + (dir_ / "m.db").string() + " -o ";
+  r = run_crucible("minify " + written + by_hand + (dir_ / "plain").string() + " --timeout 1");
+  EXPECT_NE(r.err.find("the run judged it with --scaled-tolerance"), std::string::npos) << r.err;
+  const fs::path hand = dir_ / "hand";
+  r = run_crucible("minify " + written + by_hand + hand.string() + " --scaled-tolerance");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.err.find("the run judged it"), std::string::npos) << r.err;
+  EXPECT_EQ(load_graph_file(hand / "graph.graph").nodes().size(), 1u) << r.out;
+  const std::string manifest = testing::read_all(hand / "manifest.txt");
+  EXPECT_NE(manifest.find("tolerance 0.01\n"), std::string::npos) << manifest;
+  EXPECT_NE(manifest.find("scaled_tolerance 1\n"), std::string::npos) << manifest;
 }
 
 // An imported ONNX model trains with its initializers as the parameters: they start from the

@@ -18,6 +18,7 @@
 #include "output_dir.h"
 #include "subprocess.h"
 #include "temp_dir.h"
+#include "training_models.h"
 
 namespace crucible::cli {
 
@@ -131,7 +132,10 @@ int minify_command(const std::vector<std::string>& args) {
       "memory-limit", po::value(&mo.oracle.limits.memory_limit_mb)->default_value(0),
       memory_limit_help("candidate's worker").c_str())(
       "tolerance", po::value(&tolerance)->default_value(0),
-      "accuracy tolerance (0: the model's, else 1e-4)")(
+      "accuracy tolerance (0: the model's, else 1e-4; 1e-2 with --scaled-tolerance)")(
+      "scaled-tolerance", po::bool_switch(&mo.oracle.scaled_tolerance),
+      "judge by the training rule a run judged a .train.graph by: the absolute tolerance is "
+      "the tolerance times the RMS of all floating outputs")(
       "determinism", po::value(&mo.determinism)->default_value(3),
       "runs of the original that must all fail the same way before reducing")(
       "replays", po::value(&mo.replays)->default_value(5),
@@ -186,7 +190,17 @@ int minify_command(const std::vector<std::string>& args) {
   Graph g = file.empty() ? suite_graph(suite, only, variant, batch_size, suite_paths,
                                        work.path() / "models", model_tolerance, mo)
                          : load_graph_file(file);
-  if (!file.empty()) mo.original = fs::absolute(file).string();
+  if (!file.empty()) {
+    mo.original = fs::absolute(file).string();
+    if (mo.oracle.scaled_tolerance) {
+      model_tolerance = kTrainingTolerance;
+    } else if (file.size() > 12 && file.rfind(".train.graph") == file.size() - 12) {
+      std::cerr << fmt::format(
+          "minify: note: {} is a training step as a run writes it; the run judged it with "
+          "--scaled-tolerance\n",
+          file);
+    }
+  }
   check_side_files(g);
   const fs::path plugin = find_plugin(backend, plugin_search_path(plugin_paths));
   validate_plugin_file(plugin);
