@@ -7,11 +7,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <random>
 
+#include "cli_util.h"
 #include "crucible/ir/text_format.h"
 #include "crucible/ir/transforms.h"
 #include "crucible/ops/interpreter.h"
+#include "input_sets.h"
+#include "output_sample.h"
+#include "tensor_file.h"
 #include "tie_verdict.h"
 
 namespace crucible {
@@ -86,6 +91,38 @@ TEST(ComparisonTies, OnlyFloatComparisonsAreLookedAt) {
   EXPECT_TRUE(has_float_comparison(g));
   EXPECT_FALSE(has_float_comparison(
       parse_graph("graph ints(%i: i64[4], %j: i64[4]) {\n  %m = ge(%i, %j)\n  return %m\n}\n")));
+}
+
+// The ties job on a timed call, as the timing audit asks for it: the ties of that call's own
+// inputs, each flipped reference handed out as the elements the parent read of the call.
+TEST(TiesJob, OnATimedCallItHandsOutTheReadElementsOfEachFlippedReference) {
+  const std::filesystem::path dir = testing::fresh_test_dir("crucible_ties");
+  const Graph g = masked_sum(false);
+  std::ofstream(dir / "m.graph") << print_graph(g);
+  const auto r = testing::run_crucible(
+      "worker --job ties --graph " + (dir / "m.graph").string() +
+      " --suite s --model m --backend eager --seed 3 --timing-sets --call-sets 7 --secret 11"
+      " --verify-secret 13 --tensors " +
+      (dir / "t").string() + " --report " + (dir / "report").string());
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const TensorGroups groups = read_tensor_file(dir / "t");
+  ASSERT_GE(groups.size(), 2u) << "a call of 4096 rounding errors has ties";
+  ASSERT_EQ(groups[0].size(), 3u);
+  const std::vector<Tensor> inputs =
+      call_input_set(second_input_set(with_varied_inputs(g), 3), 11, 7);
+  for (size_t i = 1; i < groups.size(); ++i) {
+    const auto k = static_cast<int64_t>(i - 1);
+    const Tie tie{static_cast<int>(groups[0][0].get(2 * k)),
+                  static_cast<int64_t>(groups[0][0].get(2 * k + 1)), groups[0][1].get(2 * k),
+                  groups[0][1].get(2 * k + 1)};
+    EXPECT_EQ(tie.node, node_of(g, "m"));
+    const std::vector<Tensor> full = fp64_with_tie_flipped(g, inputs, tie);
+    ASSERT_EQ(groups[i].size(), full.size());
+    for (size_t o = 0; o < full.size(); ++o) {
+      const Tensor read = gather_elements(full[o], sampled_elements(13, 7, o, full[o].numel()));
+      EXPECT_EQ(groups[i][o].to_doubles(), read.to_doubles()) << "tie " << k << " output " << o;
+    }
+  }
 }
 
 // A reference of one output [8] with two ties whose effects touch elements 1 and 5.

@@ -125,15 +125,22 @@ void reference_job(Session& s) {
 }
 
 // The graph's ties (comparison_ties.h) and the fp64 reference with each decided the other way, for
-// a verdict that failed; like the reference, in a worker that loads no plugin. Hands out the ties
-// ([0]: i64 [n, 2] node and element, f64 [n, 2] margin and band, i64 [1] how many there were),
-// then one group of outputs per tie.
+// a verdict that failed; like the reference, in a worker that loads no plugin. On set A, or with
+// --timing-sets on set B, or on the one call of --call-sets (its outputs' sampled elements, as the
+// parent read them). Hands out the ties ([0]: i64 [n, 2] node and element, f64 [n, 2] margin and
+// band, i64 [1] how many there were), then one group of outputs per tie.
 void ties_job(Session& s) {
   reports::ResultRecord r = s.record("eager", "accuracy");
   s.report.phase("ties", "eager");
   if (!attempt(r, Status::kEagerFailToRun, [&] {
+        std::vector<Tensor> inputs = s.inputs;
+        const bool call = s.job.timing_sets && s.job.call_sets.size() == 1;
+        if (s.job.timing_sets) {
+          inputs = second_input_set(with_varied_inputs(s.graph), s.job.seed);
+          if (call) inputs = call_input_set(inputs, s.job.secret, s.job.call_sets[0]);
+        }
         size_t total = 0;
-        const std::vector<Tie> ties = find_ties(s.graph, s.inputs, kMaxTies, total);
+        const std::vector<Tie> ties = find_ties(s.graph, inputs, kMaxTies, total);
         const auto n = static_cast<int64_t>(ties.size());
         std::vector<double> where, band;
         for (const Tie& t : ties) {
@@ -144,7 +151,10 @@ void ties_job(Session& s) {
         TensorGroups groups = {{Tensor::from_doubles(DType::kI64, {n, 2}, where),
                                 Tensor::from_doubles(DType::kF64, {n, 2}, band),
                                 Tensor::from_doubles(DType::kI64, {1}, {&count, 1})}};
-        for (const Tie& t : ties) groups.push_back(fp64_with_tie_flipped(s.graph, s.inputs, t));
+        for (const Tie& t : ties) {
+          std::vector<Tensor> out = fp64_with_tie_flipped(s.graph, inputs, t);
+          groups.push_back(call ? sampled(out, s.job.verify_secret, s.job.call_sets[0]) : out);
+        }
         write_tensor_file(s.job.tensors, groups);
       })) {
     r.error = "the reference's ties: " + r.error;
