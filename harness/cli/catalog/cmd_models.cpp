@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "crucible/ir/text_format.h"
 #include "crucible/models/model_zoo.h"
+#include "crucible/ops/training.h"
 #include "suite.h"
 
 namespace crucible::cli {
@@ -93,21 +94,34 @@ int models_command(const std::vector<std::string>& args) {
 int export_command(const std::vector<std::string>& args) {
   std::string name, variant_text = "full", output;
   int64_t batch = 0;
+  int train_steps = 0;
   po::options_description opts("export options");
   opts.add_options()("model", po::value(&name)->required(), "a built-in model (crucible models)")(
       "variant", po::value(&variant_text)->default_value("full"), "full | small")(
-      "batch-size", po::value(&batch)->default_value(0), "batch size (0: the model's default)")(
-      "output,o", po::value(&output), "write here instead of standard output");
+      "batch-size", po::value(&batch)->default_value(0),
+      "batch size (0: the model's default, for training its training batch)")(
+      "train-steps", po::value(&train_steps)->default_value(0),
+      "0: the model as it infers; N (1..100): N unrolled SGD steps as run --mode training builds "
+      "them, with the default optimizer")("output,o", po::value(&output),
+                                          "write here instead of standard output");
   po::positional_options_description pos;
   pos.add("model", 1);
   po::variables_map vm;
-  if (!parse("export", "MODEL [--variant full|small] [--batch-size N] [-o FILE]", opts, pos, args,
-             vm)) {
+  if (!parse("export", "MODEL [--variant full|small] [--batch-size N] [--train-steps N] [-o FILE]",
+             opts, pos, args, vm)) {
     return kExitOk;
   }
   if (batch < 0) throw po::error("--batch-size must be >= 0");
-  Graph g =
-      models::build_model(models::find_model(name), {models::parse_variant(variant_text), batch});
+  if (train_steps < 0 || train_steps > 100) throw po::error("--train-steps must be 0..100");
+  const models::ModelSpec& spec = models::find_model(name);
+  const models::Variant variant = models::parse_variant(variant_text);
+  if (train_steps > 0 && batch == 0) batch = spec.default_train_batch(variant);
+  Graph g = models::build_model(spec, {variant, batch});
+  if (train_steps > 0) {
+    TrainingOptions t;
+    t.steps = train_steps;
+    g = training_graph(g, t);
+  }
   if (output.empty()) {
     std::cout << print_graph(g);
   } else {
