@@ -1,5 +1,6 @@
 // Eager vision kernels against the machine's bounds: conv2d (a ResNet-50 3x3 layer and a
-// MobileNetV2 depthwise 3x3) as GFLOP/s and fraction of FMA peak; batch_norm, max pooling and
+// MobileNetV2 depthwise 3x3) and conv_transpose2d (input gradients) as GFLOP/s and fraction of
+// FMA peak; batch_norm, max pooling and
 // hardswish as fraction of triad.
 #include <benchmark/benchmark.h>
 
@@ -10,16 +11,18 @@
 namespace crucible::bench {
 namespace {
 
-// One conv2d op call as the eager backend makes it: plain NCHW in, a fresh NCHW output out.
-// `bytes` counts the input read and the output written once (what a depthwise layer must move).
-void run_conv(benchmark::State& state, Shape x_shape, Shape w_shape, Attrs attrs, double flops) {
+// One `op` call (conv2d, conv_transpose2d) as the eager backend makes it: plain NCHW in, a fresh
+// NCHW output out. `bytes` counts the input read and the output written once (what a depthwise
+// layer must move).
+void run_conv(benchmark::State& state, Shape x_shape, Shape w_shape, Attrs attrs, double flops,
+              const char* op = "conv2d") {
   const Tensor x = randn(x_shape, 1), w = randn(w_shape, 2, 0.05);
   const std::vector<Tensor> args{x, w};
-  const Tensor probe = run_op("conv2d", args, attrs);  // plans built outside the timed loop
+  const Tensor probe = run_op(op, args, attrs);  // plans built outside the timed loop
   const double bytes = static_cast<double>(x.nbytes() + probe.nbytes());
   KernelTimer timer(state);
   for (auto _ : state) {
-    timer.time([&] { benchmark::DoNotOptimize(run_op("conv2d", args, attrs).raw_data()); });
+    timer.time([&] { benchmark::DoNotOptimize(run_op(op, args, attrs).raw_data()); });
   }
   timer.report(bytes, flops);
 }
@@ -30,6 +33,31 @@ void BM_Conv2d_ResNet50_3x3_64_Eager(benchmark::State& state) {
            2.0 * 8 * 64 * 56 * 56 * 64 * 9);
 }
 BENCHMARK(BM_Conv2d_ResNet50_3x3_64_Eager)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1.0);
+
+// The same layer's input gradient in a training step: conv_transpose2d of the output gradient
+// by the layer's weight (the same FLOPs).
+void BM_ConvTranspose2d_ResNet50_3x3_64_InputGrad_Eager(benchmark::State& state) {
+  run_conv(state, {8, 64, 56, 56}, {64, 64, 3, 3}, {{"padding", std::vector<int64_t>{1, 1}}},
+           2.0 * 8 * 64 * 56 * 56 * 64 * 9, "conv_transpose2d");
+}
+BENCHMARK(BM_ConvTranspose2d_ResNet50_3x3_64_InputGrad_Eager)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1.0);
+
+// A downsampling 3x3's (stride 2, 64 -> 128 at 56x56) input gradient: 28x28 back to 56x56,
+// output padding 1.
+void BM_ConvTranspose2d_ResNet_3x3s2_InputGrad_Eager(benchmark::State& state) {
+  run_conv(state, {8, 128, 28, 28}, {128, 64, 3, 3},
+           {{"padding", std::vector<int64_t>{1, 1}},
+            {"stride", std::vector<int64_t>{2, 2}},
+            {"output_padding", std::vector<int64_t>{1, 1}}},
+           2.0 * 8 * 128 * 28 * 28 * 64 * 9, "conv_transpose2d");
+}
+BENCHMARK(BM_ConvTranspose2d_ResNet_3x3s2_InputGrad_Eager)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->MinTime(1.0);

@@ -110,6 +110,45 @@ TEST(ConvTransposeOps, IsTheAdjointOfConv2dOnRandomShapes) {
   }
 }
 
+// f32 runs oneDNN's deconvolution where it takes the problem, f64 the direct loop: on random
+// shapes (groups, stride, dilation, padding, output padding, bias) the two agree to f32 rounding.
+TEST(ConvTransposeOps, F32MatchesTheF64LoopOnRandomShapes) {
+  std::mt19937_64 rng(11);
+  auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  auto randn = [&](Shape s) {
+    std::vector<double> v(static_cast<size_t>(Tensor::empty(DType::kF64, s).numel()));
+    for (double& e : v) e = std::normal_distribution<double>(0, 1)(rng);
+    return T(DType::kF64, std::move(s), v);
+  };
+  int compared = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int64_t g = uni(1, 3), cin = g * uni(1, 4), cout = g * uni(1, 4);
+    const int64_t kh = uni(1, 3), kw = uni(1, 3), sh = uni(1, 3), sw = uni(1, 2);
+    const int64_t ph = uni(0, 2), pw = uni(0, 1), dh = uni(1, 2), dw = uni(1, 2);
+    const int64_t oph = uni(0, static_cast<int>(sh) - 1), opw = uni(0, static_cast<int>(sw) - 1);
+    std::vector<Tensor> in64 = {randn({uni(1, 3), cin, uni(2, 9), uni(2, 9)}),
+                                randn({cin, cout / g, kh, kw})};
+    if (trial % 2 == 0) in64.push_back(randn({cout}));
+    const Attrs attrs = Transpose({sh, sw}, {ph, pw}, {oph, opw}, {dh, dw}, g);
+    Tensor y64;
+    try {
+      y64 = RunOp("conv_transpose2d", in64, attrs);
+    } catch (const Error&) {
+      continue;  // padding larger than the full output
+    }
+    std::vector<Tensor> in32;
+    for (const Tensor& t : in64) in32.push_back(t.to(DType::kF32));
+    const Tensor y32 = RunOp("conv_transpose2d", in32, attrs);
+    ASSERT_EQ(shape_str(y32.shape()), shape_str(y64.shape())) << trial;
+    for (int64_t i = 0; i < y64.numel(); ++i) {
+      ASSERT_NEAR(y32.get(i), y64.get(i), 1e-5 * (1 + std::abs(y64.get(i))))
+          << "trial " << trial << " element " << i;
+    }
+    ++compared;
+  }
+  EXPECT_GT(compared, 40);
+}
+
 TEST(ConvTransposeOps, NonContiguousOperandsAndEmptyBatch) {
   // The transposed input with a symmetric (all-ones) kernel gives the transposed output.
   const Tensor x = Iota(DType::kF32, {1, 1, 3, 3}), w = Tensor::full(DType::kF32, {1, 1, 3, 3}, 1);

@@ -1,7 +1,9 @@
 // conv_transpose2d: PyTorch's transposed convolution (the gradient of conv2d with respect to its
 // input), weight [Cin, Cout/groups, kH, kW]. Its type rule follows torch's output size and
-// checks; the eager kernel is a direct loop that scatters each input pixel into one output plane
-// at a time, so every thread owns the planes it writes.
+// checks; the eager kernel runs f32 on oneDNN's deconvolution (conv_transpose2d_f32.cpp), and
+// the rest (f64 for the reference, bf16, an output padding past the padding) in a direct loop
+// that scatters each input pixel into one output plane at a time, so every thread owns the
+// planes it writes.
 #include <fmt/format.h>
 
 #include <vector>
@@ -13,13 +15,7 @@
 namespace crucible::vision {
 namespace {
 
-struct TransposeShape {
-  int64_t n = 0, c = 0, h = 0, w = 0, o = 0, kh = 0, kw = 0, oh = 0, ow = 0;
-  ConvParams p;
-  Hw output_padding{0, 0};
-};
-
-TransposeShape transpose_shape(std::span<const TensorType> in, const Attrs& attrs) {
+DeconvShape transpose_shape(std::span<const TensorType> in, const Attrs& attrs) {
   static const char* const kNames[] = {"input", "weight", "bias"};
   for (size_t i = 0; i < in.size(); ++i) {
     if (!is_floating(in[i].dtype) || in[i].dtype != in[0].dtype) {
@@ -40,7 +36,7 @@ TransposeShape transpose_shape(std::span<const TensorType> in, const Attrs& attr
     throw Error(fmt::format("input {} must have non-empty C, H and W (N may be 0), as torch's does",
                             shape_str(x)));
   }
-  TransposeShape s;
+  DeconvShape s;
   s.p = conv_params(attrs);
   s.output_padding = pair_attr(attrs, "output_padding", {0, 0});
   s.n = x[0], s.c = x[1], s.h = x[2], s.w = x[3];
@@ -78,16 +74,20 @@ TransposeShape transpose_shape(std::span<const TensorType> in, const Attrs& attr
 }
 
 TensorType conv_transpose2d_rule(std::span<const TensorType> in, const Attrs& attrs) {
-  const TransposeShape s = transpose_shape(in, attrs);
+  const DeconvShape s = transpose_shape(in, attrs);
   return {in[0].dtype, {s.n, s.o, s.oh, s.ow}};
 }
 
 Tensor conv_transpose2d_kernel(std::span<const Tensor> in, const Attrs& attrs) {
-  const TransposeShape s = transpose_shape(ew::types_of(in), attrs);
+  const DeconvShape s = transpose_shape(ew::types_of(in), attrs);
   Tensor out = Tensor::empty(in[0].dtype(), {s.n, s.o, s.oh, s.ow});
   if (out.numel() == 0) return out;
   const Tensor x = in[0].contiguous(), w = in[1].contiguous();
   const Tensor b = in.size() > 2 ? in[2].contiguous() : Tensor();
+  if (x.dtype() == DType::kF32 &&
+      conv_transpose2d_f32(s, x.data<float>(), w.data<float>(),
+                           b.defined() ? b.data<float>() : nullptr, out.data<float>()))
+    return out;
   const int64_t cg = s.c / s.p.groups, og = s.o / s.p.groups, plane = s.oh * s.ow;
   const int64_t in_plane = s.h * s.w, taps = s.kh * s.kw;
   dispatch_float(x.dtype(), "conv_transpose2d", [&]<typename T>() {

@@ -22,6 +22,20 @@ struct ConvShape {
   ConvParams p;
 };
 
+// One conv_transpose2d problem: input [n, c, h, w], weight [c, o/groups, kh, kw], output
+// [n, o, oh, ow].
+struct DeconvShape {
+  int64_t n = 0, c = 0, h = 0, w = 0, o = 0, kh = 0, kw = 0, oh = 0, ow = 0;
+  ConvParams p;
+  Hw output_padding{0, 0};
+};
+
+// y = conv_transpose(x, w) + bias over contiguous NCHW / IOHW buffers (bias may be null) by
+// oneDNN's deconvolution; false (y untouched) for a problem it does not take, which the direct
+// loop then computes.
+bool conv_transpose2d_f32(const DeconvShape& s, const float* x, const float* w, const float* bias,
+                          float* y);
+
 // The problem a conv2d with these operand types (input, weight[, bias]) and attributes describes,
 // validated as the op's type rule does. Throws Error with the reason.
 ConvShape conv_shape(std::span<const TensorType> in, const Attrs& attrs);
