@@ -70,16 +70,24 @@ TEST(ConvTransposeOps, GroupsBiasAndOutputPadding) {
       DType::kF64, {1, 1, 1, 3}, {kNaN, 0, kInf});
 }
 
-// <conv_transpose2d(x, w), y> == <x, conv2d(y, w)>: the transposed convolution is conv2d's
-// adjoint, which checks every stride, padding, dilation and group against conv2d's kernel.
-TEST(ConvTransposeOps, IsTheAdjointOfConv2dOnRandomShapes) {
-  std::mt19937_64 rng(7);
-  auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  auto randn = [&](Shape s) {
+// Random problem sizes and standard normal f64 tensors from one seed.
+struct RandomDraws {
+  explicit RandomDraws(uint64_t seed) : rng(seed) {}
+  int uni(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
+  Tensor randn(Shape s) {
     std::vector<double> v(static_cast<size_t>(Tensor::empty(DType::kF64, s).numel()));
     for (double& e : v) e = std::normal_distribution<double>(0, 1)(rng);
     return T(DType::kF64, std::move(s), v);
-  };
+  }
+  std::mt19937_64 rng;
+};
+
+// <conv_transpose2d(x, w), y> == <x, conv2d(y, w)>: the transposed convolution is conv2d's
+// adjoint, which checks every stride, padding, dilation and group against conv2d's kernel.
+TEST(ConvTransposeOps, IsTheAdjointOfConv2dOnRandomShapes) {
+  RandomDraws d(7);
+  auto uni = [&](int lo, int hi) { return d.uni(lo, hi); };
+  auto randn = [&](Shape shape) { return d.randn(std::move(shape)); };
   auto dot = [](const Tensor& a, const Tensor& b) {
     double s = 0;
     for (int64_t i = 0; i < a.numel(); ++i) s += a.get(i) * b.get(i);
@@ -113,13 +121,9 @@ TEST(ConvTransposeOps, IsTheAdjointOfConv2dOnRandomShapes) {
 // f32 runs oneDNN's deconvolution where it takes the problem, f64 the direct loop: on random
 // shapes (groups, stride, dilation, padding, output padding, bias) the two agree to f32 rounding.
 TEST(ConvTransposeOps, F32MatchesTheF64LoopOnRandomShapes) {
-  std::mt19937_64 rng(11);
-  auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  auto randn = [&](Shape s) {
-    std::vector<double> v(static_cast<size_t>(Tensor::empty(DType::kF64, s).numel()));
-    for (double& e : v) e = std::normal_distribution<double>(0, 1)(rng);
-    return T(DType::kF64, std::move(s), v);
-  };
+  RandomDraws d(11);
+  auto uni = [&](int lo, int hi) { return d.uni(lo, hi); };
+  auto randn = [&](Shape shape) { return d.randn(std::move(shape)); };
   int compared = 0;
   for (int trial = 0; trial < 60; ++trial) {
     const int64_t g = uni(1, 3), cin = g * uni(1, 4), cout = g * uni(1, 4);
