@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string_view>
 #include <unordered_map>
@@ -15,6 +14,7 @@
 #include "crucible/core/fnv1a.h"
 #include "crucible/core/tensor.h"
 #include "dnnl_runtime.h"
+#include "plan_cache.h"
 #include "vision/vision_internal.h"
 
 // Which layouts the primitive gets (measured on this machine, AMD EPYC with AVX-512, 2 threads,
@@ -139,25 +139,16 @@ std::shared_ptr<const ConvPlan> make_plan(const ConvShape& s, bool has_bias) {
 }
 
 std::shared_ptr<const ConvPlan> find_plan(const ConvShape& s, bool has_bias) {
-  static std::mutex mutex;
-  static std::unordered_map<ConvKey, std::shared_ptr<const ConvPlan>, ConvKeyHash> cache;
-  constexpr size_t kMaxEntries = 1024;  // shape-polymorphic workloads must not grow it forever
-  const ConvKey key = key_of(s, has_bias);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
-  }
-  // Built outside the lock: two threads may race to build the same plan, which is harmless.
-  std::shared_ptr<const ConvPlan> plan;
-  try {
-    plan = make_plan(s, has_bias);
-  } catch (const dnnl::error& e) {
-    throw Error(fmt::format("conv2d: oneDNN rejected the convolution: {}", e.what()));
-  }
-  std::lock_guard<std::mutex> lock(mutex);
-  if (cache.size() >= kMaxEntries) cache.clear();
-  return cache.emplace(key, plan).first->second;
+  static PlanCache<ConvKey, ConvPlan,
+                   std::unordered_map<ConvKey, std::shared_ptr<const ConvPlan>, ConvKeyHash>>
+      cache(1024);
+  return cache.get(key_of(s, has_bias), [&] {
+    try {
+      return make_plan(s, has_bias);
+    } catch (const dnnl::error& e) {
+      throw Error(fmt::format("conv2d: oneDNN rejected the convolution: {}", e.what()));
+    }
+  });
 }
 
 // A buffer in the primitive's layout (from the tensor allocator, whose block cache keeps large

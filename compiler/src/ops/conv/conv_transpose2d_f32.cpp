@@ -5,12 +5,11 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "dnnl_runtime.h"
+#include "plan_cache.h"
 #include "vision/vision_internal.h"
 
 namespace crucible::vision {
@@ -59,9 +58,7 @@ std::shared_ptr<const DeconvPlan> make_deconv_plan(const DeconvShape& s, bool ha
 }
 
 std::shared_ptr<const DeconvPlan> find_deconv_plan(const DeconvShape& s, bool has_bias) {
-  static std::mutex mutex;
-  static std::map<DeconvKey, std::shared_ptr<const DeconvPlan>> cache;
-  constexpr size_t kMaxEntries = 1024;  // shape-polymorphic workloads must not grow it forever
+  static PlanCache<DeconvKey, DeconvPlan> cache(1024);
   const DeconvKey key{s.n,
                       s.c,
                       s.h,
@@ -79,19 +76,13 @@ std::shared_ptr<const DeconvPlan> find_deconv_plan(const DeconvShape& s, bool ha
                       s.output_padding.h,
                       s.output_padding.w,
                       has_bias ? 1 : 0};
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (auto it = cache.find(key); it != cache.end()) return it->second;
-  }
-  std::shared_ptr<const DeconvPlan> plan;
-  try {
-    plan = make_deconv_plan(s, has_bias);
-  } catch (const dnnl::error&) {
-    plan = nullptr;  // the direct loop computes it
-  }
-  std::lock_guard<std::mutex> lock(mutex);
-  if (cache.size() >= kMaxEntries) cache.clear();
-  return cache.emplace(key, plan).first->second;
+  return cache.get(key, [&]() -> std::shared_ptr<const DeconvPlan> {
+    try {
+      return make_deconv_plan(s, has_bias);
+    } catch (const dnnl::error&) {
+      return nullptr;  // the direct loop computes it
+    }
+  });
 }
 
 }  // namespace

@@ -8,13 +8,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string_view>
 #include <unordered_map>
 
 #include "crucible/core/error.h"
 #include "crucible/core/fnv1a.h"
+#include "plan_cache.h"
 
 namespace crucible {
 namespace {
@@ -102,19 +102,10 @@ std::shared_ptr<const GemmPlan> make_plan(const GemmKey& key) {
 }
 
 std::shared_ptr<const GemmPlan> find_plan(const GemmKey& key) {
-  static std::mutex mutex;
-  static std::unordered_map<GemmKey, std::shared_ptr<const GemmPlan>, GemmKeyHash> cache;
-  constexpr size_t kMaxEntries = 4096;  // shape-polymorphic workloads must not grow it forever
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
-  }
-  // Created outside the lock: two threads may race to build the same plan, which is harmless.
-  std::shared_ptr<const GemmPlan> plan = make_plan(key);
-  std::lock_guard<std::mutex> lock(mutex);
-  if (cache.size() >= kMaxEntries) cache.clear();
-  return cache.emplace(key, plan).first->second;
+  static PlanCache<GemmKey, GemmPlan,
+                   std::unordered_map<GemmKey, std::shared_ptr<const GemmPlan>, GemmKeyHash>>
+      cache(4096);
+  return cache.get(key, [&] { return make_plan(key); });
 }
 
 struct FreeDeleter {
