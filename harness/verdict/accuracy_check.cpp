@@ -175,6 +175,18 @@ void judge_at_ties(const WorkerJob& rule, const AccuracyReference& ref,
   }
 }
 
+// `outputs` judged by `rule` against `ref` and, failing, at their ties (judge_at_ties): "" when
+// they pass, else why not.
+std::string judge_with_ties(const WorkerJob& rule, const AccuracyReference& ref,
+                            const std::vector<Tensor>& outputs, const CheckFiles& files,
+                            const CheckLaunch& launch, const TieInputs& on = {}) {
+  reports::ResultRecord verdict;
+  judge_outputs(rule, ref, outputs, verdict);
+  if (verdict.status == Status::kFailAccuracy)
+    judge_at_ties(rule, ref, outputs, files, launch, verdict, on);
+  return verdict.status == Status::kPass ? "" : verdict.error;
+}
+
 }  // namespace
 
 ReferenceOutcome compute_reference(const WorkerJob& given, const CheckFiles& files,
@@ -314,18 +326,14 @@ class TimingReference {
   }
   const std::vector<uint64_t>& calls() const { return job_.call_sets; }
   // Whether `outputs`, failing against reference `index` (made full), pass at its ties
-  // (judge_at_ties on the same inputs); `why` gets what the ties said either way.
+  // (judge_with_ties on the same inputs); `why` gets why not when they fail.
   bool pass_at_ties(const WorkerJob& rule, size_t index, const std::vector<Tensor>& outputs,
                     std::string& why) {
     if (!made_ || made_->failure || !made_->full) return false;
-    const AccuracyReference& ref = made_->timing_sets.at(index);
-    reports::ResultRecord verdict;
-    judge_outputs(rule, ref, outputs, verdict);
     TieInputs on{true, {}, job_.verify_secret};
     if (index > 0) on.call = {job_.call_sets.at(index - 1)};
-    judge_at_ties(rule, ref, outputs, files_, launch_, verdict, on);
-    why = verdict.error;
-    return verdict.status == Status::kPass;
+    why = judge_with_ties(rule, made_->timing_sets.at(index), outputs, files_, launch_, on);
+    return why.empty();
   }
 
  private:
@@ -457,10 +465,7 @@ std::string judge_handed(const WorkerJob& job, ReferenceOutcome& reference, cons
       }
       if (!why.empty() && backend != "eager") {
         // As the accuracy check: a tie gone the other way is not a failure (judge_at_ties).
-        reports::ResultRecord verdict;
-        judge_outputs(rule, reference.ref, (*outputs)[0], verdict);
-        judge_at_ties(rule, reference.ref, (*outputs)[0], files, launch, verdict);
-        why = verdict.status == Status::kPass ? "" : verdict.error;
+        why = judge_with_ties(rule, reference.ref, (*outputs)[0], files, launch);
       }
     }
     if (why.empty()) continue;

@@ -193,21 +193,18 @@ std::map<pid_t, std::string> WorkerCpu::placement() const {
   return out;
 }
 
-bool WorkerCpu::holds(pid_t pid) const {
-  if (pid == pid_) return true;
-  if (group_.empty()) return false;
+std::set<pid_t> WorkerCpu::members() const {
+  std::set<pid_t> out;
+  if (group_.empty()) return out;
   std::istringstream procs(read_all(group_ / "cgroup.procs"));
-  for (pid_t p = 0; procs >> p;) {
-    if (p == pid) return true;
-  }
-  return false;
+  for (pid_t p = 0; procs >> p;) out.insert(p);
+  return out;
 }
 
+bool WorkerCpu::holds(pid_t pid) const { return pid == pid_ || members().count(pid) != 0; }
+
 std::string WorkerCpu::stray() const {
-  if (group_.empty()) return "";
-  std::set<pid_t> members;
-  std::istringstream procs(read_all(group_ / "cgroup.procs"));
-  for (pid_t p = 0; procs >> p;) members.insert(p);
+  const std::set<pid_t> members = this->members();
   for (pid_t p : members) {
     if (p == pid_) continue;
     // The command sits in parentheses (it may hold either); the parent is the second field after.

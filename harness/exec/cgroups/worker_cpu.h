@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 
 namespace crucible {
@@ -52,6 +53,9 @@ class WorkerCpu {
   double resolution_ms() const { return resolution_ms_; }
 
  private:
+  // The processes of its cgroup (none without one).
+  std::set<pid_t> members() const;
+
   pid_t pid_;
   std::filesystem::path group_;  // empty: /proc/<pid>/stat
   bool v2_ = false;
