@@ -57,6 +57,81 @@ Graph suite_graph(const std::string& suite, const std::string& only, const std::
   return load_graph_file(m.graph);
 }
 
+// Refuses what minify cannot do with these options (exit 2), before any work.
+void check_minify_options(const std::string& file, const std::string& suite,
+                          const std::string& only, const std::string& want,
+                          const std::string& variant, double timeout_s, double tolerance,
+                          minify::MinifyOptions& mo) {
+  if (file.empty() == suite.empty()) throw po::error("give a .graph file or --suite, not both");
+  if (!suite.empty() && only.empty()) throw po::error("--suite needs --only MODEL");
+  if (want != "auto" && want != "accuracy" && want != "compile" && want != "crash" &&
+      want != "timeout" && want != "suspicious") {
+    throw po::error(fmt::format(
+        "--signature must be auto, accuracy, compile, crash, timeout or suspicious, got '{}'",
+        want));
+  }
+  if (!(timeout_s > 0)) throw po::error("--timeout must be positive");
+  if (mo.oracle.threads < 0) throw po::error("--threads must be >= 0");
+  mo.oracle.limits.memory_limit_mb = checked_memory_limit(mo.oracle.limits.memory_limit_mb);
+  if (mo.determinism < 1 || mo.replays < 1)
+    throw po::error("--determinism and --replays must be at least 1");
+  if (tolerance < 0) throw po::error("--tolerance must be >= 0");
+  if (mo.jobs < 1 || mo.jobs > 32) throw po::error("--jobs must be between 1 and 32");
+  if (mo.jobs > 1 && mo.oracle.threads == 0) {
+    mo.oracle.threads = std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)) / mo.jobs);
+  }
+  if (variant != "full" && variant != "small")
+    throw po::error(fmt::format("--variant must be full or small, got '{}'", variant));
+}
+
+// The graph of FILE, with the training rule into `mo` and `tolerance` under --scaled-tolerance;
+// a training step the run wrote, minified without it, gets a note saying so.
+Graph file_graph(const std::string& file, double& tolerance, minify::MinifyOptions& mo) {
+  Graph g = load_graph_file(file);
+  mo.original = fs::absolute(file).string();
+  if (mo.oracle.scaled_tolerance) {
+    tolerance = kTrainingTolerance;
+  } else if (file.size() > 12 && file.rfind(".train.graph") == file.size() - 12) {
+    std::cerr << fmt::format(
+        "minify: note: {} is a training step as a run writes it; the run judged it with "
+        "--scaled-tolerance\n",
+        file);
+  }
+  return g;
+}
+
+// Asks the backend (mo.oracle's, with its -c options, seed, timeout and plugin paths) what it
+// declares, and chooses its load-time environment once, before the original runs.
+void ask_backend(const BackendEnv& given, minify::MinifyOptions& mo) {
+  const std::string& backend = mo.oracle.backend;
+  // Once, before the original runs: every candidate and the repro keep the load-time environment
+  // it failed under.
+  RunConfig peer;
+  peer.backends = {backend};
+  peer.config = mo.oracle.config;
+  peer.backend_env = given;
+  peer.threads = mo.oracle.threads;
+  peer.seed = mo.seed;
+  peer.plugin_paths = mo.oracle.plugin_paths;
+  peer.timeout_s = mo.oracle.limits.timeout_s;
+  peer.memory_limit_mb = mo.oracle.limits.memory_limit_mb;
+  const Declarations declared = ask_backends(peer);  // a refused -c option: exit 2, no work
+  if (const auto it = declared.find(backend); it != declared.end())
+    mo.bisection = it->second.bisection;
+  std::string chosen;
+  mo.oracle.backend_env = choose_backend_load_env(backend, peer, declared, &chosen);
+  if (!chosen.empty()) std::cerr << "minify: " << chosen << "\n";
+}
+
+// minify_out/<graph name>, or <graph name>.N when that holds an earlier repro: by default a
+// minify never replaces the repro an earlier one wrote (and the store recorded).
+fs::path first_free_repro_dir(const Graph& g) {
+  return first_free_name(fs::path("minify_out") / g.name(), [](const fs::path& dir) {
+    std::error_code ec;
+    return !fs::exists(fs::symlink_status(dir, ec));
+  });
+}
+
 void print_minify_result(const minify::MinifyResult& r, const fs::path& out) {
   std::cout << fmt::format("minify: {}\n", r.message);
   if (r.culprit.oracle_calls > 0) std::cout << "culprit: " << r.culprit.str() << "\n";
@@ -164,43 +239,13 @@ int minify_command(const std::vector<std::string>& args) {
              opts, pos, args, vm)) {
     return kExitOk;
   }
-  if (file.empty() == suite.empty()) throw po::error("give a .graph file or --suite, not both");
-  if (!suite.empty() && only.empty()) throw po::error("--suite needs --only MODEL");
-  if (want != "auto" && want != "accuracy" && want != "compile" && want != "crash" &&
-      want != "timeout" && want != "suspicious") {
-    throw po::error(fmt::format(
-        "--signature must be auto, accuracy, compile, crash, timeout or suspicious, got '{}'",
-        want));
-  }
-  if (!(timeout_s > 0)) throw po::error("--timeout must be positive");
-  if (mo.oracle.threads < 0) throw po::error("--threads must be >= 0");
-  mo.oracle.limits.memory_limit_mb = checked_memory_limit(mo.oracle.limits.memory_limit_mb);
-  if (mo.determinism < 1 || mo.replays < 1)
-    throw po::error("--determinism and --replays must be at least 1");
-  if (tolerance < 0) throw po::error("--tolerance must be >= 0");
-  if (mo.jobs < 1 || mo.jobs > 32) throw po::error("--jobs must be between 1 and 32");
-  if (mo.jobs > 1 && mo.oracle.threads == 0) {
-    mo.oracle.threads = std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)) / mo.jobs);
-  }
-  if (variant != "full" && variant != "small")
-    throw po::error(fmt::format("--variant must be full or small, got '{}'", variant));
+  check_minify_options(file, suite, only, want, variant, timeout_s, tolerance, mo);
 
   TempDir work("crucible_minify_");
   double model_tolerance = 1e-4;
   Graph g = file.empty() ? suite_graph(suite, only, variant, batch_size, suite_paths,
                                        work.path() / "models", model_tolerance, mo)
-                         : load_graph_file(file);
-  if (!file.empty()) {
-    mo.original = fs::absolute(file).string();
-    if (mo.oracle.scaled_tolerance) {
-      model_tolerance = kTrainingTolerance;
-    } else if (file.size() > 12 && file.rfind(".train.graph") == file.size() - 12) {
-      std::cerr << fmt::format(
-          "minify: note: {} is a training step as a run writes it; the run judged it with "
-          "--scaled-tolerance\n",
-          file);
-    }
-  }
+                         : file_graph(file, model_tolerance, mo);
   check_side_files(g);
   const fs::path plugin = find_plugin(backend, plugin_search_path(plugin_paths));
   validate_plugin_file(plugin);
@@ -217,13 +262,7 @@ int minify_command(const std::vector<std::string>& args) {
   mo.seed = seed;
   mo.cosim = !vm["no-cosim"].as<bool>();
   mo.bisect = !vm["no-kernel-bisect"].as<bool>();
-  // By default a minify never replaces the repro an earlier one wrote (and the store recorded).
-  mo.out = out.empty() ? first_free_name(fs::path("minify_out") / g.name(),
-                                         [](const fs::path& dir) {
-                                           std::error_code ec;
-                                           return !fs::exists(fs::symlink_status(dir, ec));
-                                         })
-                       : fs::path(out);
+  mo.out = out.empty() ? first_free_repro_dir(g) : fs::path(out);
   minify::check_repro_dir(mo.out);  // before any work: a user's directory is never overwritten
   mo.progress = print_progress;
 
@@ -232,23 +271,7 @@ int minify_command(const std::vector<std::string>& args) {
     given[backend] = std::move(changes);
   auto store = reports::Store::open(db);  // before any work: a bad --db is exit 2 at once
   stop_cleanly_on_signals();              // the probes' workers are children too
-  // Once, before the original runs: every candidate and the repro keep the load-time environment
-  // it failed under.
-  RunConfig peer;
-  peer.backends = {backend};
-  peer.config = mo.oracle.config;
-  peer.backend_env = given;
-  peer.threads = mo.oracle.threads;
-  peer.seed = seed;
-  peer.plugin_paths = plugin_paths;
-  peer.timeout_s = timeout_s;
-  peer.memory_limit_mb = mo.oracle.limits.memory_limit_mb;
-  const Declarations declared = ask_backends(peer);  // a refused -c option: exit 2, no work
-  if (const auto it = declared.find(backend); it != declared.end())
-    mo.bisection = it->second.bisection;
-  std::string chosen;
-  mo.oracle.backend_env = choose_backend_load_env(backend, peer, declared, &chosen);
-  if (!chosen.empty()) std::cerr << "minify: " << chosen << "\n";
+  ask_backend(given, mo);
   minify::Oracle oracle(mo.oracle);
   const minify::MinifyResult r = minify::minify(g, inputs, oracle, mo);
   store->add_repro(minify::repro_record(r, mo, suite.empty() ? "graph" : suite,
