@@ -11,6 +11,7 @@
 #include "cli_util.h"
 #include "crucible/ir/op_registry.h"
 #include "crucible/ir/text_format.h"
+#include "crucible/ops/training.h"
 #include "crucible/plugin_loader.h"
 #include "differential.h"
 
@@ -139,6 +140,86 @@ TEST_F(Libtorch, EagerModeTimesEveryOpAndGivesIntermediates) {
   const std::vector<Tensor> vals = exe->intermediates(in, std::span<const ValueId>(&b, 1));
   ASSERT_EQ(vals.size(), 1u);
   EXPECT_FLOAT_EQ(static_cast<float>(vals[0].get(0)), std::sin(0.5f) + 0.5f);
+}
+
+// A graph's gradient set is taken by ATen's autograd from the forward it recorded, not by running
+// the backward nodes: a hand-written backward that is wrong on purpose (d sum(x*w) / dw is x; the
+// node says -x) comes out right on libtorch and as written on eager, and the profile times the
+// autograd call, not the skipped node. A set whose backward value is also returned keeps its
+// nodes (no backend may replace what the graph reads elsewhere), and intermediates() runs them.
+TEST_F(Libtorch, GradientSetsAreTakenByAtenAutogradNotByTheBackwardNodes) {
+  const char* kWrongBackward = R"(graph t(%x: f32[8], %w: f32[8]) {
+  %y = mul(%x, %w)
+  %loss = sum(%y)
+  %g = neg(%x)
+  gradients(%loss wrt %w) = %g
+  return %loss, %g
+})";
+  const Graph g = parse_graph(kWrongBackward);
+  const std::vector<Tensor> in = make_inputs(g, 3);
+  plugin::Options o = mode("eager");
+  o.profile = true;
+  auto exe = libtorch().compile(g, o);
+  EXPECT_NE(libtorch().info().version.find("autograd: ATen for 1 of 1 gradient sets"),
+            std::string::npos)
+      << libtorch().info().version;
+  const std::vector<Tensor> got = exe->run(in);
+  const std::vector<Tensor> as_written = eager().compile(g, {})->run(in);
+  for (int64_t i = 0; i < 8; ++i) {
+    EXPECT_FLOAT_EQ(static_cast<float>(got[1].get(i)), static_cast<float>(in[0].get(i))) << i;
+    EXPECT_FLOAT_EQ(static_cast<float>(as_written[1].get(i)), -static_cast<float>(in[0].get(i)));
+  }
+  std::map<std::string, int64_t> calls;
+  for (const plugin::KernelStat& k : exe->profile()) calls[k.name] = k.calls;
+  EXPECT_EQ(calls, (std::map<std::string, int64_t>{
+                       {"aten::mul", 1}, {"aten::sum", 1}, {"aten::autograd::grad", 1}}));
+  const ValueId gv = *g.find_value("g");
+  EXPECT_FLOAT_EQ(
+      static_cast<float>(exe->intermediates(in, std::span<const ValueId>(&gv, 1))[0].get(0)),
+      -static_cast<float>(in[0].get(0)));
+
+  std::string unsealed = kWrongBackward;
+  unsealed.replace(unsealed.find("  gradients"), 0, "  %h = add(%g, %x)\n");
+  unsealed.replace(unsealed.find("= %g\n"), 5, "= %h\n");
+  const Graph u = parse_graph(unsealed);
+  const std::vector<Tensor> kept = libtorch().compile(u, mode("eager"))->run(in);
+  EXPECT_NE(libtorch().info().version.find("autograd: ATen for 0 of 1 gradient sets"),
+            std::string::npos)
+      << libtorch().info().version;
+  EXPECT_FLOAT_EQ(static_cast<float>(kept[1].get(0)), -static_cast<float>(in[0].get(0)));
+}
+
+// A training step (cross-entropy, backward, SGD with momentum or AdamW, three steps unrolled)
+// through ATen's autograd agrees with our eager running the graph's own backward.
+TEST_F(Libtorch, TrainingStepsThroughAutogradAgreeWithEagerRunningTheBackwardGraph) {
+  const Graph forward = parse_graph(R"(graph mlp(%x: f32[16,12]) {
+  param %w1: f32[32,12] = randn(seed=1, std=0.3)
+  param %b1: f32[32] = randn(seed=2, std=0.1)
+  param %w2: f32[5,32] = randn(seed=3, std=0.3)
+  %h = linear(%x, %w1, %b1)
+  %a = gelu(%h)
+  %y = linear(%a, %w2)
+  return %y
+})");
+  for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kAdamW}) {
+    TrainingOptions o;
+    o.steps = 3;
+    o.optimizer.kind = kind;
+    const Graph step = training_graph(forward, o);
+    const std::vector<Tensor> in = make_inputs(step, 11);
+    const std::vector<Tensor> want = eager().compile(step, {})->run(in);
+    const std::vector<Tensor> got = libtorch().compile(step, mode("eager"))->run(in);
+    EXPECT_NE(libtorch().info().version.find("autograd: ATen for 3 of 3 gradient sets"),
+              std::string::npos);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      const std::vector<double> a = got[k].to_doubles(), b = want[k].to_doubles();
+      for (size_t i = 0; i < a.size(); ++i) {
+        EXPECT_NEAR(a[i], b[i], 1e-5 + 1e-4 * std::abs(b[i]))
+            << optimizer_name(kind) << " " << step.value(step.outputs()[k]).name << "[" << i << "]";
+      }
+    }
+  }
 }
 
 // jit mode's kernels are the ops of the optimized TorchScript graph, timed by PyTorch's profiler

@@ -232,8 +232,10 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"graph g(%x: f32[2]) {\n  %y = cast(%x, dtype=f16)\n  return %y\n}",
                   "t.graph:2:23: unknown name 'f16' as a value (expected a number, string, list, "
                   "bool or dtype)"},
-        Malformed{"graph g(%x: f32[2]) {\n  %y = neg(%x)\n  foo\n}",
-                  "t.graph:3:3: expected 'param', a %value definition or 'return', got 'foo'"},
+        Malformed{
+            "graph g(%x: f32[2]) {\n  %y = neg(%x)\n  foo\n}",
+            "t.graph:3:3: expected 'param', a %value definition, 'gradients' or 'return', got "
+            "'foo'"},
         Malformed{"graph g(%x: f32[2]) {\n  %y = sum(%x, dims=[0, 0])\n  return %y\n}",
                   "t.graph:2:8: sum: dimension 0 appears twice in dims"},
         Malformed{"graph g(%x: f32[2]) {\n  %y = gelu(%x, approximate=\"a\\qb\")\n  return %y\n}",

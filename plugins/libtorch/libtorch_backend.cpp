@@ -2,6 +2,7 @@
 // runs the graph op by op through ATen, timing each op when profiling; -c mode=jit runs it as a
 // frozen, inference-optimized TorchScript module (torchscript.h). Built as `libtorch` (eager by
 // default) and `libtorch_jit` (jit by default): CRUCIBLE_LIBTORCH_NAME and _MODE say which.
+#include <ATen/core/grad_mode.h>
 #include <c10/core/InferenceMode.h>
 #include <fmt/format.h>
 #include <torch/version.h>
@@ -10,7 +11,9 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 
+#include "aten_autograd.h"
 #include "aten_bridge.h"
 #include "aten_ops.h"
 #include "blas_cores.h"
@@ -69,7 +72,10 @@ std::vector<Tensor> run_scripted(ScriptedGraph& scripted, std::span<const Tensor
 
 // Op by op through ATen, each intermediate freed after its last reader (as PyTorch eager does).
 // The f32 linears `linear` sends through oneDNN (linear_choice.h) have their parameter weights
-// reordered here.
+// reordered here. A graph's gradient sets are taken through ATen's autograd (aten_autograd.h):
+// ATen records the forward on the way to each loss and computes the gradients its own way, as a
+// PyTorch user's loss.backward() does; intermediates() runs the graph's own backward nodes, the
+// only ones that have the values asked for.
 class EagerExecutable final : public plugin::Executable {
  public:
   EagerExecutable(Graph g, const plugin::Options& opts, LinearSetting linear)
@@ -77,25 +83,31 @@ class EagerExecutable final : public plugin::Executable {
         params_(aten_params(graph_)),
         threads_(opts.threads),
         profiling_(opts.profile),
-        last_use_(last_uses(graph_)) {
+        autograd_(plan_autograd(graph_)),
+        last_use_(last_uses(graph_, autograd_.reads(graph_))) {
     LinearPlan plan =
         aten_call("linear", [&] { return plan_linears(graph_, params_, linear, threads_); });
-    linear_summary_ = std::move(plan.summary);
+    linear_summary_ = plan.summary;
+    if (!autograd_.summary().empty())
+      linear_summary_ += (linear_summary_.empty() ? "" : "; ") + autograd_.summary();
     prepare_onednn_linears(plan.onednn_nodes);
     // A linear sent to oneDNN is timed under oneDNN's op, so the profile says which path ran.
+    // A node autograd stands in for has no time of its own.
     if (profiling_) {
       for (size_t i = 0; i < graph_.nodes().size(); ++i) {
-        stat_of_node_.push_back(profile_.declare(plan.onednn_nodes.contains(i)
-                                                     ? std::string("aten::mkldnn_linear")
-                                                     : "aten::" + graph_.nodes()[i].op));
+        stat_of_node_.push_back(autograd_.skipped[i] ? kNoStat
+                                : plan.onednn_nodes.contains(i)
+                                    ? profile_.declare("aten::mkldnn_linear")
+                                    : profile_.declare("aten::" + graph_.nodes()[i].op));
       }
+      if (!autograd_.empty()) backward_stat_ = profile_.declare("aten::autograd::grad");
     }
   }
 
   const std::string& linear_summary() const { return linear_summary_; }
 
   std::vector<Tensor> run(std::span<const Tensor> inputs) override {
-    std::vector<at::Tensor> env = execute(inputs, last_use_);
+    std::vector<at::Tensor> env = execute(inputs, last_use_, !autograd_.empty());
     std::vector<Tensor> out;
     for (ValueId v : graph_.outputs()) out.push_back(from_aten(env[static_cast<size_t>(v)]));
     return out;
@@ -104,7 +116,7 @@ class EagerExecutable final : public plugin::Executable {
   std::vector<Tensor> intermediates(std::span<const Tensor> inputs,
                                     std::span<const ValueId> values) override {
     check_value_ids(graph_, values, "intermediates");
-    std::vector<at::Tensor> env = execute(inputs, last_uses(graph_, values));
+    std::vector<at::Tensor> env = execute(inputs, last_uses(graph_, values), false);
     std::vector<Tensor> out;
     for (ValueId v : values) out.push_back(from_aten(env[static_cast<size_t>(v)]));
     return out;
@@ -113,28 +125,49 @@ class EagerExecutable final : public plugin::Executable {
   std::vector<KernelStat> profile() const override { return profile_.stats(); }
 
  private:
-  std::vector<at::Tensor> execute(std::span<const Tensor> inputs,
-                                  const std::vector<int>& last_use) {
+  // `train`: take the gradient sets through autograd (autograd_), skipping their backward nodes.
+  std::vector<at::Tensor> execute(std::span<const Tensor> inputs, const std::vector<int>& last_use,
+                                  bool train) {
     plugin::check_inputs(graph_, inputs);
     set_threads(threads_);
-    c10::InferenceMode inference;
+    // Inference tensors cannot be recorded: a training run records only what leads to a loss.
+    std::optional<c10::InferenceMode> inference;
+    std::optional<at::NoGradGuard> no_grad;
+    if (train) {
+      no_grad.emplace();
+    } else {
+      inference.emplace();
+    }
     std::vector<at::Tensor> env(graph_.values().size());
-    for (size_t k = 0; k < inputs.size(); ++k)
-      env[static_cast<size_t>(graph_.inputs()[k])] = aten_view(inputs[k]);
-    for (size_t k = 0; k < params_.size(); ++k)
-      env[static_cast<size_t>(graph_.params()[k])] = params_[k];
+    const auto bind = [&](ValueId v, at::Tensor t) {
+      env[static_cast<size_t>(v)] =
+          train && autograd_.leaf[static_cast<size_t>(v)] ? as_leaf(t) : std::move(t);
+    };
+    for (size_t k = 0; k < inputs.size(); ++k) bind(graph_.inputs()[k], aten_view(inputs[k]));
+    for (size_t k = 0; k < params_.size(); ++k) bind(graph_.params()[k], params_[k]);
     std::vector<at::Tensor> operands;
     for (size_t i = 0; i < graph_.nodes().size(); ++i) {
+      if (train && autograd_.skipped[i]) continue;
       const Node& n = graph_.nodes()[i];
       operands.clear();
       for (ValueId v : n.operands) operands.push_back(env[static_cast<size_t>(v)]);
       const auto t0 = plugin::ProfileRecorder::Clock::now();
       const auto onednn = onednn_weights_.find(i);
-      env[static_cast<size_t>(n.output)] = aten_call(n.op.c_str(), [&] {
-        return onednn != onednn_weights_.end() ? run_mkldnn_linear(operands, onednn->second)
-                                               : run_aten(graph_, n, operands);
-      });
-      if (profiling_) profile_.record(stat_of_node_[i], t0);
+      {
+        const at::AutoGradMode recording(train && autograd_.recorded[i]);
+        bind(n.output, aten_call(n.op.c_str(), [&] {
+               return onednn != onednn_weights_.end() ? run_mkldnn_linear(operands, onednn->second)
+                                                      : run_aten(graph_, n, operands);
+             }));
+      }
+      if (profiling_ && stat_of_node_[i] != kNoStat) profile_.record(stat_of_node_[i], t0);
+      if (train) {
+        for (size_t s : autograd_.losses_at[i]) {
+          const auto b0 = plugin::ProfileRecorder::Clock::now();
+          aten_call("autograd", [&] { take_gradients(autograd_.sets[s], env); });
+          if (profiling_) profile_.record(backward_stat_, b0);
+        }
+      }
       for (ValueId v : n.operands) {
         if (last_use[static_cast<size_t>(v)] == static_cast<int>(i) &&
             graph_.value(v).kind == ValueKind::kNode)
@@ -168,9 +201,12 @@ class EagerExecutable final : public plugin::Executable {
   std::string linear_summary_;
   int threads_;
   bool profiling_;
+  AutogradPlan autograd_;
   std::vector<int> last_use_;
   plugin::ProfileRecorder profile_;
+  static constexpr size_t kNoStat = static_cast<size_t>(-1);
   std::vector<size_t> stat_of_node_;
+  size_t backward_stat_ = 0;
 };
 
 // The frozen TorchScript module. Per-kernel timings, when profiling, are the ops of the optimized
@@ -193,6 +229,9 @@ class JitExecutable final : public plugin::Executable {
     LinearPlan plan =
         aten_call("linear", [&] { return plan_linears(graph_, params, linear, threads_); });
     linear_summary_ = std::move(plan.summary);
+    if (!graph_.gradients().empty())  // TorchScript's frozen module records nothing for autograd
+      linear_summary_ += (linear_summary_.empty() ? "" : "; ") +
+                         std::string("autograd: none (the graph's backward nodes in TorchScript)");
     style_.onednn_linears = std::move(plan.onednn_nodes);
     scripted_ = script_graph(graph_, params, optimize, style_, opts.debug_dir);
     if (!opts.debug_dir.empty()) {

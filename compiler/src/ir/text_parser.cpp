@@ -236,6 +236,8 @@ class Parser {
       if (returned) fail(t, fmt::format("unexpected {} after return", describe(t)));
       if (t.kind == Tok::kIdent && t.text == "param") {
         parse_param(g);
+      } else if (t.kind == Tok::kIdent && t.text == "gradients") {
+        parse_gradients(g);
       } else if (t.kind == Tok::kIdent && t.text == "return") {
         parse_return(g);
         returned = true;
@@ -243,7 +245,8 @@ class Parser {
         parse_node(g);
       } else {
         fail(t,
-             fmt::format("expected 'param', a %value definition or 'return', got {}", describe(t)));
+             fmt::format("expected 'param', a %value definition, 'gradients' or 'return', got {}",
+                         describe(t)));
       }
     }
     const Token& close = next();
@@ -466,6 +469,24 @@ class Parser {
       fail(*type_tok, fmt::format("%{} is declared {} but {} gives {}", name.text, declared->str(),
                                   op.text, g.value(id).type.str()));
     }
+  }
+
+  // gradients(%loss wrt %a, %b) = %ga, %gb
+  void parse_gradients(Graph& g) {
+    next();  // 'gradients'
+    expect_punct("(");
+    GradientSet set;
+    set.loss = lookup(g, expect(Tok::kValue, "the %loss"));
+    expect_keyword("wrt");
+    do {
+      set.wrt.push_back(lookup(g, expect(Tok::kValue, "a %value the gradient is taken by")));
+    } while (accept_punct(","));
+    expect_punct(")");
+    expect_punct("=");
+    do {
+      set.grads.push_back(lookup(g, expect(Tok::kValue, "a %gradient")));
+    } while (accept_punct(","));
+    g.add_gradients(std::move(set));
   }
 
   void parse_return(Graph& g) {

@@ -46,6 +46,15 @@ std::string print_graph(const Graph& g) {
     out += fmt::format("  param %{}: {} = {}\n", v.name, v.type.str(), format_initializer(v));
   }
   for (const Node& n : g.nodes()) out += "  " + print_node(g, n) + "\n";
+  const auto names = [&](const std::vector<ValueId>& ids) {
+    std::string s;
+    for (ValueId id : ids) s += fmt::format("{}%{}", s.empty() ? "" : ", ", g.value(id).name);
+    return s;
+  };
+  for (const GradientSet& set : g.gradients()) {
+    out += fmt::format("  gradients(%{} wrt {}) = {}\n", g.value(set.loss).name, names(set.wrt),
+                       names(set.grads));
+  }
   out += "  return ";
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     out += fmt::format("{}%{}", i ? ", " : "", g.value(g.outputs()[i]).name);

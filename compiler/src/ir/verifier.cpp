@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "crucible/core/error.h"
+#include "crucible/ir/gradients.h"
 #include "crucible/ir/graph.h"
 #include "crucible/ir/op_registry.h"
 
@@ -59,6 +60,7 @@ void verify(const Graph& g) {
       throw GraphError(fmt::format("graph {} returns an undefined value", g.name()));
     }
   }
+  verify_gradients(g);
 }
 
 }  // namespace crucible

@@ -65,6 +65,17 @@ struct Node {
   SourceLoc loc;
 };
 
+// Values the graph's own nodes compute as d(sum of loss)/d(wrt[i]): its backward. A backend with
+// an autograd of its own may compute `grads` its way instead of running those nodes (which nodes
+// they are: gradients.h); every other backend runs the nodes. Printed as
+// "gradients(%loss wrt %a, %b) = %ga, %gb".
+struct GradientSet {
+  ValueId loss = -1;
+  std::vector<ValueId> wrt;
+  std::vector<ValueId> grads;  // grads[i] has wrt[i]'s type
+  bool operator==(const GradientSet&) const = default;
+};
+
 class Graph {
  public:
   explicit Graph(std::string name = "graph") : name_(std::move(name)) {}
@@ -91,6 +102,8 @@ class Graph {
   void set_outputs(std::vector<ValueId> outputs);
   // Gives value `id` a new unique name (importers name a value once they know what it became).
   void rename_value(ValueId id, std::string name);
+  // Declares a gradient set (checked by verify: gradients.h).
+  void add_gradients(GradientSet set) { gradients_.push_back(std::move(set)); }
 
   const std::vector<Value>& values() const { return values_; }
   const Value& value(ValueId id) const { return values_.at(static_cast<size_t>(id)); }
@@ -99,6 +112,7 @@ class Graph {
   const std::vector<ValueId>& inputs() const { return inputs_; }
   const std::vector<ValueId>& params() const { return params_; }
   const std::vector<ValueId>& outputs() const { return outputs_; }
+  const std::vector<GradientSet>& gradients() const { return gradients_; }
   std::optional<ValueId> find_value(std::string_view name) const;
 
  private:
@@ -110,6 +124,7 @@ class Graph {
   std::vector<Value> values_;
   std::vector<Node> nodes_;
   std::vector<ValueId> inputs_, params_, outputs_;
+  std::vector<GradientSet> gradients_;
   std::unordered_map<std::string, ValueId> by_name_;
 };
 

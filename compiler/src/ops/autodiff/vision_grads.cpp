@@ -17,8 +17,6 @@ namespace {
 
 using vision::Hw;
 
-std::vector<int64_t> ints(const Shape& s) { return {s.begin(), s.end()}; }
-
 void need_batched(GradBuilder& b, const char* op) {
   if (b.shape(b.x(0)).size() != 4)
     throw GraphError(fmt::format("autodiff: {}'s gradient needs a batched [N,C,H,W] input, not {}",

@@ -196,8 +196,11 @@ Graph training_graph(const Graph& forward, const TrainingOptions& options) {
     for (size_t k = 0; k < nb; ++k) buffer_now[k] = map[joint.outputs()[1 + k]];
     const bool kept = step == 1 || step == options.steps;
     std::vector<ValueId> grads, updated;
+    GradientSet backward{l, {}, {}};
     for (size_t k = 0; k < params.size(); ++k) {
       ValueId grad = map[joint.outputs()[1 + nb + k]];
+      backward.wrt.push_back(params[k].value);
+      backward.grads.push_back(grad);
       training::add_update(g, options.optimizer, step, grad, params[k]);
       if (!kept) continue;
       g.rename_value(grad, fmt::format("grad.{}.{}", step, params[k].name));
@@ -205,6 +208,7 @@ Graph training_graph(const Graph& forward, const TrainingOptions& options) {
       grads.push_back(grad);
       updated.push_back(params[k].value);
     }
+    g.add_gradients(std::move(backward));
     if (!kept) continue;
     for (size_t k = 0; k < nb; ++k) {
       g.rename_value(buffer_now[k],

@@ -1,0 +1,26 @@
+// A graph's gradient sets (Graph::gradients): which of its nodes are a set's backward, and the
+// checks verify() makes, so a backend that computes the gradients its own way knows what it skips.
+#pragma once
+
+#include <vector>
+
+#include "crucible/ir/graph.h"
+
+namespace crucible {
+
+// The nodes that are `set`'s backward: those its gradients depend on that the loss does not
+// (indices into g.nodes(), as a mask). A backend computing the gradients its own way runs none
+// of them.
+std::vector<bool> backward_nodes(const Graph& g, const GradientSet& set);
+
+// Whether the gradients alone leave the backward: no node outside it and no graph output reads one
+// of its values other than the gradients. When they do not, the nodes must run (a backend may not
+// replace them).
+bool backward_is_sealed(const Graph& g, const GradientSet& set, const std::vector<bool>& backward);
+
+// Throws GraphError unless every set's ids are values of `g`, its loss and each wrt are floating,
+// wrt and grads pair up one to one with equal types, each gradient is a node result, and no
+// gradient is the loss or a value the loss depends on. Called by verify().
+void verify_gradients(const Graph& g);
+
+}  // namespace crucible

@@ -1,0 +1,86 @@
+// Gradient sets (see crucible/ir/gradients.h): a set's backward as the nodes its gradients need
+// and its loss does not, and the checks that keep a set's ids meaningful in its graph.
+#include "crucible/ir/gradients.h"
+
+#include <fmt/format.h>
+
+#include "crucible/core/error.h"
+
+namespace crucible {
+
+namespace {
+
+// The nodes `roots` depend on, themselves included (a mask over nodes).
+std::vector<bool> ancestors(const Graph& g, const std::vector<ValueId>& roots) {
+  std::vector<bool> in(g.nodes().size(), false);
+  std::vector<ValueId> stack = roots;
+  while (!stack.empty()) {
+    const Value& v = g.value(stack.back());
+    stack.pop_back();
+    if (v.kind != ValueKind::kNode || in[static_cast<size_t>(v.node)]) continue;
+    in[static_cast<size_t>(v.node)] = true;
+    for (ValueId o : g.nodes()[static_cast<size_t>(v.node)].operands) stack.push_back(o);
+  }
+  return in;
+}
+
+bool is_value(const Graph& g, ValueId id) {
+  return id >= 0 && static_cast<size_t>(id) < g.values().size();
+}
+
+}  // namespace
+
+std::vector<bool> backward_nodes(const Graph& g, const GradientSet& set) {
+  std::vector<bool> out = ancestors(g, set.grads);
+  const std::vector<bool> forward = ancestors(g, {set.loss});
+  for (size_t i = 0; i < out.size(); ++i) out[i] = out[i] && !forward[i];
+  return out;
+}
+
+bool backward_is_sealed(const Graph& g, const GradientSet& set, const std::vector<bool>& backward) {
+  const auto inside = [&](ValueId v) {
+    const Value& value = g.value(v);
+    if (value.kind != ValueKind::kNode || !backward[static_cast<size_t>(value.node)]) return false;
+    for (ValueId grad : set.grads)
+      if (grad == v) return false;
+    return true;
+  };
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    if (backward[i]) continue;
+    for (ValueId o : g.nodes()[i].operands)
+      if (inside(o)) return false;
+  }
+  for (ValueId o : g.outputs())
+    if (inside(o)) return false;
+  return true;
+}
+
+void verify_gradients(const Graph& g) {
+  for (const GradientSet& set : g.gradients()) {
+    if (!is_value(g, set.loss)) throw GraphError("gradients: the loss is not a value of the graph");
+    const std::string& loss = g.value(set.loss).name;
+    const auto fail = [&](const std::string& what) {
+      throw GraphError(fmt::format("gradients of %{}: {}", loss, what));
+    };
+    if (!is_floating(g.value(set.loss).type.dtype)) fail("the loss is not floating");
+    if (set.wrt.empty() || set.wrt.size() != set.grads.size())
+      fail(fmt::format("{} values but {} gradients", set.wrt.size(), set.grads.size()));
+    const std::vector<bool> forward = ancestors(g, {set.loss});
+    for (size_t i = 0; i < set.wrt.size(); ++i) {
+      if (!is_value(g, set.wrt[i]) || !is_value(g, set.grads[i]))
+        fail(fmt::format("pair {} is not a value of the graph", i));
+      const Value& wrt = g.value(set.wrt[i]);
+      const Value& grad = g.value(set.grads[i]);
+      if (!is_floating(wrt.type.dtype)) fail(fmt::format("%{} is not floating", wrt.name));
+      if (grad.type != wrt.type)
+        fail(fmt::format("%{} is {} but its gradient %{} is {}", wrt.name, wrt.type.str(),
+                         grad.name, grad.type.str()));
+      if (grad.kind != ValueKind::kNode)
+        fail(fmt::format("the gradient %{} is not a node's result", grad.name));
+      if (forward[static_cast<size_t>(grad.node)])
+        fail(fmt::format("the loss depends on the gradient %{}", grad.name));
+    }
+  }
+}
+
+}  // namespace crucible
