@@ -8,6 +8,7 @@
 #include "crucible/core/error.h"
 #include "crucible/ir/gradients.h"
 #include "crucible/ir/text_format.h"
+#include "crucible/models/model_zoo.h"
 #include "crucible/ops/training.h"
 
 namespace crucible {
@@ -56,7 +57,7 @@ TEST(GradientSets, ATrainingGraphDeclaresOneSealedSetPerStepThatRoundTrips) {
 }
 
 // A graph whose backward value is also returned: the gradients alone do not leave the backward,
-// so a backend may not replace its nodes.
+// so a backend may not replace its nodes; a dead node reading one does not count.
 TEST(GradientSets, ABackwardValueReadOutsideItUnsealsTheSet) {
   const Graph g = parse_graph(R"(
 graph g(%x: f32[4], %w: f32[4]) {
@@ -73,6 +74,39 @@ graph g(%x: f32[4], %w: f32[4]) {
   const std::vector<bool> backward = backward_nodes(g, set);
   EXPECT_EQ(backward, (std::vector<bool>{false, false, true, true, true}));
   EXPECT_FALSE(backward_is_sealed(g, set, backward));  // %g is returned
+
+  // Read only by a dead node (no output depends on it), the backward stays sealed.
+  const Graph dead = parse_graph(R"(
+graph g(%x: f32[4], %w: f32[4]) {
+  %y = mul(%x, %w)
+  %loss = sum(%y)
+  %one = full(shape=[4], value=1.0)
+  %g = mul(%one, %x)
+  %half = mul(%g, %one)
+  %unused = add(%g, %x)
+  gradients(%loss wrt %w) = %half
+  return %loss, %half
+}
+)");
+  const GradientSet& kept = dead.gradients().at(0);
+  EXPECT_TRUE(backward_is_sealed(dead, kept, backward_nodes(dead, kept)));
+  EXPECT_EQ(live_nodes(dead), (std::vector<bool>{true, true, true, true, true, false}));
+}
+
+// Every built-in model's training graph leaves its backward through the gradients alone, so a
+// backend with an autograd replaces every step's backward, none left running by a stray reader.
+TEST(GradientSets, EveryZooModelsStepsAreSealed) {
+  for (const models::ModelSpec& spec : models::model_zoo()) {
+    const models::Variant small = models::Variant::kSmall;
+    const Graph forward = models::build_model(spec, {small, spec.default_train_batch(small)});
+    TrainingOptions o;
+    o.steps = 2;
+    const Graph g = training_graph(forward, o);
+    ASSERT_EQ(g.gradients().size(), 2u) << spec.name;
+    for (const GradientSet& set : g.gradients())
+      EXPECT_TRUE(backward_is_sealed(g, set, backward_nodes(g, set)))
+          << spec.name << " " << g.value(set.loss).name;
+  }
 }
 
 struct BadSet {

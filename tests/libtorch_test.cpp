@@ -145,13 +145,15 @@ TEST_F(Libtorch, EagerModeTimesEveryOpAndGivesIntermediates) {
 // A graph's gradient set is taken by ATen's autograd from the forward it recorded, not by running
 // the backward nodes: a hand-written backward that is wrong on purpose (d sum(x*w) / dw is x; the
 // node says -x) comes out right on libtorch and as written on eager, and the profile times the
-// autograd call, not the skipped node. A set whose backward value is also returned keeps its
+// autograd call, not the skipped node (nor a dead one reading it, which resnet's max pool
+// backward leaves). A set whose backward value is also returned keeps its
 // nodes (no backend may replace what the graph reads elsewhere), and intermediates() runs them.
 TEST_F(Libtorch, GradientSetsAreTakenByAtenAutogradNotByTheBackwardNodes) {
   const char* kWrongBackward = R"(graph t(%x: f32[8], %w: f32[8]) {
   %y = mul(%x, %w)
   %loss = sum(%y)
   %g = neg(%x)
+  %dead = add(%g, %x)
   gradients(%loss wrt %w) = %g
   return %loss, %g
 })";

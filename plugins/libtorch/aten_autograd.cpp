@@ -43,6 +43,11 @@ AutogradPlan plan_autograd(const Graph& g) {
     for (ValueId w : set.wrt) plan.leaf[static_cast<size_t>(w)] = true;
     plan.sets.push_back(set);
   }
+  // A dead node may read what a skipped one would have made (a mask chain's unused last link).
+  if (!plan.sets.empty()) {
+    const std::vector<bool> live = live_nodes(g);
+    for (size_t i = 0; i < live.size(); ++i) plan.skipped[i] = plan.skipped[i] || !live[i];
+  }
   return plan;
 }
 

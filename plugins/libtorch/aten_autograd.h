@@ -17,7 +17,7 @@ namespace crucible::libtorch {
 struct AutogradPlan {
   std::vector<GradientSet> sets;               // taken through autograd
   size_t declared = 0;                         // gradient sets the graph declares
-  std::vector<bool> skipped;                   // per node: a taken set's backward
+  std::vector<bool> skipped;                   // per node: a taken set's backward, or dead
   std::vector<bool> recorded;                  // per node: on the way to a taken set's loss
   std::vector<std::vector<size_t>> losses_at;  // per node: the sets whose loss it computes
   std::vector<bool> leaf;                      // per value: some taken set's wrt

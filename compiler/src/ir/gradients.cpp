@@ -30,6 +30,8 @@ bool is_value(const Graph& g, ValueId id) {
 
 }  // namespace
 
+std::vector<bool> live_nodes(const Graph& g) { return ancestors(g, g.outputs()); }
+
 std::vector<bool> backward_nodes(const Graph& g, const GradientSet& set) {
   std::vector<bool> out = ancestors(g, set.grads);
   const std::vector<bool> forward = ancestors(g, {set.loss});
@@ -45,8 +47,9 @@ bool backward_is_sealed(const Graph& g, const GradientSet& set, const std::vecto
       if (grad == v) return false;
     return true;
   };
+  const std::vector<bool> live = ancestors(g, g.outputs());
   for (size_t i = 0; i < g.nodes().size(); ++i) {
-    if (backward[i]) continue;
+    if (backward[i] || !live[i]) continue;
     for (ValueId o : g.nodes()[i].operands)
       if (inside(o)) return false;
   }

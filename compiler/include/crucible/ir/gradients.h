@@ -13,10 +13,14 @@ namespace crucible {
 // of them.
 std::vector<bool> backward_nodes(const Graph& g, const GradientSet& set);
 
-// Whether the gradients alone leave the backward: no node outside it and no graph output reads one
-// of its values other than the gradients. When they do not, the nodes must run (a backend may not
-// replace them).
+// Whether the gradients alone leave the backward: no live node outside it (one an output depends
+// on) and no graph output reads one of its values other than the gradients. When they do not, the
+// nodes must run (a backend may not replace them).
 bool backward_is_sealed(const Graph& g, const GradientSet& set, const std::vector<bool>& backward);
+
+// The nodes some graph output depends on (a mask): the others are dead, and a backend that
+// replaces a backward skips them too.
+std::vector<bool> live_nodes(const Graph& g);
 
 // Throws GraphError unless every set's ids are values of `g`, its loss and each wrt are floating,
 // wrt and grads pair up one to one with equal types, each gradient is a node result, and no
