@@ -153,6 +153,32 @@ TEST(ConvTransposeOps, F32MatchesTheF64LoopOnRandomShapes) {
   EXPECT_GT(compared, 40);
 }
 
+// The f32 shapes that take their own paths: a depthwise kernel tiling the output (a pool's
+// gradient) and an output padding past the padding (a strided 1x1 downsample's gradient), with and
+// without bias, agree with the f64 loop.
+TEST(ConvTransposeOps, F32PoolAndDownsampleGradientShapesMatchTheF64Loop) {
+  RandomDraws d(5);
+  for (int trial = 0; trial < 24; ++trial) {
+    const bool depthwise = trial % 2 == 0;
+    const int64_t c = d.uni(1, 5), k = d.uni(1, 3), s = depthwise ? k : d.uni(2, 3);
+    const int64_t op = d.uni(0, static_cast<int>(s) - 1);
+    const int64_t kk = depthwise ? k : 1, g = depthwise ? c : 1, out = depthwise ? c : d.uni(1, 4);
+    std::vector<Tensor> in64 = {d.randn({d.uni(1, 3), c, d.uni(1, 5), d.uni(1, 5)}),
+                                d.randn({c, out / g, kk, kk})};
+    if (trial % 4 < 2) in64.push_back(d.randn({out}));
+    const Attrs attrs = Transpose({s, s}, {0, 0}, {op, op}, {1, 1}, g);
+    const Tensor y64 = RunOp("conv_transpose2d", in64, attrs);
+    std::vector<Tensor> in32;
+    for (const Tensor& t : in64) in32.push_back(t.to(DType::kF32));
+    const Tensor y32 = RunOp("conv_transpose2d", in32, attrs);
+    ASSERT_EQ(shape_str(y32.shape()), shape_str(y64.shape())) << trial;
+    for (int64_t i = 0; i < y64.numel(); ++i) {
+      ASSERT_NEAR(y32.get(i), y64.get(i), 1e-5 * (1 + std::abs(y64.get(i))))
+          << "trial " << trial << " element " << i;
+    }
+  }
+}
+
 TEST(ConvTransposeOps, NonContiguousOperandsAndEmptyBatch) {
   // The transposed input with a symmetric (all-ones) kernel gives the transposed output.
   const Tensor x = Iota(DType::kF32, {1, 1, 3, 3}), w = Tensor::full(DType::kF32, {1, 1, 3, 3}, 1);
