@@ -110,6 +110,22 @@ TEST(ModelZoo, SmallVariantsAreSmallerAndBatchIsHonoured) {
   }
 }
 
+// image_size sets a vision model's input side (the torch.compile tutorial's 128x128) and only
+// theirs; the classifier's input stays the last stage's width (the adaptive pool).
+TEST(ModelZoo, VisionModelsTakeAnImageSize) {
+  for (const char* name : {"resnet18", "resnet50", "mobilenet_v2", "densenet121"}) {
+    SCOPED_TRACE(name);
+    const Graph g = models::build_model(models::find_model(name), {Variant::kSmall, 2, 64});
+    EXPECT_EQ(shape_str(g.value(g.inputs()[0]).type.shape), "[2,3,64,64]");
+    const Graph base = models::build_model(models::find_model(name), {Variant::kSmall, 2});
+    EXPECT_EQ(g.value(g.outputs()[0]).type, base.value(base.outputs()[0]).type);
+    EXPECT_GT(models::graph_stats(g).cost.flops, 3 * models::graph_stats(base).cost.flops);
+  }
+  EXPECT_THROW(models::build_model(models::find_model("gpt2"), {Variant::kSmall, 2, 64}), Error);
+  EXPECT_THROW(models::build_model(models::find_model("resnet18"), {Variant::kSmall, 2, 16}),
+               Error);
+}
+
 TEST(ModelZoo, ParametersAreDeterministicAndDistinct) {
   const auto& spec = models::find_model("bert_base");
   Graph a = models::build_model(spec, {Variant::kSmall, 0});

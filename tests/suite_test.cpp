@@ -69,7 +69,13 @@ TEST(Suite, ErrorsNameFileLineAndColumn) {
       {"model a graph=a.graph\nmodel a graph=b.graph\n", "m.manifest:2:7: model 'a' listed twice"},
       {"model a graph=a.graph tol=1\n",
        "m.manifest:1:23: unknown key 'tol' (expected graph, builtin, onnx, data, batch_size, "
-       "tolerance, cosine, skip or xfail)"},
+       "image_size, tolerance, cosine, skip or xfail)"},
+      {"model a builtin=resnet18 image_size=16\n",
+       "m.manifest:1:26: image_size must be an integer from 32 to 4096"},
+      {"model a graph=a.graph image_size=128\n",
+       "m.manifest:1:1: image_size=N goes with builtin=MODEL"},
+      {"model a builtin=gpt2 image_size=128\n",
+       "m.manifest:1:1: image_size=N applies to the vision models; 'gpt2' takes no image"},
       {"model a graph=a.graph batch_size=0\n",
        "m.manifest:1:23: batch_size must be an integer from 1 to 2^30"},
       // Numbers strtod reads that no manifest means: NaN and infinities, and a batch past int64

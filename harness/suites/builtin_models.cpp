@@ -17,7 +17,7 @@ std::vector<BuiltGraph> build_builtin_models(std::vector<ModelEntry>& models,
     const models::ModelSpec& spec = models::find_model(m.builtin);
     if (batch_override > 0) m.batch_size = batch_override;
     if (m.batch_size == 0 && training) m.batch_size = spec.default_train_batch(variant);
-    models::BuildOptions options{variant, m.batch_size};
+    models::BuildOptions options{variant, m.batch_size, m.image_size};
     built.push_back({i, models::build_model(spec, options)});
     if (m.batch_size == 0) m.batch_size = spec.default_batch(variant);
   }

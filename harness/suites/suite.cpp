@@ -201,6 +201,11 @@ void parse_model_key(ModelEntry& m, const std::string& word, size_t col, const L
     if (!(b >= 1 && b <= double{1 << 30}) || b != std::floor(b))
       at.fail(col, "batch_size must be an integer from 1 to 2^30");
     m.batch_size = static_cast<int64_t>(b);
+  } else if (key == "image_size") {
+    const double v = parse_number(value, at.manifest, at.lineno, col, key);
+    if (!(v >= 32 && v <= 4096) || v != std::floor(v))
+      at.fail(col, "image_size must be an integer from 32 to 4096");
+    m.image_size = static_cast<int64_t>(v);
   } else if (key == "tolerance") {
     m.tolerance = parse_number(value, at.manifest, at.lineno, col, key);
     if (!(m.tolerance > 0)) at.fail(col, "tolerance must be positive");
@@ -214,7 +219,7 @@ void parse_model_key(ModelEntry& m, const std::string& word, size_t col, const L
     m.xfail = value.empty() ? "expected to fail" : value;
   } else {
     at.fail(col, fmt::format("unknown key '{}' (expected graph, builtin, onnx, data, batch_size, "
-                             "tolerance, cosine, skip or xfail)",
+                             "image_size, tolerance, cosine, skip or xfail)",
                              key));
   }
 }
@@ -234,6 +239,13 @@ ModelEntry parse_model(const Words& words, const LineAt& at, const std::string& 
   }
   if (!m.onnx_data.empty() && m.onnx.empty())
     at.fail(words[0].second, "data=DIR goes with onnx=FILE");
+  if (m.image_size != 0) {
+    if (m.builtin.empty()) at.fail(words[0].second, "image_size=N goes with builtin=MODEL");
+    if (models::find_model(m.builtin).suite != "vision")
+      at.fail(
+          words[0].second,
+          fmt::format("image_size=N applies to the vision models; '{}' takes no image", m.builtin));
+  }
   return m;
 }
 

@@ -24,6 +24,7 @@ struct ModelEntry {
   double rtol = 1e-3, atol = 1e-7;  // against output_N.pb (ONNX's backend-test tolerances)
   bool fp64_check = false;          // also hold eager to the fp64 reference (within tolerance)
   int64_t batch_size = 0;           // 0: the model's default (builtins) or the first input's dim 0
+  int64_t image_size = 0;           // builtin vision models: the images' side (0: the variant's)
   double tolerance = 1e-4;
   bool tolerance_set = false;  // given in the manifest (overrides a builtin's own)
   bool cosine = false;

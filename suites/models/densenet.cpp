@@ -12,7 +12,8 @@ Graph build_densenet121(const BuildOptions& o) {
   const int64_t growth = full ? 32 : 8, init = full ? 64 : 16, bn_size = 4;
   const std::vector<int64_t> blocks =
       full ? std::vector<int64_t>{6, 12, 24, 16} : std::vector<int64_t>{2, 2, 2, 2};
-  const int64_t image = full ? 224 : 32, classes = full ? 1000 : 10, batch = o.batch_size;
+  const int64_t image = o.image_side(full ? 224 : 32), classes = full ? 1000 : 10,
+                batch = o.batch_size;
   NetBuilder b("densenet121");
   ValueId x = b.input("x", DType::kF32, {batch, 3, image, image});
   int64_t features = init;

@@ -30,7 +30,8 @@ ValueId conv_bn_relu6(NetBuilder& b, ValueId x, int64_t in, int64_t out, int64_t
 Graph build_mobilenet_v2(const BuildOptions& o) {
   const bool full = o.variant == Variant::kFull;
   const double width = full ? 1.0 : 0.25;
-  const int64_t image = full ? 224 : 32, classes = full ? 1000 : 10, batch = o.batch_size;
+  const int64_t image = o.image_side(full ? 224 : 32), classes = full ? 1000 : 10,
+                batch = o.batch_size;
   struct Stage {
     int64_t t, c, n, s;
   };

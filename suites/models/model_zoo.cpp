@@ -57,6 +57,14 @@ Graph build_model(const ModelSpec& spec, BuildOptions options) {
   if (options.batch_size < 0)
     throw Error(fmt::format("batch size must be positive, got {}", options.batch_size));
   if (options.batch_size == 0) options.batch_size = spec.default_batch(options.variant);
+  if (options.image_size != 0 && spec.suite != "vision")
+    throw Error(
+        fmt::format("image_size applies to the vision models; '{}' takes no image", spec.name));
+  if (options.image_size != 0 && (options.image_size < 32 || options.image_size > 4096))
+    throw Error(
+        fmt::format("image_size must be from 32 to 4096 (the last stage downsamples 32x), "
+                    "got {}",
+                    options.image_size));
   Graph g = spec.build(options);
   g.set_name(spec.name);
   return g;

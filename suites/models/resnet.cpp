@@ -67,16 +67,16 @@ Graph build_resnet(const std::string& name, const ResNetConfig& c, int64_t batch
 }  // namespace
 
 Graph build_resnet18(const BuildOptions& o) {
-  const ResNetConfig c = o.variant == Variant::kFull
-                             ? ResNetConfig{false, {2, 2, 2, 2}, 64, 1000, 224}
-                             : ResNetConfig{false, {1, 1, 1, 1}, 16, 10, 32};
+  ResNetConfig c = o.variant == Variant::kFull ? ResNetConfig{false, {2, 2, 2, 2}, 64, 1000, 224}
+                                               : ResNetConfig{false, {1, 1, 1, 1}, 16, 10, 32};
+  c.image = o.image_side(c.image);
   return build_resnet("resnet18", c, o.batch_size);
 }
 
 Graph build_resnet50(const BuildOptions& o) {
-  const ResNetConfig c = o.variant == Variant::kFull
-                             ? ResNetConfig{true, {3, 4, 6, 3}, 64, 1000, 224}
-                             : ResNetConfig{true, {1, 1, 1, 1}, 16, 10, 32};
+  ResNetConfig c = o.variant == Variant::kFull ? ResNetConfig{true, {3, 4, 6, 3}, 64, 1000, 224}
+                                               : ResNetConfig{true, {1, 1, 1, 1}, 16, 10, 32};
+  c.image = o.image_side(c.image);
   return build_resnet("resnet50", c, o.batch_size);
 }
 

@@ -20,6 +20,12 @@ const char* variant_name(Variant v);
 struct BuildOptions {
   Variant variant = Variant::kFull;
   int64_t batch_size = 0;  // 0: the model's default for the variant
+  // Vision models: the input images' side (0: the variant's, 224 or 32). build_model refuses it
+  // for the other models.
+  int64_t image_size = 0;
+  int64_t image_side(int64_t variant_side) const {
+    return image_size > 0 ? image_size : variant_side;
+  }
 };
 
 struct ModelSpec {
