@@ -113,6 +113,15 @@ const std::vector<std::pair<std::string, Case>>& cases() {
       {"conv2d",
        {"%a: f64[2,3,7,6], %w: f64[3,1,3,3]",
         "%y = conv2d(%a, %w, groups=3, stride=[2,3], padding=[1,1])"}},
+      {"conv_transpose2d", {"%a: f64[2,3,4,4], %w: f64[3,2,3,3]", "%y = conv_transpose2d(%a, %w)"}},
+      {"conv_transpose2d",
+       {"%a: f64[2,4,3,4], %w: f64[4,3,3,2], %c: f64[6]",
+        "%y = conv_transpose2d(%a, %w, %c, stride=[2,2], padding=[1,1], output_padding=[1,0], "
+        "groups=2)"}},
+      {"conv_transpose2d",
+       {"%a: f64[1,2,4,3], %w: f64[2,2,2,3]",
+        "%y = conv_transpose2d(%a, %w, stride=[3,2], dilation=[2,1], padding=[0,1], "
+        "output_padding=[2,1])"}},
       {"max_pool2d",
        {"%a: f64[2,2,5,5]", "%y = max_pool2d(%a, kernel_size=[3,3], stride=[2,2], padding=[1,1])"}},
       {"max_pool2d",

@@ -191,10 +191,11 @@ TEST_F(Libtorch, GradientSetsAreTakenByAtenAutogradNotByTheBackwardNodes) {
   EXPECT_FLOAT_EQ(static_cast<float>(kept[1].get(0)), -static_cast<float>(in[0].get(0)));
 }
 
-// A training step (cross-entropy, backward, SGD with momentum or AdamW, three steps unrolled)
-// through ATen's autograd agrees with our eager running the graph's own backward.
+// A training step (cross-entropy or MSE, backward, SGD with momentum or AdamW, three steps
+// unrolled) of an MLP and of a transposed-convolution generator through ATen's autograd agrees
+// with our eager running the graph's own backward.
 TEST_F(Libtorch, TrainingStepsThroughAutogradAgreeWithEagerRunningTheBackwardGraph) {
-  const Graph forward = parse_graph(R"(graph mlp(%x: f32[16,12]) {
+  const char* kMlp = R"(graph mlp(%x: f32[16,12]) {
   param %w1: f32[32,12] = randn(seed=1, std=0.3)
   param %b1: f32[32] = randn(seed=2, std=0.1)
   param %w2: f32[5,32] = randn(seed=3, std=0.3)
@@ -202,11 +203,25 @@ TEST_F(Libtorch, TrainingStepsThroughAutogradAgreeWithEagerRunningTheBackwardGra
   %a = gelu(%h)
   %y = linear(%a, %w2)
   return %y
-})");
-  for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kAdamW}) {
+})";
+  const char* kGenerator = R"(graph generator(%z: f32[4,8,3,3]) {
+  param %w1: f32[8,4,4,4] = randn(seed=1, std=0.2)
+  param %b1: f32[4] = randn(seed=2, std=0.1)
+  param %w2: f32[4,3,3,3] = randn(seed=3, std=0.2)
+  %h = conv_transpose2d(%z, %w1, %b1, stride=[2,2], padding=[1,1])
+  %a = relu(%h)
+  %y = conv_transpose2d(%a, %w2, stride=[2,2], padding=[1,1], output_padding=[1,1])
+  %t = tanh(%y)
+  return %t
+})";
+  for (auto [text, kind] :
+       {std::pair{kMlp, OptimizerKind::kSgd}, std::pair{kMlp, OptimizerKind::kAdamW},
+        std::pair{kGenerator, OptimizerKind::kSgd}}) {
+    const Graph forward = parse_graph(text);
     TrainingOptions o;
     o.steps = 3;
     o.optimizer.kind = kind;
+    o.loss = text == kGenerator ? LossKind::kMse : LossKind::kCrossEntropy;
     const Graph step = training_graph(forward, o);
     const std::vector<Tensor> in = make_inputs(step, 11);
     const std::vector<Tensor> want = eager().compile(step, {})->run(in);
@@ -218,7 +233,8 @@ TEST_F(Libtorch, TrainingStepsThroughAutogradAgreeWithEagerRunningTheBackwardGra
       const std::vector<double> a = got[k].to_doubles(), b = want[k].to_doubles();
       for (size_t i = 0; i < a.size(); ++i) {
         EXPECT_NEAR(a[i], b[i], 1e-5 + 1e-4 * std::abs(b[i]))
-            << optimizer_name(kind) << " " << step.value(step.outputs()[k]).name << "[" << i << "]";
+            << forward.name() << " " << optimizer_name(kind) << " "
+            << step.value(step.outputs()[k]).name << "[" << i << "]";
       }
     }
   }

@@ -1,6 +1,7 @@
 // Gradient rules of convolution, the pools and inference-form batch_norm, each in registry ops:
 // conv2d's input gradient is conv_transpose2d, its weight gradient a conv2d of the input by the
-// output gradient (stride and dilation trading places, groups kept); a pool's input gradient is
+// output gradient (stride and dilation trading places, groups kept), and conv_transpose2d's the
+// same with the roles of input and output swapped; a pool's input gradient is
 // a grouped conv_transpose2d of its per-tap gradients (max: each window's first maximum; average:
 // the share of each element) by a 0/1 or ones kernel, cropped to the input.
 #include <fmt/format.h>
@@ -50,18 +51,20 @@ ValueId conv2d_input_grad(GradBuilder& b, const vision::ConvParams& p) {
                {"groups", p.groups}});
 }
 
-// dW[g*Og+o, c, i, j] = sum over n and output positions of gy[n, g*Og+o] times x[n, g*Cg+c] at
-// the tap: a conv2d whose batch is the input channels within a group, whose channels are
-// (group, image) and whose kernel is the output gradient.
-ValueId conv2d_weight_grad(GradBuilder& b, const vision::ConvParams& p) {
-  const Shape x = b.shape(b.x(0)), w = b.shape(b.x(1)), gy = b.shape(b.gy());
+// The weight gradient of y = conv2d(x, W): dW[g*Og+o, c, i, j] = sum over n and output
+// positions of gy[n, g*Og+o] times x[n, g*Cg+c] at the tap, as a conv2d whose batch is the input
+// channels within a group, whose channels are (group, image) and whose kernel is the output
+// gradient. `w` is W's shape.
+ValueId conv2d_weight_grad(GradBuilder& b, const vision::ConvParams& p, ValueId input,
+                           ValueId grad_out, const Shape& w) {
+  const Shape x = b.shape(input), gy = b.shape(grad_out);
   const int64_t n = x[0], groups = p.groups, cg = x[1] / groups, og = w[0] / groups;
   ValueId in =
-      b.op("reshape", {b.x(0)}, {{"shape", std::vector<int64_t>{n, groups, cg, x[2], x[3]}}});
+      b.op("reshape", {input}, {{"shape", std::vector<int64_t>{n, groups, cg, x[2], x[3]}}});
   in = b.op("permute", {in}, {{"dims", std::vector<int64_t>{2, 1, 0, 3, 4}}});
   in = b.op("reshape", {in}, {{"shape", std::vector<int64_t>{cg, groups * n, x[2], x[3]}}});
   ValueId k =
-      b.op("reshape", {b.gy()}, {{"shape", std::vector<int64_t>{n, groups, og, gy[2], gy[3]}}});
+      b.op("reshape", {grad_out}, {{"shape", std::vector<int64_t>{n, groups, og, gy[2], gy[3]}}});
   k = b.op("permute", {k}, {{"dims", std::vector<int64_t>{1, 2, 0, 3, 4}}});
   k = b.op("reshape", {k}, {{"shape", std::vector<int64_t>{groups * og, n, gy[2], gy[3]}}});
   ValueId r = b.op("conv2d", {in, k},
@@ -83,7 +86,28 @@ Grads conv2d_grad(GradBuilder& b) {
   const vision::ConvParams p = vision::conv_params(b.node().attrs);
   Grads out(b.node().operands.size(), -1);
   if (b.wants(0)) out[0] = conv2d_input_grad(b, p);
-  if (b.wants(1)) out[1] = conv2d_weight_grad(b, p);
+  if (b.wants(1)) out[1] = conv2d_weight_grad(b, p, b.x(0), b.gy(), b.shape(b.x(1)));
+  if (out.size() > 2 && b.wants(2))
+    out[2] = b.op("sum", {b.gy()}, {{"dims", std::vector<int64_t>{0, 2, 3}}});
+  return out;
+}
+
+// y = conv_transpose2d(x, W) is the adjoint of z -> conv2d(z, W) (W [Cin, Cout/g, kh, kw] is
+// conv2d's [out, in/g] layout from y's channels to x's): x's gradient is that conv2d of gy (its
+// extent is x's: the output padding is below the stride), and W's is conv2d's weight gradient with
+// gy as the input and x as the output gradient.
+Grads conv_transpose2d_grad(GradBuilder& b) {
+  need_batched(b, "conv_transpose2d");
+  const vision::ConvParams p = vision::conv_params(b.node().attrs);
+  Grads out(b.node().operands.size(), -1);
+  if (b.wants(0)) {
+    out[0] = b.op("conv2d", {b.gy(), b.x(1)},
+                  {{"stride", std::vector<int64_t>{p.stride.h, p.stride.w}},
+                   {"padding", std::vector<int64_t>{p.padding.h, p.padding.w}},
+                   {"dilation", std::vector<int64_t>{p.dilation.h, p.dilation.w}},
+                   {"groups", p.groups}});
+  }
+  if (b.wants(1)) out[1] = conv2d_weight_grad(b, p, b.gy(), b.x(0), b.shape(b.x(1)));
   if (out.size() > 2 && b.wants(2))
     out[2] = b.op("sum", {b.gy()}, {{"dims", std::vector<int64_t>{0, 2, 3}}});
   return out;
@@ -224,6 +248,7 @@ Grads batch_norm_grad(GradBuilder& b) {
 
 void add_vision_grads(GradTable& t) {
   t["conv2d"] = conv2d_grad;
+  t["conv_transpose2d"] = conv_transpose2d_grad;
   t["max_pool2d"] = max_pool2d_grad;
   t["avg_pool2d"] = avg_pool2d_grad;
   t["adaptive_avg_pool2d"] = adaptive_avg_pool2d_grad;
