@@ -368,12 +368,13 @@ TEST(TrainingGraph, RefusesWhatCannotTrainSayingWhy) {
             }).find("no floating parameter"),
             std::string::npos);
   EXPECT_NE(message([] {
-              training_graph(parse_graph("graph g(%x: f32[2,3]) {\n"
-                                         "  param %w: f32[2,3] = ones()\n"
-                                         "  %y = mul(%x, %w)\n  %z = prod(%y, dims=[1])\n"
+              training_graph(parse_graph("graph g(%x: f32[1,1,2,3]) {\n"
+                                         "  param %w: f32[1,1,2,3] = ones()\n"
+                                         "  %y = mul(%x, %w)\n"
+                                         "  %z = resize(%y, sizes=[1, 1, 4, 6])\n"
                                          "  return %z\n}\n"),
                              {});
-            }).find("no gradient rule for op 'prod'"),
+            }).find("no gradient rule for op 'resize'"),
             std::string::npos);
   EXPECT_NE(message([] {
               training_graph(parse_graph("graph g(%x: f32[2,3]) {\n"

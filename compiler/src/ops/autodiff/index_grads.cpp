@@ -1,6 +1,7 @@
 // Gradient rules of the index family: cumsum (the other direction's cumsum of the gradient),
-// trilu (the same triangle of it), constant pad (the opposite pads), and gather/gather_elements,
-// whose scatter-add is a product with the indices' one-hot rows (picked twice: added twice).
+// trilu (the same triangle of it), constant pad (the opposite pads), and gather/gather_elements
+// and topk, whose scatter-add is a product with the indices' one-hot rows (picked twice: added
+// twice).
 #include <fmt/format.h>
 
 #include "autodiff/grad_builder.h"
@@ -22,6 +23,25 @@ ValueId one_hot(GradBuilder& b, ValueId idx, int64_t n) {
   const ValueId all =
       b.op("arange", {}, {{"end", static_cast<double>(n)}, {"dtype", b.type(idx).dtype}});
   return b.as_number(b.op("eq", {idx, all}), b.gy());
+}
+
+// The gradient of x (shape `sx`) for y = x gathered along `dim` at `indices` (gy's shape): gy
+// times the indices' one-hot rows, summed over them, the one-hot's dim moved to dim (an index
+// picked twice adds twice).
+ValueId scatter_along(GradBuilder& b, ValueId indices, const Shape& sx, int64_t dim) {
+  const int64_t n = sx[static_cast<size_t>(dim)];
+  const ValueId idx = b.op("unsqueeze", {normalized(b, indices, n)}, {{"dim", int64_t{-1}}});
+  const ValueId spread =
+      b.mul(b.op("unsqueeze", {b.gy()}, {{"dim", int64_t{-1}}}), one_hot(b, idx, n));
+  const ValueId summed =
+      b.op("sum", {spread}, {{"dims", std::vector<int64_t>{dim}}, {"keepdim", true}});
+  // [..., 1 (at dim), ..., n] -> move n to dim.
+  std::vector<int64_t> order;
+  const auto rank = static_cast<int64_t>(sx.size());
+  for (int64_t d = 0; d < rank; ++d) order.push_back(d == dim ? rank : d);
+  order.push_back(dim);
+  const ValueId moved = b.op("permute", {summed}, {{"dims", order}});
+  return b.op("reshape", {moved}, {{"shape", sx}});
 }
 
 }  // namespace
@@ -75,19 +95,16 @@ void add_index_grads(GradTable& t) {
             "autodiff: gather_elements with indices smaller than the input outside its dim has "
             "no gradient rule");
     }
-    const int64_t n = sx[dim];
-    const ValueId idx = b.op("unsqueeze", {normalized(b, b.x(1), n)}, {{"dim", int64_t{-1}}});
-    const ValueId spread =
-        b.mul(b.op("unsqueeze", {b.gy()}, {{"dim", int64_t{-1}}}), one_hot(b, idx, n));
-    const ValueId summed =
-        b.op("sum", {spread}, {{"dims", std::vector<int64_t>{dim}}, {"keepdim", true}});
-    // [..., 1 (at dim), ..., n] -> move n to dim.
-    std::vector<int64_t> order;
-    const auto rank = static_cast<int64_t>(sx.size());
-    for (int64_t d = 0; d < rank; ++d) order.push_back(d == dim ? rank : d);
-    order.push_back(dim);
-    const ValueId moved = b.op("permute", {summed}, {{"dims", order}});
-    return {b.op("reshape", {moved}, {{"shape", sx}}), -1};
+    return {scatter_along(b, b.x(1), sx, dim), -1};
+  };
+  // topk's values are x gathered at topk_indices (the same selection, ties included): the
+  // gradient goes back to the elements picked.
+  t["topk"] = [](GradBuilder& b) -> Grads {
+    if (!b.wants(0)) return {-1};
+    const Shape sx = b.shape(b.x(0));
+    const int64_t dim = wrap_dim(b.node().attrs.get_int_or("dim", -1), sx.size());
+    const ValueId picked = b.op("topk_indices", {b.x(0)}, b.node().attrs);
+    return {scatter_along(b, picked, sx, dim)};
   };
 }
 

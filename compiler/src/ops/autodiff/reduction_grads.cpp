@@ -1,7 +1,7 @@
 // Gradient rules of the reductions and normalizations: sum and mean stretch the gradient back
 // over the reduced dims; amax and amin give it to the extreme elements (ties share it evenly, as
-// PyTorch's do); var through the mean; softmax and log_softmax by their Jacobian-vector forms;
-// layer_norm by its closed form.
+// PyTorch's do); prod the product of the others (zeros handled as PyTorch does); var through the
+// mean; softmax and log_softmax by their Jacobian-vector forms; layer_norm by its closed form.
 #include "autodiff/grad_builder.h"
 
 namespace crucible::autodiff {
@@ -58,6 +58,27 @@ void add_reduction_grads(GradTable& t) {
       return {b.mul(hit, share)};
     };
   }
+  // Each element's gradient is the product of the others, as PyTorch's prod_backward: with no
+  // zero in its reduction the result over the element; with one zero, the product of the others
+  // for it and 0 elsewhere; with more, 0 (no path divides by zero).
+  t["prod"] = [](GradBuilder& b) -> Grads {
+    if (!b.wants(0)) return {-1};
+    const Reduced r = reduced(b);
+    const Shape shape = b.shape(b.x(0));
+    const ValueId x = b.x(0), zero = b.scalar_like(0.0, x);
+    const ValueId is_zero = b.op("eq", {x, zero});
+    const ValueId nonzero = b.op("where", {is_zero, b.scalar_like(1.0, x), x});
+    const auto spread = [&](ValueId kept) { return b.op("expand", {kept}, {{"shape", shape}}); };
+    const ValueId of_nonzeros =
+        spread(b.op("prod", {nonzero}, {{"dims", r.dims}, {"keepdim", true}}));
+    const ValueId zeros =
+        spread(b.op("sum", {b.as_number(is_zero, x)}, {{"dims", r.dims}, {"keepdim", true}}));
+    const ValueId only_zero =
+        b.op("logical_and", {is_zero, b.op("eq", {zeros, b.scalar_like(1.0, x)})});
+    const ValueId others = b.op("where", {b.op("eq", {zeros, zero}), b.div(of_nonzeros, nonzero),
+                                          b.op("where", {only_zero, of_nonzeros, zero})});
+    return {b.mul(b.expand_over(b.gy(), shape, r.dims, r.keepdim), others)};
+  };
   // var = sum((x - m)^2) / (N - correction): 2 (x - m) / (N - correction).
   t["var"] = [](GradBuilder& b) -> Grads {
     if (!b.wants(0)) return {-1};
