@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "crucible/core/error.h"
+#include "crucible/ir/op_registry.h"
 #include "crucible/ir/text_format.h"
 #include "crucible/ops/autodiff.h"
 #include "crucible/ops/interpreter.h"
@@ -128,6 +129,16 @@ const std::vector<std::pair<std::string, Case>>& cases() {
        {"%a: f64[1,2,4,3], %w: f64[2,2,2,3]",
         "%y = conv_transpose2d(%a, %w, stride=[3,2], dilation=[2,1], padding=[0,1], "
         "output_padding=[2,1])"}},
+      {"resize", {"%a: f64[2,3,3,4]", "%y = resize(%a, sizes=[2, 3, 6, 7])"}},
+      {"resize", {"%a: f64[1,2,4,5]", "%y = resize(%a, sizes=[1, 2, 7, 3], mode=\"linear\")"}},
+      {"resize",
+       {"%a: f64[1,2,5,4]",
+        "%y = resize(%a, sizes=[1, 2, 3, 9], mode=\"linear\", "
+        "coordinate_transformation_mode=\"align_corners\")"}},
+      {"resize",
+       {"%a: f64[2,1,3,3]",
+        "%y = resize(%a, sizes=[2, 1, 7, 5], coordinate_transformation_mode=\"asymmetric\", "
+        "nearest_mode=\"floor\", scale_h=2.5, scale_w=1.5)"}},
       {"max_pool2d",
        {"%a: f64[2,2,5,5]", "%y = max_pool2d(%a, kernel_size=[3,3], stride=[2,2], padding=[1,1])"}},
       {"max_pool2d",
@@ -174,7 +185,7 @@ TEST(Autodiff, EveryRuleHasACaseHere) {
   for (const auto& [op, c] : cases()) covered.insert(op);
   for (const std::string& op : differentiable_ops())
     EXPECT_TRUE(covered.contains(op)) << op << " has a gradient rule and no case here";
-  EXPECT_GE(differentiable_ops().size(), 68u);
+  EXPECT_GE(differentiable_ops().size(), 69u);
 }
 
 TEST(Autodiff, EveryRuleMatchesFiniteDifferencesInFp64) {
@@ -254,18 +265,29 @@ TEST(Autodiff, EveryRuleMatchesFiniteDifferencesInFp64) {
   }
 }
 
+// Every floating op of the registry has a rule; one registered here has none.
+void register_op_without_gradient() {
+  if (OpRegistry::global().find("test_op_without_gradient") != nullptr) return;
+  OpRegistry::global().add(OpDef{{"test_op_without_gradient", 1, 1, {}},
+                                 [](std::span<const TensorType> t, const Attrs&) { return t[0]; },
+                                 [](std::span<const Tensor> x, const Attrs&) { return x[0]; },
+                                 {}});
+}
+
 // A node on the way to the loss whose op has no rule is named, with the node; an integer value
 // is no variable; a variable the loss does not reach (or reaches only through integers, whose
 // steps have no slope) gets zeros.
 TEST(Autodiff, RefusalsNameTheOpAndTheValue) {
+  register_op_without_gradient();
   const Graph g = parse_graph(
-      "graph g(%a: f64[1,1,2,3], %b: f64[3], %i: i64[2]) {\n"
-      "  %m = resize(%a, sizes=[1, 1, 4, 6])\n  %s = sum(%m)\n  return %s\n}\n");
+      "graph g(%a: f64[2,3], %b: f64[3], %i: i64[2]) {\n"
+      "  %m = test_op_without_gradient(%a)\n  %s = sum(%m)\n  return %s\n}\n");
   try {
     joint_graph(g, std::vector<ValueId>{g.inputs()[0]});
-    FAIL() << "resize differentiated";
+    FAIL() << "test_op_without_gradient differentiated";
   } catch (const GraphError& e) {
-    EXPECT_NE(std::string(e.what()).find("no gradient rule for op 'resize'"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("no gradient rule for op 'test_op_without_gradient'"),
+              std::string::npos)
         << e.what();
     EXPECT_NE(std::string(e.what()).find("%m"), std::string::npos) << e.what();
   }

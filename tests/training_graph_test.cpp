@@ -368,13 +368,13 @@ TEST(TrainingGraph, RefusesWhatCannotTrainSayingWhy) {
             }).find("no floating parameter"),
             std::string::npos);
   EXPECT_NE(message([] {
-              training_graph(parse_graph("graph g(%x: f32[1,1,2,3]) {\n"
-                                         "  param %w: f32[1,1,2,3] = ones()\n"
+              training_graph(parse_graph("graph g(%x: f32[2,3]) {\n"
+                                         "  param %w: f32[2,3] = ones()\n"
                                          "  %y = mul(%x, %w)\n"
-                                         "  %z = resize(%y, sizes=[1, 1, 4, 6])\n"
+                                         "  %z = pad(%y, pads=[0, 1, 0, 1], mode=\"reflect\")\n"
                                          "  return %z\n}\n"),
                              {});
-            }).find("no gradient rule for op 'resize'"),
+            }).find("pad mode=reflect has no gradient rule"),
             std::string::npos);
   EXPECT_NE(message([] {
               training_graph(parse_graph("graph g(%x: f32[2,3]) {\n"

@@ -244,11 +244,45 @@ Grads batch_norm_grad(GradBuilder& b) {
   return out;
 }
 
+// The matrix resize applies along dim `d` (2: rows, 3: columns) of x, as [in, out]: resize of
+// the one-hot images of that dim, 1 wide in the other dim (whose single column's weights sum to
+// 1), with the scale the forward used.
+ValueId resize_matrix(GradBuilder& b, int64_t d) {
+  const Shape x = b.shape(b.x(0)), y = b.shape(b.y());
+  const int64_t in = x[static_cast<size_t>(d)], out = y[static_cast<size_t>(d)];
+  const ValueId ids =
+      b.op("arange", {}, {{"end", static_cast<double>(in)}, {"dtype", DType::kI64}});
+  const Shape column = d == 2 ? Shape{1, 1, in, 1} : Shape{1, 1, 1, in};
+  const ValueId basis =
+      b.as_number(b.op("eq", {b.op("reshape", {ids}, {{"shape", Shape{in, 1, 1, 1}}}),
+                              b.op("reshape", {ids}, {{"shape", column}})}),
+                  b.x(0));
+  Attrs attrs = b.node().attrs;
+  const char* scale = d == 2 ? "scale_h" : "scale_w";
+  attrs.set(scale, attrs.get_float_or(scale, static_cast<double>(out) / static_cast<double>(in)));
+  attrs.set(d == 2 ? "scale_w" : "scale_h", 1.0);
+  attrs.set("sizes", d == 2 ? Shape{in, 1, out, 1} : Shape{in, 1, 1, out});
+  return b.op("reshape", {b.op("resize", {basis}, attrs)}, {{"shape", Shape{in, out}}});
+}
+
+// resize is linear and separable (nearest and bilinear alike): y = Rh x Rw^T per image, so
+// x's gradient is Rh^T gy Rw, each matrix read off resize itself (resize_matrix).
+Grads resize_grad(GradBuilder& b) {
+  if (!b.wants(0)) return {-1};
+  const Shape x = b.shape(b.x(0)), y = b.shape(b.y());
+  if (shape_numel(x) == 0 || shape_numel(y) == 0) return {b.filled(x, 0, b.type(b.x(0)).dtype)};
+  const ValueId rows = b.op("matmul", {resize_matrix(b, 2), b.gy()});
+  const ValueId cols =
+      b.op("permute", {resize_matrix(b, 3)}, {{"dims", std::vector<int64_t>{1, 0}}});
+  return {b.op("matmul", {rows, cols})};
+}
+
 }  // namespace
 
 void add_vision_grads(GradTable& t) {
   t["conv2d"] = conv2d_grad;
   t["conv_transpose2d"] = conv_transpose2d_grad;
+  t["resize"] = resize_grad;
   t["max_pool2d"] = max_pool2d_grad;
   t["avg_pool2d"] = avg_pool2d_grad;
   t["adaptive_avg_pool2d"] = adaptive_avg_pool2d_grad;
