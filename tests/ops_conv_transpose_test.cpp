@@ -118,6 +118,19 @@ TEST(ConvTransposeOps, IsTheAdjointOfConv2dOnRandomShapes) {
   }
 }
 
+// The f32 result of the same operands within f32 rounding of the f64 one, element by element.
+void ExpectF32MatchesF64(const std::vector<Tensor>& in64, const Attrs& attrs, const Tensor& y64,
+                         int trial) {
+  std::vector<Tensor> in32;
+  for (const Tensor& t : in64) in32.push_back(t.to(DType::kF32));
+  const Tensor y32 = RunOp("conv_transpose2d", in32, attrs);
+  ASSERT_EQ(shape_str(y32.shape()), shape_str(y64.shape())) << trial;
+  for (int64_t i = 0; i < y64.numel(); ++i) {
+    ASSERT_NEAR(y32.get(i), y64.get(i), 1e-5 * (1 + std::abs(y64.get(i))))
+        << "trial " << trial << " element " << i;
+  }
+}
+
 // f32 runs oneDNN's deconvolution where it takes the problem, f64 the direct loop: on random
 // shapes (groups, stride, dilation, padding, output padding, bias) the two agree to f32 rounding.
 TEST(ConvTransposeOps, F32MatchesTheF64LoopOnRandomShapes) {
@@ -140,14 +153,7 @@ TEST(ConvTransposeOps, F32MatchesTheF64LoopOnRandomShapes) {
     } catch (const Error&) {
       continue;  // padding larger than the full output
     }
-    std::vector<Tensor> in32;
-    for (const Tensor& t : in64) in32.push_back(t.to(DType::kF32));
-    const Tensor y32 = RunOp("conv_transpose2d", in32, attrs);
-    ASSERT_EQ(shape_str(y32.shape()), shape_str(y64.shape())) << trial;
-    for (int64_t i = 0; i < y64.numel(); ++i) {
-      ASSERT_NEAR(y32.get(i), y64.get(i), 1e-5 * (1 + std::abs(y64.get(i))))
-          << "trial " << trial << " element " << i;
-    }
+    ExpectF32MatchesF64(in64, attrs, y64, trial);
     ++compared;
   }
   EXPECT_GT(compared, 40);
@@ -168,14 +174,7 @@ TEST(ConvTransposeOps, F32PoolAndDownsampleGradientShapesMatchTheF64Loop) {
     if (trial % 4 < 2) in64.push_back(d.randn({out}));
     const Attrs attrs = Transpose({s, s}, {0, 0}, {op, op}, {1, 1}, g);
     const Tensor y64 = RunOp("conv_transpose2d", in64, attrs);
-    std::vector<Tensor> in32;
-    for (const Tensor& t : in64) in32.push_back(t.to(DType::kF32));
-    const Tensor y32 = RunOp("conv_transpose2d", in32, attrs);
-    ASSERT_EQ(shape_str(y32.shape()), shape_str(y64.shape())) << trial;
-    for (int64_t i = 0; i < y64.numel(); ++i) {
-      ASSERT_NEAR(y32.get(i), y64.get(i), 1e-5 * (1 + std::abs(y64.get(i))))
-          << "trial " << trial << " element " << i;
-    }
+    ExpectF32MatchesF64(in64, attrs, y64, trial);
   }
 }
 

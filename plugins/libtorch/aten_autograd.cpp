@@ -9,22 +9,6 @@
 
 namespace crucible::libtorch {
 
-namespace {
-
-// Marks the nodes `root` depends on, itself included.
-void mark_ancestors(const Graph& g, ValueId root, std::vector<bool>& marked) {
-  std::vector<ValueId> stack = {root};
-  while (!stack.empty()) {
-    const Value& v = g.value(stack.back());
-    stack.pop_back();
-    if (v.kind != ValueKind::kNode || marked[static_cast<size_t>(v.node)]) continue;
-    marked[static_cast<size_t>(v.node)] = true;
-    for (ValueId o : g.nodes()[static_cast<size_t>(v.node)].operands) stack.push_back(o);
-  }
-}
-
-}  // namespace
-
 AutogradPlan plan_autograd(const Graph& g) {
   AutogradPlan plan;
   plan.declared = g.gradients().size();
@@ -38,7 +22,8 @@ AutogradPlan plan_autograd(const Graph& g) {
     // A loss that is an input has no recorded forward: its gradients are the graph's own.
     if (loss.kind != ValueKind::kNode || !backward_is_sealed(g, set, backward)) continue;
     for (size_t i = 0; i < backward.size(); ++i) plan.skipped[i] = plan.skipped[i] || backward[i];
-    mark_ancestors(g, set.loss, plan.recorded);
+    const std::vector<bool> forward = nodes_reaching(g, {set.loss});
+    for (size_t i = 0; i < forward.size(); ++i) plan.recorded[i] = plan.recorded[i] || forward[i];
     plan.losses_at[static_cast<size_t>(loss.node)].push_back(plan.sets.size());
     for (ValueId w : set.wrt) plan.leaf[static_cast<size_t>(w)] = true;
     plan.sets.push_back(set);

@@ -10,8 +10,13 @@ namespace crucible {
 
 namespace {
 
-// The nodes `roots` depend on, themselves included (a mask over nodes).
-std::vector<bool> ancestors(const Graph& g, const std::vector<ValueId>& roots) {
+bool is_value(const Graph& g, ValueId id) {
+  return id >= 0 && static_cast<size_t>(id) < g.values().size();
+}
+
+}  // namespace
+
+std::vector<bool> nodes_reaching(const Graph& g, const std::vector<ValueId>& roots) {
   std::vector<bool> in(g.nodes().size(), false);
   std::vector<ValueId> stack = roots;
   while (!stack.empty()) {
@@ -24,17 +29,11 @@ std::vector<bool> ancestors(const Graph& g, const std::vector<ValueId>& roots) {
   return in;
 }
 
-bool is_value(const Graph& g, ValueId id) {
-  return id >= 0 && static_cast<size_t>(id) < g.values().size();
-}
-
-}  // namespace
-
-std::vector<bool> live_nodes(const Graph& g) { return ancestors(g, g.outputs()); }
+std::vector<bool> live_nodes(const Graph& g) { return nodes_reaching(g, g.outputs()); }
 
 std::vector<bool> backward_nodes(const Graph& g, const GradientSet& set) {
-  std::vector<bool> out = ancestors(g, set.grads);
-  const std::vector<bool> forward = ancestors(g, {set.loss});
+  std::vector<bool> out = nodes_reaching(g, set.grads);
+  const std::vector<bool> forward = nodes_reaching(g, {set.loss});
   for (size_t i = 0; i < out.size(); ++i) out[i] = out[i] && !forward[i];
   return out;
 }
@@ -47,7 +46,7 @@ bool backward_is_sealed(const Graph& g, const GradientSet& set, const std::vecto
       if (grad == v) return false;
     return true;
   };
-  const std::vector<bool> live = ancestors(g, g.outputs());
+  const std::vector<bool> live = live_nodes(g);
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     if (backward[i] || !live[i]) continue;
     for (ValueId o : g.nodes()[i].operands)
@@ -68,7 +67,7 @@ void verify_gradients(const Graph& g) {
     if (!is_floating(g.value(set.loss).type.dtype)) fail("the loss is not floating");
     if (set.wrt.empty() || set.wrt.size() != set.grads.size())
       fail(fmt::format("{} values but {} gradients", set.wrt.size(), set.grads.size()));
-    const std::vector<bool> forward = ancestors(g, {set.loss});
+    const std::vector<bool> forward = nodes_reaching(g, {set.loss});
     for (size_t i = 0; i < set.wrt.size(); ++i) {
       if (!is_value(g, set.wrt[i]) || !is_value(g, set.grads[i]))
         fail(fmt::format("pair {} is not a value of the graph", i));

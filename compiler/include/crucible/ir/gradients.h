@@ -18,8 +18,11 @@ std::vector<bool> backward_nodes(const Graph& g, const GradientSet& set);
 // nodes must run (a backend may not replace them).
 bool backward_is_sealed(const Graph& g, const GradientSet& set, const std::vector<bool>& backward);
 
-// The nodes some graph output depends on (a mask): the others are dead, and a backend that
-// replaces a backward skips them too.
+// The nodes `roots` depend on, those making a root included (a mask over g.nodes()).
+std::vector<bool> nodes_reaching(const Graph& g, const std::vector<ValueId>& roots);
+
+// The nodes some graph output depends on: the others are dead, and a backend that replaces a
+// backward skips them too.
 std::vector<bool> live_nodes(const Graph& g);
 
 // Throws GraphError unless every set's ids are values of `g`, its loss and each wrt are floating,
