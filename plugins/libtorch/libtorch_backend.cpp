@@ -54,6 +54,11 @@ auto aten_call(const char* what, F&& f) {
   }
 }
 
+// The version's notes, "; "-separated, an empty one left out.
+std::string join_notes(const std::string& a, const std::string& b) {
+  return a.empty() ? b : b.empty() ? a : a + "; " + b;
+}
+
 std::vector<at::Tensor> aten_params(const Graph& g) {
   std::vector<at::Tensor> out;
   for (ValueId id : g.params()) out.push_back(aten_copy(materialize_param(g, id)));
@@ -87,9 +92,7 @@ class EagerExecutable final : public plugin::Executable {
         last_use_(last_uses(graph_, autograd_.reads(graph_))) {
     LinearPlan plan =
         aten_call("linear", [&] { return plan_linears(graph_, params_, linear, threads_); });
-    linear_summary_ = plan.summary;
-    if (!autograd_.summary().empty())
-      linear_summary_ += (linear_summary_.empty() ? "" : "; ") + autograd_.summary();
+    version_note_ = join_notes(plan.summary, autograd_.summary());
     prepare_onednn_linears(plan.onednn_nodes);
     // A linear sent to oneDNN is timed under oneDNN's op, so the profile says which path ran.
     // A node autograd stands in for has no time of its own.
@@ -104,7 +107,7 @@ class EagerExecutable final : public plugin::Executable {
     }
   }
 
-  const std::string& linear_summary() const { return linear_summary_; }
+  const std::string& version_note() const { return version_note_; }
 
   std::vector<Tensor> run(std::span<const Tensor> inputs) override {
     std::vector<at::Tensor> env = execute(inputs, last_use_, !autograd_.empty());
@@ -198,7 +201,7 @@ class EagerExecutable final : public plugin::Executable {
   Graph graph_;
   std::vector<at::Tensor> params_;
   std::map<size_t, std::vector<at::Tensor>> onednn_weights_;  // node index -> weight, bias
-  std::string linear_summary_;
+  std::string version_note_;
   int threads_;
   bool profiling_;
   AutogradPlan autograd_;
@@ -228,10 +231,11 @@ class JitExecutable final : public plugin::Executable {
     const std::vector<at::Tensor> params = aten_params(graph_);
     LinearPlan plan =
         aten_call("linear", [&] { return plan_linears(graph_, params, linear, threads_); });
-    linear_summary_ = std::move(plan.summary);
-    if (!graph_.gradients().empty())  // TorchScript's frozen module records nothing for autograd
-      linear_summary_ += (linear_summary_.empty() ? "" : "; ") +
-                         std::string("autograd: none (the graph's backward nodes in TorchScript)");
+    // TorchScript's frozen module records nothing for autograd.
+    version_note_ = join_notes(plan.summary,
+                               graph_.gradients().empty()
+                                   ? ""
+                                   : "autograd: none (the graph's backward nodes in TorchScript)");
     style_.onednn_linears = std::move(plan.onednn_nodes);
     scripted_ = script_graph(graph_, params, optimize, style_, opts.debug_dir);
     if (!opts.debug_dir.empty()) {
@@ -265,7 +269,7 @@ class JitExecutable final : public plugin::Executable {
 
   std::vector<std::filesystem::path> artifacts() const override { return artifacts_; }
 
-  const std::string& linear_summary() const { return linear_summary_; }
+  const std::string& version_note() const { return version_note_; }
 
   std::vector<Tensor> intermediates(std::span<const Tensor> inputs,
                                     std::span<const ValueId> values) override {
@@ -284,7 +288,7 @@ class JitExecutable final : public plugin::Executable {
   plugin::ProfileRecorder profile_;
   bool optimize_;
   ScriptStyle style_;
-  std::string linear_summary_;
+  std::string version_note_;
   std::unique_ptr<ScriptedGraph> scripted_;
   std::vector<std::filesystem::path> artifacts_;
 };
@@ -297,12 +301,11 @@ class LibtorchBackend final : public plugin::Backend {
     static const std::string version =
         fmt::format("torch {}.{}.{}; {}", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR,
                     TORCH_VERSION_PATCH, peer_facts());
-    // What -c linear=auto chose for the latest graph compiled: the worker reports the version
-    // again after compiling, so each result says which linears went through oneDNN.
+    // What -c linear=auto chose for the latest graph compiled, and whether autograd took its
+    // gradients: the worker reports the version again after compiling, so each result says which
+    // linears went through oneDNN and which backward ran.
     std::lock_guard<std::mutex> lock(mutex_);
-    return {CRUCIBLE_LIBTORCH_NAME,
-            linear_summary_.empty() ? version : version + "; " + linear_summary_,
-            plugin::kAbiVersion};
+    return {CRUCIBLE_LIBTORCH_NAME, join_notes(version, version_note_), plugin::kAbiVersion};
   }
 
   // OpenBLAS's core is fixed when it loads: the harness times each one this CPU runs.
@@ -342,25 +345,25 @@ class LibtorchBackend final : public plugin::Backend {
     verify(graph);
     if (mode == "jit") {
       auto exe = std::make_unique<JitExecutable>(graph, opts, optimize, style, linear);
-      note_linears(exe->linear_summary());
+      note_version(exe->version_note());
       return exe;
     }
     auto exe = std::make_unique<EagerExecutable>(graph, opts, linear);
-    note_linears(exe->linear_summary());
+    note_version(exe->version_note());
     return exe;
   }
 
  private:
-  // A named core must be the one OpenBLAS runs: it falls back to another (Prescott) for a name it
-  // does not know, which would time a different peer than the one asked for.
-  void note_linears(const std::string& summary) {
+  void note_version(const std::string& summary) {
     std::lock_guard<std::mutex> lock(mutex_);
-    linear_summary_ = summary;
+    version_note_ = summary;
   }
 
   mutable std::mutex mutex_;
-  std::string linear_summary_;  // of the latest compile (linear_choice.h)
+  std::string version_note_;  // of the latest compile: its linears (linear_choice.h), autograd
 
+  // A named core must be the one OpenBLAS runs: it falls back to another (Prescott) for a name it
+  // does not know, which would time a different peer than the one asked for.
   static void check_blas_core(const std::string& value) {
     if (value == "auto" || value == "env" || value == "detect") return;
     const std::string core = openblas_core();

@@ -39,12 +39,12 @@ std::vector<bool> backward_nodes(const Graph& g, const GradientSet& set) {
 }
 
 bool backward_is_sealed(const Graph& g, const GradientSet& set, const std::vector<bool>& backward) {
+  std::vector<bool> is_grad(g.values().size(), false);
+  for (ValueId grad : set.grads) is_grad[static_cast<size_t>(grad)] = true;
   const auto inside = [&](ValueId v) {
     const Value& value = g.value(v);
-    if (value.kind != ValueKind::kNode || !backward[static_cast<size_t>(value.node)]) return false;
-    for (ValueId grad : set.grads)
-      if (grad == v) return false;
-    return true;
+    return value.kind == ValueKind::kNode && backward[static_cast<size_t>(value.node)] &&
+           !is_grad[static_cast<size_t>(v)];
   };
   const std::vector<bool> live = live_nodes(g);
   for (size_t i = 0; i < g.nodes().size(); ++i) {
