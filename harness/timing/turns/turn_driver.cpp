@@ -396,7 +396,12 @@ void turn(std::vector<std::unique_ptr<Live>>& live, size_t i, int64_t round,
   for (size_t j = 0; j < n; ++j) {
     if (j == i) continue;
     const double used = live[j]->tree_ms() - tree_p[j];
-    if (std::isfinite(used)) live[j]->record.idle_cpu_ms += std::max(0.0, used);
+    if (!std::isfinite(used)) continue;
+    TurnRecord& idle = live[j]->record;
+    idle.idle_cpu_ms += std::max(0.0, used);
+    ++idle.idle_windows;
+    if (used > 0) ++idle.idle_windows_used;
+    idle.idle_most_ms = std::max(idle.idle_most_ms, used);
   }
   if (!m || !m->ready) {
     l.alive = false;  // gone mid-sample or off the protocol: its report (or protocol_error) says
@@ -666,10 +671,11 @@ void judge_turns(std::vector<TurnRecord>& records) {
         // one continued by a hidden sender is: it may have been itself.)
         why = fmt::format(
             "its processes used {:.1f} ms of CPU where they had nothing to compute ({:.1f} ms "
-            "while other backends were timed, {:.1f} ms while the harness wrote its calls' "
-            "inputs, {:.1f} ms after its turns past a pool's spin; {:.1f} ms timed; read from "
-            "outside: {}): work outside the clock",
-            outside, rec.idle_cpu_ms, rec.inputs_cpu_ms, rec.after_turn_cpu_ms, timed, rec.cpu_how);
+            "while other backends were timed, in {} of their {} samples, at most {:.2f} ms in "
+            "one; {:.1f} ms while the harness wrote its calls' inputs, {:.1f} ms after its turns "
+            "past a pool's spin; {:.1f} ms timed; read from outside: {}): work outside the clock",
+            outside, rec.idle_cpu_ms, rec.idle_windows_used, rec.idle_windows, rec.idle_most_ms,
+            rec.inputs_cpu_ms, rec.after_turn_cpu_ms, timed, rec.cpu_how);
       }
       if (why.empty()) continue;
       r.status = Status::kFailAudit;

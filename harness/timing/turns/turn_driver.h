@@ -50,6 +50,11 @@ struct TurnRecord {
   // is done here).
   double idle_cpu_ms = 0;
   double inputs_cpu_ms = 0;
+  // How the idle CPU fell: in how many of the others' samples it used any, and most in one (a
+  // pool or a thread chain working through every sample, or one event).
+  int idle_windows = 0;
+  int idle_windows_used = 0;
+  double idle_most_ms = 0;
   // CPU it used while the parent waited for it to settle after each turn, and (judge_turns) all of
   // that past each turn's allowance for a pool's spin.
   std::vector<double> settle_cpu_ms;
