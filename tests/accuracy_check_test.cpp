@@ -65,7 +65,7 @@ TEST(TensorFile, RefusesEveryTruncationAndEveryLieWithItsPath) {
   }
   write_bytes(dir / "long", good + "x");
   EXPECT_THROW(read_tensor_file(dir / "long"), Error);
-  const size_t header = std::string("crucible-tensors 1\n").size();
+  const size_t header = std::string("crucible-tensors 2\n").size();
   auto patched = [&](size_t at, const std::string& with) {
     std::string s = good;
     s.replace(at, with.size(), with);
@@ -98,6 +98,37 @@ TEST(TensorFile, RefusesEveryTruncationAndEveryLieWithItsPath) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find((dir / "absent").string()), std::string::npos);
   }
+}
+
+// The tensors read borrow the file's pages, aligned as any tensor's storage: they outlive the
+// file's removal, a write to one never reaches the file, and padding that is not zeros (the only
+// bytes a mapped reader would otherwise never look at) is refused.
+TEST(TensorFile, ReadTensorsAreAlignedPrivateAndOutliveTheirFile) {
+  const fs::path dir = testing::fresh_test_dir("tensor_file_mapped");
+  write_tensor_file(dir / "t", {{T(DType::kU8, {3}, {1, 2, 3}), T(DType::kF64, {2}, {0.5, -1})}});
+  const std::string bytes = bytes_of(dir / "t");
+  TensorGroups back = read_tensor_file(dir / "t");
+  for (const Tensor& t : back[0])
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % Storage::kAlignment, 0u);
+  fs::remove(dir / "t");
+  EXPECT_EQ(back[0][1].to_doubles(), (std::vector<double>{0.5, -1}));
+  write_bytes(dir / "t", bytes);
+  TensorGroups again = read_tensor_file(dir / "t");
+  static_cast<double*>(again[0][1].raw_data())[0] = 7;
+  EXPECT_EQ(bytes_of(dir / "t"), bytes);
+  // The first tensor's padding: after its header (the magic, two counts, then 1 + 1 + 8 + 8 + 8).
+  const size_t pad = std::string("crucible-tensors 2\n").size() + 16 + 26;
+  ASSERT_EQ(bytes.at(pad), '\0');
+  std::string dirty = bytes;
+  dirty[pad] = 'x';
+  write_bytes(dir / "dirty", dirty);
+  try {
+    read_tensor_file(dir / "dirty");
+    FAIL() << "padding that is not zeros was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("padding"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
 }
 
 WorkerJob rule(double tolerance = 1e-4) {

@@ -15,8 +15,12 @@ namespace crucible {
 using TensorGroups = std::vector<std::vector<Tensor>>;
 void write_tensor_file(const std::filesystem::path& path, const TensorGroups& groups);
 
+// The tensors borrow a private (copy-on-write) mapping of the file, so the file may be removed
+// once read; the reader must know that no process can still change the file's size (a worker's
+// whole tree is killed before its hand-off is read): a mapping past a file's end faults.
 // Throws Error naming the file and what is wrong (bad magic, a size the file does not hold, an
-// unknown dtype, trailing bytes) before allocating more than the file holds.
+// unknown dtype, padding that is not zeros, trailing bytes) before taking more than the file
+// holds.
 TensorGroups read_tensor_file(const std::filesystem::path& path);
 
 }  // namespace crucible
