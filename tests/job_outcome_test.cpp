@@ -229,6 +229,28 @@ TEST(FinalizeJob, HowTheWorkerEndedBecomesOneStatusPerBackend) {
          o.memory_cgroup = true;
        }),
        "run", Status::kCrash},
+      {"SIGKILL while the machine's OOM killer ended processes", outcome([](ChildOutcome& o) {
+         o.signal = SIGKILL;
+         o.machine_oom_kills = 1;
+       }),
+       "run", Status::kOom},
+      {"SIGKILL in a cgroup that saw no kill while the machine's did", outcome([](ChildOutcome& o) {
+         o.signal = SIGKILL;
+         o.memory_cgroup = true;
+         o.machine_oom_kills = 1;
+       }),
+       "run", Status::kCrash},
+      {"a timeout while the machine's OOM killer ran", outcome([](ChildOutcome& o) {
+         o.timed_out = true;
+         o.signal = SIGKILL;
+         o.machine_oom_kills = 1;
+       }),
+       "run", Status::kTimeout},
+      {"a segfault while the machine's OOM killer ran", outcome([](ChildOutcome& o) {
+         o.signal = SIGSEGV;
+         o.machine_oom_kills = 1;
+       }),
+       "run", Status::kCrash},
       {"SIGKILL near RLIMIT_AS", outcome([](ChildOutcome& o) {
          o.signal = SIGKILL;
          o.peak_rss_mb = 95;

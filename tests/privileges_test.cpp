@@ -57,6 +57,18 @@ TEST(Privileges, AWorkerHoldsNoCapabilityAndGainsNone) {
   EXPECT_EQ(field(status, "NoNewPrivs"), "1");
 }
 
+// When the machine runs out of memory the kernel ends a worker, and so a status, before the
+// harness, which holds the run: every child is the OOM killer's first choice, and what it starts
+// inherits that.
+TEST(Privileges, AWorkerIsTheOomKillersFirstChoiceAndTheHarnessIsNot) {
+  EXPECT_EQ(run_shell("cat /proc/self/oom_score_adj", true), "1000\n");
+  EXPECT_EQ(run_shell("sh -c 'cat /proc/self/oom_score_adj'", false), "1000\n");
+  std::ifstream own("/proc/self/oom_score_adj");
+  int adj = 1000;
+  own >> adj;
+  EXPECT_LT(adj, 1000);
+}
+
 TEST(Privileges, AWorkerIsToldToKeepItsMemoryPrivateWhenItsParentCanStillReadIt) {
   const std::string said = run_shell("echo \"${CRUCIBLE_PRIVATE_MEMORY:-unset}\"", true);
   EXPECT_EQ(said, can_read_private_memory() ? "1\n" : "unset\n");

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <memory>
@@ -132,6 +133,17 @@ size_t format_pid(pid_t v, char* buf) {
   return n;
 }
 
+// The OOM kills of the machine so far (/proc/vmstat's oom_kill, Linux 4.13); 0 when unread.
+int64_t machine_oom_kills() {
+  std::ifstream in("/proc/vmstat");
+  std::string key;
+  int64_t value = 0;
+  while (in >> key >> value) {
+    if (key == "oom_kill") return value;
+  }
+  return 0;
+}
+
 // run_child's second half, once the child has executed: it joins the registry of running
 // children and its own process tree (worker_cpu.h), is waited for under its timeout, and whatever
 // it left behind is killed.
@@ -145,6 +157,7 @@ ChildOutcome supervise(pid_t pid, std::chrono::steady_clock::time_point start,
   if (hooks.started) hooks.started(pid, tree);
 
   ChildOutcome out;
+  const int64_t oom_kills_before = machine_oom_kills();
   int status = 0;
   rusage usage{};
   for (;;) {
@@ -162,6 +175,7 @@ ChildOutcome supervise(pid_t pid, std::chrono::steady_clock::time_point start,
     std::this_thread::sleep_for(std::chrono::milliseconds(elapsed < 1.0 ? 2 : 20));
   }
   if (slot >= 0) g_running_children[slot] = 0;
+  out.machine_oom_kills = machine_oom_kills() - oom_kills_before;
   if (out.timed_out) ::kill(-pid, SIGKILL);  // grandchildren left in the group
   tree->kill_all();  // and those that left it: nothing the worker started outlives it
   if (group) {
@@ -238,6 +252,13 @@ ChildOutcome run_child(const std::vector<std::string>& argv,
     };
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a killed harness takes its worker with it
+    // The OOM killer's first choice, so that when the machine runs out of memory it ends a worker
+    // (a status) and not the harness (the night's run): a full-size training step's reference
+    // worker reached 13.6 GB beside a parent of 8.2 GB on 24 GB. Raising it needs no privilege.
+    if (const int adj = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC); adj >= 0) {
+      [[maybe_unused]] const ssize_t n = ::write(adj, "1000", 4);
+      ::close(adj);
+    }
     if (procs_fd >= 0) {
       // Into its own memory cgroup before exec, so everything it runs is charged there.
       char digits[16];

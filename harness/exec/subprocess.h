@@ -35,6 +35,9 @@ struct ChildOutcome {
   bool timed_out = false;
   bool memory_cgroup = false;  // the memory limit was the child's own cgroup, not RLIMIT_AS
   bool oom_killed = false;     // the kernel's OOM killer killed a process in the child's cgroup
+  // Processes the kernel's OOM killer ended anywhere on the machine while the child ran
+  // (/proc/vmstat's oom_kill): with no cgroup of its own, what says a SIGKILL was the machine's.
+  int64_t machine_oom_kills = 0;
   double peak_rss_mb = 0;  // ru_maxrss of the child (max over it and the descendants it waited for)
   double cgroup_peak_mb = 0;  // peak charge of the child's cgroup, 0 without one
   double wall_s = 0;

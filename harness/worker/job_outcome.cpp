@@ -94,9 +94,20 @@ std::vector<reports::ResultRecord> finalize_job(const WorkerJob& job, const Chil
             ? outcome.oom_killed
             : outcome.signal == SIGKILL && limits.memory_limit_mb > 0 &&
                   outcome.peak_rss_mb >= 0.9 * static_cast<double>(limits.memory_limit_mb);
+    // With no limit of its own, a SIGKILL the harness did not send while the machine's OOM
+    // killer ended processes was that killer's, and workers are its first choice (subprocess.cpp).
+    const bool machine_oom = !outcome.timed_out && !outcome.memory_cgroup && !oom_kill &&
+                             outcome.signal == SIGKILL && outcome.machine_oom_kills > 0;
     if (outcome.timed_out) {
       r.status = Status::kTimeout;
       r.error = fmt::format("no result after {:.0f} s ({})", limits.timeout_s, where);
+    } else if (machine_oom) {
+      r.status = Status::kOom;
+      r.error = fmt::format(
+          "out of memory {}: the machine ran out and the kernel's OOM killer ended the worker "
+          "(peak RSS {:.0f} MB{}); --memory-limit gives each worker a limit of its own",
+          where, outcome.peak_rss_mb,
+          limits.memory_limit_mb > 0 ? fmt::format(", limit {} MB", limits.memory_limit_mb) : "");
     } else if ((outcome.exited && outcome.exit_code == kWorkerExitOom) || oom_kill ||
                (outcome.signal == SIGABRT && log_mentions_bad_alloc(log))) {
       r.status = Status::kOom;
