@@ -107,14 +107,16 @@ TEST(TiesJob, OnATimedCallItHandsOutTheReadElementsOfEachFlippedReference) {
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   const TensorGroups groups = read_tensor_file(dir / "t");
   ASSERT_GE(groups.size(), 2u) << "a call of 4096 rounding errors has ties";
-  ASSERT_EQ(groups[0].size(), 3u);
+  const std::vector<Tensor>& header = groups.back();
+  ASSERT_EQ(header.size(), 3u);
+  ASSERT_EQ(header[0].numel(), 2 * static_cast<int64_t>(groups.size() - 1));
   const std::vector<Tensor> inputs =
       call_input_set(second_input_set(with_varied_inputs(g), 3), 11, 7);
-  for (size_t i = 1; i < groups.size(); ++i) {
-    const auto k = static_cast<int64_t>(i - 1);
-    const Tie tie{static_cast<int>(groups[0][0].get(2 * k)),
-                  static_cast<int64_t>(groups[0][0].get(2 * k + 1)), groups[0][1].get(2 * k),
-                  groups[0][1].get(2 * k + 1)};
+  for (size_t i = 0; i + 1 < groups.size(); ++i) {
+    const auto k = static_cast<int64_t>(i);
+    const Tie tie{static_cast<int>(header[0].get(2 * k)),
+                  static_cast<int64_t>(header[0].get(2 * k + 1)), header[1].get(2 * k),
+                  header[1].get(2 * k + 1)};
     EXPECT_EQ(tie.node, node_of(g, "m"));
     const std::vector<Tensor> full = fp64_with_tie_flipped(g, inputs, tie);
     ASSERT_EQ(groups[i].size(), full.size());
@@ -123,6 +125,28 @@ TEST(TiesJob, OnATimedCallItHandsOutTheReadElementsOfEachFlippedReference) {
       EXPECT_EQ(groups[i][o].to_doubles(), read.to_doubles()) << "tie " << k << " output " << o;
     }
   }
+  std::filesystem::remove_all(dir);
+}
+
+// A ties job decides as many ties as fit in its share of the worker's time, and says how many
+// there were: with no time to spare it decides none (a job killed at its limit decided none and
+// said nothing), with time it decides them all.
+TEST(TiesJob, DecidesAsManyTiesAsFitInItsTime) {
+  const std::filesystem::path dir = testing::fresh_test_dir("crucible_ties_budget");
+  std::ofstream(dir / "m.graph") << print_graph(masked_sum(false));
+  auto decided = [&](const std::string& budget) {
+    const auto r = testing::run_crucible(
+        "worker --job ties --graph " + (dir / "m.graph").string() +
+        " --suite s --model m --backend eager --seed 3 --budget-s " + budget + " --tensors " +
+        (dir / "t").string() + " --report " + (dir / "report").string());
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    const TensorGroups groups = read_tensor_file(dir / "t");
+    EXPECT_GT(groups.back()[2].get(0), 0) << "the ties there were";
+    return groups.size() - 1;
+  };
+  EXPECT_EQ(decided("0.000001"), 0u);
+  EXPECT_GT(decided("600"), 0u);
+  std::filesystem::remove_all(dir);
 }
 
 // A reference of one output [8] with two ties whose effects touch elements 1 and 5.

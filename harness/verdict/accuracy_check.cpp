@@ -111,6 +111,7 @@ void judge_at_ties(const WorkerJob& rule, const AccuracyReference& ref,
   job.timing_sets = on.timing_set;
   job.call_sets = on.call;
   job.verify_secret = on.verify_secret;
+  job.budget_s = launch.limits.timeout_s;
   job.tensors = files.tensors.string() + ".ties";
   const std::filesystem::path& log = files.worker.log;
   const WorkerFiles ties_files{files.worker.report.string() + ".ties",
@@ -122,15 +123,19 @@ void judge_at_ties(const WorkerJob& rule, const AccuracyReference& ref,
   }
   std::string why = "the file is missing";
   const std::optional<TensorGroups> groups = take_tensors(job.tensors, why);
-  if (!groups || groups->empty() || (*groups)[0].size() != 3) {
+  if (!groups || groups->empty() || groups->back().size() != 3) {
     r.error += "; its ties did not read: " + why;
     return;
   }
-  const Tensor &where = (*groups)[0][0], &band = (*groups)[0][1];
-  const auto total = static_cast<int64_t>((*groups)[0][2].get(0));
-  const std::vector<std::vector<Tensor>> flipped(groups->begin() + 1, groups->end());
+  const Tensor &where = groups->back()[0], &band = groups->back()[1];
+  const auto total = static_cast<int64_t>(groups->back()[2].get(0));
+  const std::vector<std::vector<Tensor>> flipped(groups->begin(), groups->end() - 1);
   if (flipped.empty()) {
-    r.error += "; no comparison in the graph is within f32 rounding of its boundary";
+    r.error += total > 0 ? fmt::format(
+                               "; its {} ties were not decided: one fp64 run more did not "
+                               "fit in the worker's {:.0f} s",
+                               total, launch.limits.timeout_s)
+                         : "; no comparison in the graph is within f32 rounding of its boundary";
     return;
   }
   const auto n = static_cast<int64_t>(flipped.size());
@@ -157,8 +162,11 @@ void judge_at_ties(const WorkerJob& rule, const AccuracyReference& ref,
   }
   const std::string tried = fmt::format(
       "{} of the graph's {} ties (comparisons within f32 rounding of their boundary) tried the "
-      "other way in fp64",
-      flipped.size(), total);
+      "other way in fp64{}",
+      flipped.size(), total,
+      flipped.size() < std::min<size_t>(static_cast<size_t>(total), kMaxTies)
+          ? fmt::format(", as many as fit in the worker's {:.0f} s", launch.limits.timeout_s)
+          : "");
   if (chosen.empty()) {
     r.error += fmt::format("; {}: none explains it", tried);
     return;

@@ -34,29 +34,6 @@ uint64_t padding(uint64_t at) {
   return (Storage::kAlignment - at % Storage::kAlignment) % Storage::kAlignment;
 }
 
-// Writes straight from each tensor's memory: the outputs of a large model are hundreds of MB,
-// and a copy into one buffer first doubled the time of the hand-off.
-class Writer {
- public:
-  explicit Writer(std::FILE* f) : f_(f) {}
-  void bytes(const void* p, size_t n) {
-    ok_ = ok_ && (n == 0 || std::fwrite(p, 1, n, f_) == n);
-    at_ += n;
-  }
-  void u64(uint64_t v) { bytes(&v, sizeof v); }
-  void u8(uint8_t v) { bytes(&v, 1); }
-  void pad() {
-    static constexpr char kZeros[Storage::kAlignment] = {};
-    bytes(kZeros, padding(at_));
-  }
-  bool ok() const { return ok_; }
-
- private:
-  std::FILE* f_;
-  uint64_t at_ = 0;
-  bool ok_ = true;
-};
-
 // The file mapped copy-on-write: the tensors read borrow its pages, so the outputs of a large
 // model are page cache the kernel may drop and read again, not a copy in the parent's anonymous
 // memory (a full-size gpt2 training step's outputs and references reached 9.8 GB, and the OOM
@@ -165,39 +142,69 @@ Tensor read_tensor(Reader& r) {
   return Tensor::over(r.borrow(bytes, "tensor data"), 0, dtype, shape);
 }
 
-struct FileCloser {
-  void operator()(std::FILE* f) const { std::fclose(f); }
-};
-using File = std::unique_ptr<std::FILE, FileCloser>;
-
 }  // namespace
 
+TensorFileWriter::TensorFileWriter(fs::path path)
+    : path_(std::move(path)), tmp_(path_.string() + ".tmp") {
+  file_ = std::fopen(tmp_.c_str(), "wb");
+  if (!file_) fail();
+  bytes(kMagic.data(), kMagic.size());
+  u64(0);  // the group count, written by finish()
+}
+
+TensorFileWriter::~TensorFileWriter() {
+  if (!file_) return;
+  std::fclose(file_);
+  std::error_code ignored;
+  fs::remove(tmp_, ignored);  // never finished: no reader sees half a file
+}
+
+// Writes straight from each tensor's memory: the outputs of a large model are hundreds of MB,
+// and a copy into one buffer first doubled the time of the hand-off.
+void TensorFileWriter::add(const std::vector<Tensor>& group) {
+  u64(group.size());
+  for (const Tensor& given : group) {
+    u8(given.defined() ? 1 : 0);
+    if (!given.defined()) continue;
+    const Tensor t = given.contiguous();
+    u8(static_cast<uint8_t>(t.dtype()));
+    u64(t.shape().size());
+    for (int64_t d : t.shape()) u64(static_cast<uint64_t>(d));
+    u64(t.nbytes());
+    static constexpr char kZeros[Storage::kAlignment] = {};
+    bytes(kZeros, padding(at_));
+    bytes(t.raw_data(), t.nbytes());
+  }
+  ++groups_;
+}
+
+void TensorFileWriter::finish() {
+  if (!ok_ || std::fseek(file_, static_cast<long>(kMagic.size()), SEEK_SET) != 0) fail();
+  u64(groups_);
+  const bool flushed = ok_ && std::fflush(file_) == 0;
+  std::fclose(file_);
+  file_ = nullptr;
+  if (!flushed) {
+    std::error_code ignored;
+    fs::remove(tmp_, ignored);
+    fail();
+  }
+  fs::rename(tmp_, path_);
+}
+
+void TensorFileWriter::bytes(const void* p, size_t n) {
+  ok_ = ok_ && (n == 0 || std::fwrite(p, 1, n, file_) == n);
+  at_ += n;
+}
+
+void TensorFileWriter::fail() const {
+  throw Error(fmt::format("{}: cannot write tensors", escape_controls(tmp_.string())));
+}
+
 void write_tensor_file(const fs::path& path, const TensorGroups& groups) {
-  const fs::path tmp = fs::path(path.string() + ".tmp");
-  File f(std::fopen(tmp.c_str(), "wb"));
-  if (!f) throw Error(fmt::format("{}: cannot write tensors", escape_controls(tmp.string())));
-  Writer w(f.get());
-  w.bytes(kMagic.data(), kMagic.size());
-  w.u64(groups.size());
-  for (const auto& group : groups) {
-    w.u64(group.size());
-    for (const Tensor& given : group) {
-      w.u8(given.defined() ? 1 : 0);
-      if (!given.defined()) continue;
-      const Tensor t = given.contiguous();
-      w.u8(static_cast<uint8_t>(t.dtype()));
-      w.u64(t.shape().size());
-      for (int64_t d : t.shape()) w.u64(static_cast<uint64_t>(d));
-      w.u64(t.nbytes());
-      w.pad();
-      w.bytes(t.raw_data(), t.nbytes());
-    }
-  }
-  if (!w.ok() || std::fflush(f.get()) != 0) {
-    throw Error(fmt::format("{}: cannot write tensors", escape_controls(tmp.string())));
-  }
-  f.reset();
-  fs::rename(tmp, path);
+  TensorFileWriter w(path);
+  for (const auto& group : groups) w.add(group);
+  w.finish();
 }
 
 TensorGroups read_tensor_file(const fs::path& path) {

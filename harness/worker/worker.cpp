@@ -127,15 +127,22 @@ void reference_job(Session& s) {
   s.report.result(r);
 }
 
+// The share of the worker's time (job.budget_s) its ties may take: a flip is a whole fp64 run,
+// a minute on a full-size training step, and a ties job killed at the limit decided none.
+constexpr double kTiesBudgetShare = 0.8;
+
 // The graph's ties (comparison_ties.h) and the fp64 reference with each decided the other way, for
 // a verdict that failed; like the reference, in a worker that loads no plugin. On set A, or with
 // --timing-sets on set B, or on the one call of --call-sets (its outputs' sampled elements, as the
-// parent read them). Hands out the ties ([0]: i64 [n, 2] node and element, f64 [n, 2] margin and
-// band, i64 [1] how many there were), then one group of outputs per tie.
+// parent read them). Hands out one group of outputs per tie decided, the closest first, as many as
+// fit in kTiesBudgetShare of the worker's time (each written as it is made), then the ties decided
+// (the last group: i64 [n, 2] node and element, f64 [n, 2] margin and band, i64 [1] how many
+// there were).
 void ties_job(Session& s) {
   reports::ResultRecord r = s.record("eager", "accuracy");
   s.report.phase("ties", "eager");
   if (!attempt(r, Status::kEagerFailToRun, [&] {
+        const auto t0 = Clock::now();
         std::vector<Tensor> inputs = s.inputs;
         const bool call = s.job.timing_sets && s.job.call_sets.size() == 1;
         if (s.job.timing_sets) {
@@ -144,21 +151,26 @@ void ties_job(Session& s) {
         }
         size_t total = 0;
         const std::vector<Tie> ties = find_ties(s.graph, inputs, kMaxTies, total);
-        const auto n = static_cast<int64_t>(ties.size());
+        // An f32 and an fp64 run: more than one flip costs, until a flip has been timed.
+        double flip_s = seconds_since(t0);
+        TensorFileWriter file(s.job.tensors);
         std::vector<double> where, band;
         for (const Tie& t : ties) {
+          if (s.job.budget_s > 0 && seconds_since(t0) + flip_s > kTiesBudgetShare * s.job.budget_s)
+            break;
+          const auto f0 = Clock::now();
+          std::vector<Tensor> out = fp64_with_tie_flipped(s.graph, inputs, t);
+          file.add(call ? sampled(out, s.job.verify_secret, s.job.call_sets[0]) : out);
+          flip_s = where.empty() ? seconds_since(f0) : std::max(flip_s, seconds_since(f0));
           where.insert(where.end(), {static_cast<double>(t.node), static_cast<double>(t.element)});
           band.insert(band.end(), {t.margin, t.noise});
         }
+        const auto n = static_cast<int64_t>(where.size() / 2);
         const double count = static_cast<double>(total);
-        TensorGroups groups = {{Tensor::from_doubles(DType::kI64, {n, 2}, where),
-                                Tensor::from_doubles(DType::kF64, {n, 2}, band),
-                                Tensor::from_doubles(DType::kI64, {1}, {&count, 1})}};
-        for (const Tie& t : ties) {
-          std::vector<Tensor> out = fp64_with_tie_flipped(s.graph, inputs, t);
-          groups.push_back(call ? sampled(out, s.job.verify_secret, s.job.call_sets[0]) : out);
-        }
-        write_tensor_file(s.job.tensors, groups);
+        file.add({Tensor::from_doubles(DType::kI64, {n, 2}, where),
+                  Tensor::from_doubles(DType::kF64, {n, 2}, band),
+                  Tensor::from_doubles(DType::kI64, {1}, {&count, 1})});
+        file.finish();
       })) {
     r.error = "the reference's ties: " + r.error;
     return s.report.result(r);
