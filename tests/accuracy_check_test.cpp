@@ -159,6 +159,32 @@ TEST(AccuracyVerdict, JudgesOutputsAgainstEagerAndFp64) {
             Status::kFailAccuracy);
 }
 
+// After an update one eager run is one draw of a spread: a backend 3.9x farther from fp64 than
+// eager's lucky draw passes when another f32 run (inputs one rounding apart) is as far as it, is
+// still failed when no draw comes near it, and an output before any update keeps the one-draw rule.
+TEST(AccuracyVerdict, AfterAnUpdateTheYardstickIsTheLargestF32Draw) {
+  AccuracyReference ref;
+  ref.eager = {T(DType::kF32, {}, {1.96}), T(DType::kF32, {}, {1.96})};
+  ref.fp64 = {T(DType::kF64, {}, {1.95}), T(DType::kF64, {}, {1.95})};
+  ref.after_update = {false, true};
+  ref.spread = {{T(DType::kF32, {}, {1.90}), T(DType::kF32, {}, {1.90})},
+                {T(DType::kF32, {}, {1.97}), T(DType::kF32, {}, {1.97})}};
+  auto judge = [&](double v) {
+    reports::ResultRecord r = reports::make_result("s", "m", "b", "accuracy", 1);
+    r.status = Status::kPass;
+    judge_outputs(rule(), ref, {T(DType::kF32, {}, {v}), T(DType::kF32, {}, {v})}, r);
+    return r;
+  };
+  const auto honest = judge(1.99);  // 0.04 off: eager 0.01, the spread 0.05
+  ASSERT_EQ(honest.accuracy.size(), 2u);
+  EXPECT_FALSE(honest.accuracy[0].passed) << "before an update: 0.04 > 3 x 0.01";
+  EXPECT_TRUE(honest.accuracy[1].passed);
+  EXPECT_NEAR(honest.accuracy[1].rmse_eager_vs_fp64, 0.05, 1e-6);
+  EXPECT_NE(honest.error.find("output 0"), std::string::npos) << honest.error;
+  const auto wrong = judge(2.25);  // 0.3 off: past 3 x 0.05
+  EXPECT_FALSE(wrong.accuracy[1].passed);
+}
+
 TEST(AccuracyVerdict, JudgesATestCaseAgainstItsExpectedOutputs) {
   AccuracyReference ref;
   ref.eager = {T(DType::kF32, {2}, {1, 2})};

@@ -56,6 +56,28 @@ TEST(GradientSets, ATrainingGraphDeclaresOneSealedSetPerStepThatRoundTrips) {
   EXPECT_EQ(print_graph(back), text);
 }
 
+// A later step's outputs come after an update (their rounding went through one); step 1's
+// losses, gradients and parameters do not, nor does any output of a one-step or an inference graph.
+TEST(GradientSets, OutputsAfterAnUpdateAreTheLaterStepsOnes) {
+  TrainingOptions o;
+  o.steps = 3;
+  const Graph g = training_graph(parse_graph(kMlp), o);
+  const std::vector<bool> after = outputs_after_an_update(g);
+  ASSERT_EQ(after.size(), g.outputs().size());
+  size_t later = 0;
+  for (size_t i = 0; i < after.size(); ++i) {
+    const std::string& name = g.value(g.outputs()[i]).name;
+    const bool step1 = name == "loss.1" || name.rfind("grad.1.", 0) == 0 ||
+                       name.rfind("param.1.", 0) == 0 || name.rfind("buffer.1.", 0) == 0;
+    EXPECT_EQ(after[i], !step1) << name;
+    later += after[i];
+  }
+  EXPECT_EQ(later, 2u + 2 * 3) << "loss.2, loss.3, and step 3's gradients and parameters";
+  o.steps = 1;
+  for (bool b : outputs_after_an_update(training_graph(parse_graph(kMlp), o))) EXPECT_FALSE(b);
+  for (bool b : outputs_after_an_update(parse_graph(kMlp))) EXPECT_FALSE(b);
+}
+
 // A graph whose backward value is also returned: the gradients alone do not leave the backward,
 // so a backend may not replace its nodes; a dead node reading one does not count.
 TEST(GradientSets, ABackwardValueReadOutsideItUnsealsTheSet) {

@@ -89,7 +89,8 @@ double output_scale(const std::vector<Tensor>& outputs) {
 }
 
 reports::OutputAccuracy compare_output(const Tensor& res, const Tensor& ref, const Tensor& fp64,
-                                       const AccuracyOptions& opts) {
+                                       const AccuracyOptions& opts,
+                                       const std::vector<Tensor>& spread) {
   reports::OutputAccuracy out;
   out.dtype = std::string(dtype_name(res.dtype()));
   out.shape = shape_str(res.shape());
@@ -130,6 +131,11 @@ reports::OutputAccuracy compare_output(const Tensor& res, const Tensor& ref, con
   if (fp64.defined() && is_floating(res.dtype())) {
     const std::vector<double> f = fp64.to_doubles();
     std::tie(out.rmse_vs_fp64, out.rmse_eager_vs_fp64) = rmse_vs(r, e, f);
+    for (const Tensor& s : spread) {
+      if (s.defined() && s.shape() == fp64.shape())
+        out.rmse_eager_vs_fp64 =
+            std::max(out.rmse_eager_vs_fp64, rmse_vs(s.to_doubles(), e, f).first);
+    }
   }
   out.cosine = cosine_similarity(r, e);
   if (exact) {

@@ -26,9 +26,13 @@ struct AccuracyOptions {
 double output_scale(const std::vector<Tensor>& outputs);
 
 // Compares a backend's output `res` with eager's `ref` and the fp64 reference `fp64` (same shape;
-// fp64 may be undefined, e.g. for integer outputs). Fills every figure of OutputAccuracy.
+// fp64 may be undefined, e.g. for integer outputs). Fills every figure of OutputAccuracy. `spread`
+// holds more f32 runs of the output (eager on inputs moved by one rounding) where one eager run is
+// one draw of a spread: eager's RMSE against fp64, the rule's yardstick, is then the largest of
+// them all.
 reports::OutputAccuracy compare_output(const Tensor& res, const Tensor& ref, const Tensor& fp64,
-                                       const AccuracyOptions& opts);
+                                       const AccuracyOptions& opts,
+                                       const std::vector<Tensor>& spread = {});
 
 // The rule's RMSE multiplier m for an output: 3 for bf16 or under 1,000 elements, else 2.
 double rmse_multiplier(const Tensor& res);

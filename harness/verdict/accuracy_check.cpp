@@ -10,6 +10,7 @@
 
 #include "comparison_ties.h"
 #include "crucible/core/error.h"
+#include "crucible/ir/gradients.h"
 #include "crucible/ir/text_format.h"
 #include "expected_outputs.h"
 #include "input_sets.h"
@@ -68,17 +69,23 @@ reports::ResultRecord reference_failure_for(const reports::ResultRecord& failure
 
 namespace {
 
-// The names of the graph's outputs, read here where no plugin is loaded; none when it does not
-// read (the reference worker read it, so only a file changed since then fails).
-std::vector<std::string> output_names(const std::string& graph) {
+// The names of the graph's outputs and which come after an update (outputs_after_an_update), read
+// here where no plugin is loaded; none when it does not read (the reference worker read it, so
+// only a file changed since then fails).
+struct GraphOutputs {
   std::vector<std::string> names;
+  std::vector<bool> after_update;
+};
+GraphOutputs graph_outputs(const std::string& graph) {
+  GraphOutputs out;
   try {
     const Graph g = load_graph_file(graph);
-    for (ValueId v : g.outputs()) names.push_back(g.value(v).name);
+    for (ValueId v : g.outputs()) out.names.push_back(g.value(v).name);
+    out.after_update = outputs_after_an_update(g);
   } catch (const Error&) {
-    names.clear();
+    out = {};
   }
-  return names;
+  return out;
 }
 
 }  // namespace
@@ -225,19 +232,26 @@ ReferenceOutcome compute_reference(const WorkerJob& given, const CheckFiles& fil
   if (r.status == Status::kPass) {
     if (auto groups = take_tensors(files.tensors, r, Status::kEagerFailToRun)) {
       const size_t sets = 1 + (given.timing_sets ? 1 + given.call_sets.size() : 0);
-      if (groups->size() == 2 * sets) {
+      GraphOutputs outputs = graph_outputs(given.graph);
+      const bool after = std::find(outputs.after_update.begin(), outputs.after_update.end(),
+                                   true) != outputs.after_update.end();
+      const size_t spread = job.want_fp64 && after ? kSpreadRuns : 0;
+      if (groups->size() == 2 * sets + spread) {
         out.ref.eager = std::move((*groups)[0]);
         out.ref.fp64 = std::move((*groups)[1]);
-        out.ref.names = output_names(given.graph);
+        out.ref.names = std::move(outputs.names);
+        out.ref.after_update = std::move(outputs.after_update);
         for (size_t k = 1; k < sets; ++k) {
           out.timing_sets.push_back(
               {std::move((*groups)[2 * k]), std::move((*groups)[2 * k + 1]), {}, {}});
         }
+        for (size_t k = 0; k < spread; ++k)
+          out.ref.spread.push_back(std::move((*groups)[2 * sets + k]));
         return out;
       }
       r.status = Status::kEagerFailToRun;
       r.error = fmt::format("the reference worker handed out {} groups of tensors, not {}",
-                            groups->size(), 2 * sets);
+                            groups->size(), 2 * sets + spread);
     }
   }
   out.failure = r;

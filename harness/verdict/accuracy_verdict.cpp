@@ -66,7 +66,13 @@ void judge_against_eager(const WorkerJob& job, const AccuracyReference& ref,
                              job.scaled_tolerance ? output_scale(ref.eager) : 1.0};
   for (size_t i = 0; i < res.size(); ++i) {
     const Tensor fp64 = i < ref.fp64.size() ? ref.fp64[i] : Tensor();
-    auto a = compare_output(res[i], ref.eager[i], fp64, opts);
+    std::vector<Tensor> spread;
+    if (i < ref.after_update.size() && ref.after_update[i]) {
+      for (const std::vector<Tensor>& run : ref.spread) {
+        if (i < run.size()) spread.push_back(run[i]);
+      }
+    }
+    auto a = compare_output(res[i], ref.eager[i], fp64, opts, spread);
     a.index = static_cast<int>(i);
     if (!a.passed) {
       // A training step's outputs are many (losses, gradients, parameters): the name says which.

@@ -9,14 +9,18 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <new>
 #include <optional>
+#include <random>
 
 #include "accuracy.h"
+#include "accuracy_verdict.h"
 #include "comparison_ties.h"
 #include "crucible/core/openmp_threads.h"
+#include "crucible/ir/gradients.h"
 #include "crucible/ir/text_format.h"
 #include "crucible/ir/transforms.h"
 #include "crucible/ops/interpreter.h"
@@ -63,6 +67,27 @@ std::vector<Tensor> sampled(const std::vector<Tensor>& outputs, uint64_t secret,
   return out;
 }
 
+// `inputs` with every nonzero f32 element moved one ulp up or down at random (seeded): what one
+// rounding more on the way in does, for the reference's spread (AccuracyReference::spread).
+std::vector<Tensor> moved_by_one_rounding(const std::vector<Tensor>& inputs, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Tensor> out;
+  for (const Tensor& t : inputs) {
+    if (!t.defined() || t.dtype() != DType::kF32) {
+      out.push_back(t);
+      continue;
+    }
+    Tensor m = t.contiguous().clone();
+    float* x = m.data<float>();
+    for (int64_t i = 0; i < m.numel(); ++i) {
+      const bool up = (rng() & 1) != 0;
+      if (x[i] != 0 && std::isfinite(x[i])) x[i] = std::nextafter(x[i], up ? INFINITY : -INFINITY);
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 // The accuracy reference, in a worker that loads no plugin: eager's outputs twice on the same
 // inputs (they must agree bit for bit) and the fp64 reference, from the registry's interpreter
 // that the eager backend wraps. Written to job.tensors as two groups (then two per timing set when
@@ -97,6 +122,22 @@ void reference_job(Session& s) {
     return s.report.result(r);
   }
   TensorGroups groups = {e1, fp64};
+  // Where an output comes after an update, eager again on inputs one rounding apart: the spread,
+  // handed out after everything else.
+  TensorGroups spread;
+  const std::vector<bool> after = outputs_after_an_update(s.graph);
+  if (s.job.want_fp64 && std::find(after.begin(), after.end(), true) != after.end()) {
+    s.report.phase("eager_spread", "eager");
+    if (!attempt(r, Status::kEagerFailToRun, [&] {
+          Interpreter eager(s.graph);
+          for (int k = 1; k <= kSpreadRuns; ++k)
+            spread.push_back(eager.run(
+                moved_by_one_rounding(s.inputs, s.job.seed * 7919 + static_cast<uint64_t>(k))));
+        })) {
+      r.error = "eager's spread after an update: " + r.error;
+      return s.report.result(r);
+    }
+  }
   // The timing audit's other sets: B, and the calls whose outputs the parent read.
   if (s.job.timing_sets) {
     s.report.phase("timing_sets", "eager");
@@ -120,6 +161,7 @@ void reference_job(Session& s) {
       return s.report.result(r);
     }
   }
+  for (std::vector<Tensor>& run : spread) groups.push_back(std::move(run));
   s.report.phase("write", "eager");
   if (!attempt(r, Status::kEagerFailToRun, [&] { write_tensor_file(s.job.tensors, groups); }))
     return s.report.result(r);

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "crucible/core/error.h"
 
 namespace crucible {
@@ -30,6 +32,50 @@ std::vector<bool> nodes_reaching(const Graph& g, const std::vector<ValueId>& roo
 }
 
 std::vector<bool> live_nodes(const Graph& g) { return nodes_reaching(g, g.outputs()); }
+
+std::vector<bool> outputs_after_an_update(const Graph& g) {
+  const size_t n = g.nodes().size();
+  // Nodes that read, through their operands, one of `values` (marked in `seed`).
+  const auto downstream = [&](const std::vector<bool>& seed) {
+    std::vector<bool> out(n, false), value_in(seed);
+    for (size_t i = 0; i < n; ++i) {  // nodes are in definition order
+      const Node& node = g.nodes()[i];
+      out[i] = std::any_of(node.operands.begin(), node.operands.end(),
+                           [&](ValueId o) { return value_in[static_cast<size_t>(o)]; });
+      if (out[i]) value_in[static_cast<size_t>(node.output)] = true;
+    }
+    return out;
+  };
+  std::vector<bool> is_grad(g.values().size(), false);
+  for (const GradientSet& set : g.gradients()) {
+    for (ValueId grad : set.grads) is_grad[static_cast<size_t>(grad)] = true;
+  }
+  const std::vector<bool> after_grad = downstream(is_grad);
+  // A later step's forward: the nodes of a set's forward that read its parameters, where those
+  // were moved by a gradient (the parameter's own update is not one of them).
+  std::vector<bool> later(g.values().size(), false);
+  for (const GradientSet& set : g.gradients()) {
+    std::vector<bool> moved(g.values().size(), false);
+    for (ValueId w : set.wrt) {
+      const Value& v = g.value(w);
+      moved[static_cast<size_t>(w)] =
+          v.kind == ValueKind::kNode && after_grad[static_cast<size_t>(v.node)];
+    }
+    if (std::find(moved.begin(), moved.end(), true) == moved.end()) continue;
+    const std::vector<bool> forward = nodes_reaching(g, {set.loss}), reads = downstream(moved);
+    for (size_t i = 0; i < n; ++i) {
+      if (forward[i] && reads[i]) later[static_cast<size_t>(g.nodes()[i].output)] = true;
+    }
+  }
+  const std::vector<bool> tainted = downstream(later);
+  std::vector<bool> out;
+  for (ValueId o : g.outputs()) {
+    const Value& v = g.value(o);
+    out.push_back(v.kind == ValueKind::kNode &&
+                  (later[static_cast<size_t>(o)] || tainted[static_cast<size_t>(v.node)]));
+  }
+  return out;
+}
 
 std::vector<bool> backward_nodes(const Graph& g, const GradientSet& set) {
   std::vector<bool> out = nodes_reaching(g, set.grads);
