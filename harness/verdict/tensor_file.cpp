@@ -178,17 +178,13 @@ void TensorFileWriter::add(const std::vector<Tensor>& group) {
   ++groups_;
 }
 
+// A failure leaves the half file to the destructor, which removes it.
 void TensorFileWriter::finish() {
   if (!ok_ || std::fseek(file_, static_cast<long>(kMagic.size()), SEEK_SET) != 0) fail();
   u64(groups_);
-  const bool flushed = ok_ && std::fflush(file_) == 0;
+  if (!ok_ || std::fflush(file_) != 0) fail();
   std::fclose(file_);
   file_ = nullptr;
-  if (!flushed) {
-    std::error_code ignored;
-    fs::remove(tmp_, ignored);
-    fail();
-  }
   fs::rename(tmp_, path_);
 }
 

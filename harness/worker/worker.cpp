@@ -91,8 +91,9 @@ std::vector<Tensor> moved_by_one_rounding(const std::vector<Tensor>& inputs, uin
 // The accuracy reference, in a worker that loads no plugin: eager's outputs twice on the same
 // inputs (they must agree bit for bit) and the fp64 reference, from the registry's interpreter
 // that the eager backend wraps. Written to job.tensors as two groups (then two per timing set when
-// job.timing_sets: set B, then the sampled elements of each call of job.call_sets); the parent
-// judges.
+// job.timing_sets: set B, then the sampled elements of each call of job.call_sets; then, with the
+// fp64 reference and an output after an update, kSpreadRuns runs of eager on inputs one rounding
+// apart), each as it is made; the parent judges.
 void reference_job(Session& s) {
   reports::ResultRecord r = s.record("eager", "accuracy");
   std::vector<Tensor> e1, e2, fp64;
@@ -121,23 +122,16 @@ void reference_job(Session& s) {
     r.error = "fp64 reference: " + r.error;
     return s.report.result(r);
   }
-  TensorGroups groups = {e1, fp64};
-  // Where an output comes after an update, eager again on inputs one rounding apart: the spread,
-  // handed out after everything else.
-  TensorGroups spread;
-  const std::vector<bool> after = outputs_after_an_update(s.graph);
-  if (s.job.want_fp64 && std::find(after.begin(), after.end(), true) != after.end()) {
-    s.report.phase("eager_spread", "eager");
-    if (!attempt(r, Status::kEagerFailToRun, [&] {
-          Interpreter eager(s.graph);
-          for (int k = 1; k <= kSpreadRuns; ++k)
-            spread.push_back(eager.run(
-                moved_by_one_rounding(s.inputs, s.job.seed * 7919 + static_cast<uint64_t>(k))));
-        })) {
-      r.error = "eager's spread after an update: " + r.error;
-      return s.report.result(r);
-    }
-  }
+  // Each group is written as it is made and dropped: a full-size step's groups are GBs each.
+  std::optional<TensorFileWriter> file;
+  s.report.phase("write", "eager");
+  if (!attempt(r, Status::kEagerFailToRun, [&] {
+        file.emplace(s.job.tensors);
+        file->add(e1);
+        file->add(fp64);
+      }))
+    return s.report.result(r);
+  e1 = fp64 = {};
   // The timing audit's other sets: B, and the calls whose outputs the parent read.
   if (s.job.timing_sets) {
     s.report.phase("timing_sets", "eager");
@@ -147,12 +141,12 @@ void reference_job(Session& s) {
           Interpreter eager(s.graph);
           std::optional<Interpreter> fp64;
           if (s.job.want_fp64) fp64.emplace(widen_to_f64(s.graph));
-          groups.push_back(eager.run(set_b));
-          groups.push_back(fp64 ? fp64->run(widen_inputs_to_f64(set_b)) : std::vector<Tensor>{});
+          file->add(eager.run(set_b));
+          file->add(fp64 ? fp64->run(widen_inputs_to_f64(set_b)) : std::vector<Tensor>{});
           for (const uint64_t call : s.job.call_sets) {
             const std::vector<Tensor> inputs = call_input_set(set_b, s.job.secret, call);
-            groups.push_back(sampled(eager.run(inputs), s.job.verify_secret, call));
-            groups.push_back(
+            file->add(sampled(eager.run(inputs), s.job.verify_secret, call));
+            file->add(
                 fp64 ? sampled(fp64->run(widen_inputs_to_f64(inputs)), s.job.verify_secret, call)
                      : std::vector<Tensor>{});
           }
@@ -161,10 +155,25 @@ void reference_job(Session& s) {
       return s.report.result(r);
     }
   }
-  for (std::vector<Tensor>& run : spread) groups.push_back(std::move(run));
+  // Where an output comes after an update, eager again on inputs one rounding apart: the spread,
+  // handed out last.
+  if (s.job.want_fp64) {
+    const std::vector<bool> after = outputs_after_an_update(s.graph);
+    if (std::find(after.begin(), after.end(), true) != after.end()) {
+      s.report.phase("eager_spread", "eager");
+      if (!attempt(r, Status::kEagerFailToRun, [&] {
+            Interpreter eager(s.graph);
+            for (int k = 1; k <= kSpreadRuns; ++k)
+              file->add(eager.run(
+                  moved_by_one_rounding(s.inputs, s.job.seed * 7919 + static_cast<uint64_t>(k))));
+          })) {
+        r.error = "eager's spread after an update: " + r.error;
+        return s.report.result(r);
+      }
+    }
+  }
   s.report.phase("write", "eager");
-  if (!attempt(r, Status::kEagerFailToRun, [&] { write_tensor_file(s.job.tensors, groups); }))
-    return s.report.result(r);
+  if (!attempt(r, Status::kEagerFailToRun, [&] { file->finish(); })) return s.report.result(r);
   r.status = Status::kPass;
   s.report.result(r);
 }

@@ -25,9 +25,10 @@ std::vector<bool> nodes_reaching(const Graph& g, const std::vector<ValueId>& roo
 // backward skips them too.
 std::vector<bool> live_nodes(const Graph& g);
 
-// Whether each of g's outputs comes after an update: it depends on the loss of a set whose loss
-// depends on a gradient (a later training step, run on parameters a step moved). Rounding there
-// has been through a step that amplifies it: one f32 run is one draw of a spread, not a bound.
+// Whether each of g's outputs comes after an update: it depends on a node of a set's forward that
+// reads the set's parameters where a gradient moved them (a later training step; a parameter's
+// own update is not one). Rounding there has been through a step that amplifies it: one f32 run
+// is one draw of a spread, not a bound.
 std::vector<bool> outputs_after_an_update(const Graph& g);
 
 // Throws GraphError unless every set's ids are values of `g`, its loss and each wrt are floating,
