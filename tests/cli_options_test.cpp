@@ -123,6 +123,12 @@ TEST(CliOptions, VersionAndHelpForACommand) {
   EXPECT_EQ(testing::run_command("bash " + std::string(CRUCIBLE_SOURCE_DIR) + "/ci/nightly --bogus")
                 .status,
             2);
+  // A mode the nightly does not run is refused before anything is built.
+  auto mode = testing::run_command("bash " + std::string(CRUCIBLE_SOURCE_DIR) +
+                                   "/ci/nightly --mode training --no-build");
+  EXPECT_EQ(mode.status, 2);
+  EXPECT_NE(mode.err.find("--mode must be both or all, got 'training'"), std::string::npos)
+      << mode.err;
 }
 
 // The user guide documents every option `crucible run` takes: the options are one table in the

@@ -578,7 +578,7 @@ TEST_F(HarnessRun, BadRequestsFailBeforeAnyRunIsRecorded) {
     std::string args, expected;
   } cases[] = {
       {"--backends nosuch", "backend 'nosuch': no crucible_backend_nosuch.so"},
-      {"--mode fast", "--mode must be accuracy, performance, both or training, got 'fast'"},
+      {"--mode fast", "--mode must be accuracy, performance, both, training or all, got 'fast'"},
       {"--only nothere", "--only nothere: no such model in the selected suites"},
       {"--filter '('", "--filter '(' is not a valid regular expression"},
       {"--shard 2/2", "--shard expects I/N with 0 <= I < N, got '2/2'"},

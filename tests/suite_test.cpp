@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "crucible/core/error.h"
+#include "training_models.h"
 
 namespace crucible {
 namespace {
@@ -31,6 +32,46 @@ TEST(Suite, ParsesModelsWithTheirSettings) {
   EXPECT_EQ(s.models[2].xfail, "bf16 \"rounding\"");
   EXPECT_TRUE(s.models[2].cosine);
   EXPECT_DOUBLE_EQ(s.models[3].tolerance, 1e-4);
+}
+
+// The train_* keys hold what the model's training entry is (training_models.h): its own batch,
+// tolerance, skip and xfail; the inference entry keeps the model's.
+TEST(Suite, TrainKeysShapeTheTrainingEntryAlone) {
+  Suite s = parse_suite(
+      "model a graph=a.graph batch_size=8 xfail=\"int8 path\" train_batch_size=32 "
+      "train_tolerance=0.05\n"
+      "model b graph=b.graph train_skip=\"no gradient for topk's indices\" train_xfail=\"nan\"\n"
+      "model c graph=c.graph skip=\"needs conv2d\" tolerance=1e-3\n",
+      "/suites/demo/suite.manifest");
+  ASSERT_EQ(s.models.size(), 3u);
+  const std::vector<ModelEntry> both = with_training_entries(s.models, true, true);
+  ASSERT_EQ(both.size(), 6u);
+  EXPECT_EQ(both[0].name, "a");
+  EXPECT_FALSE(both[0].training);
+  EXPECT_EQ(both[0].batch_size, 8);
+  EXPECT_EQ(both[0].xfail, "int8 path");
+  const ModelEntry& a = both[1];
+  EXPECT_EQ(a.name, "a.train");
+  EXPECT_TRUE(a.training && a.scaled_tolerance);
+  EXPECT_EQ(a.batch_size, 32);
+  EXPECT_DOUBLE_EQ(a.tolerance, 0.05);
+  EXPECT_EQ(a.xfail, "");  // inference's xfail says nothing of the gradients
+  EXPECT_EQ(both[2].skip, "");
+  EXPECT_EQ(both[3].skip, "no gradient for topk's indices");
+  EXPECT_EQ(both[3].xfail, "nan");
+  EXPECT_DOUBLE_EQ(both[3].tolerance, kTrainingTolerance);
+  EXPECT_EQ(both[5].skip, "needs conv2d");    // no forward, no training
+  EXPECT_DOUBLE_EQ(both[5].tolerance, 1e-3);  // the manifest's own tolerance holds
+  // Training alone: each model once, as its training entry; inference alone: untouched.
+  const std::vector<ModelEntry> train = with_training_entries(s.models, false, true);
+  ASSERT_EQ(train.size(), 3u);
+  EXPECT_EQ(train[0].name, "a.train");
+  EXPECT_EQ(with_training_entries(s.models, true, false)[0].name, "a");
+  // An entry made a training entry twice is named once.
+  ModelEntry twice = s.models[0];
+  as_training_entry(twice);
+  as_training_entry(twice);
+  EXPECT_EQ(twice.name, "a.train");
 }
 
 TEST(Suite, OnnxCasesListEveryCaseFolderWithItsData) {
@@ -69,7 +110,16 @@ TEST(Suite, ErrorsNameFileLineAndColumn) {
       {"model a graph=a.graph\nmodel a graph=b.graph\n", "m.manifest:2:7: model 'a' listed twice"},
       {"model a graph=a.graph tol=1\n",
        "m.manifest:1:23: unknown key 'tol' (expected graph, builtin, onnx, data, batch_size, "
-       "image_size, tolerance, cosine, skip or xfail)"},
+       "image_size, tolerance, cosine, skip, xfail, train_batch_size, train_tolerance, train_skip "
+       "or train_xfail)"},
+      {"model a graph=a.graph train_batch_size=0\n",
+       "m.manifest:1:23: train_batch_size must be an integer from 1 to 2^30"},
+      {"model a graph=a.graph train_batch_size=4.5\n",
+       "m.manifest:1:23: train_batch_size must be an integer from 1 to 2^30"},
+      {"model a graph=a.graph train_tolerance=-1\n",
+       "m.manifest:1:23: train_tolerance must be positive"},
+      {"model a graph=a.graph train_tolerance=nan\n",
+       "m.manifest:1:23: train_tolerance must be a finite number, got 'nan'"},
       {"model a builtin=resnet18 image_size=16\n",
        "m.manifest:1:26: image_size must be an integer from 32 to 4096"},
       {"model a graph=a.graph image_size=128\n",

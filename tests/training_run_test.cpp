@@ -27,6 +27,14 @@ class TrainingRun : public ::testing::Test {
   std::string store_args() const {
     return " --db " + (dir_ / "r.db").string() + " -o " + (dir_ / "out" / "run_{run}").string();
   }
+  // The first run's results by "model/backend/mode".
+  std::map<std::string, reports::ResultRow> first_run_results() const {
+    auto store = reports::Store::open(dir_ / "r.db");
+    std::map<std::string, reports::ResultRow> got;
+    for (auto& row : store->results(store->runs().at(0).id))
+      got[row.model + "/" + row.backend + "/" + row.mode] = row;
+    return got;
+  }
   fs::path dir_;
 };
 
@@ -36,10 +44,7 @@ TEST_F(TrainingRun, TheMlpSuiteTrainsOnEagerAndCodegenAndIsTimedPerStep) {
       "--repeat 3 --min-time-ms 0" +
       store_args());
   ASSERT_EQ(r.status, 0) << r.out << r.err;
-  auto store = reports::Store::open(dir_ / "r.db");
-  std::map<std::string, reports::ResultRow> got;
-  for (auto& row : store->results(store->runs().at(0).id))
-    got[row.model + "/" + row.backend + "/" + row.mode] = row;
+  std::map<std::string, reports::ResultRow> got = first_run_results();
   for (const char* model : {"mlp.train", "dlrm.train"}) {
     for (const char* backend : {"eager", "codegen"}) {
       const std::string key = std::string(model) + "/" + backend;
@@ -245,6 +250,42 @@ TEST_F(TrainingRun, ModelsThatCannotTrainFailToLoadSayingWhy) {
   EXPECT_EQ(seen, 4);  // accuracy and performance of each
 }
 
+// --mode all: one run holds each model's inference results and, after them, its training
+// step's, as the manifest's train_* keys say (a training batch of its own, a skipped training).
+TEST_F(TrainingRun, ModeAllRunsInferenceThenTrainingByTheManifestsTrainKeys) {
+  fs::create_directories(dir_ / "nightly");
+  std::ofstream(dir_ / "nightly" / "suite.manifest")
+      << "model mlp builtin=mlp train_batch_size=8\n"
+         "model dlrm builtin=dlrm train_skip=\"its embedding bags are frozen in production\"\n";
+  auto r = run_crucible("run --suite " + (dir_ / "nightly" / "suite.manifest").string() +
+                        " --variant small --backends eager,codegen --mode all --threads 2 "
+                        "--repeat 1 --min-time-ms 0 --train-steps 2" +
+                        store_args());
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  std::map<std::string, reports::ResultRow> got = first_run_results();
+  EXPECT_EQ(got.size(), 16u);  // 4 entries x (2 accuracy + 2 performance)
+  for (const char* model : {"mlp", "dlrm", "mlp.train"}) {
+    for (const char* key : {"/eager/accuracy", "/codegen/accuracy", "/codegen/performance"}) {
+      const auto row = got.find(model + std::string(key));
+      ASSERT_NE(row, got.end()) << model << key;
+      EXPECT_EQ(reports::status_name(row->second.status), "pass")
+          << model << key << row->second.error;
+    }
+  }
+  EXPECT_EQ(got["mlp.train/codegen/accuracy"].batch_size, 8);
+  EXPECT_NE(got["mlp/codegen/accuracy"].batch_size, 8);
+  EXPECT_EQ(reports::status_name(got["dlrm.train/codegen/accuracy"].status), "skipped");
+  EXPECT_EQ(got["dlrm.train/codegen/accuracy"].error,
+            "its embedding bags are frozen in production");
+  // The inference graph, the training entry's forward and its step are three files.
+  const fs::path graphs = dir_ / "out" / "run_1" / "graphs";
+  EXPECT_TRUE(load_graph_file(graphs / "nightly.mlp.graph").params().size() > 0);
+  EXPECT_FALSE(load_graph_file(graphs / "nightly.mlp.train.forward.graph").inputs().empty());
+  const Graph step = load_graph_file(graphs / "nightly.mlp.train.graph");
+  EXPECT_TRUE(step.find_value("loss.2") && !step.find_value("loss.3"));
+  EXPECT_EQ(reports::Store::open(dir_ / "r.db")->runs().at(0).mode, "all");
+}
+
 TEST_F(TrainingRun, BadTrainingOptionsAreOneLineAndExitTwo) {
   const std::string base = "run --suite mlp --variant small" + store_args();
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -256,7 +297,8 @@ TEST_F(TrainingRun, BadTrainingOptionsAreOneLineAndExitTwo) {
       {" --mode training --weight-decay -0.5", "--weight-decay must be a number >= 0"},
       {" --mode accuracy --train-steps 2", "--train-steps applies to training"},
       {" --mode both --optimizer adamw", "--optimizer applies to training"},
-      {" --mode train", "--mode must be accuracy, performance, both or training"},
+      {" --mode performance --lr 0.1", "--lr applies to training: give --mode training or all"},
+      {" --mode train", "--mode must be accuracy, performance, both, training or all"},
       {" --mode training --recompute all", "--recompute must be cheap or none"},
       {" --mode accuracy --recompute none", "--recompute applies to training"},
   };

@@ -43,14 +43,10 @@ void bisect_new_failures(const RunConfig& cfg, reports::Store& store, int64_t ru
     }
     std::optional<ModelEntry> m;
     for (const ModelEntry& e : models) {
-      if (e.suite != r.suite) continue;
-      if (e.name == r.model) m = e;
-      if (cfg.training() && training_name(e.name) == r.model) {
-        // The training graph the failure was judged on, where the runner wrote it, by its rule.
-        m = e;
-        as_training_entry(*m);
-        m->graph = training_graph_path(out_dir / "graphs", *m);
-      }
+      if (e.suite != r.suite || e.name != r.model) continue;
+      m = e;
+      // A training entry's failure was judged on the training graph the runner wrote.
+      if (e.training) m->graph = training_graph_path(out_dir / "graphs", *m);
     }
     if (!m) continue;
     minify::MinifyOptions mo;

@@ -22,9 +22,9 @@ struct RunConfig {
   std::vector<std::string> input_files;
   ModelFilter filter;
   std::vector<std::string> backends;  // as given
-  std::string mode = "accuracy";      // accuracy | performance | both | training
+  std::string mode = "accuracy";      // accuracy | performance | both | training | all
   // --mode training: each model's training graph (crucible/ops/training.h) of --train-steps steps
-  // is judged for accuracy, and its one-step graph is timed.
+  // is judged for accuracy, and its one-step graph is timed. --mode all: both, and then training.
   TrainingOptions train;
   TimingSettings timing;  // what each timing worker is told
   int retry_noisy = 0;    // reruns of a model's timing while a result is noisy
@@ -49,7 +49,9 @@ struct RunConfig {
   std::vector<std::string> suite_paths;
   std::string command_line;
 
-  bool training() const { return mode == "training"; }
+  bool training() const { return mode == "training" || mode == "all"; }
+  // Inference results (the forward graph as the model is): every mode but training.
+  bool inference() const { return mode != "training"; }
   bool accuracy() const { return mode == "accuracy" || mode == "both" || training(); }
   bool performance() const { return mode == "performance" || mode == "both" || training(); }
 };

@@ -116,7 +116,6 @@ class Runner {
 
   void run_model(const ModelEntry& entry, Progress& progress) {
     ModelEntry m = entry;
-    if (cfg_.training()) as_training_entry(m);
     if (m.skip.empty() && !m.onnx.empty()) import_onnx(m);
     if (!m.skip.empty()) {
       for (const auto& mode : modes()) {
@@ -137,7 +136,7 @@ class Runner {
         if (batch == 0 && !g.inputs().empty() && !g.value(g.inputs()[0]).type.shape.empty()) {
           batch = g.value(g.inputs()[0]).type.shape[0];
         }
-        if (cfg_.training()) {
+        if (m.training) {
           reseed_params(g, cfg_.seed);  // the weights a step starts from are the run's
           write_training_graphs(m, g, cfg_.train, out_ / "graphs");
         }
@@ -581,14 +580,15 @@ RunPlan plan_run(const RunConfig& cfg) {
     }
     plan.suites.push_back(adhoc);
   }
-  plan.models = select_models(plan.suites, cfg.filter);
+  plan.models = with_training_entries(select_models(plan.suites, cfg.filter), cfg.inference(),
+                                      cfg.training());
   if (plan.models.empty())
     throw Error("no models selected (check --suite, --only, --filter, --exclude and --shard)");
   if (!cfg.shapes.empty() && std::none_of(plan.models.begin(), plan.models.end(),
                                           [](const ModelEntry& m) { return !m.onnx.empty(); }))
     throw Error("--shape binds ONNX models' inputs, and this run has no ONNX model");
-  plan.builtins = build_builtin_models(plan.models, models::parse_variant(cfg.variant),
-                                       cfg.batch_size, cfg.training());
+  plan.builtins =
+      build_builtin_models(plan.models, models::parse_variant(cfg.variant), cfg.batch_size);
   // A backend that cannot be found is a bad request (exit 2). One that is found but cannot load is
   // recorded as fail_to_load for every model while the others run: its file is checked here
   // (without loading it: plugin code runs only in workers), the rest of loading in the workers.

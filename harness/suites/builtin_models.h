@@ -17,12 +17,13 @@ struct BuiltGraph {
 };
 
 // Builds the graphs of the builtin entries; sets each entry's batch_size to the one used
-// (`batch_override` > the manifest's batch_size > the model's default, its training default when
-// `training`). Throws Error on a bad request, before anything is written.
+// (`batch_override` > the manifest's batch_size > the model's default, its training default for
+// a training entry). Throws Error on a bad request, before anything is written.
 std::vector<BuiltGraph> build_builtin_models(std::vector<ModelEntry>& models,
-                                             models::Variant variant, int64_t batch_override,
-                                             bool training = false);
-// Writes each built graph to <dir>/<suite>.<model>.graph and points its entry there.
+                                             models::Variant variant, int64_t batch_override);
+// Writes each built graph to <dir>/<suite>.<model>.graph (a training entry's forward to
+// <suite>.<model>.train.forward.graph: its .graph is the training step's) and points its entry
+// there.
 void write_builtin_models(const std::vector<BuiltGraph>& built, std::vector<ModelEntry>& models,
                           const std::filesystem::path& dir);
 

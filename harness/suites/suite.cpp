@@ -175,12 +175,47 @@ std::vector<ModelEntry> parse_onnx_cases(const Words& words, const LineAt& at,
   }
 }
 
+// A batch size of a manifest: an integer from 1 to 2^30.
+int64_t parse_batch_size(const std::string& value, size_t col, const LineAt& at,
+                         const std::string& key) {
+  const double b = parse_number(value, at.manifest, at.lineno, col, key);
+  // The range check comes before the cast: a double past int64's range converts to nothing.
+  if (!(b >= 1 && b <= double{1 << 30}) || b != std::floor(b))
+    at.fail(col, fmt::format("{} must be an integer from 1 to 2^30", key));
+  return static_cast<int64_t>(b);
+}
+
+double parse_tolerance(const std::string& value, size_t col, const LineAt& at,
+                       const std::string& key) {
+  const double t = parse_number(value, at.manifest, at.lineno, col, key);
+  if (!(t > 0)) at.fail(col, fmt::format("{} must be positive", key));
+  return t;
+}
+
+// A `train_*` key of a `model` line into m.train; false when `key` is none of them.
+bool parse_training_key(ModelEntry& m, const std::string& key, const std::string& value, size_t col,
+                        const LineAt& at) {
+  if (key == "train_batch_size") {
+    m.train.batch_size = parse_batch_size(value, col, at, key);
+  } else if (key == "train_tolerance") {
+    m.train.tolerance = parse_tolerance(value, col, at, key);
+  } else if (key == "train_skip") {
+    m.train.skip = value.empty() ? "training skipped" : value;
+  } else if (key == "train_xfail") {
+    m.train.xfail = value.empty() ? "training expected to fail" : value;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 // One key=value of a `model` line into `m`.
 void parse_model_key(ModelEntry& m, const std::string& word, size_t col, const LineAt& at) {
   const size_t eq = word.find('=');
   if (eq == std::string::npos) at.fail(col, fmt::format("expected key=value, got '{}'", word));
   const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
   const fs::path here = at.manifest.parent_path();
+  if (parse_training_key(m, key, value, col, at)) return;
   if (key == "graph") {
     m.graph = here / value;
   } else if (key == "onnx") {
@@ -196,19 +231,14 @@ void parse_model_key(ModelEntry& m, const std::string& word, size_t col, const L
     }
     m.builtin = value;
   } else if (key == "batch_size") {
-    const double b = parse_number(value, at.manifest, at.lineno, col, key);
-    // The range check comes before the cast: a double past int64's range converts to nothing.
-    if (!(b >= 1 && b <= double{1 << 30}) || b != std::floor(b))
-      at.fail(col, "batch_size must be an integer from 1 to 2^30");
-    m.batch_size = static_cast<int64_t>(b);
+    m.batch_size = parse_batch_size(value, col, at, key);
   } else if (key == "image_size") {
     const double v = parse_number(value, at.manifest, at.lineno, col, key);
     if (!(v >= 32 && v <= 4096) || v != std::floor(v))
       at.fail(col, "image_size must be an integer from 32 to 4096");
     m.image_size = static_cast<int64_t>(v);
   } else if (key == "tolerance") {
-    m.tolerance = parse_number(value, at.manifest, at.lineno, col, key);
-    if (!(m.tolerance > 0)) at.fail(col, "tolerance must be positive");
+    m.tolerance = parse_tolerance(value, col, at, key);
     m.tolerance_set = true;
   } else if (key == "cosine") {
     if (value != "true" && value != "false") at.fail(col, "cosine must be true or false");
@@ -219,7 +249,8 @@ void parse_model_key(ModelEntry& m, const std::string& word, size_t col, const L
     m.xfail = value.empty() ? "expected to fail" : value;
   } else {
     at.fail(col, fmt::format("unknown key '{}' (expected graph, builtin, onnx, data, batch_size, "
-                             "image_size, tolerance, cosine, skip or xfail)",
+                             "image_size, tolerance, cosine, skip, xfail, train_batch_size, "
+                             "train_tolerance, train_skip or train_xfail)",
                              key));
   }
 }

@@ -10,6 +10,16 @@
 
 namespace crucible {
 
+// What a manifest says of a model's training step (the `train_*` keys), applied when the run trains
+// it (as_training_entry, training_models.h). PyTorch's harness keeps the same facts per model:
+// training batch sizes of their own, models whose training is skipped or known to fail.
+struct TrainingEntry {
+  std::string skip;        // non-empty: its training is not run, recorded as skipped with this
+  std::string xfail;       // non-empty: its training is expected to fail
+  int64_t batch_size = 0;  // 0: the model's batch_size, else a builtin's training default
+  double tolerance = 0;    // 0: the training rule's (kTrainingTolerance, or the model's if larger)
+};
+
 struct ModelEntry {
   std::string suite;
   std::string name;
@@ -31,6 +41,8 @@ struct ModelEntry {
   bool scaled_tolerance = false;  // set at run time for training steps (training_models.h)
   std::string skip;               // non-empty: not run, recorded as skipped with this reason
   std::string xfail;              // non-empty: expected to fail; a failure is recorded as xfail
+  TrainingEntry train;            // the manifest's train_* keys
+  bool training = false;          // this entry is the model's training step (<model>.train)
   std::string import_error;       // set at run time: the ONNX model did not import (fail_to_load)
 };
 
@@ -41,7 +53,8 @@ struct Suite {
 };
 
 // Parses a manifest. Lines: `model NAME graph=FILE|builtin=MODEL|onnx=FILE [data=DIR]
-// [batch_size=N] [tolerance=X] [cosine=true] [skip="why"] [xfail="why"]`, and `onnx_cases DIR
+// [batch_size=N] [tolerance=X] [cosine=true] [skip="why"] [xfail="why"] [train_batch_size=N]
+// [train_tolerance=X] [train_skip="why"] [train_xfail="why"]`, and `onnx_cases DIR
 // [rtol=X] [atol=X] [fp64=true]`: one model per folder of DIR holding model.onnx and
 // test_data_set_0 (ONNX's backend tests; DIR may use ${VAR}, ${VAR:-default} and ~/);
 // '#' starts a comment; paths are relative to the manifest. A builtin model takes its

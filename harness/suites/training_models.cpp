@@ -15,9 +15,34 @@ namespace fs = std::filesystem;
 std::string training_name(const std::string& model) { return model + ".train"; }
 
 void as_training_entry(ModelEntry& m) {
+  if (m.training) return;
+  m.training = true;
   m.name = training_name(m.name);
   m.scaled_tolerance = true;
-  if (!m.tolerance_set) m.tolerance = std::max(m.tolerance, kTrainingTolerance);
+  // A model skipped for inference has no forward to train; its inference xfail says nothing of
+  // its gradients.
+  if (m.skip.empty()) m.skip = m.train.skip;
+  m.xfail = m.train.xfail;
+  if (m.train.batch_size > 0) m.batch_size = m.train.batch_size;
+  if (m.train.tolerance > 0) {
+    m.tolerance = m.train.tolerance;
+    m.tolerance_set = true;
+  } else if (!m.tolerance_set) {
+    m.tolerance = std::max(m.tolerance, kTrainingTolerance);
+  }
+}
+
+std::vector<ModelEntry> with_training_entries(std::vector<ModelEntry> models, bool inference,
+                                              bool training) {
+  if (!training) return models;
+  std::vector<ModelEntry> out;
+  out.reserve(models.size() * (inference ? 2 : 1));
+  for (ModelEntry& m : models) {
+    if (inference) out.push_back(m);
+    as_training_entry(m);
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 fs::path training_graph_path(const fs::path& dir, const ModelEntry& m) {

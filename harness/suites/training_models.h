@@ -21,9 +21,15 @@ std::string training_name(const std::string& model);
 // everywhere, held to an absolute 1e-2, would let a backward that doubles it pass.
 inline constexpr double kTrainingTolerance = 1e-2;
 
-// `m` as a training model: named training_name(m.name), judged at kTrainingTolerance or the
-// model's own when larger, unless the manifest set one, scaled to the step's outputs.
+// `m` as a training model: named training_name(m.name), its manifest's train_* keys in force
+// (batch size, skip, xfail), judged at train_tolerance, else the model's manifest tolerance, else
+// kTrainingTolerance or the model's own when larger, scaled to the step's outputs. Idempotent.
 void as_training_entry(ModelEntry& m);
+
+// The run's models as its mode wants them: under training each becomes its training entry; under
+// `all` each is followed by its training entry (inference and training in one run).
+std::vector<ModelEntry> with_training_entries(std::vector<ModelEntry> models, bool inference,
+                                              bool training);
 
 // Where write_training_graphs puts the training graph of `m` (its name already training_name's).
 std::filesystem::path training_graph_path(const std::filesystem::path& dir, const ModelEntry& m);

@@ -153,7 +153,8 @@ po::options_description run_option_table(RunConfig& cfg, RunArgs& raw, LaunchOpt
       "mode,m", po::value(&raw.mode)->default_value("accuracy"),
       "accuracy | performance | both | training (each model's training step: its gradients and "
       "updated parameters judged after 1 and --train-steps steps, and one step timed; results "
-      "are named <model>.train)")(
+      "are named <model>.train; a manifest's train_* keys apply) | all (both, and each model's "
+      "training after it, in one run)")(
       "config,c", po::value(&raw.config)->composing(),
       "option key=value for every backend but eager, or BACKEND:key=value for that backend "
       "alone (repeatable); each backend is asked before the run whether it takes its options, "
@@ -306,7 +307,7 @@ void refuse_unused(const po::variables_map& vm, const RunConfig& cfg) {
   for (const char* name :
        {"train-steps", "optimizer", "lr", "momentum", "weight-decay", "loss", "recompute"}) {
     if (!cfg.training() && vm.count(name) && !vm[name].defaulted())
-      throw po::error(fmt::format("--{} applies to training: give --mode training", name));
+      throw po::error(fmt::format("--{} applies to training: give --mode training or all", name));
   }
   if (cfg.suites.empty()) {
     for (const char* name : {"variant", "batch-size"}) {
@@ -376,9 +377,9 @@ bool parse_run_options(const std::string& command, const std::string& usage,
   if (!raw.exclude.empty()) cfg.filter.exclude = compile_regex(raw.exclude, "--exclude");
   if (!raw.shard.empty()) parse_shard(raw.shard, cfg.filter);
   if (raw.mode != "accuracy" && raw.mode != "performance" && raw.mode != "both" &&
-      raw.mode != "training") {
-    throw po::error(
-        fmt::format("--mode must be accuracy, performance, both or training, got '{}'", raw.mode));
+      raw.mode != "training" && raw.mode != "all") {
+    throw po::error(fmt::format(
+        "--mode must be accuracy, performance, both, training or all, got '{}'", raw.mode));
   }
   cfg.mode = raw.mode;
   if (preset) preset(cfg);  // the caller's own mode and backends, before they are checked against
