@@ -262,7 +262,9 @@ TEST_F(HarnessRun, BothModesRecordSamplesSpeedupAndKernels) {
   expect_repeat_samples(perf, 4);
   // A speed-up, or the reason there is none (a clock gap that steal makes withholds it).
   EXPECT_EQ(testing::unexplained_missing_speedups(dir_ / "r.db"), "0\n");
-  if (perf.speedup) EXPECT_GT(*perf.speedup, 0);
+  if (perf.speedup) {
+    EXPECT_GT(*perf.speedup, 0);
+  }
   ASSERT_TRUE(perf.peak_rss_mb.has_value());
   EXPECT_GT(*perf.peak_rss_mb, 1.0);
   EXPECT_TRUE(perf.compile_s.has_value());
@@ -274,7 +276,9 @@ TEST_F(HarnessRun, BothModesRecordSamplesSpeedupAndKernels) {
   EXPECT_EQ(perf.roofline->triad_gbs, eager.roofline->triad_gbs);
   EXPECT_EQ(perf.roofline->peak_gflops, eager.roofline->peak_gflops);
   EXPECT_EQ(perf.roofline->min_bytes, eager.roofline->min_bytes);
-  if (eager.speedup) EXPECT_DOUBLE_EQ(*eager.speedup, 1.0);
+  if (eager.speedup) {
+    EXPECT_DOUBLE_EQ(*eager.speedup, 1.0);
+  }
   auto kernels = store->kernels(eager.id);
   ASSERT_EQ(kernels.size(), 2u);
   for (const auto& k : kernels) {

@@ -242,8 +242,9 @@ ReferenceOutcome compute_reference(const WorkerJob& given, const CheckFiles& fil
         out.ref.names = std::move(outputs.names);
         out.ref.after_update = std::move(outputs.after_update);
         for (size_t k = 1; k < sets; ++k) {
-          out.timing_sets.push_back(
-              {std::move((*groups)[2 * k]), std::move((*groups)[2 * k + 1]), {}, {}});
+          AccuracyReference& set = out.timing_sets.emplace_back();
+          set.eager = std::move((*groups)[2 * k]);
+          set.fp64 = std::move((*groups)[2 * k + 1]);
         }
         for (size_t k = 0; k < spread; ++k)
           out.ref.spread.push_back(std::move((*groups)[2 * sets + k]));
@@ -414,8 +415,9 @@ CallsPlan plan_calls(const WorkerJob& rule, const TimedCalls& calls) {
   for (const auto& [id, outputs] : *calls.read) {
     if (calls.reference && calls.reference->count(id)) {
       bool decided = false;
-      const std::string why = judge_against(
-          rule, AccuracyReference{calls.reference->at(id), {}, {}, {}}, outputs, decided);
+      AccuracyReference timed;
+      timed.eager = calls.reference->at(id);
+      const std::string why = judge_against(rule, timed, outputs, decided);
       if (why.empty()) {
         ++p.against_timed;
         continue;
