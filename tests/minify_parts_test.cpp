@@ -14,7 +14,9 @@
 
 #include "cli_util.h"
 #include "crucible/ir/text_format.h"
+#include "crucible/ir/transforms.h"
 #include "crucible/ops/interpreter.h"
+#include "minify/cosim/cosim_blame.h"
 #include "minify/minify.h"
 #include "minify/reducer.h"
 #include "minify/repro.h"
@@ -167,6 +169,56 @@ TEST(MinifyCut, KeptNodesReadRecordedValuesAndComputeTheSame) {
   EXPECT_EQ(m.key(), cut(g, rec, {1}).key());
   EXPECT_NE(m.key(), cut(g, rec, {2}).key());
   EXPECT_THROW(cut(g, rec, {}), Error);  // no outputs: no graph
+}
+
+// A relu-style backward where one mask element is a tie: %d[0] is 2^-30 in exact arithmetic, and
+// the "backend" computed it as -2^-30 (within any tolerance), so its mask %m and the masked
+// gradient %w differ from eager's there, inherited. Planted after them: %o twice what it should
+// be. Cosim must blame %o, not the first node that differs; with no planted bug, the first.
+TEST(CosimBlame, AnInheritedDivergenceDoesNotHideTheNodeThatIsWrongByItself) {
+  const Graph g = parse_graph(
+      "graph relu_bwd(%x: f32[8], %y: f32[8], %gr: f32[8]) {\n"
+      "  %d = sub(%x, %y)\n"
+      "  %z = full(shape=[8], value=0.0, dtype=f32)\n"
+      "  %m = ge(%d, %z)\n"
+      "  %w = where(%m, %gr, %z)\n"
+      "  %o = mul(%w, %gr)\n"
+      "  return %o\n}\n");
+  std::vector<double> x(8), y(8), gr(8);
+  for (int i = 0; i < 8; ++i) {
+    y[i] = 0.25 * (i - 3);
+    x[i] = y[i] + (i == 0 ? std::ldexp(1.0, -30) : 0.5);
+    gr[i] = 1.0 + 0.125 * i;
+  }
+  const std::vector<Tensor> inputs = {Tensor::from_doubles(DType::kF32, {8}, x),
+                                      Tensor::from_doubles(DType::kF32, {8}, y),
+                                      Tensor::from_doubles(DType::kF32, {8}, gr)};
+  std::vector<ValueId> ids;
+  for (const Node& n : g.nodes()) ids.push_back(n.output);
+  NodeValues v;
+  v.eager = Interpreter(g).values(inputs, ids);
+  v.fp64 = Interpreter(widen_to_f64(g)).values(widen_inputs_to_f64(inputs), ids);
+  // The backend: %d[0] on the other side of zero, and everything after it consistent with that.
+  auto backend = [&](double o_factor) {
+    std::vector<double> d(8), m(8), w(8), o(8);
+    for (int i = 0; i < 8; ++i) {
+      d[i] = i == 0 ? -std::ldexp(1.0, -30) : x[i] - y[i];
+      m[i] = d[i] >= 0;
+      w[i] = m[i] != 0 ? gr[i] : 0;
+      o[i] = o_factor * w[i] * gr[i];
+    }
+    return std::vector<Tensor>{Tensor::from_doubles(DType::kF32, {8}, d), v.eager[1],
+                               Tensor::from_doubles(DType::kBool, {8}, m),
+                               Tensor::from_doubles(DType::kF32, {8}, w),
+                               Tensor::from_doubles(DType::kF32, {8}, o)};
+  };
+  const AccuracyOptions opts{1e-4, false, true, 1.0};
+  v.backend = backend(2.0);
+  EXPECT_EQ(blame_node(g, inputs, v, opts), "o");
+  v.backend = backend(1.0);  // no bug: only the tie, blamed as the first divergence
+  EXPECT_EQ(blame_node(g, inputs, v, opts), "m");
+  v.backend = v.eager;  // nothing differs
+  EXPECT_EQ(blame_node(g, inputs, v, opts), "");
 }
 
 bool same_bytes(const Tensor& a, const Tensor& b) {

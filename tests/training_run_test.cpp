@@ -179,6 +179,41 @@ TEST_F(TrainingRun, APlantedWrongBackwardFailsAndMinifiesToThatNode) {
   EXPECT_NE(manifest.find("scaled_tolerance 1\n"), std::string::npos) << manifest;
 }
 
+// Cosim judges a node at the scale the failed verdict took: the step's outputs' (loss, gradients,
+// parameters), not every intermediate's. Here the forward scales by 1000 and back, so intermediates
+// are ~1000x the outputs; at their scale a doubled gradient would pass, no node would be named,
+// and the minifier would fall back to bisecting the whole step.
+TEST_F(TrainingRun, CosimNamesAWrongBackwardAtTheStepsOwnScale) {
+  const Graph forward = parse_graph(
+      "graph scaled(%x: f32[16,32]) {\n"
+      "  param %w: f32[32,8] = randn()\n"
+      "  %h = matmul(%x, %w)\n"
+      "  %k = full(shape=[1], value=1000.0, dtype=f32)\n"
+      "  %s = mul(%h, %k)\n"
+      "  %y = div(%s, %k)\n"
+      "  return %y\n}\n");
+  TrainingOptions options;
+  options.loss = LossKind::kMse;
+  const Graph step = training_graph(forward, options);
+  std::string planted;
+  for (const Node& n : step.nodes()) {
+    const std::string& name = step.value(n.output).name;
+    if (n.op == "mul" && name.rfind("s.bwd", 0) == 0) planted = name;  // d(loss)/d(h), ~1
+  }
+  ASSERT_FALSE(planted.empty()) << print_graph(step);
+  save_graph_file(step, dir_ / "step.graph");
+  auto r = run_crucible("minify " + (dir_ / "step.graph").string() +
+                        " --backend codegen --no-kernel-bisect --scaled-tolerance "
+                        "-c inject=mul:times2@" +
+                        planted + " --db " + (dir_ / "m.db").string() + " -o " +
+                        (dir_ / "repro").string());
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("cosim: first diverging node %" + planted), std::string::npos) << r.out;
+  const Graph repro = load_graph_file(dir_ / "repro" / "graph.graph");
+  ASSERT_EQ(repro.nodes().size(), 1u);
+  EXPECT_EQ(repro.value(repro.nodes()[0].output).name, planted);
+}
+
 // An imported ONNX model trains with its initializers as the parameters: they start from the
 // file's values (written beside the imported graph, read back as inputs of the step).
 TEST_F(TrainingRun, AnImportedOnnxModelTrainsItsInitializers) {

@@ -84,7 +84,7 @@ bool attempt(reports::ResultRecord& r, reports::Status status, F&& body) {
   return false;
 }
 
-// The minifier's per-node localization (minify/cosim_job.cpp).
+// The minifier's per-node localization (minify/cosim/cosim_job.cpp).
 void cosim_job(Session& s);
 
 // One candidate load-time environment of a backend, checked and timed (load_env_probe_job.cpp).
