@@ -206,7 +206,9 @@ TEST(FinalizeJob, HowTheWorkerEndedBecomesOneStatusPerBackend) {
   job.suite = "s";
   job.model = "m";
   job.backends = {"eager", "codegen"};
-  ChildLimits limits{.timeout_s = 5, .memory_limit_mb = 100};
+  ChildLimits limits;
+  limits.timeout_s = 5;
+  limits.memory_limit_mb = 100;
   auto outcome = [](auto f) {
     ChildOutcome o;
     f(o);
@@ -309,7 +311,9 @@ TEST(FinalizeJob, ReportedResultsAreKeptAndAnOomKillRelabelsOnlyFailures) {
   EXPECT_EQ(out[0].status, Status::kPass);
   EXPECT_EQ(out[1].status, Status::kFailToCompile);
   o.memory_cgroup = o.oom_killed = true;
-  out = finalize_job(job, o, rep, dir / "none.log", {.timeout_s = 0, .memory_limit_mb = 64});
+  ChildLimits limit_64;
+  limit_64.memory_limit_mb = 64;
+  out = finalize_job(job, o, rep, dir / "none.log", limit_64);
   EXPECT_EQ(out[0].status, Status::kPass);
   EXPECT_EQ(out[1].status, Status::kOom);
   EXPECT_NE(out[1].error.find("fail_to_compile: c++ was killed"), std::string::npos)

@@ -22,7 +22,8 @@ TEST(OpRegistry, BuiltinOpsAreInstalledWithoutAnyDirectCall) {
 void install_test_op(OpRegistry& r) {
   r.add(OpDef{OpSchema{"test_identity_op", 1, 1, {}},
               [](std::span<const TensorType> t, const Attrs&) { return t[0]; },
-              [](std::span<const Tensor> t, const Attrs&) { return t[0]; }});
+              [](std::span<const Tensor> t, const Attrs&) { return t[0]; },
+              {}});
 }
 
 TEST(OpRegistry, LibraryLoadedAfterFirstUseIsInstalledAtOnce) {

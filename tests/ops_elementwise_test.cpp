@@ -122,7 +122,9 @@ TEST(Unary, F32SinCosWithinFourUlpOnAnyArgument) {
         ++bad;
       }
     }
-    if (std::string(op) == "sin") EXPECT_TRUE(std::signbit(got[xs.size() - 4]));  // sin(-0)
+    if (std::string(op) == "sin") {
+      EXPECT_TRUE(std::signbit(got[xs.size() - 4]));  // sin(-0)
+    }
   }
   const Tensor special = T(DType::kF32, {3}, {kNaN, kInf, -kInf});
   for (const char* op : {"sin", "cos"}) {

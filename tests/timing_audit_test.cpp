@@ -110,7 +110,9 @@ void expect_all_caught(std::map<std::string, reports::ResultRow>& perf,
     if ((never_triggered(c) || kCheatsMayGainNothing) && row.status == reports::Status::kPass) {
       // No speed-up at all is no false one (a clock gap withholds it, and says so: the callers
       // check the reason).
-      if (row.speedup) EXPECT_LT(*row.speedup, 2.5);
+      if (row.speedup) {
+        EXPECT_LT(*row.speedup, 2.5);
+      }
       continue;
     }
     EXPECT_NE(row.status, reports::Status::kPass) << row.error;
