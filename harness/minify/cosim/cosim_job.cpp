@@ -48,15 +48,15 @@ void cosim_job(Session& s) {
     std::vector<ValueId> ids;
     for (const Node& n : s.graph.nodes()) ids.push_back(n.output);
     s.report.phase("eager_run", "eager");
-    const auto ev =
+    auto ev =
         eager->backend().compile(s.graph, s.options("eager", false))->intermediates(s.inputs, ids);
     s.report.phase("eager_fp64", "eager");
     const Graph wide = widen_to_f64(s.graph);
     std::vector<ValueId> wide_ids;  // the same values by name: widening renumbers
     for (ValueId id : ids) wide_ids.push_back(*wide.find_value(s.graph.value(id).name));
-    const auto fv = eager->backend()
-                        .compile(wide, s.options("eager", false))
-                        ->intermediates(widen_inputs_to_f64(s.inputs), wide_ids);
+    auto fv = eager->backend()
+                  .compile(wide, s.options("eager", false))
+                  ->intermediates(widen_inputs_to_f64(s.inputs), wide_ids);
     s.report.phase("compile", backend);
     auto exe = be->backend().compile(s.graph, s.options(backend, false));
     s.report.phase("run", backend);
@@ -70,7 +70,8 @@ void cosim_job(Session& s) {
     const AccuracyOptions opts{s.job.tolerance, s.job.cosine, true,
                                s.job.scaled_tolerance ? output_scale(outputs_of(s, ev)) : 1.0};
     s.report.phase("blame", backend);
-    const std::string blamed = minify::blame_node(s.graph, s.inputs, {std::move(bv), ev, fv}, opts);
+    const std::string blamed =
+        minify::blame_node(s.graph, s.inputs, {std::move(bv), std::move(ev), std::move(fv)}, opts);
     reply = blamed.empty() ? "none" : "node " + blamed;
   });
   s.report.reply(ok ? 0 : 1, reply, ok ? "" : r.error);
