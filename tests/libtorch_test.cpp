@@ -403,6 +403,11 @@ TEST_F(Libtorch, PassesTheTimingAuditWithItsCallsRead) {
       "backend = 'libtorch'");
   // Every result has a speed-up, or its timing or eager's says why it has none.
   EXPECT_EQ(testing::unexplained_missing_speedups(db, "libtorch"), "0\n");
+  // Eager's audit too, with its whole reason (the table's line is cut short).
+  EXPECT_EQ(testing::query_text(db,
+                                "SELECT model, backend, error FROM results WHERE backend = "
+                                "'eager' AND status != 'pass'"),
+            "");
   EXPECT_EQ(rows, "10|10|10\n") << testing::query_text(
       db,
       "SELECT model, backend, status, error, disturbed_by, noise_reason FROM results WHERE "

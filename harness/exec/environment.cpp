@@ -114,9 +114,10 @@ reports::RunEnvironment capture_environment(int threads) {
   e.git_commit = source_commit();
   e.threads = threads;
   e.launcher["affinity"] = affinity();
-  for (const char* var : {"OMP_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME", "OMP_PROC_BIND",
-                          "OMP_PLACES", "GOMP_CPU_AFFINITY", "LD_PRELOAD", "MALLOC_CONF",
-                          "CRUCIBLE_ALLOC_CACHE_MB", "CRUCIBLE_LAUNCHER", "CRUCIBLE_INSTANCE"}) {
+  for (const char* var :
+       {"OMP_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME", "OMP_PROC_BIND", "OMP_PLACES",
+        "GOMP_CPU_AFFINITY", "GOMP_SPINCOUNT", "OMP_WAIT_POLICY", "LD_PRELOAD", "MALLOC_CONF",
+        "CRUCIBLE_ALLOC_CACHE_MB", "CRUCIBLE_LAUNCHER", "CRUCIBLE_INSTANCE"}) {
     if (const char* v = std::getenv(var)) e.launcher[var] = v;
   }
   return e;

@@ -59,6 +59,9 @@ struct TurnRecord {
   // that past each turn's allowance for a pool's spin.
   std::vector<double> settle_cpu_ms;
   double after_turn_cpu_ms = 0;
+  // The CPU a pool of its thread count spins after a region here (pool_spin.h), measured where no
+  // plugin runs: with the reference worker's, what a turn's settling may use unpaid.
+  double pool_spin_ms = 0;
   bool reference = false;  // its worker's TurnWorker::reference
   // backend -> CPU that backend's worker used during this worker's samples.
   std::map<std::string, double> disturbed;
