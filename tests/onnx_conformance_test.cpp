@@ -107,5 +107,22 @@ TEST(OnnxZoo, EveryExportedModelPassesOnEagerCodegenAndLibtorch) {
   }
 }
 
+// `crucible models` lists the ONNX suites as it lists the built-in zoo: each model imported in
+// memory with its counts, and a case crucible cannot import named with the reason.
+TEST(OnnxZoo, ModelsListsEveryOnnxSuiteWithItsCounts) {
+  const auto zoo = run_crucible("models --suite onnx-zoo");
+  ASSERT_EQ(zoo.status, 0) << zoo.err;
+  // resnet50 with its batch norms folded into the convolutions by the export: torchvision's
+  // 25,557,032 less their 26,560 scales and shifts.
+  EXPECT_NE(zoo.out.find("resnet50               -            1     25,530,472"), std::string::npos)
+      << zoo.out;
+  EXPECT_EQ(zoo.out.find("not imported"), std::string::npos) << zoo.out;
+  const auto node = run_crucible("models --suite onnx-node");
+  ASSERT_EQ(node.status, 0) << node.err;
+  EXPECT_GT(testing::count_lines(node.out), 900);
+  EXPECT_NE(node.out.find("test_abs "), std::string::npos);
+  EXPECT_NE(node.out.find("not imported: "), std::string::npos);
+}
+
 }  // namespace
 }  // namespace crucible

@@ -48,19 +48,32 @@ std::vector<fs::path> case_files(const fs::path& dir, const std::string& prefix)
   return files;
 }
 
-void import_onnx_model(ModelEntry& m, const fs::path& dir,
+namespace {
+// The files of the model's inputs: the manifest's, else its test case's input_N.pb.
+std::vector<fs::path> input_files_of(const ModelEntry& m) {
+  if (!m.input_files.empty()) return m.input_files;
+  return m.onnx_data.empty() ? std::vector<fs::path>{} : case_files(m.onnx_data, "input");
+}
+}  // namespace
+
+Graph onnx_model_graph(const ModelEntry& m,
                        const std::map<std::string, std::vector<int64_t>>& shapes) {
   onnx::ImportOptions opts;
   opts.shapes = shapes;
-  if (!m.onnx_data.empty()) opts.input_files = case_files(m.onnx_data, "input");
-  if (!m.input_files.empty()) opts.input_files = m.input_files;
+  opts.input_files = input_files_of(m);
   Graph g = onnx::import_model(m.onnx, opts);
   // Expected outputs crucible cannot hold (float16 stored as uint16) make the case unsupported
   // now, not a worker's load failure later.
   if (!m.onnx_data.empty())
     for (const auto& f : case_files(m.onnx_data, "output")) onnx::read_tensor_file(f);
   g.set_name(m.name);
-  m.graph = fs::absolute(onnx::save_imported(g, dir / m.name, opts.input_files));
+  return g;
+}
+
+void import_onnx_model(ModelEntry& m, const fs::path& dir,
+                       const std::map<std::string, std::vector<int64_t>>& shapes) {
+  const Graph g = onnx_model_graph(m, shapes);
+  m.graph = fs::absolute(onnx::save_imported(g, dir / m.name, input_files_of(m)));
 }
 
 }  // namespace crucible

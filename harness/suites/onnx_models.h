@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "crucible/ir/graph.h"
 #include "suite.h"
 
 namespace crucible {
@@ -17,6 +18,11 @@ std::map<std::string, std::vector<int64_t>> parse_shape_bindings(
     const std::vector<std::string>& items);
 
 bool is_onnx_file(const std::filesystem::path& path);
+
+// `m.onnx` as a graph, with the test case's input_N.pb as its inputs when `m.onnx_data` is set,
+// checked for expected outputs crucible can hold. Throws onnx::ImportError.
+Graph onnx_model_graph(const ModelEntry& m,
+                       const std::map<std::string, std::vector<int64_t>>& shapes);
 
 // Imports `m.onnx` into `dir`, with the test case's input_N.pb as its inputs when `m.onnx_data`
 // is set; points `m.graph` at the written .graph. Throws onnx::ImportError.

@@ -5,9 +5,11 @@
 #include <iostream>
 
 #include "cli.h"
+#include "crucible/core/error.h"
 #include "crucible/ir/text_format.h"
 #include "crucible/models/model_zoo.h"
 #include "crucible/ops/training.h"
+#include "onnx_models.h"
 #include "suite.h"
 
 namespace crucible::cli {
@@ -76,6 +78,21 @@ int models_command(const std::vector<std::string>& args) {
         for (ValueId in : g.inputs())
           what += fmt::format(" %{}: {}", g.value(in).name, g.value(in).type.str());
       }
+    } else if (!m.onnx.empty()) {
+      // Imported in memory; a model crucible cannot import is listed with the reason, as a run
+      // would skip it.
+      try {
+        g = onnx_model_graph(m, {});
+      } catch (const Error& e) {
+        std::cout << fmt::format(
+            "{:<12} {:<22} {:<7} {:>6} {:>14} {:>10} {:>6} {:>10} {:>9} {:>9}  {}\n", m.suite,
+            m.name, "-", "-", "-", "-", "-", "-", "-", "-",
+            fmt::format("not imported: {}", e.what()));
+        continue;
+      }
+      if (used_batch == 0 && !g.inputs().empty() && !g.value(g.inputs()[0]).type.shape.empty())
+        used_batch = g.value(g.inputs()[0]).type.shape[0];
+      what = (m.onnx.parent_path().filename() / m.onnx.filename()).string();
     } else {
       g = load_graph_file(m.graph);
       if (used_batch == 0 && !g.inputs().empty() && !g.value(g.inputs()[0]).type.shape.empty())
