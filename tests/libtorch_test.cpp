@@ -3,10 +3,13 @@
 // without a mapping is a compile error naming it, the version names the active BLAS, eager mode
 // times each op, the PyTorch 1.13 bugs that jit mode works around are shown to be there, and it
 // passes the timing audit.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "cli_util.h"
 #include "crucible/ir/op_registry.h"
@@ -383,6 +386,52 @@ TEST_F(Libtorch, EverySuiteModelPassesAccuracyInBothModes) {
     EXPECT_EQ(passed, 14) << m << "\n" << r.out;
   }
   std::filesystem::remove_all(dir);
+}
+
+// The peer's timed linear paths (-c linear=auto) are chosen once per model, in the profile worker,
+// and the timing worker takes them from the cache folder they share: its version shows the
+// profile's own timings of each shape, and the profiled kernels are those of the timed path.
+TEST_F(Libtorch, TimesTheLinearPathsItsProfileChose) {
+  const auto dir = testing::fresh_test_dir("crucible_libtorch_linear");
+  const auto r = run_crucible(
+      "run --suite transformer --only gpt2 --variant small --backends eager,libtorch --mode "
+      "performance --repeat 3 --min-time-ms 0 --db " +
+      (dir / "runs.db").string() + " -o " + (dir / "out").string());
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.err.find("kernels not kept"), std::string::npos) << r.err;
+  const std::string version = testing::query_text(
+      dir / "runs.db", "SELECT backend_version FROM results WHERE backend = 'libtorch'");
+  std::ifstream file(dir / "out" / "cache" / "gpt2.libtorch" / "libtorch" / "linear_choices");
+  ASSERT_TRUE(file) << "no linear_choices in the profile's cache folder";
+  std::string context;
+  ASSERT_TRUE(std::getline(file, context));
+  EXPECT_EQ(context.rfind("context torch ", 0), 0u) << context;
+  int timed = 0, onednn = 0;
+  for (std::string line; std::getline(file, line);) {
+    std::istringstream f(line);
+    int64_t rows = 0, in = 0, out = 0;
+    int bias = 0, threads = 0, mkldnn = 0;
+    double aten_ms = 0, mkldnn_ms = 0;
+    ASSERT_TRUE(f >> rows >> in >> out >> bias >> threads >> mkldnn >> aten_ms >> mkldnn_ms)
+        << line;
+    std::string why;
+    std::getline(f >> std::ws, why);
+    onednn += mkldnn;
+    if (!why.empty()) continue;
+    ++timed;
+    // Timed again in the timing worker, the figures would differ in their digits.
+    EXPECT_NE(version.find(fmt::format("{}x{}->{}{}: aten {:.2f}, mkldnn {:.2f} ms", rows, in, out,
+                                       bias ? "" : " nobias", aten_ms, mkldnn_ms)),
+              std::string::npos)
+        << line << "\n"
+        << version;
+  }
+  EXPECT_GT(timed, 0);
+  const std::string kernels = testing::query_text(
+      dir / "runs.db",
+      "SELECT count(*) FROM kernels k JOIN results r ON r.id = k.result_id WHERE r.backend = "
+      "'libtorch' AND k.name = 'aten::mkldnn_linear'");
+  EXPECT_EQ(kernels, onednn > 0 ? "1\n" : "0\n") << version;
 }
 
 // An honest peer passes the timing audit: its calls' outputs read out of its stopped worker and

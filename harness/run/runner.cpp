@@ -301,6 +301,11 @@ class Runner {
     return by_backend;
   }
 
+  // The kernel cache folder of `b` on `m` for this run, shared by its profile and timing workers.
+  fs::path cache_of(const ModelEntry& m, const std::string& b) const {
+    return out_ / "cache" / fmt::format("{}.{}", file_component(m.name), file_component(b));
+  }
+
   // A worker's time per call by the parent's clock.
   static double per_call_ms(const TurnRecord& rec) {
     return rec.calls_timed > 0 ? rec.timed_ms() / static_cast<double>(rec.calls_timed) : 0;
@@ -323,7 +328,10 @@ class Runner {
       if (cfg_.processes > 1) label += fmt::format(".p{}", p + 1);
       const WorkerFiles files = worker_files(out_, label);
       job.tensors = worker_tensors(files).string();
-      workers.push_back({job, files, b == "eager"});
+      // The profile's cache: what the backend chose there is what is timed.
+      const fs::path cache = cache_of(m, b);
+      fs::create_directories(cache);
+      workers.push_back({job, files, b == "eager", {{"CRUCIBLE_CACHE_DIR", cache.string()}}});
     }
     std::vector<TurnRecord> records = take_turns(workers, {}, limits_);
     judge_turns(records);
@@ -370,8 +378,7 @@ class Runner {
       }
       WorkerJob job = make_job(m, batch, "profile", {b});
       // A fresh cache directory per (model, backend): the first compile in it is a cold compile.
-      const fs::path cache =
-          out_ / "cache" / fmt::format("{}.{}", file_component(m.name), file_component(b));
+      const fs::path cache = cache_of(m, b);
       fs::remove_all(cache);
       fs::create_directories(cache);
       double rss = 0;
@@ -403,6 +410,16 @@ class Runner {
       r.compile_s = p.compile_s;
       r.compile_warm_s = p.compile_warm_s;
       r.kernels = p.kernels;
+      // Profile and timing share the backend's cache folder (cache_of), so what it chose at
+      // compile time is the same in both; a backend whose version says otherwise has its profile's
+      // kernels left out rather than shown beside a path that was not timed.
+      if (p.status == Status::kPass && r.status == Status::kPass && !p.backend_version.empty() &&
+          !r.backend_version.empty() && p.backend_version != r.backend_version) {
+        r.kernels.clear();
+        std::cerr << fmt::format(
+            "{} on {}: kernels not kept: profiled as \"{}\", timed as \"{}\"\n", m.name, b,
+            p.backend_version, r.backend_version);
+      }
       if (peak[b] > 0) r.peak_rss_mb = peak[b];
       // The graph's work and the machine's limits as the reference backend's worker measured them:
       // a worker's report of its own bound is its plugin's to change (its memory, its report).

@@ -8,14 +8,20 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <omp.h>
+#include <torch/version.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <tuple>
 
+#include "crucible/core/kernel_cache_dir.h"
 #include "crucible/core/openmp_threads.h"
 #include "mkldnn_linear.h"
 
@@ -58,6 +64,78 @@ struct Decision {
 
 std::mutex g_mutex;
 std::map<ShapeKey, Decision> g_decisions;  // for the process: the same shape decides once
+
+// The decisions are kept in the kernel cache folder too, as codegen keeps its kernels there: a run
+// gives each model's profile and timing workers one folder (runner.cpp), so the path the profile
+// describes is the path that is timed. Timed apart, gpt2's LM head was timed on ATen and profiled
+// on oneDNN in one run. After the context line, one line a shape: rows in out bias threads onednn
+// aten_ms onednn_ms why.
+std::filesystem::path choices_file() {
+  try {
+    return default_kernel_cache_dir() / "linear_choices";  // the worker's folder for this backend
+  } catch (const std::exception&) {
+    return {};  // no folder: the process's decisions alone
+  }
+}
+
+// What the timings were taken under, the file's first line: a file of another context (another
+// torch, CPU, BLAS core, or a planted oneDNN fault) is timed anew and replaced, as an autotuning
+// cache is.
+std::string choices_context() {
+  const auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v != nullptr ? v : "-");
+  };
+  std::string cpu = "-";
+  std::ifstream info("/proc/cpuinfo");
+  for (std::string line; std::getline(info, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      cpu = line.substr(line.find(':') + 1);
+      break;
+    }
+  }
+  return fmt::format("context torch {}.{}.{}; cpu{}; OPENBLAS_CORETYPE {}; fault {}",
+                     TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, TORCH_VERSION_PATCH, cpu,
+                     env("OPENBLAS_CORETYPE"), env("CRUCIBLE_TEST_LINEAR_FAULT"));
+}
+
+// Adds the folder's decisions the process has not made itself; a malformed line is left out.
+void load_choices(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::string context;
+  if (!std::getline(in, context) || context != choices_context()) return;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    ShapeKey k{};
+    Decision d;
+    int bias = 0, onednn = 0;
+    if (!(fields >> k.rows >> k.in >> k.out >> bias >> k.threads >> onednn >> d.aten_ms >>
+          d.onednn_ms))
+      continue;
+    std::getline(fields >> std::ws, d.why);
+    k.bias = bias != 0;
+    d.onednn = onednn != 0;
+    g_decisions.emplace(k, d);
+  }
+}
+
+// Writes every decision of the process, whole or not at all (a reader sees the old file or this).
+void save_choices(const std::filesystem::path& file) {
+  std::error_code ec;
+  std::filesystem::create_directories(file.parent_path(), ec);
+  const std::filesystem::path tmp = file.string() + fmt::format(".{}", ::getpid());
+  {
+    std::ofstream out(tmp);
+    out << choices_context() << "\n";
+    for (const auto& [k, d] : g_decisions) {
+      out << fmt::format("{} {} {} {} {} {} {} {} {}\n", k.rows, k.in, k.out, k.bias ? 1 : 0,
+                         k.threads, d.onednn ? 1 : 0, d.aten_ms, d.onednn_ms, d.why);
+    }
+    if (!out) return;
+  }
+  std::filesystem::rename(tmp, file, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
 
 using Ms = std::chrono::duration<double, std::milli>;
 
@@ -186,6 +264,9 @@ LinearPlan plan_linears(const Graph& g, const std::vector<at::Tensor>& params,
   std::stable_sort(order.begin(), order.end(),
                    [](const ShapeKey& a, const ShapeKey& b) { return a.macs() > b.macs(); });
   std::lock_guard<std::mutex> lock(g_mutex);
+  const std::filesystem::path file = choices_file();
+  if (!file.empty()) load_choices(file);
+  bool decided = false;
   double spent = 0;
   int onednn_shapes = 0;
   std::vector<std::string> lines;
@@ -196,20 +277,27 @@ LinearPlan plan_linears(const Graph& g, const std::vector<at::Tensor>& params,
     } else if (key.macs() < kMinMacs) {
       d.why = "tiny";
       g_decisions.emplace(key, d);
+      decided = true;
     } else if (spent > kBudgetMs) {
-      d.why = "budget";  // not kept: a later compile with budget left may time it
+      // Kept: a later compile (the warm one, the timing worker's) with budget left must not time
+      // it and take another path than the one profiled.
+      d.why = "budget";
+      g_decisions.emplace(key, d);
+      decided = true;
     } else {
       const Node& n = g.nodes()[nodes_of[key].front()];
       const at::Tensor& w = params[param_index.at(n.operands[1])];
       const at::Tensor b = key.bias ? params[param_index.at(n.operands[2])] : at::Tensor();
       spent += time_ms([&] { d = measure(key, w, b); });
       g_decisions.emplace(key, d);
+      decided = true;
     }
     lines.push_back(describe(key, d));
     if (!d.onednn) continue;
     ++onednn_shapes;
     plan.onednn_nodes.insert(nodes_of[key].begin(), nodes_of[key].end());
   }
+  if (decided && !file.empty()) save_choices(file);
   plan.summary = fmt::format("linear auto: mkldnn for {} of {} shapes ({})", onednn_shapes,
                              order.size(), fmt::join(lines, "; "));
   return plan;

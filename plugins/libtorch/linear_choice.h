@@ -30,8 +30,9 @@ struct LinearPlan {
 // deterministic input on `threads` threads, oneDNN's result is checked against ATen's within the
 // rounding bound of an f32 dot product of that length, and the faster correct one is taken.
 // Shapes too small to matter, and those left once the probe's time budget is spent, stay on ATen.
-// Decisions are kept for the process (keyed by shape and threads), so a second compile of the same
-// graph (the warm compile, the profiled one) takes the same paths without timing again.
+// Decisions are kept for the process and in the kernel cache folder (keyed by shape and threads),
+// so a second compile of the same graph (the warm compile, the profiled one, the timing worker's
+// in the same folder) takes the same paths without timing again.
 LinearPlan plan_linears(const Graph& g, const std::vector<at::Tensor>& params,
                         LinearSetting setting, int threads);
 

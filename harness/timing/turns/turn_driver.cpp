@@ -195,7 +195,9 @@ void start(Live& l, const std::map<std::string, std::string>& env, const ChildLi
   l.fd = sv[0];
   l.child_fd = sv[1];
   l.worker->job.turns = true;
-  l.thread = std::thread([&l, &env, &limits] {
+  std::map<std::string, std::string> own = env;
+  for (const auto& [k, v] : l.worker->env) own[k] = v;
+  l.thread = std::thread([&l, own = std::move(own), &limits] {
     ChildHooks hooks;
     hooks.fds = {l.child_fd, l.inputs->fd()};
     // The inputs' secret stays here: the worker reads what the parent wrote.
@@ -209,7 +211,7 @@ void start(Live& l, const std::map<std::string, std::string>& env, const ChildLi
       l.child_fd = -1;
     };
     try {
-      l.run = run_worker(job, l.worker->files, env, limits, {}, hooks);
+      l.run = run_worker(job, l.worker->files, own, limits, {}, hooks);
     } catch (const std::exception& e) {
       l.start_error = e.what();
     }

@@ -21,6 +21,10 @@ struct TurnWorker {
   // The reference backend's worker: its outputs are read at every call another worker's are (of
   // the same id, so on the same inputs), to judge theirs by.
   bool reference = false;
+  // Its own variables over take_turns' env: its backend's cache folder, shared with the profile
+  // worker of the same model, so that what the backend chose there (compiled kernels, the peer's
+  // timed linear paths) is what is timed.
+  std::map<std::string, std::string> env;
 };
 
 // Timed calls whose outputs the parent read out of the worker, stopped after its sample: by call
