@@ -631,6 +631,17 @@ double spin_allowance(const std::vector<TurnRecord>& records) {
   return allowance;
 }
 
+// The CPU of one event in one of the others' samples that is not charged: the largest such
+// window's, up to a pool's spin, once the worker waited through at least 3. What a worker does
+// once while another is timed it could have done in its warm-up, unpaid anyway; work that serves
+// its calls (a cache refilled, a side thread, a hog) recurs in every sample and stays charged.
+// CI's honest eager used 3.2 and 3.5 ms so, in 1 of its 3 and 6 idle windows, under other tests'
+// load (its pool had settled; the cause was not reproduced here in 37 loaded runs).
+double one_idle_event(const TurnRecord& rec, double spin) {
+  if (rec.idle_windows < 3) return 0;
+  return std::min({rec.idle_most_ms, rec.idle_cpu_ms, spin});
+}
+
 }  // namespace
 
 void judge_turns(std::vector<TurnRecord>& records) {
@@ -698,18 +709,21 @@ void judge_turns(std::vector<TurnRecord>& records) {
             "process may have slowed it",
             rec.placement_change);
       } else if (why = clock_failure(rec, cores); !why.empty()) {
-      } else if (const double outside = rec.idle_cpu_ms + rec.inputs_cpu_ms + rec.after_turn_cpu_ms;
+      } else if (const double outside = rec.idle_cpu_ms - one_idle_event(rec, spin) +
+                                        rec.inputs_cpu_ms + rec.after_turn_cpu_ms;
                  outside > allowance && rec.continued_by_backend.empty()) {
         // (A worker another backend's stopped and continued is not blamed for its pool's waking;
         // one continued by a hidden sender is: it may have been itself.)
         why = fmt::format(
             "its processes used {:.1f} ms of CPU where they had nothing to compute ({:.1f} ms "
             "while other backends were timed, in {} of their {} samples, at most {:.2f} ms in "
-            "one; {:.1f} ms while the harness wrote its calls' inputs, {:.1f} ms after its turns "
+            "one, {:.2f} ms of it not charged; {:.1f} ms while the harness wrote its calls' "
+            "inputs, {:.1f} ms after its turns "
             "past a pool's spin of {:.1f} ms; {:.1f} ms timed; read from outside: {}): work "
             "outside the clock",
             outside, rec.idle_cpu_ms, rec.idle_windows_used, rec.idle_windows, rec.idle_most_ms,
-            rec.inputs_cpu_ms, rec.after_turn_cpu_ms, spin, timed, rec.cpu_how);
+            one_idle_event(rec, spin), rec.inputs_cpu_ms, rec.after_turn_cpu_ms, spin, timed,
+            rec.cpu_how);
       }
       if (why.empty()) continue;
       r.status = Status::kFailAudit;
