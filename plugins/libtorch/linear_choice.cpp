@@ -21,6 +21,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "blas_probe.h"
 #include "crucible/core/kernel_cache_dir.h"
 #include "crucible/core/openmp_threads.h"
 #include "mkldnn_linear.h"
@@ -80,12 +81,9 @@ std::filesystem::path choices_file() {
 
 // What the timings were taken under, the file's first line: a file of another context (another
 // torch, CPU, BLAS core, or a planted oneDNN fault) is timed anew and replaced, as an autotuning
-// cache is.
-std::string choices_context() {
-  const auto env = [](const char* name) {
-    const char* v = std::getenv(name);
-    return std::string(v != nullptr ? v : "-");
-  };
+// cache is. Fixed for the process (the core is OpenBLAS's choice at load), so read once.
+std::string read_choices_context() {
+  const char* fault = std::getenv("CRUCIBLE_TEST_LINEAR_FAULT");
   std::string cpu = "-";
   std::ifstream info("/proc/cpuinfo");
   for (std::string line; std::getline(info, line);) {
@@ -94,9 +92,14 @@ std::string choices_context() {
       break;
     }
   }
-  return fmt::format("context torch {}.{}.{}; cpu{}; OPENBLAS_CORETYPE {}; fault {}",
-                     TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, TORCH_VERSION_PATCH, cpu,
-                     env("OPENBLAS_CORETYPE"), env("CRUCIBLE_TEST_LINEAR_FAULT"));
+  return fmt::format("context torch {}.{}.{}; cpu{}; BLAS core {}; fault {}", TORCH_VERSION_MAJOR,
+                     TORCH_VERSION_MINOR, TORCH_VERSION_PATCH, cpu, openblas_core(),
+                     fault != nullptr ? fault : "-");
+}
+
+const std::string& choices_context() {
+  static const std::string context = read_choices_context();
+  return context;
 }
 
 // Adds the folder's decisions the process has not made itself; a malformed line is left out.

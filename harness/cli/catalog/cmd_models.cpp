@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <string_view>
 
 #include "cli.h"
 #include "crucible/core/error.h"
@@ -58,9 +59,16 @@ int models_command(const std::vector<std::string>& args) {
       entries.insert(entries.end(), suite.models.begin(), suite.models.end());
     }
   }
-  std::cout << fmt::format("{:<12} {:<22} {:<7} {:>6} {:>14} {:>10} {:>6} {:>10} {:>9} {:>9}  {}\n",
-                           "suite", "model", "variant", "batch", "params", "buffers", "nodes",
-                           "GFLOP", "GMAC", "min_MB", "what");
+  // The columns as text: the header, and a model that has no figures.
+  constexpr std::string_view kTextRow =
+      "{:<12} {:<22} {:<7} {:>6} {:>14} {:>10} {:>6} {:>10} {:>9} {:>9}  {}\n";
+  std::cout << fmt::format(kTextRow, "suite", "model", "variant", "batch", "params", "buffers",
+                           "nodes", "GFLOP", "GMAC", "min_MB", "what");
+  // A graph's batch where the manifest gives none: its first input's leading dim.
+  const auto first_input_batch = [](const Graph& g, int64_t given) {
+    if (given != 0 || g.inputs().empty() || g.value(g.inputs()[0]).type.shape.empty()) return given;
+    return g.value(g.inputs()[0]).type.shape[0];
+  };
   for (const ModelEntry& m : entries) {
     Graph g;
     std::string what, var = "-";
@@ -84,19 +92,15 @@ int models_command(const std::vector<std::string>& args) {
       try {
         g = onnx_model_graph(m, {});
       } catch (const Error& e) {
-        std::cout << fmt::format(
-            "{:<12} {:<22} {:<7} {:>6} {:>14} {:>10} {:>6} {:>10} {:>9} {:>9}  {}\n", m.suite,
-            m.name, "-", "-", "-", "-", "-", "-", "-", "-",
-            fmt::format("not imported: {}", e.what()));
+        std::cout << fmt::format(kTextRow, m.suite, m.name, "-", "-", "-", "-", "-", "-", "-", "-",
+                                 fmt::format("not imported: {}", e.what()));
         continue;
       }
-      if (used_batch == 0 && !g.inputs().empty() && !g.value(g.inputs()[0]).type.shape.empty())
-        used_batch = g.value(g.inputs()[0]).type.shape[0];
+      used_batch = first_input_batch(g, used_batch);
       what = (m.onnx.parent_path().filename() / m.onnx.filename()).string();
     } else {
       g = load_graph_file(m.graph);
-      if (used_batch == 0 && !g.inputs().empty() && !g.value(g.inputs()[0]).type.shape.empty())
-        used_batch = g.value(g.inputs()[0]).type.shape[0];
+      used_batch = first_input_batch(g, used_batch);
       what = m.graph.filename().string();
     }
     const models::GraphStats st = models::graph_stats(g);

@@ -130,26 +130,23 @@ double WorkerCpu::tree_ms() const {
   return ticks * resolution_ms_;
 }
 
-namespace {
-// Whether the thread whose stat file is `stat_path` is running or runnable.
-bool running(const fs::path& stat_path) {
+bool thread_runnable(const fs::path& stat_path) {
   const std::string stat = read_all(stat_path);
   const size_t close = stat.rfind(')');
   return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'R';
 }
-}  // namespace
 
 bool WorkerCpu::other_threads_running() const {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(fmt::format("/proc/{}/task", pid_), ec)) {
     if (e.path().filename() == std::to_string(pid_)) continue;
-    if (running(e.path() / "stat")) return true;
+    if (thread_runnable(e.path() / "stat")) return true;
   }
   return false;
 }
 
 bool WorkerCpu::main_thread_running() const {
-  return running(fmt::format("/proc/{}/task/{}/stat", pid_, pid_));
+  return thread_runnable(fmt::format("/proc/{}/task/{}/stat", pid_, pid_));
 }
 
 namespace {
@@ -161,6 +158,12 @@ double wait_field_ms(const fs::path& p) {
   return wait / 1e6;
 }
 }  // namespace
+
+double thread_run_ms(const fs::path& schedstat) {
+  std::istringstream in(read_all(schedstat));
+  double run = 0;
+  return in >> run ? run / 1e6 : NAN;
+}
 
 double own_thread_wait_ms() { return wait_field_ms("/proc/thread-self/schedstat"); }
 

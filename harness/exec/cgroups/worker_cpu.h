@@ -15,6 +15,11 @@ namespace crucible {
 // ms the calling thread has waited for a CPU while runnable (its schedstat), NaN when unreadable.
 double own_thread_wait_ms();
 
+// Whether the thread whose /proc stat file is `stat` is running or runnable.
+bool thread_runnable(const std::filesystem::path& stat);
+// ms the thread whose /proc schedstat file is `schedstat` has run, NaN when unreadable.
+double thread_run_ms(const std::filesystem::path& schedstat);
+
 class WorkerCpu {
  public:
   // Puts `pid` (just started, before it loads a plugin) in a CPU accounting cgroup of its own: a

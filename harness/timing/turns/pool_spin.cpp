@@ -6,35 +6,24 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
+#include <cmath>
 #include <map>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
+
+#include "worker_cpu.h"
 
 namespace crucible {
 namespace {
 
-// A thread of this process: its run time in ms (schedstat's first field) and whether it is
-// runnable (stat's state).
-struct ThreadNow {
-  double ms = 0;
-  bool runnable = false;
-};
-
-ThreadNow thread_now(long tid) {
-  ThreadNow t;
-  std::ifstream sched("/proc/self/task/" + std::to_string(tid) + "/schedstat");
-  double ns = 0;
-  if (sched >> ns) t.ms = ns / 1e6;
-  std::ifstream stat_file("/proc/self/task/" + std::to_string(tid) + "/stat");
-  const std::string stat((std::istreambuf_iterator<char>(stat_file)),
-                         std::istreambuf_iterator<char>());
-  const size_t close = stat.rfind(')');
-  t.runnable = close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'R';
-  return t;
+// A pool thread of this process: the ms it has run (0 when unreadable), whether it is runnable.
+std::pair<double, bool> thread_now(long tid) {
+  const std::string task = "/proc/self/task/" + std::to_string(tid);
+  const double ms = thread_run_ms(task + "/schedstat");
+  return {std::isfinite(ms) ? ms : 0, thread_runnable(task + "/stat")};
 }
 
 double measure(int threads) {
@@ -44,7 +33,7 @@ double measure(int threads) {
   tids[static_cast<size_t>(omp_get_thread_num())] = ::syscall(SYS_gettid);
   const long self = ::syscall(SYS_gettid);
   std::vector<double> start;
-  for (long tid : tids) start.push_back(tid == self ? 0 : thread_now(tid).ms);
+  for (long tid : tids) start.push_back(tid == self ? 0 : thread_now(tid).first);
   // Settled as turn_driver.cpp's settle(): two polls in a row with no pool thread runnable and
   // no CPU moved.
   const auto deadline =
@@ -56,9 +45,9 @@ double measure(int threads) {
     bool runnable = false;
     for (size_t k = 0; k < tids.size(); ++k) {
       if (tids[k] == self || tids[k] == 0) continue;
-      const ThreadNow t = thread_now(tids[k]);
-      used += t.ms - start[k];
-      runnable = runnable || t.runnable;
+      const auto [ms, now_runnable] = thread_now(tids[k]);
+      used += ms - start[k];
+      runnable = runnable || now_runnable;
     }
     quiet = !runnable && used == before ? quiet + 1 : 0;
     before = used;

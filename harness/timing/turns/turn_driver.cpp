@@ -332,6 +332,27 @@ int64_t next_calls(const Live& l) {
                              std::min(l.inputs->capacity(), kMaxTurnCalls));
 }
 
+// The others waited through live[i]'s turn for their "p" (their main threads too): whatever CPU
+// their trees used since `tree_p` ran their own code outside the clock.
+void charge_idle(std::vector<std::unique_ptr<Live>>& live, size_t i,
+                 const std::vector<double>& tree_p) {
+  for (size_t j = 0; j < live.size(); ++j) {
+    if (j == i) continue;
+    const double used = live[j]->tree_ms() - tree_p[j];
+    if (!std::isfinite(used)) continue;
+    TurnRecord& idle = live[j]->record;
+    if (live[j]->spinning) {
+      last_spin(*live[j]) += std::max(0.0, used);
+      live[j]->spinning = live[j]->cpu->other_threads_running();
+      continue;
+    }
+    idle.idle_cpu_ms += std::max(0.0, used);
+    ++idle.idle_windows;
+    if (used > 0) ++idle.idle_windows_used;
+    idle.idle_most_ms = std::max(idle.idle_most_ms, used);
+  }
+}
+
 // One sample of `live[i]`, timed from here; the others' CPU meanwhile is charged to them.
 void turn(std::vector<std::unique_ptr<Live>>& live, size_t i, int64_t round,
           const Secrets& secrets) {
@@ -415,23 +436,7 @@ void turn(std::vector<std::unique_ptr<Live>>& live, size_t i, int64_t round,
     }
     m = l.next();
   }
-  // The others wait for their "p" (their main threads too): whatever CPU their trees used ran
-  // their own code outside the clock.
-  for (size_t j = 0; j < n; ++j) {
-    if (j == i) continue;
-    const double used = live[j]->tree_ms() - tree_p[j];
-    if (!std::isfinite(used)) continue;
-    TurnRecord& idle = live[j]->record;
-    if (live[j]->spinning) {
-      last_spin(*live[j]) += std::max(0.0, used);
-      live[j]->spinning = live[j]->cpu->other_threads_running();
-      continue;
-    }
-    idle.idle_cpu_ms += std::max(0.0, used);
-    ++idle.idle_windows;
-    if (used > 0) ++idle.idle_windows_used;
-    idle.idle_most_ms = std::max(idle.idle_most_ms, used);
-  }
+  charge_idle(live, i, tree_p);
   if (!m || !m->ready) {
     l.alive = false;  // gone mid-sample or off the protocol: its report (or protocol_error) says
     return;
@@ -654,6 +659,7 @@ void judge_turns(std::vector<TurnRecord>& records) {
                              2 * rec.cpu_resolution_ms * static_cast<double>(rec.windows.size());
     const long cores = sysconf(_SC_NPROCESSORS_ONLN);
     const ClockGaps gaps(rec);
+    const double forgiven = one_idle_event(rec, spin);
     for (reports::ResultRecord& r : rec.results) {
       std::vector<std::string> by;
       for (const auto& [other, ms] : rec.disturbed) {
@@ -709,8 +715,8 @@ void judge_turns(std::vector<TurnRecord>& records) {
             "process may have slowed it",
             rec.placement_change);
       } else if (why = clock_failure(rec, cores); !why.empty()) {
-      } else if (const double outside = rec.idle_cpu_ms - one_idle_event(rec, spin) +
-                                        rec.inputs_cpu_ms + rec.after_turn_cpu_ms;
+      } else if (const double outside =
+                     rec.idle_cpu_ms - forgiven + rec.inputs_cpu_ms + rec.after_turn_cpu_ms;
                  outside > allowance && rec.continued_by_backend.empty()) {
         // (A worker another backend's stopped and continued is not blamed for its pool's waking;
         // one continued by a hidden sender is: it may have been itself.)
@@ -722,8 +728,7 @@ void judge_turns(std::vector<TurnRecord>& records) {
             "past a pool's spin of {:.1f} ms; {:.1f} ms timed; read from outside: {}): work "
             "outside the clock",
             outside, rec.idle_cpu_ms, rec.idle_windows_used, rec.idle_windows, rec.idle_most_ms,
-            one_idle_event(rec, spin), rec.inputs_cpu_ms, rec.after_turn_cpu_ms, spin, timed,
-            rec.cpu_how);
+            forgiven, rec.inputs_cpu_ms, rec.after_turn_cpu_ms, spin, timed, rec.cpu_how);
       }
       if (why.empty()) continue;
       r.status = Status::kFailAudit;
