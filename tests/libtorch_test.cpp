@@ -318,6 +318,48 @@ TEST_F(Libtorch, Pytorch113OptimizeForInferenceClampAfterConvIsWrongAndJitAvoids
   EXPECT_THROW(libtorch().compile(one, mode("jit", {{"clamp", "native"}})), plugin::CompileError);
 }
 
+// -c clamp=auto (jit's default) checks PyTorch's own ReLU6 form against the safe one on the graph
+// and takes it only where both compute the same: never on 12 channels (the bug above), and on 32
+// (a multiple of oneDNN's block on AVX2 and AVX-512) after timing both, the version saying so.
+TEST_F(Libtorch, ClampAutoTakesPytorchsFormOnlyWhereItComputesTheSame) {
+  auto relu6_after_conv = [](int channels) {
+    return parse_graph(fmt::format(R"(graph conv_relu6(%x: f32[2,3,8,8]) {{
+  param %w: f32[{0},3,3,3] = randn(seed=1)
+  param %b: f32[{0}] = randn(seed=2)
+  %c: f32[2,{0},8,8] = conv2d(%x, %w, %b, padding=[1, 1])
+  %y: f32[2,{0},8,8] = clamp(%c, min=0.0, max=6.0)
+  return %y
+}})",
+                                   channels));
+  };
+  const std::vector<Tensor> in = {Tensor::full(DType::kF32, {2, 3, 8, 8}, 0.7)};
+  for (const int channels : {12, 32}) {
+    SCOPED_TRACE(channels);
+    const Graph g = relu6_after_conv(channels);
+    const std::vector<double> want = eager().compile(g, {})->run(in)[0].to_doubles();
+    const std::vector<double> got = libtorch().compile(g, mode("jit"))->run(in)[0].to_doubles();
+    const std::string version = libtorch().info().version;
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4) << i;
+    if (channels == 12) {
+      EXPECT_NE(version.find("clamp auto: safe (native differs from safe at "), std::string::npos)
+          << version;
+    } else {
+      EXPECT_NE(version.find("outputs agree)"), std::string::npos) << version;
+      EXPECT_NE(version.find("(native "), std::string::npos) << version;
+    }
+  }
+  // A graph without a clamp the forms write apart has no choice to make.
+  libtorch().compile(parse_graph(R"(graph r(%x: f32[4]) {
+  %y: f32[4] = clamp(%x, min=0.0)
+  return %y
+})"),
+                     mode("jit"));
+  EXPECT_EQ(libtorch().info().version.find("clamp auto"), std::string::npos);
+  EXPECT_THROW(libtorch().compile(relu6_after_conv(16), mode("jit", {{"clamp", "fast"}})),
+               plugin::OptionError);
+}
+
 // Where PyTorch 1.13 and crucible part, and crucible is the one that is right (the fp64 judge
 // agrees with it): found by the differential fuzz, kept here so that each is a known, checked
 // difference rather than noise in the next fuzz run.

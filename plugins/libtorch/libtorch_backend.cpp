@@ -18,6 +18,7 @@
 #include "aten_ops.h"
 #include "blas_cores.h"
 #include "blas_probe.h"
+#include "clamp_choice.h"
 #include "crucible/core/openmp_threads.h"
 #include "crucible/ir/uses.h"
 #include "crucible/plugin_api.h"
@@ -221,7 +222,7 @@ class EagerExecutable final : public plugin::Executable {
 class JitExecutable final : public plugin::Executable {
  public:
   JitExecutable(const Graph& g, const plugin::Options& opts, bool optimize, ScriptStyle style,
-                LinearSetting linear)
+                LinearSetting linear, ClampSetting clamp)
       : graph_(g),
         threads_(opts.threads),
         profiling_(opts.profile),
@@ -231,13 +232,16 @@ class JitExecutable final : public plugin::Executable {
     const std::vector<at::Tensor> params = aten_params(graph_);
     LinearPlan plan =
         aten_call("linear", [&] { return plan_linears(graph_, params, linear, threads_); });
+    style_.onednn_linears = std::move(plan.onednn_nodes);
+    ClampChoice chosen =
+        script_with_clamp(graph_, params, optimize, style_, clamp, threads_, opts.debug_dir);
+    style_.native_clamp = chosen.native;
+    scripted_ = std::move(chosen.scripted);
     // TorchScript's frozen module records nothing for autograd.
-    version_note_ = join_notes(plan.summary,
+    version_note_ = join_notes(join_notes(plan.summary, chosen.summary),
                                graph_.gradients().empty()
                                    ? ""
                                    : "autograd: none (the graph's backward nodes in TorchScript)");
-    style_.onednn_linears = std::move(plan.onednn_nodes);
-    scripted_ = script_graph(graph_, params, optimize, style_, opts.debug_dir);
     if (!opts.debug_dir.empty()) {
       const std::filesystem::path dir = opts.debug_dir;
       artifacts_ = {dir / "torchscript.py", dir / "torchscript_optimized.txt"};
@@ -317,14 +321,15 @@ class LibtorchBackend final : public plugin::Backend {
     bool optimize = true;
     ScriptStyle style;
     LinearSetting linear = LinearSetting::kAuto;
+    ClampSetting clamp = ClampSetting::kAuto;
     plugin::Options opts = options;
     for (const auto& [key, value] : options.config) {
       if (key == "mode" && (value == "eager" || value == "jit")) {
         mode = value;
       } else if (key == "optimize_for_inference" && (value == "0" || value == "1")) {
         optimize = value == "1";
-      } else if (key == "clamp" && (value == "safe" || value == "native")) {
-        style.native_clamp = value == "native";
+      } else if (key == "clamp" && parse_clamp_setting(value)) {
+        clamp = *parse_clamp_setting(value);
       } else if (key == "debug_dir" && !value.empty()) {
         opts.debug_dir = value;  // jit: the TorchScript source and the optimized graph
       } else if (key == "linear" && parse_linear_setting(value)) {
@@ -334,7 +339,7 @@ class LibtorchBackend final : public plugin::Backend {
       } else {
         throw plugin::OptionError(fmt::format(
             "libtorch: unknown option -c {}={} (mode=eager|jit, optimize_for_inference=0|1, "
-            "clamp=safe|native, linear=auto|aten|mkldnn, blas_core=auto|env|detect|NAME, "
+            "clamp=auto|safe|native, linear=auto|aten|mkldnn, blas_core=auto|env|detect|NAME, "
             "debug_dir=DIR)",
             key, value));
       }
@@ -344,7 +349,7 @@ class LibtorchBackend final : public plugin::Backend {
     for (const Node& n : graph.nodes()) check_mappable(graph, n);
     verify(graph);
     if (mode == "jit") {
-      auto exe = std::make_unique<JitExecutable>(graph, opts, optimize, style, linear);
+      auto exe = std::make_unique<JitExecutable>(graph, opts, optimize, style, linear, clamp);
       note_version(exe->version_note());
       return exe;
     }

@@ -8,21 +8,17 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <omp.h>
-#include <torch/version.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <sstream>
 #include <tuple>
 
-#include "blas_probe.h"
-#include "crucible/core/kernel_cache_dir.h"
+#include "choice_file.h"
 #include "crucible/core/openmp_threads.h"
 #include "mkldnn_linear.h"
 
@@ -66,48 +62,16 @@ struct Decision {
 std::mutex g_mutex;
 std::map<ShapeKey, Decision> g_decisions;  // for the process: the same shape decides once
 
-// The decisions are kept in the kernel cache folder too, as codegen keeps its kernels there: a run
-// gives each model's profile and timing workers one folder (runner.cpp), so the path the profile
-// describes is the path that is timed. Timed apart, gpt2's LM head was timed on ATen and profiled
-// on oneDNN in one run. After the context line, one line a shape: rows in out bias threads onednn
-// aten_ms onednn_ms why.
-std::filesystem::path choices_file() {
-  try {
-    return default_kernel_cache_dir() / "linear_choices";  // the worker's folder for this backend
-  } catch (const std::exception&) {
-    return {};  // no folder: the process's decisions alone
-  }
-}
-
-// What the timings were taken under, the file's first line: a file of another context (another
-// torch, CPU, BLAS core, or a planted oneDNN fault) is timed anew and replaced, as an autotuning
-// cache is. Fixed for the process (the core is OpenBLAS's choice at load), so read once.
-std::string read_choices_context() {
-  const char* fault = std::getenv("CRUCIBLE_TEST_LINEAR_FAULT");
-  std::string cpu = "-";
-  std::ifstream info("/proc/cpuinfo");
-  for (std::string line; std::getline(info, line);) {
-    if (line.rfind("model name", 0) == 0) {
-      cpu = line.substr(line.find(':') + 1);
-      break;
-    }
-  }
-  return fmt::format("context torch {}.{}.{}; cpu{}; BLAS core {}; fault {}", TORCH_VERSION_MAJOR,
-                     TORCH_VERSION_MINOR, TORCH_VERSION_PATCH, cpu, openblas_core(),
-                     fault != nullptr ? fault : "-");
-}
-
-const std::string& choices_context() {
-  static const std::string context = read_choices_context();
-  return context;
-}
+// The decisions are kept in the kernel cache folder too (choice_file.h), as codegen keeps its
+// kernels there: a run gives each model's profile and timing workers one folder (runner.cpp), so
+// the path the profile describes is the path that is timed. Timed apart, gpt2's LM head was timed
+// on ATen and profiled on oneDNN in one run. After the context line, one line a shape: rows in out
+// bias threads onednn aten_ms onednn_ms why.
+constexpr const char* kChoicesName = "linear_choices";
 
 // Adds the folder's decisions the process has not made itself; a malformed line is left out.
 void load_choices(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::string context;
-  if (!std::getline(in, context) || context != choices_context()) return;
-  for (std::string line; std::getline(in, line);) {
+  for (const std::string& line : read_choice_lines(file)) {
     std::istringstream fields(line);
     ShapeKey k{};
     Decision d;
@@ -122,37 +86,13 @@ void load_choices(const std::filesystem::path& file) {
   }
 }
 
-// Writes every decision of the process, whole or not at all (a reader sees the old file or this).
 void save_choices(const std::filesystem::path& file) {
-  std::error_code ec;
-  std::filesystem::create_directories(file.parent_path(), ec);
-  const std::filesystem::path tmp = file.string() + fmt::format(".{}", ::getpid());
-  {
-    std::ofstream out(tmp);
-    out << choices_context() << "\n";
-    for (const auto& [k, d] : g_decisions) {
-      out << fmt::format("{} {} {} {} {} {} {} {} {}\n", k.rows, k.in, k.out, k.bias ? 1 : 0,
-                         k.threads, d.onednn ? 1 : 0, d.aten_ms, d.onednn_ms, d.why);
-    }
-    if (!out) return;
+  std::vector<std::string> lines;
+  for (const auto& [k, d] : g_decisions) {
+    lines.push_back(fmt::format("{} {} {} {} {} {} {} {} {}", k.rows, k.in, k.out, k.bias ? 1 : 0,
+                                k.threads, d.onednn ? 1 : 0, d.aten_ms, d.onednn_ms, d.why));
   }
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
-}
-
-using Ms = std::chrono::duration<double, std::milli>;
-
-template <typename F>
-double time_ms(F&& f) {
-  const auto t0 = std::chrono::steady_clock::now();
-  f();
-  return Ms(std::chrono::steady_clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  write_choice_lines(file, lines);
 }
 
 // Why oneDNN's result `got` is not ATen's `ref` up to rounding ("" when it is). Each of the two
@@ -267,7 +207,7 @@ LinearPlan plan_linears(const Graph& g, const std::vector<at::Tensor>& params,
   std::stable_sort(order.begin(), order.end(),
                    [](const ShapeKey& a, const ShapeKey& b) { return a.macs() > b.macs(); });
   std::lock_guard<std::mutex> lock(g_mutex);
-  const std::filesystem::path file = choices_file();
+  const std::filesystem::path file = choices_file(kChoicesName);
   if (!file.empty()) load_choices(file);
   bool decided = false;
   double spent = 0;
