@@ -172,6 +172,25 @@ BENCHMARK(BM_Depthwise_Nchw)->Apply(MobileDepthwise);
 BENCHMARK(BM_Depthwise_Nhwc)->Apply(MobileDepthwise);
 BENCHMARK(BM_Depthwise_Nchw8c)->Apply(MobileDepthwise);
 
+// MobileNetV2's pointwise convolutions as codegen's channels-last chains run them (oneDNN's
+// brgconv_1x1 on NHWC, batch norm folded), with ReLU6 (its expands) or none (its projections): the
+// gap between the two is the epilogue pass. Args: in channels, plane side, out channels, ReLU6.
+void BM_Pointwise_Nhwc(benchmark::State& s) {
+  const Layer l{s.range(0), s.range(1),
+                s.range(2), 1,
+                1,          1,
+                false,      s.range(3) != 0 ? ConvActivation::kClamp : ConvActivation::kNone};
+  run_laid_out(s, l, {ActivationLayout::kNhwc, ActivationLayout::kNhwc}, ConvAlgorithm::kDirect);
+}
+BENCHMARK(BM_Pointwise_Nhwc)
+    ->ArgsProduct({{24}, {56}, {144}, {0, 1}})
+    ->ArgsProduct({{144}, {56}, {24}, {0}})
+    ->ArgsProduct({{64}, {28}, {384}, {0, 1}})
+    ->ArgsProduct({{384}, {28}, {64}, {0}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.5);
+
 #define CONV_PAIR(NAME, LAYER)                                                                \
   void BM_##NAME##_Eager(benchmark::State& s) { run_eager(s, LAYER); }                        \
   void BM_##NAME##_PackedFused(benchmark::State& s) { run_packed(s, LAYER); }                 \

@@ -461,6 +461,90 @@ TEST(PackedConv2d, WinogradLeavesNonFiniteInputsToTheDirectKernel) {
   }
 }
 
+// relu and clamp run as oneDNN's clip post-op when the call's input is finite and bounded, and in
+// our pass otherwise (clip turns NaN into a bound). Both give the same bits wherever the planted
+// value does not reach; where a NaN does, the output stays NaN as eager's chain keeps it.
+TEST(PackedConv2d, TheActivationRunsInOneDnnOnlyOnFiniteInputs) {
+  using L = ActivationLayout;
+  struct Layer {
+    Case k;
+    ConvLayouts layouts;
+  };
+  const Layer layers[] = {
+      {{2, 24, 8, 8, 48, 1, 1, 0, 1, 1, false, true, false, ConvActivation::kClamp},
+       {L::kNhwc, L::kNhwc}},
+      {{2, 24, 8, 8, 48, 1, 1, 0, 1, 1, true, false, false, ConvActivation::kRelu},
+       {L::kNhwc, L::kNhwc}},
+      {{2, 16, 9, 9, 32, 3, 1, 1, 1, 1, false, true, false, ConvActivation::kRelu},
+       {L::kNhwc, L::kNhwc}},
+      {{2, 16, 9, 9, 32, 3, 1, 1, 1, 1, false, true, false, ConvActivation::kClamp}, {}},
+  };
+  for (const Layer& l : layers) {
+    const Case& k = l.k;
+    SCOPED_TRACE(k.str() + " " + layout_name(l.layouts.src));
+    const Operands op(k, 120);
+    const PackedConv2d conv = Pack(k, op, k.input(), l.layouts);
+    EXPECT_NE(conv.describe().find("clip on finite inputs"), std::string::npos) << conv.describe();
+    const Shape out = conv.output_shape(k.input());
+    const Tensor x = InLayout(op.x, l.layouts.src);
+    Tensor clean = Tensor::empty(DType::kF32, {shape_numel(out)});
+    conv.run(x.data<float>(), k.input(), clean.data<float>());
+    const Tensor clean_nchw = FromLayout(clean, out, l.layouts.dst);
+    ExpectMatchesEager(k, op, op.x, Tensor(), clean_nchw);
+    const int64_t ph = 4, pw = 5;  // image 1, channel 3
+    for (const float planted : {std::nanf(""), INFINITY, -INFINITY, 0x1p70f}) {
+      SCOPED_TRACE(planted);
+      Tensor xp = op.x.clone();
+      xp.data<float>()[((1 * k.c + 3) * k.h + ph) * k.w + pw] = planted;
+      const Tensor xl = InLayout(xp, l.layouts.src);
+      Tensor y = Tensor::empty(DType::kF32, {shape_numel(out)});
+      conv.run(xl.data<float>(), k.input(), y.data<float>());
+      const Tensor got = FromLayout(y, out, l.layouts.dst);
+      const float* g = got.data<float>();
+      const float* c = clean_nchw.data<float>();
+      const int64_t reach = k.k / 2;  // outputs whose window holds the planted pixel
+      int differ = 0, nan_kept = 0;
+      for (int64_t n = 0; n < k.n; ++n)
+        for (int64_t o = 0; o < k.o; ++o)
+          for (int64_t i = 0; i < k.h; ++i)
+            for (int64_t j = 0; j < k.w; ++j) {
+              const int64_t at = ((n * k.o + o) * k.h + i) * k.w + j;
+              const bool reached = n == 1 && std::abs(i - ph) <= reach && std::abs(j - pw) <= reach;
+              if (!reached) {
+                differ += std::memcmp(&g[at], &c[at], sizeof(float)) != 0;
+              } else if (std::isnan(planted)) {
+                nan_kept += std::isnan(g[at]);
+              }
+            }
+      EXPECT_EQ(differ, 0);
+      if (std::isnan(planted)) {
+        // Every output the NaN reaches is NaN (in a 3x3 the window's centre tap holds it).
+        EXPECT_EQ(nan_kept, k.o * (k.k == 1 ? 1 : 9));
+      }
+    }
+  }
+  // Not where it could differ: a residual, a bound of -0, weights whose sums could overflow.
+  const Case k{2, 24, 8, 8, 48, 1, 1, 0, 1, 1, false, false, false, ConvActivation::kClamp};
+  const Operands op(k, 130);
+  const ConvLayouts nhwc{L::kNhwc, L::kNhwc};
+  ConvEpilogue e;
+  e.activation = ConvActivation::kClamp;
+  e.clamp_min = -0.0;
+  EXPECT_EQ(PackedConv2d(op.w, Tensor(), k.attrs(), k.input(), e, nhwc).describe().find("clip"),
+            std::string::npos);
+  e.clamp_min = 0.0;
+  e.residual = true;
+  EXPECT_EQ(PackedConv2d(op.w, Tensor(), k.attrs(), k.input(), e, nhwc).describe().find("clip"),
+            std::string::npos);
+  e.residual = false;
+  Tensor huge = op.w.clone();
+  huge.data<float>()[5] = 0x1p61f;
+  EXPECT_EQ(PackedConv2d(huge, Tensor(), k.attrs(), k.input(), e, nhwc).describe().find("clip"),
+            std::string::npos);
+  const std::string fine = PackedConv2d(op.w, Tensor(), k.attrs(), k.input(), e, nhwc).describe();
+  EXPECT_NE(fine.find("clip"), std::string::npos) << fine;
+}
+
 // `fastest` keeps Winograd only when its fastest run takes at most 0.9 of the direct kernel's: a
 // near tie stays direct (Winograd rounds more), and one clean run among ones a loaded machine
 // inflated is the estimate. The CI case: 3 runs each, direct all preempted, a 2.5x slower
@@ -652,7 +736,7 @@ TEST(PackedConv2d, DescribeNamesTheKernelPath) {
   const std::string d1 = PackedConv2d(w1, Tensor(), {}, {8, 32, 28, 28}, relu).describe();
   const std::string dd = PackedConv2d(wd, Tensor(), dw, {8, 32, 28, 28}, relu).describe();
   EXPECT_EQ(d3.find("activations nchw -> nchw"), std::string::npos) << d3;
-  // relu never as a oneDNN post-op (it drops NaN): our pass after the direct kernel applies it.
+  // relu as a oneDNN post-op only on finite inputs (it drops NaN): else our pass applies it.
   EXPECT_NE(d3.find("epilogue in a pass after"), std::string::npos) << d3;
   EXPECT_NE(d1.find("gemm"), std::string::npos) << d1;
   EXPECT_NE(d1.find("activations nchw -> nchw, epilogue in a pass after"), std::string::npos) << d1;

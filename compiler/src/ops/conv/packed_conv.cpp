@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -31,11 +32,12 @@
 //   kernel saves: 2.6 ms for 256 channels at 56x56 against a 2.2 ms convolution); others take a
 //   plain input and a reordered output when oneDNN then picks a direct kernel (the 3-channel stem:
 //   nchw -> nChw16c), else reordered activations both ways (`brgconv` picks nhwc).
-// - relu and clamp never run as oneDNN post-ops: its eltwise relu and clip are vmaxps/vminps with
-//   the bound as the second operand, which turn NaN into 0 (PyTorch and our eager keep NaN). They
-//   run in our pass after the convolution, with the residual when there is one. On a direct
-//   kernel post-ops were nearly free (3x3 64->64 at 56x56 4.29 ms alone, 4.32 with relu or clip);
-//   the pass's cost is in docs/design_decisions.md. A residual is added in that pass too: 5.17 vs
+// - relu and clamp run as oneDNN post-ops only on calls whose input is finite and bounded
+//   (activation_post_op_safe): its eltwise relu and clip are vmaxps/vminps with the bound as the
+//   second operand, which turn NaN into 0 (PyTorch and our eager keep NaN). Otherwise, and with a
+//   residual, they run in our pass after the convolution. On a direct kernel post-ops were nearly
+//   free (3x3 64->64 at 56x56 4.29 ms alone, 4.32 with relu or clip); the pass's cost is in
+//   docs/design_decisions.md. A residual is added in that pass too: 5.17 vs
 //   5.40 ms for that layer with a sum post-op fed by a reorder of the residual into the output's
 //   layout (4.42 vs 4.50 at 128x28x28, 4.18 vs 4.24 at 256x14x14).
 // - Post-ops on `gemm:jit` are slow in oneDNN 2.6: 1x1 256->64 2.2 ms alone, 2.6 with relu, 9.9
@@ -111,6 +113,11 @@ struct Plan {
   bool has_sum = false;
   dnnl::convolution_forward conv_sum;
   memory::desc scratch_sum_md;
+  // The activation as oneDNN's clip post-op, for calls whose input is finite and bounded (see
+  // activation_post_op_safe): the pass after the convolution is then not needed.
+  bool has_act = false;
+  dnnl::convolution_forward conv_act;
+  memory::desc scratch_act_md;
   std::string impl;
 };
 
@@ -161,6 +168,37 @@ bool winograd_safe(const float* x, int64_t n) {
 #pragma omp parallel for simd reduction(+ : bad) if (n >= reduction::kParallelGrain)
   for (int64_t i = 0; i < n; ++i) bad += std::abs(x[i]) < kWinogradInputLimit ? 0 : 1;
   return bad == 0;
+}
+
+// relu and clamp as oneDNN's clip post-op (max with the low bound, then min with the high one;
+// relu is clip to [0, inf]) compute what our pass does bit for bit when no output is NaN or -0:
+// clip turns NaN into the bound, and returns the bound's +0 for a -0. With every input finite and
+// below kWinogradInputLimit (winograd_safe, checked per call), weights whose L1 norm per output
+// channel is below 2^60 keep every partial sum below 2^124, so nothing overflows into an infinity
+// or a NaN; and a sum of products starting from +0 (oneDNN's accumulators) or from a bias that is
+// not -0 is never -0. Brgemm kernels apply the post-op as they store, so on MobileNetV2's 24->144
+// expand (batch 8, 56x56, NHWC, 2 threads) the clamp costs 0.03 ms there against 0.11 ms for the
+// pass over the output.
+bool activation_post_op_safe(const ConvEpilogue& ep, const std::vector<float>& folded,
+                             const std::vector<float>& bias, int64_t outputs, float lo, float hi) {
+  if (ep.residual) return false;
+  if (ep.activation == ConvActivation::kClamp) {
+    // A -0 bound is returned for +0 outputs where the pass keeps +0; a NaN bound is no bound.
+    for (const float b : {lo, hi}) {
+      if (std::isnan(b) || (b == 0.0f && std::signbit(b))) return false;
+    }
+  } else if (ep.activation != ConvActivation::kRelu) {
+    return false;
+  }
+  const size_t per_output = folded.size() / static_cast<size_t>(outputs);
+  for (int64_t o = 0; o < outputs; ++o) {
+    double l1 = 0;
+    for (size_t k = 0; k < per_output; ++k) l1 += std::abs(folded[o * per_output + k]);
+    if (!(l1 < 0x1p60)) return false;  // NaN weights fail too
+  }
+  return std::all_of(bias.begin(), bias.end(), [](float b) {
+    return std::abs(b) < 0x1p100f && !(b == 0.0f && std::signbit(b));
+  });
 }
 
 Tag tag_of(ActivationLayout layout) {
@@ -324,6 +362,8 @@ struct PackedConv2d::Impl {
   std::shared_ptr<const vision::WinogradF4x3> own_winograd;
   Shape base_input;
   dnnl::primitive_attr plain_attr, sum_attr;
+  bool act_post_op = false;  // activation_post_op_safe held for the weights and epilogue
+  dnnl::primitive_attr act_attr;
 
   mutable std::mutex mutex;
   mutable std::map<Shape, std::shared_ptr<const Plan>> plans;
@@ -406,6 +446,21 @@ struct PackedConv2d::Impl {
         }
       } catch (const dnnl::error&) {
         // No sum post-op here: a residual in y is copied aside instead.
+      }
+    }
+    // The clip post-op only on brgemm and direct kernels: on `gemm:jit` oneDNN 2.6 runs post-ops
+    // slowly (the top of the file).
+    if (act_post_op && !winograd && !is_gemm_or_ref(pd.impl_info_str())) {
+      try {
+        fwd::primitive_desc with_act = describe(pd.src_desc(), pd.dst_desc(), act_attr);
+        if (!is_gemm_or_ref(with_act.impl_info_str()) &&
+            with_act.weights_desc() == pd.weights_desc()) {
+          plan->conv_act = fwd(with_act);
+          plan->scratch_act_md = with_act.scratchpad_desc();
+          plan->has_act = true;
+        }
+      } catch (const dnnl::error&) {
+        // No post-op here: the pass runs after the convolution.
       }
     }
     plan->impl = pd.impl_info_str();
@@ -567,6 +622,13 @@ struct PackedConv2d::Impl {
     const dnnl::convolution_forward* conv = &p.conv;
     const memory::desc* scratch = &p.scratch_md;
     const float* pass_residual = residual;  // what the pass after the convolution adds
+    bool pass_activation = row.activation != ConvActivation::kNone;
+    if (p.has_act && residual == nullptr &&
+        winograd_safe(x, p.shape.n * p.shape.c * p.shape.h * p.shape.w)) {
+      conv = &p.conv_act;
+      scratch = &p.scratch_act_md;
+      pass_activation = false;
+    }
     bool sum_on_reorder = false;
     if (residual != nullptr && residual == y) {  // y's contents must be added before replaced
       if (p.reorder_dst) {
@@ -590,7 +652,7 @@ struct PackedConv2d::Impl {
       (sum_on_reorder ? p.from_dst_sum : p.from_dst).execute(stream, dst, user_y);
       stream.wait();
     }
-    if (pass_residual != nullptr || row.activation != ConvActivation::kNone) {
+    if (pass_residual != nullptr || pass_activation) {
       const ConvShape& s = p.shape;
       epilogue_pass(y, pass_residual, s.n * s.o * s.oh * s.ow, row);
     }
@@ -667,7 +729,15 @@ PackedConv2d::PackedConv2d(const Tensor& weight, const Tensor& bias, const Attrs
   dnnl::post_ops sum;
   sum.append_sum(1.0f);
   im.sum_attr.set_post_ops(sum);
-  for (dnnl::primitive_attr* a : {&im.plain_attr, &im.sum_attr}) {
+  im.act_post_op = activation_post_op_safe(ep, folded, im.bias_values, s.o, im.row.lo, im.row.hi);
+  if (im.act_post_op) {
+    const bool relu = ep.activation == ConvActivation::kRelu;
+    dnnl::post_ops clip;
+    clip.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, relu ? 0.0f : im.row.lo,
+                        relu ? std::numeric_limits<float>::infinity() : im.row.hi);
+    im.act_attr.set_post_ops(clip);
+  }
+  for (dnnl::primitive_attr* a : {&im.plain_attr, &im.sum_attr, &im.act_attr}) {
     a->set_scratchpad_mode(dnnl::scratchpad_mode::user);
   }
   try {
@@ -785,6 +855,7 @@ std::string PackedConv2d::describe() const {
                           dnnl_rt::layout_name(plan.user_src, "nchw"),
                           dnnl_rt::layout_name(plan.user_dst, "nchw"));
     }
+    if (plan.has_act) text += ", the activation as oneDNN's clip on finite inputs";
     if (im.winograd) {
       text += fmt::format(", Winograd F(4x4,3x3) on finite inputs (oneDNN {}, activations {})",
                           im.winograd->impl, dnnl_rt::layout_name(im.winograd->src_md, "nchw"));
