@@ -96,6 +96,14 @@ bool is_gemm_or_ref(const char* impl) {
   return s.find("gemm") != std::string_view::npos || s.starts_with("ref");
 }
 
+// A plan's problem with post-ops, when oneDNN builds it on the same weights with a kernel the plan
+// accepts; `built` false otherwise.
+struct PostOpConv {
+  bool built = false;
+  dnnl::convolution_forward conv;
+  memory::desc scratch;
+};
+
 // One input shape's primitive(s), layouts and reorders.
 struct Plan {
   ConvShape shape;
@@ -110,14 +118,10 @@ struct Plan {
   dnnl::reorder from_dst_sum;
   // A plain-output convolution with a residual that is y itself: the same problem with a sum
   // post-op, which reads the residual from y before the result replaces it.
-  bool has_sum = false;
-  dnnl::convolution_forward conv_sum;
-  memory::desc scratch_sum_md;
+  PostOpConv with_sum;
   // The activation as oneDNN's clip post-op, for calls whose input is finite and bounded (see
   // activation_post_op_safe): the pass after the convolution is then not needed.
-  bool has_act = false;
-  dnnl::convolution_forward conv_act;
-  memory::desc scratch_act_md;
+  PostOpConv with_act;
   std::string impl;
 };
 
@@ -163,7 +167,7 @@ bool winograd_eligible(const ConvShape& s, const std::vector<float>& folded) {
 }
 
 // Every one of x's n values finite and below the input limit (NaN fails the comparison).
-bool winograd_safe(const float* x, int64_t n) {
+bool finite_and_bounded(const float* x, int64_t n) {
   int64_t bad = 0;
 #pragma omp parallel for simd reduction(+ : bad) if (n >= reduction::kParallelGrain)
   for (int64_t i = 0; i < n; ++i) bad += std::abs(x[i]) < kWinogradInputLimit ? 0 : 1;
@@ -173,12 +177,12 @@ bool winograd_safe(const float* x, int64_t n) {
 // relu and clamp as oneDNN's clip post-op (max with the low bound, then min with the high one;
 // relu is clip to [0, inf]) compute what our pass does bit for bit when no output is NaN or -0:
 // clip turns NaN into the bound, and returns the bound's +0 for a -0. With every input finite and
-// below kWinogradInputLimit (winograd_safe, checked per call), weights whose L1 norm per output
-// channel is below 2^60 keep every partial sum below 2^124, so nothing overflows into an infinity
-// or a NaN; and a sum of products starting from +0 (oneDNN's accumulators) or from a bias that is
-// not -0 is never -0. Brgemm kernels apply the post-op as they store, so on MobileNetV2's 24->144
-// expand (batch 8, 56x56, NHWC, 2 threads) the clamp costs 0.03 ms there against 0.11 ms for the
-// pass over the output.
+// below kWinogradInputLimit (finite_and_bounded, checked per call), weights whose L1 norm per
+// output channel is below 2^60 keep every partial sum below 2^124, so nothing overflows into an
+// infinity or a NaN; and a sum of products starting from +0 (oneDNN's accumulators) or from a bias
+// that is not -0 is never -0. Brgemm kernels apply the post-op as they store, so on MobileNetV2's
+// 24->144 expand (batch 8, 56x56, NHWC, 2 threads) the clamp costs 0.03 ms there against 0.11 ms
+// for the pass over the output.
 bool activation_post_op_safe(const ConvEpilogue& ep, const std::vector<float>& folded,
                              const std::vector<float>& bias, int64_t outputs, float lo, float hi) {
   if (ep.residual) return false;
@@ -435,33 +439,25 @@ struct PackedConv2d::Impl {
       return pd;
     };
     const fwd::primitive_desc pd = winograd ? describe(any_src, any_dst, plain_attr) : direct_pd();
-    if (epilogue.residual) {
+    auto with_post_ops = [&](const dnnl::primitive_attr& attr, bool gemm_too) {
+      PostOpConv v;
       try {
-        fwd::primitive_desc with_sum = describe(pd.src_desc(), pd.dst_desc(), sum_attr);
-        if (!dnnl_rt::is_reference(with_sum.impl_info_str()) &&
-            with_sum.weights_desc() == pd.weights_desc()) {
-          plan->conv_sum = fwd(with_sum);
-          plan->scratch_sum_md = with_sum.scratchpad_desc();
-          plan->has_sum = true;
+        const fwd::primitive_desc d = describe(pd.src_desc(), pd.dst_desc(), attr);
+        const char* impl = d.impl_info_str();
+        if (!dnnl_rt::is_reference(impl) && (gemm_too || !is_gemm_or_ref(impl)) &&
+            d.weights_desc() == pd.weights_desc()) {
+          v = {true, fwd(d), d.scratchpad_desc()};
         }
       } catch (const dnnl::error&) {
-        // No sum post-op here: a residual in y is copied aside instead.
+        // None here: the residual is copied aside, the activation runs in the pass.
       }
-    }
+      return v;
+    };
+    if (epilogue.residual) plan->with_sum = with_post_ops(sum_attr, /*gemm_too=*/true);
     // The clip post-op only on brgemm and direct kernels: on `gemm:jit` oneDNN 2.6 runs post-ops
     // slowly (the top of the file).
     if (act_post_op && !winograd && !is_gemm_or_ref(pd.impl_info_str())) {
-      try {
-        fwd::primitive_desc with_act = describe(pd.src_desc(), pd.dst_desc(), act_attr);
-        if (!is_gemm_or_ref(with_act.impl_info_str()) &&
-            with_act.weights_desc() == pd.weights_desc()) {
-          plan->conv_act = fwd(with_act);
-          plan->scratch_act_md = with_act.scratchpad_desc();
-          plan->has_act = true;
-        }
-      } catch (const dnnl::error&) {
-        // No post-op here: the pass runs after the convolution.
-      }
+      plan->with_act = with_post_ops(act_attr, /*gemm_too=*/false);
     }
     plan->impl = pd.impl_info_str();
     plan->conv = fwd(pd);
@@ -623,10 +619,10 @@ struct PackedConv2d::Impl {
     const memory::desc* scratch = &p.scratch_md;
     const float* pass_residual = residual;  // what the pass after the convolution adds
     bool pass_activation = row.activation != ConvActivation::kNone;
-    if (p.has_act && residual == nullptr &&
-        winograd_safe(x, p.shape.n * p.shape.c * p.shape.h * p.shape.w)) {
-      conv = &p.conv_act;
-      scratch = &p.scratch_act_md;
+    if (p.with_act.built && residual == nullptr &&
+        finite_and_bounded(x, p.shape.n * p.shape.c * p.shape.h * p.shape.w)) {
+      conv = &p.with_act.conv;
+      scratch = &p.with_act.scratch;
       pass_activation = false;
     }
     bool sum_on_reorder = false;
@@ -634,9 +630,9 @@ struct PackedConv2d::Impl {
       if (p.reorder_dst) {
         sum_on_reorder = true;
         pass_residual = nullptr;
-      } else if (p.has_sum) {
-        conv = &p.conv_sum;
-        scratch = &p.scratch_sum_md;
+      } else if (p.with_sum.built) {
+        conv = &p.with_sum.conv;
+        scratch = &p.with_sum.scratch;
         pass_residual = nullptr;
       } else {  // the convolution would overwrite the residual before the pass reads it
         aside = scratch_tensor(p.user_dst);
@@ -789,7 +785,7 @@ void PackedConv2d::run(const float* x, const Shape& input_shape, float* y,
     return;
   }
   if ((im.winograd || im.own_winograd) && input_shape == im.base_input &&
-      winograd_safe(x, shape_numel(input_shape))) {
+      finite_and_bounded(x, shape_numel(input_shape))) {
     if (im.winograd) {
       im.run_onednn(*im.winograd, x, y, residual);
     } else {
@@ -855,7 +851,7 @@ std::string PackedConv2d::describe() const {
                           dnnl_rt::layout_name(plan.user_src, "nchw"),
                           dnnl_rt::layout_name(plan.user_dst, "nchw"));
     }
-    if (plan.has_act) text += ", the activation as oneDNN's clip on finite inputs";
+    if (plan.with_act.built) text += ", the activation as oneDNN's clip on finite inputs";
     if (im.winograd) {
       text += fmt::format(", Winograd F(4x4,3x3) on finite inputs (oneDNN {}, activations {})",
                           im.winograd->impl, dnnl_rt::layout_name(im.winograd->src_md, "nchw"));
