@@ -44,7 +44,7 @@ int64_t add_run(Store& s, const std::string& tag, double codegen_ms, Status mlp_
         r.kernels = {{"cpp_fused_add_0", 10, 4000}, {"extern::gemm", 10, 12000}};
         r.kernels[1].flops = 100.0 * 12000;
         r.kernels[1].bytes = 5.0 * 12000;
-        r.roofline = reports::Roofline{1e9, 1e6, 200, 20};
+        r.roofline = reports::Roofline{1e9, 1e6, 200, 20, {}, {}, {}};
       }
       s.add_result(run, r);
       ResultRecord a = make_result("small", model, backend, "accuracy", 4);
@@ -139,10 +139,12 @@ TEST_F(History, KernelsByResultOrNewestProfiledResult) {
   EXPECT_NE(r.err.find("has kernel timings"), std::string::npos) << r.err;
 }
 
-// The cache level of a kernel's roofline: ceilings of 200 GFLOP/s, 20 GB/s from DRAM and 400 GB/s
-// from caches holding 30 kB in all. A 20 kB pass at 50 GB/s is in cache: 12.5% of its bound there;
-// a 32 kB one at 16 GB/s is not: 80% of DRAM's; a GEMM stays compute-bound.
-TEST_F(History, KernelsSmallEnoughForTheCacheStandBesideItsBandwidth) {
+// The memory level of a kernel's roofline: ceilings of 200 GFLOP/s, 800 GB/s from L1 caches
+// holding 5 kB in all, 400 GB/s from L2 caches holding 30 kB, 100 GB/s from an L3 of 100 kB and
+// 20 GB/s from DRAM. Each kernel's bytes per call are held to the smallest level they fit:
+// 4 kB at 40 GB/s is 5% of L1's, 20 kB at 50 GB/s 12.5% of L2's, 32 kB at 16 GB/s 16% of L3's,
+// 200 kB at 10 GB/s 50% of DRAM's; a GEMM stays compute-bound.
+TEST_F(History, KernelsStandBesideTheBandwidthOfTheLevelTheirBytesFit) {
   int64_t id = 0;
   {
     auto s = Store::open(db_);
@@ -152,30 +154,41 @@ TEST_F(History, KernelsSmallEnoughForTheCacheStandBesideItsBandwidth) {
     r.samples_ms = {1.0, 1.0};
     r.kernels = {{"cpp_fused_mul_0", 10, 4000},
                  {"cpp_fused_copy_1", 10, 20000},
-                 {"extern::gemm", 10, 12000}};
+                 {"extern::gemm", 10, 12000},
+                 {"cpp_fused_tiny_2", 10, 1000},
+                 {"cpp_fused_big_3", 10, 200000}};
     r.kernels[0].flops = 4000;
     r.kernels[0].bytes = 200000;
     r.kernels[1].flops = 0;
     r.kernels[1].bytes = 320000;
     r.kernels[2].flops = 100.0 * 12000;
     r.kernels[2].bytes = 5.0 * 12000;
-    r.roofline = reports::Roofline{1e9, 1e6, 200, 20, 400, 30000};
+    r.kernels[3].flops = 0;
+    r.kernels[3].bytes = 40000;
+    r.kernels[4].flops = 0;
+    r.kernels[4].bytes = 2000000;
+    r.roofline = reports::Roofline{1e9, 1e6, 200, 20, {800, 5000}, {400, 30000}, {100, 100000}};
     s->add_result(run, r);
     s->finish_run(run, "complete");
     id = *s->latest_profiled_result("cached", "codegen");
   }
   auto r = run_crucible(fmt::format("kernels {} --format csv", id) + db());
   ASSERT_EQ(r.status, 0) << r.err;
-  // Each kernel's line from its calls on: shares are 5/9, 3/9 and 1/9.
-  auto line = [&](const std::string& name) {
+  // Each kernel's line from its GFLOP/s on: GFLOP/s, GB/s, percent of its bound, the bound.
+  auto tail = [&](const std::string& name) {
     const size_t at = r.out.find(name + ",");
-    return at == std::string::npos ? std::string() : r.out.substr(at, r.out.find('\n', at) - at);
+    if (at == std::string::npos) return std::string();
+    const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+    size_t from = line.size();
+    for (int commas = 0; commas < 4 && from != std::string::npos; ++commas)
+      from = line.rfind(',', from - 1);
+    return from == std::string::npos ? line : line.substr(from + 1);
   };
-  EXPECT_EQ(line("cpp_fused_copy_1"),
-            "cpp_fused_copy_1,10,0.02,2,55.55555555555556,,0,16,80,memory");
-  EXPECT_EQ(line("cpp_fused_mul_0"),
-            "cpp_fused_mul_0,10,0.004,0.4,11.11111111111111,,1,50,12.5,cache");
-  EXPECT_EQ(line("extern::gemm"), "extern::gemm,10,0.012,1.2,33.333333333333336,,100,5,50,compute");
+  EXPECT_EQ(tail("cpp_fused_tiny_2"), "0,40,5,L1") << r.out;
+  EXPECT_EQ(tail("cpp_fused_mul_0"), "1,50,12.5,L2") << r.out;
+  EXPECT_EQ(tail("cpp_fused_copy_1"), "0,16,16,L3") << r.out;
+  EXPECT_EQ(tail("cpp_fused_big_3"), "0,10,50,DRAM") << r.out;
+  EXPECT_EQ(tail("extern::gemm"), "100,5,50,compute") << r.out;
 }
 
 TEST_F(History, QueryReadsAndRefusesEveryWrite) {

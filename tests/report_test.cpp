@@ -60,7 +60,7 @@ class Report : public ::testing::Test {
           // The fused kernel moves 10 GB/s against a 20 GB/s triad: 50% of its roofline.
           x.kernels[0].bytes = 400000.0;
           x.kernels[0].flops = 40000.0;
-          x.roofline = Roofline{1e6, 1e6, 100.0, 20.0};
+          x.roofline = Roofline{1e6, 1e6, 100.0, 20.0, {}, {}, {}};
         }
         rs.push_back(x);
         ResultRecord a = make_result("syn", model, backends[i % 3], "accuracy", 1);
@@ -264,7 +264,7 @@ TEST_F(Report, HeadlessChromiumDrawsEveryChartAndRendersInUnderASecond) {
   EXPECT_NE(r.out.find("extern::gemm&lt;/td&gt;"), std::string::npos);
   // Each kernel beside its roofline, as `crucible kernels` prints it; '–' where none is known.
   EXPECT_NE(r.out.find("<th>% of roofline</th><th>bound by</th>"), std::string::npos);
-  EXPECT_NE(r.out.find("<td class=\"n\">10.0</td><td class=\"n\">50.0</td><td>memory</td>"),
+  EXPECT_NE(r.out.find("<td class=\"n\">10.0</td><td class=\"n\">50.0</td><td>DRAM</td>"),
             std::string::npos)
       << r.out.substr(0, 3000);
   EXPECT_NE(r.out.find("<td class=\"n\">–</td><td>–</td>"), std::string::npos);

@@ -24,7 +24,7 @@ std::string opt(const std::optional<double>& v, const char* spec) {
 }
 
 // Achieved GFLOP/s, GB/s and the fraction of the roofline bound, the bound's side marked: "c"
-// compute (FMA peak), "m" memory (STREAM triad).
+// compute (FMA peak), else the memory level the compulsory bytes fit (L1, L2, L3 or DRAM).
 struct RooflineCells {
   std::string gflops = "-", gbs = "-", fraction = "-";
 };
@@ -35,29 +35,44 @@ RooflineCells roofline_cells(const reports::ResultRecord& r, double median_ms) {
   if (!f) return cells;
   cells.gflops = fmt::format("{:.1f}", f->gflops);
   cells.gbs = fmt::format("{:.1f}", f->gbs);
-  cells.fraction = fmt::format("{:.0f}% {}", 100 * f->fraction, f->memory_bound ? 'm' : 'c');
+  cells.fraction =
+      fmt::format("{:.0f}% {}", 100 * f->fraction, f->memory_bound ? f->level.name : "c");
   return cells;
 }
 
 // The ceilings the roofline column was measured against, as the timing workers saw them (one
 // range over the run's workers: a loaded machine measures a lower peak).
 std::string ceilings_line(const std::vector<reports::ResultRecord>& results) {
-  double peak_lo = INFINITY, peak_hi = 0, triad_lo = INFINITY, triad_hi = 0;
+  struct Range {
+    double lo = INFINITY, hi = 0;
+    void add(double v) {
+      if (v <= 0) return;
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+    std::string str() const {
+      return lo >= 0.95 * hi ? fmt::format("{:.0f}", hi) : fmt::format("{:.0f}-{:.0f}", lo, hi);
+    }
+  };
+  Range peak, l1, l2, l3, dram;
   for (const auto& r : results) {
     if (!r.roofline) continue;
-    peak_lo = std::min(peak_lo, r.roofline->peak_gflops);
-    peak_hi = std::max(peak_hi, r.roofline->peak_gflops);
-    triad_lo = std::min(triad_lo, r.roofline->triad_gbs);
-    triad_hi = std::max(triad_hi, r.roofline->triad_gbs);
+    peak.add(r.roofline->peak_gflops);
+    l1.add(r.roofline->l1.gbs);
+    l2.add(r.roofline->l2.gbs);
+    l3.add(r.roofline->l3.gbs);
+    dram.add(r.roofline->triad_gbs);
   }
-  if (peak_hi <= 0) return "";
-  auto range = [](double lo, double hi) {
-    return lo >= 0.95 * hi ? fmt::format("{:.0f}", hi) : fmt::format("{:.0f}-{:.0f}", lo, hi);
-  };
+  if (peak.hi <= 0) return "";
+  std::string triads;
+  for (const auto& [name, range] : {std::pair{"L1", l1}, {"L2", l2}, {"L3", l3}, {"DRAM", dram}}) {
+    if (range.hi > 0)
+      triads += fmt::format("{}{} {}", triads.empty() ? "" : ", ", name, range.str());
+  }
   return fmt::format(
-      "roofline: against the FMA peak ({} GFLOP/s) and STREAM triad ({} GB/s) each timing worker "
-      "measured on its threads\n",
-      range(peak_lo, peak_hi), range(triad_lo, triad_hi));
+      "roofline: against the FMA peak ({} GFLOP/s) and the STREAM triad of the smallest level "
+      "the compulsory bytes fit ({} GB/s), each timing worker measured on its threads\n",
+      peak.str(), triads);
 }
 
 }  // namespace

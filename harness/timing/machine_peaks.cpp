@@ -1,6 +1,6 @@
 // Peak FMA throughput: 12 independent FMA chains per thread hide the FMA latency, in AVX-512
 // where the build targets it (oneDNN's kernels use it there, and a 256-bit peak is half of it);
-// L2 bandwidth: the STREAM triad on arrays that stay in each thread's L2.
+// cache bandwidths: the STREAM triad on arrays that stay in each thread's L1, L2 or share of L3.
 #include "machine_peaks.h"
 
 #include <immintrin.h>
@@ -42,7 +42,7 @@ constexpr int kChains = 12;
 }  // namespace
 
 double fma_pass_flops(long iterations) {
-  volatile float sink = 0;
+  float sink = 0;
   int threads = 1;
   const auto t0 = std::chrono::steady_clock::now();
 #pragma omp parallel
@@ -65,6 +65,7 @@ double fma_pass_flops(long iterations) {
     sink += sum;
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  __asm__ __volatile__("" : : "g"(sink) : "memory");  // the chains' result is used: none elided
   return 2.0 * kFmaLanes * kChains * static_cast<double>(iterations) * threads / secs;
 }
 
@@ -79,7 +80,10 @@ int64_t l2_cache_bytes() {
   return l2 > 0 ? l2 : 0;
 }
 
-int64_t l3_cache_bytes() {
+namespace {
+
+// The L3 one core shares as the kernel's cache topology says it; 0 where a VM hides it.
+int64_t topology_l3_bytes() {
   for (int index = 0; index < 8; ++index) {
     const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
     std::ifstream level(dir + "/level"), size(dir + "/size");
@@ -92,14 +96,25 @@ int64_t l3_cache_bytes() {
       return kib << 10;  // sysfs says "32768K"
     }
   }
+  return 0;
+}
+
+}  // namespace
+
+int64_t l3_cache_bytes() {
+  if (const int64_t l3 = topology_l3_bytes(); l3 > 0) return l3;
   const long l3 = ::sysconf(_SC_LEVEL3_CACHE_SIZE);
   return l3 > 0 ? l3 : 0;
 }
 
-double cache_triad_gbs(int passes) {
-  const int64_t n = l2_cache_bytes() / 2 / 3 / static_cast<int64_t>(sizeof(double));
+namespace {
+
+// The triad on per-thread arrays of `bytes_per_thread` (three arrays together), every OpenMP
+// thread at once, best of `passes` passes of about 1-2 ms, in GB/s over all threads.
+double triad_gbs_per_thread(int64_t bytes_per_thread, int passes) {
+  const int64_t n = bytes_per_thread / 3 / static_cast<int64_t>(sizeof(double));
   if (n <= 0) return 0;
-  // Each thread's arrays stay in its own L2 for every repeat after the first.
+  // Each thread's arrays stay in the level for every repeat after the first.
   const int reps = static_cast<int>(std::max<int64_t>(1, (int64_t{1} << 22) / n));
   double best_s = std::numeric_limits<double>::infinity();
   int threads = 1;
@@ -126,6 +141,43 @@ double cache_triad_gbs(int passes) {
     best_s = std::min(best_s, secs);
   }
   return stream_triad_bytes<double>(n) * reps * threads / best_s / 1e9;
+}
+
+}  // namespace
+
+int64_t l1_cache_bytes() {
+  const long l1 = ::sysconf(_SC_LEVEL1_DCACHE_SIZE);
+  return l1 > 0 ? l1 : 0;
+}
+
+CacheCeilings cache_ceilings(int passes) {
+  const auto threads = static_cast<double>(omp_get_max_threads());
+  CacheCeilings c;
+  // Arrays fill half of what each thread has of a level, so the lines the loop and stack touch
+  // and the level's associativity do not push them out.
+  auto level = [&](int64_t per_thread, double together) {
+    if (per_thread <= 0) return reports::CacheCeiling{};
+    return reports::CacheCeiling{triad_gbs_per_thread(per_thread / 2, passes), together};
+  };
+  c.l1 = level(l1_cache_bytes(), static_cast<double>(l1_cache_bytes()) * threads);
+  c.l2 = level(l2_cache_bytes(), static_cast<double>(l2_cache_bytes()) * threads);
+  // The L3 is shared: the threads split it (taken as one L3, as a bound pinned to one CCX has).
+  if (const int64_t l3 = topology_l3_bytes(); l3 > 0) {
+    c.l3 = level(static_cast<int64_t>(static_cast<double>(l3) / threads), static_cast<double>(l3));
+  } else if (const int64_t l2 = l2_cache_bytes(); l2 > 0 && l3_cache_bytes() >= 8 * l2) {
+    // Where a VM hides the topology, CPUID's L3 is the whole package's (508 MiB on a Zen 5 VM
+    // whose CCX has 32): the level is what the triad measures fast, arrays of 4 L2s a thread.
+    const int64_t per_thread = 4 * l2;
+    c.l3 = {triad_gbs_per_thread(per_thread, passes), static_cast<double>(per_thread) * threads};
+  }
+  return c;
+}
+
+CacheCeilings best_of(const CacheCeilings& a, const CacheCeilings& b) {
+  auto best = [](const reports::CacheCeiling& x, const reports::CacheCeiling& y) {
+    return reports::CacheCeiling{std::max(x.gbs, y.gbs), std::max(x.bytes, y.bytes)};
+  };
+  return {best(a.l1, b.l1), best(a.l2, b.l2), best(a.l3, b.l3)};
 }
 
 }  // namespace crucible

@@ -185,7 +185,7 @@ class TimingJob {
     // OpenMP's pool, started here, is shared by every backend: its threads belong to none.
 #pragma omp parallel
     { (void)0; }
-    double cache_gbs = cache_triad_gbs();
+    CacheCeilings caches = cache_ceilings();
     watch_.emplace();
     const double overhead = timer_overhead_ns();
     sets_[0] = s_.inputs;
@@ -218,7 +218,7 @@ class TimingJob {
     frame.canary_after_ms = noise_canary_ms();
     frame.triad_after_gbs = memory_canary_gbs();
     peak_gflops = std::max(peak_gflops, peak_fma_gflops());
-    cache_gbs = std::max(cache_gbs, cache_triad_gbs());
+    caches = best_of(caches, cache_ceilings());
     frame.working_set_mb = working_set_mb(s_.graph);
     const double worker_ms = ms_between(started, Clock::now());
     for (Backend& b : backends_) {
@@ -237,10 +237,14 @@ class TimingJob {
       b.r.timer_overhead_ns = overhead;
       b.r.counters_unavailable = counters_.unavailable();
       if (cost_) {
-        b.r.roofline = reports::Roofline{
-            cost_->flops, cost_->min_bytes,
-            peak_gflops,  std::max(frame.triad_before_gbs, frame.triad_after_gbs),
-            cache_gbs,    static_cast<double>(l2_cache_bytes()) * omp_get_max_threads()};
+        reports::Roofline& rl = b.r.roofline.emplace();
+        rl.flops = cost_->flops;
+        rl.min_bytes = cost_->min_bytes;
+        rl.peak_gflops = peak_gflops;
+        rl.triad_gbs = std::max(frame.triad_before_gbs, frame.triad_after_gbs);
+        rl.l1 = caches.l1;
+        rl.l2 = caches.l2;
+        rl.l3 = caches.l3;
       }
       // The share of calls judged is the parent's to say (it reads them): none until it does.
       if (!audit_off() && b.calls_timed > 0) {

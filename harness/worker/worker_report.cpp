@@ -170,7 +170,8 @@ void ReportWriter::result(const reports::ResultRecord& r) {
   if (r.roofline) {
     const auto& rl = *r.roofline;
     line({"roofline", num(rl.flops), num(rl.min_bytes), num(rl.peak_gflops), num(rl.triad_gbs),
-          num(rl.cache_gbs), num(rl.cache_bytes)});
+          num(rl.l1.gbs), num(rl.l1.bytes), num(rl.l2.gbs), num(rl.l2.bytes), num(rl.l3.gbs),
+          num(rl.l3.bytes)});
   }
   line({"end"});
 }
@@ -329,10 +330,11 @@ WorkerReport read_report(const std::filesystem::path& path) {
         cur.noisy = true;
         cur.noise_reason = f.at(1);
       } else if (k == "roofline" && f.size() >= 5) {
-        cur.roofline = reports::Roofline{d(f[1]), d(f[2]), d(f[3]), d(f[4])};
-        if (f.size() >= 7) {  // the cache ceiling (a worker of before schema 12 sends none)
-          cur.roofline->cache_gbs = d(f[5]);
-          cur.roofline->cache_bytes = d(f[6]);
+        cur.roofline = reports::Roofline{d(f[1]), d(f[2]), d(f[3]), d(f[4]), {}, {}, {}};
+        if (f.size() >= 11) {  // the cache levels: L1, L2, L3
+          cur.roofline->l1 = {d(f[5]), d(f[6])};
+          cur.roofline->l2 = {d(f[7]), d(f[8])};
+          cur.roofline->l3 = {d(f[9]), d(f[10])};
         }
       } else if (k == "end") {
         rep.results.push_back(std::move(cur));

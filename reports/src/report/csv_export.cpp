@@ -41,11 +41,11 @@ std::vector<std::filesystem::path> write_dynamo_csvs(const std::filesystem::path
   // Empty fields where a result has no roofline (failed, or an op without a cost rule).
   auto roofline_fields = [](const ResultRecord& r, double median_ms) {
     const auto f = r.roofline ? roofline_figures(*r.roofline, median_ms) : std::nullopt;
-    if (!f || r.status != Status::kPass) return std::string(",,,,,,,,");
+    if (!f || r.status != Status::kPass) return std::string(",,,,,,,,,,");
     const Roofline& rl = *r.roofline;
-    return fmt::format(",{:.3f},{:.0f},{:.0f},{:.3f},{:.1f},{:.1f},{:.4f},{}", f->gflops, rl.flops,
-                       rl.min_bytes, f->gbs, rl.peak_gflops, rl.triad_gbs, f->fraction,
-                       f->memory_bound ? "memory" : "compute");
+    return fmt::format(",{:.3f},{:.0f},{:.0f},{:.3f},{:.1f},{:.1f},{:.4f},{},{},{:.1f}", f->gflops,
+                       rl.flops, rl.min_bytes, f->gbs, rl.peak_gflops, rl.triad_gbs, f->fraction,
+                       f->memory_bound ? f->level.name : "compute", f->level.name, f->level.gbs);
   };
   for (const auto& [backend, rows] : perf) {
     auto out = open(backend + "_performance.csv");
@@ -57,7 +57,7 @@ std::vector<std::filesystem::path> write_dynamo_csvs(const std::filesystem::path
            "dynamo_peak_mem"
         << (peer ? std::string(",speedup_vs_") + kPeerBackend : "")
         << ",audited,audit_share,audit_coverage,gflops,flops_per_call,min_bytes_per_call,gbs,"
-           "peak_gflops,triad_gbs,roofline_fraction,bound\n";
+           "peak_gflops,triad_gbs,roofline_fraction,bound,memory_level,memory_level_gbs\n";
     for (const ResultRecord* r : rows) {
       const SampleStats st = summarize(r->samples_ms);
       auto it = eager_peak.find(r->suite + "/" + r->model);

@@ -199,6 +199,14 @@ ALTER TABLE kernels ADD COLUMN bytes REAL;
 ALTER TABLE results ADD COLUMN cache_gbs REAL;
 ALTER TABLE results ADD COLUMN cache_bytes REAL;
 )sql",
+      R"sql(
+ALTER TABLE results RENAME COLUMN cache_gbs TO l2_gbs;
+ALTER TABLE results RENAME COLUMN cache_bytes TO l2_bytes;
+ALTER TABLE results ADD COLUMN l1_gbs REAL;
+ALTER TABLE results ADD COLUMN l1_bytes REAL;
+ALTER TABLE results ADD COLUMN l3_gbs REAL;
+ALTER TABLE results ADD COLUMN l3_bytes REAL;
+)sql",
   };
   return kMigrations;
 }

@@ -365,11 +365,11 @@ int64_t Store::insert_result(int64_t run_id, const ResultRecord& r) {
               " counters_unavailable, noisy, noise_reason, contention_json, attempts,"
               " pass_suspicious, backend_version, audit_share, audit_coverage, disturbed_by,"
               " sim_instructions, sim_d1_misses, sim_ll_misses, sim_instructions_median, cpu_ms,"
-              " flops, min_bytes, peak_gflops, triad_gbs, roofline_fraction, cache_gbs,"
-              " cache_bytes)"
+              " flops, min_bytes, peak_gflops, triad_gbs, roofline_fraction, l1_gbs, l1_bytes,"
+              " l2_gbs, l2_bytes, l3_gbs, l3_bytes)"
               " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
               " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-              " ?, ?, ?, ?, ?, ?, ?)");
+              " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   s.bind(1, run_id)
       .bind(2, r.suite)
       .bind(3, r.model)
@@ -448,9 +448,13 @@ int64_t Store::insert_result(int64_t run_id, const ResultRecord& r) {
         .bind(51, rl.triad_gbs)
         .bind(52, figures ? std::optional<double>(figures->fraction) : std::nullopt);
     auto positive = [](double v) { return v > 0 ? std::optional<double>(v) : std::nullopt; };
-    s.bind(53, positive(rl.cache_gbs)).bind(54, positive(rl.cache_bytes));
+    int col = 53;
+    for (const CacheCeiling& c : {rl.l1, rl.l2, rl.l3}) {
+      s.bind(col, positive(c.gbs)).bind(col + 1, positive(c.bytes));
+      col += 2;
+    }
   } else {
-    for (int i = 48; i <= 54; ++i) s.bind_null(i);
+    for (int i = 48; i <= 58; ++i) s.bind_null(i);
   }
   s.run();
   const int64_t id = sqlite3_last_insert_rowid(db_);
@@ -563,7 +567,8 @@ std::vector<ResultRow> Store::results(int64_t run_id) {
               " (SELECT max(max_abs_err) FROM accuracy a WHERE a.result_id = results.id),"
               " noisy, pass_suspicious, audit, coalesce(calls_per_sample, 0), instructions_median,"
               " backend_version, audit_share, audit_coverage, disturbed_by, cpu_ms,"
-              " flops, min_bytes, peak_gflops, triad_gbs"
+              " flops, min_bytes, peak_gflops, triad_gbs, l1_gbs, l1_bytes, l2_gbs, l2_bytes,"
+              " l3_gbs, l3_bytes"
               " FROM results WHERE run_id = ? ORDER BY id");
   q.bind(1, run_id);
   std::vector<ResultRow> out;
@@ -597,8 +602,14 @@ std::vector<ResultRow> Store::results(int64_t run_id) {
     r.disturbed_by = q.text(24);
     r.cpu_ms = q.doubles_blob(25);
     if (const auto flops = q.optional_real(26)) {
-      r.roofline = Roofline{*flops, q.optional_real(27).value_or(0),
-                            q.optional_real(28).value_or(0), q.optional_real(29).value_or(0)};
+      auto real = [&](int col) { return q.optional_real(col).value_or(0); };
+      r.roofline = Roofline{*flops,
+                            real(27),
+                            real(28),
+                            real(29),
+                            {real(30), real(31)},
+                            {real(32), real(33)},
+                            {real(34), real(35)}};
     }
     out.push_back(std::move(r));
   }

@@ -240,17 +240,23 @@ Table Store::kernels_table(int64_t result_id) {
   }
   // Each kernel beside its roofline, with the ceilings the run's timing workers measured (a
   // profile result is not timed by them): FLOPs and bytes per nanosecond are GFLOP/s and GB/s. A
-  // kernel whose bytes per call fit in the threads' L2 caches together is held to L2's bandwidth
-  // ('cache'), any other to DRAM's ('memory'), when its bytes bound it rather than its FLOPs.
+  // kernel's bytes per call are held to the bandwidth of the smallest cache level that holds them
+  // for the threads together (L1, L2, L3), else DRAM's; `bound` names that level when its bytes
+  // bound it rather than its FLOPs (memory_ceiling() in the roofline report, in SQL).
   return select(db_,
                 "WITH peaks AS (SELECT max(p.peak_gflops) AS flops_peak, max(p.triad_gbs) AS"
-                " dram, max(p.cache_gbs) AS cache, max(p.cache_bytes) AS cache_bytes FROM"
-                " results p WHERE p.run_id = (SELECT run_id FROM results WHERE id = ?1)),"
-                " fits AS (SELECT k.*, peaks.*, coalesce(peaks.cache > 0 AND k.bytes /"
-                " max(k.calls, 1) <= peaks.cache_bytes, 0) AS in_cache"
+                " dram, max(p.l1_gbs) AS l1, max(p.l1_bytes) AS l1_bytes, max(p.l2_gbs) AS l2,"
+                " max(p.l2_bytes) AS l2_bytes, max(p.l3_gbs) AS l3, max(p.l3_bytes) AS l3_bytes"
+                " FROM results p WHERE p.run_id = (SELECT run_id FROM results WHERE id = ?1)),"
+                " per_call AS (SELECT k.*, peaks.*, k.bytes / max(k.calls, 1) AS call_bytes"
                 " FROM kernels k, peaks WHERE k.result_id = ?1),"
-                " ks AS (SELECT fits.*, CASE WHEN in_cache THEN cache ELSE dram END AS bandwidth,"
-                " CASE WHEN in_cache THEN 'cache' ELSE 'memory' END AS level FROM fits)"
+                " ks AS (SELECT per_call.*, CASE"
+                " WHEN l1 > 0 AND call_bytes <= l1_bytes THEN 'L1'"
+                " WHEN l2 > 0 AND call_bytes <= l2_bytes THEN 'L2'"
+                " WHEN l3 > 0 AND call_bytes <= l3_bytes THEN 'L3' ELSE 'DRAM' END AS level"
+                " FROM per_call),"
+                " kl AS (SELECT ks.*, CASE level WHEN 'L1' THEN l1 WHEN 'L2' THEN l2"
+                " WHEN 'L3' THEN l3 ELSE dram END AS bandwidth FROM ks)"
                 " SELECT k.name AS kernel, k.calls, k.total_ns / 1e6 AS total_ms,"
                 " k.total_ns / 1e3 / max(k.calls, 1) AS per_call_us,"
                 " 100.0 * k.total_ns / (SELECT sum(total_ns) FROM kernels WHERE result_id = ?1)"
@@ -262,7 +268,7 @@ Table Store::kernels_table(int64_t result_id) {
                 " CASE WHEN k.flops IS NULL THEN NULL"
                 " WHEN k.bytes / k.bandwidth > k.flops / k.flops_peak THEN k.level"
                 " ELSE 'compute' END AS bound"
-                " FROM ks k ORDER BY k.total_ns DESC",
+                " FROM kl k ORDER BY k.total_ns DESC",
                 {result_id});
 }
 

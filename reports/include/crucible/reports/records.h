@@ -68,32 +68,48 @@ struct KernelTiming {
   std::optional<double> flops, bytes;
 };
 
+// One cache level of the roofline: the STREAM triad's bandwidth on arrays held there by every
+// timed thread at once, and how many bytes that level holds for those threads together (0:
+// unknown).
+struct CacheCeiling {
+  double gbs = 0;
+  double bytes = 0;
+};
+
 // A result beside its physical limit: what the graph must compute and move per call (from the
 // ops' cost rules) and the ceilings the timing worker measured on its own threads.
 struct Roofline {
   double flops = 0;        // per graph call
   double min_bytes = 0;    // compulsory bytes per call: inputs and parameters once, outputs once
   double peak_gflops = 0;  // f32 FMA peak
-  double triad_gbs = 0;    // STREAM triad
-  // The cache level, for kernels: the triad's bandwidth on arrays in the threads' L2 caches, and
-  // how many bytes those caches hold together (0 when unknown). Whole graphs stay on the DRAM side.
-  double cache_gbs = 0;
-  double cache_bytes = 0;
+  double triad_gbs = 0;    // STREAM triad from DRAM
+  // The cache levels: bytes that fit one are bound by its bandwidth, not DRAM's (a graph called
+  // again and again finds its weights and inputs where the last call left them).
+  CacheCeiling l1, l2, l3;
 };
+
+// The memory level that bounds moving `bytes` per call: the smallest measured cache that holds
+// them, else DRAM. `name` is "L1", "L2", "L3" or "DRAM"; gbs 0 when nothing was measured.
+struct MemoryCeiling {
+  const char* name = "DRAM";
+  double gbs = 0;
+};
+MemoryCeiling memory_ceiling(const Roofline& r, double bytes);
 
 // The figures a median time gives against a roofline.
 struct RooflineFigures {
   double gflops = 0;    // achieved
   double gbs = 0;       // achieved, on the compulsory bytes
-  double bound_ms = 0;  // the slower of flops at peak and bytes at the triad's bandwidth
+  double bound_ms = 0;  // the slower of flops at peak and bytes at their level's bandwidth
   double fraction = 0;  // bound_ms / median: 1 is the machine's limit
   bool memory_bound = false;
+  MemoryCeiling level;  // where the compulsory bytes fit
 };
 std::optional<RooflineFigures> roofline_figures(const Roofline& r, double median_ms);
 // "" for a median the machine can reach; else why it cannot: the graph's FLOPs at over 6x the
-// measured FMA peak, or its compulsory bytes at over 4x the triad of the fastest level they fit
-// in (the L2 of the timed threads, else DRAM). The margins leave room for fast algorithms
-// (Winograd) and for caches faster than the level measured.
+// measured FMA peak, or its compulsory bytes at over 4x the triad of the smallest level they fit
+// in. The margins leave room for fast algorithms (Winograd), for bytes that fit one level but
+// mostly sit in the faster one above it, and for reads alone outrunning the triad's mix.
 std::string beyond_the_machine(const Roofline& r, double median_ms);
 
 // How much the machine disturbed a timed result, measured around its samples.

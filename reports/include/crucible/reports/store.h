@@ -115,7 +115,7 @@ struct MergeOptions {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 12;
+  static constexpr int kSchemaVersion = 13;
 
   // Opens (creating if needed) and migrates the database; marks runs left 'running' by a process
   // that no longer exists on this host as 'incomplete'. Throws StoreError naming the file.
