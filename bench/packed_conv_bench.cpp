@@ -8,18 +8,12 @@
 #include <vector>
 
 #include "bounds.h"
-#include "crucible/core/rng.h"
 #include "crucible/ir/op_registry.h"
 #include "crucible/ops/packed_conv.h"
+#include "random_tensor.h"
 
 namespace crucible::bench {
 namespace {
-
-Tensor uniform(Shape shape, uint64_t seed, double low, double high) {
-  Tensor t = Tensor::empty(DType::kF32, std::move(shape));
-  fill_uniform(t, seed, low, high);
-  return t;
-}
 
 // One conv -> batch_norm [-> add] -> relu/relu6/silu layer at batch 8, its operands drawn once.
 struct Layer {

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <set>
 
+#include "batch_slice_run.h"
 #include "crucible/codegen/codegen_config.h"
 #include "crucible/codegen/program.h"
 #include "crucible/codegen/toolchain.h"
@@ -112,6 +113,20 @@ class CodegenExecutable final : public plugin::Executable {
           w, s.weight_nk, s.bias >= 0 ? param_tensor(s.bias) : Tensor(), epilogue_of(s.epilogue),
           1.0f, 1.0f, m));
       packed_.back()->prepare(m, k, packed_.back()->out_features());
+    }
+    // A batch slice's convolutions run on its slice and on what is left at the batch's end: their
+    // kernels are built now too.
+    for (const codegen::BatchSlice& b : prog_.batch_slices) {
+      for (size_t i = b.first; i <= b.last; ++i) {
+        Shape x = g.value(prog_.steps[i].inputs[0]).type.shape;
+        const int64_t batch = x[0];
+        x[0] = b.images;
+        convs_[i]->prepare(x);
+        if (batch % b.images != 0) {
+          x[0] = batch % b.images;
+          convs_[i]->prepare(x);
+        }
+      }
     }
     // The f32 weights materialized only for packing are gone, but their blocks sit in the cache of
     // freed blocks, sized as no activation is (a 4096x4096 MLP: 95 MB held): hand them back. The
@@ -285,7 +300,15 @@ class CodegenExecutable final : public plugin::Executable {
     for (const auto& [id, t] : params_) env[id] = t;
     std::vector<void*> args;
     std::vector<Tensor> operands;
+    auto slice = prog_.batch_slices.begin();
     for (size_t i = 0; i < prog_.steps.size(); ++i) {
+      if (slice != prog_.batch_slices.end() && slice->first == i) {
+        run_batch_slice(*slice, env, keep);
+        for (; i < slice->last; ++i) release_after(i, env, keep);
+        release_after(i, env, keep);
+        ++slice;
+        continue;
+      }
       const Step& s = prog_.steps[i];
       const auto t0 = opts_.profile ? plugin::ProfileRecorder::Clock::now()
                                     : plugin::ProfileRecorder::Clock::time_point{};
@@ -355,20 +378,49 @@ class CodegenExecutable final : public plugin::Executable {
             base.as_strided(s.view_shape, s.view_strides, base.offset() + s.view_offset);
       }
       if (opts_.profile) profile_.record(stat_of_step_[i], t0, cost_of_step_[i]);
-      for (ValueId v : s.inputs) {
-        if (last_use_[v] == static_cast<int>(i) && g.value(v).kind == ValueKind::kNode &&
-            !keep.contains(v)) {
-          env[v] = Tensor();
-        }
-      }
-      // A result no step reads (a view whose own views are laid over the base buffer directly,
-      // such as a reshape ahead of an attention head's permute) would hold its buffer to the end
-      // of the run: MobileBERT kept 96 such 8 MiB buffers, 0.75 GB above eager's peak.
-      for (ValueId v : s.outputs) {
-        if (last_use_[v] < static_cast<int>(i) && !keep.contains(v)) env[v] = Tensor();
-      }
+      release_after(i, env, keep);
     }
     return env;
+  }
+
+  // Drops the buffers whose last reader was step i.
+  void release_after(size_t i, std::vector<Tensor>& env, const std::set<ValueId>& keep) const {
+    const Graph& g = prog_.graph;
+    const Step& s = prog_.steps[i];
+    for (ValueId v : s.inputs) {
+      if (last_use_[v] == static_cast<int>(i) && g.value(v).kind == ValueKind::kNode &&
+          !keep.contains(v)) {
+        env[v] = Tensor();
+      }
+    }
+    // A result no step reads (a view whose own views are laid over the base buffer directly,
+    // such as a reshape ahead of an attention head's permute) would hold its buffer to the end
+    // of the run: MobileBERT kept 96 such 8 MiB buffers, 0.75 GB above eager's peak.
+    for (ValueId v : s.outputs) {
+      if (last_use_[v] < static_cast<int>(i) && !keep.contains(v)) env[v] = Tensor();
+    }
+  }
+
+  // A batch slice's steps, profiled per call with the share of the batch each call ran.
+  void run_batch_slice(const codegen::BatchSlice& b, std::vector<Tensor>& env,
+                       const std::set<ValueId>& keep) {
+    plugin::ProfileRecorder::Clock::time_point t0;
+    const codegen::BatchSliceContext c{
+        prog_.graph,
+        prog_.steps,
+        convs_,
+        last_use_,
+        keep,
+        [&](size_t i) {
+          if (planted_crash_[i]) ::raise(SIGSEGV);
+          if (opts_.profile) t0 = plugin::ProfileRecorder::Clock::now();
+        },
+        [&](size_t i, double share) {
+          if (!opts_.profile) return;
+          const plugin::KernelCost& cost = cost_of_step_[i];
+          profile_.record(stat_of_step_[i], t0, {cost.flops * share, cost.bytes * share});
+        }};
+    codegen::run_batch_slice(b, c, env);
   }
 
   Program prog_;
@@ -410,6 +462,7 @@ class CodegenBackend final : public plugin::Backend {
         {"packed_conv", "packed_conv", "off", {}, false},
         {"channels_last", "channels_last", "off", conv, false},
         {"chain_kernels", "chain_kernels", "off", conv, false},
+        {"batch_slices", "batch_slices", "off", conv, false},
         {"conv_algorithm", "conv_algorithm", "direct", conv, false},
         {"fast_math", "fast_math", "off", {}, true},
     };

@@ -69,6 +69,10 @@ CodegenConfig CodegenConfig::parse(const std::map<std::string, std::string>& pai
       c.packed_linear = parse_bool(k, v);
     } else if (k == "packed_conv") {
       c.packed_conv = parse_bool(k, v);
+    } else if (k == "batch_slices") {
+      c.batch_slices = parse_bool(k, v);
+    } else if (k == "slice_budget_mb") {
+      c.slice_budget_mb = parse_count(k, v);
     } else if (k == "channels_last") {
       c.channels_last = parse_bool(k, v);
     } else if (k == "chain_kernels") {
@@ -96,7 +100,8 @@ CodegenConfig CodegenConfig::parse(const std::map<std::string, std::string>& pai
     } else {
       throw Error(fmt::format(
           "codegen: unknown option -c {}={} (known: debug_dir, inject, fusion, max_fusion_size, "
-          "kernels_per_unit, fast_math, packed_linear, packed_conv, channels_last, chain_layout, "
+          "kernels_per_unit, fast_math, packed_linear, packed_conv, batch_slices, slice_budget_mb, "
+          "channels_last, chain_layout, "
           "chain_kernels, conv_algorithm, eager_nodes, no_decompose)",
           k, v));
     }

@@ -76,11 +76,19 @@ void compile_decomposed(Program& p, const CodegenOptions& options) {
       return 0;
     });
   }
+  if (options.config.batch_slices) {
+    p.batch_slices = timer.run("batch_slices", [&] {
+      return plan_batch_slices(p.graph, p.steps,
+                               static_cast<double>(options.config.slice_budget_mb) * (1 << 20));
+    });
+  }
   EmitResult code =
       timer.run("emit_cpp", [&] { return emit_cpp(p.graph, lp, mp, options.config, p.steps); });
   p.sources = std::move(code.sources);
   p.dumps["output_code.cpp"] = std::move(code.output_code);
-  p.dumps["schedule.txt"] = "# the runtime's steps, in order\n" + print_schedule(p.graph, p.steps);
+  p.dumps["schedule.txt"] = "# the runtime's steps, in order\n" + print_schedule(p.graph, p.steps) +
+                            "\n# batch slices\n" +
+                            print_batch_slices(p.graph, p.steps, p.batch_slices);
 }
 
 }  // namespace

@@ -36,6 +36,11 @@ struct CodegenConfig {
   // For bisecting a bug to a pass or a kernel (the minifier's kernel bisection):
   bool packed_linear = true;  // packed_linear=on|off: linear/matmul via oneDNN, packed
   bool packed_conv = true;    // packed_conv=on|off: conv2d packed, absorbing bn/add/act
+  // batch_slices=on|off: runs of packed convs whose activations outgrow the cache run a slice of
+  // the batch at a time, through buffers that stay in it (batch_slices.cpp); slice_budget_mb=N
+  // is the bytes a slice's step may read and write together.
+  bool batch_slices = true;
+  size_t slice_budget_mb = 16;
   // channels_last=on|off: chains of packed convs keep a channels-inner layout, the one
   // chain_layout=auto|nhwc|nchw8c names (auto: preferred_chain_layout() in packed_conv.h).
   bool channels_last = true;

@@ -56,11 +56,20 @@ struct Step {
   int64_t view_offset = 0;
 };
 
+// Steps [first, last] of the schedule run `images` images of the batch at a time: each step on
+// the first slice, then each on the next, so the values made and used only inside them live in
+// slice-sized buffers the cache keeps (batch_slices.cpp chooses them).
+struct BatchSlice {
+  size_t first = 0, last = 0;
+  int64_t images = 0;
+};
+
 struct Program {
   Graph source;  // as compiled, before decompositions (intermediates() builds variants from it)
   Graph graph;   // after decompositions; value ids below refer to it
   std::vector<ValueId> value_of;  // per value of `source`: the value of `graph` standing for it
   std::vector<Step> steps;
+  std::vector<BatchSlice> batch_slices;      // disjoint, in schedule order
   std::vector<std::string> sources;          // translation units, kernels split across them
   std::map<std::string, std::string> dumps;  // file name -> text (ir_pre_fusion.txt, ...)
   std::vector<std::pair<std::string, double>> pass_seconds;  // per pass, in order
