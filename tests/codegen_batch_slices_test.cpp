@@ -103,6 +103,36 @@ TEST_F(CodegenBatchSlices, IntermediatesInsideASliceAreWhole) {
   ExpectTensorsMatch(got, ref, {"ea", "da", "y", "e2a", "d2a", "y2"});
 }
 
+// ResNet's dense 3x3s do 144 FLOPs per activation byte: a run of them is compute-bound and stays
+// whole even where each image's activations outgrow the budget (slicing resnet18 cost 14%). A
+// depthwise between them (2.25 FLOPs a byte) makes the run worth slicing.
+TEST_F(CodegenBatchSlices, ComputeBoundRunsStayWhole) {
+  auto chain = [](const std::string& middle) {
+    return parse_graph(R"(graph dense(%x: f32[5,64,32,32]) {
+  param %w1: f32[64,64,3,3] = randn(seed=1, std=0.05)
+  param %w2: f32[64,64,3,3] = randn(seed=2, std=0.05)
+  param %wd: f32[64,1,3,3] = randn(seed=3, std=0.3)
+  param %w3: f32[64,64,3,3] = randn(seed=4, std=0.05)
+  %a = conv2d(%x, %w1, padding=[1,1])
+  %ar = relu(%a)
+)" + middle + R"(  %b = conv2d(%mid, %w2, padding=[1,1])
+  %br = relu(%b)
+  return %br
+}
+)");
+  };
+  const Graph dense = chain("  %mid = conv2d(%ar, %w3, padding=[1,1])\n");
+  const std::string whole = debug_artifact(dense, "schedule.txt", Budget("1"));
+  EXPECT_NE(whole.find("step   2 extern::packed_conv2d_relu(%mid) -> %br"), std::string::npos)
+      << whole;  // three chained convolutions, each with 2 images a slice
+  EXPECT_NE(whole.find("# batch slices\nnone"), std::string::npos) << whole;
+  const Graph mixed = chain("  %mid = conv2d(%ar, %wd, padding=[1,1], groups=64)\n");
+  const std::string sched = debug_artifact(mixed, "schedule.txt", Budget("1"));
+  EXPECT_NE(sched.find("# batch slices\nsteps 0-2: 2 of 5 images at a time"), std::string::npos)
+      << sched;
+  ExpectSameAsEager(mixed, {}, Budget("1"));
+}
+
 TEST(CodegenBatchSlicesConfig, BadValuesAreOneError) {
   EXPECT_TRUE(codegen::CodegenConfig::parse({}).batch_slices);
   EXPECT_EQ(codegen::CodegenConfig::parse({}).slice_budget_mb, 16u);

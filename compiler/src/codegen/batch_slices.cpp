@@ -10,6 +10,18 @@ namespace crucible::codegen {
 
 namespace {
 
+// Below this many FLOPs per byte of activations a convolution waits on memory, not on its FMAs:
+// the FMA peak over the DRAM triad here is 454 / 50-94 GB/s, 5-9. A depthwise 3x3 does 2.25, a
+// MobileNetV2 expand or projection 7-10; ResNet's 1x1s 25, its 3x3s over 100 (slicing those
+// only shrank oneDNN's problems: resnet18 105 -> 120 ms).
+constexpr double kMemoryBoundFlopsPerByte = 8.0;
+
+// The activation bytes one step reads and writes (input, output, residual), f32.
+double activation_bytes(const Graph& g, const Step& s) {
+  return 4.0 * static_cast<double>(g.value(s.inputs[0]).type.numel() +
+                                   g.value(s.outputs[0]).type.numel() * (s.residual >= 0 ? 2 : 1));
+}
+
 // The images of one step's slice: as many as fit `budget` with its input, output and residual,
 // at least one; 0 for a step that cannot be sliced (not a packed convolution over a batch).
 int64_t step_images(const Graph& g, const Step& s, double budget) {
@@ -18,8 +30,7 @@ int64_t step_images(const Graph& g, const Step& s, double budget) {
   const TensorType& y = g.value(s.outputs[0]).type;
   const int64_t n = x.shape[0];
   if (n < 2 || y.shape.empty() || y.shape[0] != n) return 0;
-  const double per_image =
-      static_cast<double>(x.numel() + y.numel() * (s.residual >= 0 ? 2 : 1)) * 4.0 / n;
+  const double per_image = activation_bytes(g, s) / static_cast<double>(n);
   return std::clamp<int64_t>(static_cast<int64_t>(budget / per_image), 1, n);
 }
 
@@ -29,9 +40,12 @@ std::vector<BatchSlice> plan_batch_slices(const Graph& g, const std::vector<Step
                                           double budget_bytes) {
   const size_t n = steps.size();
   std::vector<int64_t> images(n), batch(n);
+  std::vector<bool> memory_bound(n);
   for (size_t i = 0; i < n; ++i) {
     images[i] = step_images(g, steps[i], budget_bytes);
     batch[i] = images[i] > 0 ? g.value(steps[i].inputs[0]).type.shape[0] : 0;
+    memory_bound[i] = images[i] > 0 && step_cost(g, steps[i]).flops <
+                                           kMemoryBoundFlopsPerByte * activation_bytes(g, steps[i]);
   }
   auto wants = [&](size_t i) { return images[i] > 0 && 2 * images[i] <= batch[i]; };
   // Step i reads step i-1's output, over the same batch (the chain a block is).
@@ -40,7 +54,8 @@ std::vector<BatchSlice> plan_batch_slices(const Graph& g, const std::vector<Step
            steps[i].inputs[0] == steps[i - 1].outputs[0] && batch[i] == batch[i - 1];
   };
   std::vector<BatchSlice> out;
-  bool open = false;  // the last run may still grow
+  std::vector<bool> waits;  // per run: whether a step in it waits on memory
+  bool open = false;        // the last run may still grow
   for (size_t i = 0; i < n; ++i) {
     const bool after_run = open && out.back().last + 1 == i && chained(i);
     if (wants(i)) {
@@ -49,9 +64,12 @@ std::vector<BatchSlice> plan_batch_slices(const Graph& g, const std::vector<Step
         out.back().images = std::min(out.back().images, images[i]);
       } else if (chained(i) && (out.empty() || out.back().last + 1 < i)) {
         out.push_back({i - 1, i, images[i]});  // its producer (an expand) heads it
+        waits.push_back(false);
       } else {
         out.push_back({i, i, images[i]});
+        waits.push_back(false);
       }
+      waits.back() = waits.back() || memory_bound[i];
       open = true;
       continue;
     }
@@ -59,8 +77,12 @@ std::vector<BatchSlice> plan_batch_slices(const Graph& g, const std::vector<Step
     if (after_run) out.back().last = i;
     open = false;
   }
-  std::erase_if(out, [](const BatchSlice& b) { return b.last == b.first; });
-  return out;
+  // Runs of compute-bound steps alone (ResNet's) gain nothing: slicing only shrinks problems.
+  std::vector<BatchSlice> kept;
+  for (size_t r = 0; r < out.size(); ++r) {
+    if (waits[r] && out[r].last > out[r].first) kept.push_back(out[r]);
+  }
+  return kept;
 }
 
 std::string print_batch_slices(const Graph& g, const std::vector<Step>& steps,

@@ -171,12 +171,14 @@ std::string emit_chain_spatial_reduction(const Graph& g, const Group& grp, Activ
                                          const Injection& inj, bool parallel);
 
 // 6b. Batch slices (batch_slices.cpp): runs of packed convolutions, each reading the one before,
-// whose input and output per image take so many bytes that the whole batch's leave the cache.
+// whose activations per image take so many bytes that the whole batch's leave the cache.
 // A step's slice is the images whose input, output and residual fit `budget_bytes`; a run of
 // steps that would each take at most half the batch is sliced at the smallest of their slices,
 // headed by the step whose output its first reads (an expand) and ended by the step that reads
-// its last (a projection), so the values between never leave the cache. Later steps whose batch
-// fits whole (small layers) are not sliced: that would only add calls.
+// its last (a projection), so the values between never leave the cache. A run is kept only when
+// a step in it waits on memory (under 8 FLOPs per activation byte: a depthwise, MobileNet's 1x1s):
+// ResNet's compute-bound runs only get smaller problems. Steps whose batch fits whole (small
+// layers) are not sliced: that would only add calls.
 std::vector<BatchSlice> plan_batch_slices(const Graph& g, const std::vector<Step>& steps,
                                           double budget_bytes);
 std::string print_batch_slices(const Graph& g, const std::vector<Step>& steps,
