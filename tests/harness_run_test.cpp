@@ -294,7 +294,8 @@ TEST_F(HarnessRun, BothModesRecordSamplesSpeedupAndKernels) {
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "dev,name,batch_size,speedup,abs_latency,compilation_latency,compression_ratio,eager_"
             "peak_mem,dynamo_peak_mem,audited,audit_share,audit_coverage,gflops,flops_per_call,"
-            "min_bytes_per_call,gbs,peak_gflops,triad_gbs,roofline_fraction,bound");
+            "min_bytes_per_call,gbs,peak_gflops,triad_gbs,roofline_fraction,bound,memory_level,"
+            "memory_level_gbs");
   EXPECT_EQ(store->integrity_check(), "ok");
 
   // Each timed call's CPU time is taken beside its wall time, and Google Benchmark's JSON carries
