@@ -14,19 +14,17 @@ MemoryCeiling memory_ceiling(const Roofline& r, double bytes) {
   const std::pair<const char*, const CacheCeiling*> caches[] = {
       {"L1", &r.l1}, {"L2", &r.l2}, {"L3", &r.l3}};
   // Bytes that fit a level can stream from it or from any larger one: the ceiling is the best of
-  // them (a level measured on a busy moment can read below the one after it).
-  for (int i = 0; i < 3; ++i) {
+  // them (a level measured on a busy moment can read below the one after it). From DRAM up, the
+  // last level that holds the bytes is the smallest.
+  MemoryCeiling fit{"DRAM", r.triad_gbs};
+  double best = r.triad_gbs;
+  for (int i = 2; i >= 0; --i) {
     const CacheCeiling& c = *caches[i].second;
-    if (c.gbs > 0 && c.bytes > 0 && bytes <= c.bytes) {
-      double best = c.gbs;
-      for (int j = i + 1; j < 3; ++j) {
-        const CacheCeiling& after = *caches[j].second;
-        if (after.gbs > 0 && after.bytes > 0) best = std::max(best, after.gbs);
-      }
-      return {caches[i].first, std::max(best, r.triad_gbs)};
-    }
+    if (c.gbs <= 0 || c.bytes <= 0) continue;
+    best = std::max(best, c.gbs);
+    if (bytes <= c.bytes) fit = {caches[i].first, best};
   }
-  return {"DRAM", r.triad_gbs};
+  return fit;
 }
 
 std::optional<RooflineFigures> roofline_figures(const Roofline& r, double median_ms) {
