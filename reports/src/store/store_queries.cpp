@@ -241,8 +241,9 @@ Table Store::kernels_table(int64_t result_id) {
   // Each kernel beside its roofline, with the ceilings the run's timing workers measured (a
   // profile result is not timed by them): FLOPs and bytes per nanosecond are GFLOP/s and GB/s. A
   // kernel's bytes per call are held to the bandwidth of the smallest cache level that holds them
-  // for the threads together (L1, L2, L3), else DRAM's; `bound` names that level when its bytes
-  // bound it rather than its FLOPs (memory_ceiling() in the roofline report, in SQL).
+  // for the threads together (L1, L2, L3), else DRAM's, or of a larger level when that one read
+  // faster; `bound` names that level when its bytes bound it rather than its FLOPs (the rule of
+  // memory_ceiling() in the roofline report, in SQL).
   return select(db_,
                 "WITH peaks AS (SELECT max(p.peak_gflops) AS flops_peak, max(p.triad_gbs) AS"
                 " dram, max(p.l1_gbs) AS l1, max(p.l1_bytes) AS l1_bytes, max(p.l2_gbs) AS l2,"
@@ -255,8 +256,10 @@ Table Store::kernels_table(int64_t result_id) {
                 " WHEN l2 > 0 AND call_bytes <= l2_bytes THEN 'L2'"
                 " WHEN l3 > 0 AND call_bytes <= l3_bytes THEN 'L3' ELSE 'DRAM' END AS level"
                 " FROM per_call),"
-                " kl AS (SELECT ks.*, CASE level WHEN 'L1' THEN l1 WHEN 'L2' THEN l2"
-                " WHEN 'L3' THEN l3 ELSE dram END AS bandwidth FROM ks)"
+                " kl AS (SELECT ks.*, max(coalesce(dram, 0), CASE level"
+                " WHEN 'L1' THEN max(l1, coalesce(l2, 0), coalesce(l3, 0))"
+                " WHEN 'L2' THEN max(l2, coalesce(l3, 0)) WHEN 'L3' THEN l3 ELSE 0 END)"
+                " AS bandwidth FROM ks)"
                 " SELECT k.name AS kernel, k.calls, k.total_ns / 1e6 AS total_ms,"
                 " k.total_ns / 1e3 / max(k.calls, 1) AS per_call_us,"
                 " 100.0 * k.total_ns / (SELECT sum(total_ns) FROM kernels WHERE result_id = ?1)"
