@@ -29,12 +29,13 @@ TEST(RunGraph, NormalOutputIsUnchanged) {
   auto r = run_crucible("run-graph " + kGraph + " --backend eager --threads 1");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.err, "");
-  const std::regex expected(
-      "graph sin_cos \\(" + kGraph +
-      "\\) on eager 0\\.1\\.0, seed 0, 1 threads: compile [0-9.]+ ms, run [0-9.]+ ms\n"
-      "  output 0 %out: f32\\[10,10\\] sum=48\\.454 fnv=" +
-      kSinCosFnv + " \\[0\\.0244245, -0\\.209332, 1\\.89467, 0\\.801948, " + kSinCosFifth +
-      ", -0\\.0498796, \\.\\.\\.\\]\n");
+  const std::regex expected("graph sin_cos \\(" + kGraph +
+                            "\\) on eager 0\\.1\\.0, seed 0, 1 threads: compile [0-9.]+ ms, run "
+                            "[0-9.]+ ms, peak tensor storage "
+                            "[0-9.]+ MB, peak resident [0-9.]+ MB\n"
+                            "  output 0 %out: f32\\[10,10\\] sum=48\\.454 fnv=" +
+                            kSinCosFnv + " \\[0\\.0244245, -0\\.209332, 1\\.89467, 0\\.801948, " +
+                            kSinCosFifth + ", -0\\.0498796, \\.\\.\\.\\]\n");
   EXPECT_TRUE(std::regex_match(r.out, expected)) << r.out;
 
   auto prof = run_crucible("run-graph " + kGraph + " --backend eager --profile --seed 3");

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "cli.h"
+#include "crucible/core/block_cache.h"
 #include "crucible/core/quote.h"
 #include "crucible/ir/text_format.h"
 #include "crucible/plugin_loader.h"
@@ -16,6 +17,25 @@
 #include "worker_report.h"
 
 namespace crucible {
+
+namespace {
+
+// run-graph's first line: the times, and the run's memory. Tensor storage counts what crucible's
+// allocator handed out since the run began (a plugin's own allocations, such as ATen's, show only
+// in the resident peak). The lines after it stay the same from run to run.
+std::string timing_line(const std::string& graph, const std::string& file,
+                        const plugin::BackendInfo& info, uint64_t seed,
+                        std::chrono::steady_clock::duration compile,
+                        std::chrono::steady_clock::duration run) {
+  auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  return fmt::format(
+      "graph {} ({}) on {} {}, seed {}, {} threads: compile {:.2f} ms, run {:.2f} ms, peak tensor "
+      "storage {:.1f} MB, peak resident {:.1f} MB\n",
+      graph, file, info.name, info.version, seed, omp_get_max_threads(), ms(compile), ms(run),
+      static_cast<double>(storage_peak_bytes()) / (1 << 20), own_peak_rss_mb());
+}
+
+}  // namespace
 
 int run_graph_job(const WorkerJob& job) {
   ReportWriter report(job.report);
@@ -69,6 +89,9 @@ int run_graph_job(const WorkerJob& job) {
   info = loaded->backend().info();  // with what compile decided (the peer's oneDNN linears)
   std::vector<Tensor> inputs = make_inputs(graph, job.seed);
   report.phase("run", info.name);
+  // The inputs and parameters are in use already: the peak counts them, as a training step's
+  // memory does, and not what compile freed.
+  storage_peak_reset();
   auto t2 = std::chrono::steady_clock::now();
   std::vector<Tensor> outputs;
   try {
@@ -84,11 +107,7 @@ int run_graph_job(const WorkerJob& job) {
   }
   auto t3 = std::chrono::steady_clock::now();
 
-  auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
-  std::string out =
-      fmt::format("graph {} ({}) on {} {}, seed {}, {} threads: compile {:.2f} ms, run {:.2f} ms\n",
-                  graph.name(), file, info.name, info.version, job.seed, omp_get_max_threads(),
-                  ms(t1 - t0), ms(t3 - t2));
+  std::string out = timing_line(graph.name(), file, info, job.seed, t1 - t0, t3 - t2);
   if (outputs.size() != graph.outputs().size()) {
     return reply(cli::kExitFailed, "",
                  fmt::format("crucible run-graph: {} returned {} outputs for {}, which has {}\n",

@@ -33,6 +33,17 @@
 
 namespace crucible {
 
+double own_peak_rss_mb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
+  }
+  rusage self{};
+  getrusage(RUSAGE_SELF, &self);
+  return static_cast<double>(self.ru_maxrss) / 1024.0;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -43,18 +54,6 @@ double seconds_since(Clock::time_point t0) {
 
 std::vector<std::string> flag(const std::string& name, const std::string& value) {
   return {"--" + name, value};
-}
-
-// VmHWM of /proc/self/status in MB: the peak resident size of this process image since exec.
-double own_peak_rss_mb() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
-  }
-  rusage self{};
-  getrusage(RUSAGE_SELF, &self);
-  return static_cast<double>(self.ru_maxrss) / 1024.0;
 }
 
 // The elements of `outputs` of timed call `call` the parent read of every backend's.

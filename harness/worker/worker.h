@@ -67,6 +67,9 @@ struct WorkerJob {
   std::vector<std::string> to_args() const;
 };
 
+// VmHWM of /proc/self/status in MB: this process image's peak resident size since exec.
+double own_peak_rss_mb();
+
 // Runs a job in this process, writing results to job.report; returns the process exit code.
 int run_worker_job(const WorkerJob& job);
 

@@ -59,6 +59,8 @@ CodegenConfig CodegenConfig::parse(const std::map<std::string, std::string>& pai
       c.fast_math = parse_bool(k, v);
     } else if (k == "max_fusion_size") {
       c.max_fusion_size = parse_count(k, v);
+    } else if (k == "max_fusion_distance") {
+      c.max_fusion_distance = parse_count(k, v);
     } else if (k == "kernels_per_unit") {
       c.kernels_per_unit = parse_count(k, v);
     } else if (k == "debug_dir") {
@@ -100,7 +102,8 @@ CodegenConfig CodegenConfig::parse(const std::map<std::string, std::string>& pai
     } else {
       throw Error(fmt::format(
           "codegen: unknown option -c {}={} (known: debug_dir, inject, fusion, max_fusion_size, "
-          "kernels_per_unit, fast_math, packed_linear, packed_conv, batch_slices, slice_budget_mb, "
+          "max_fusion_distance, kernels_per_unit, fast_math, packed_linear, packed_conv, "
+          "batch_slices, slice_budget_mb, "
           "channels_last, chain_layout, "
           "chain_kernels, conv_algorithm, eager_nodes, no_decompose)",
           k, v));
