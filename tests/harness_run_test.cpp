@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "cli_util.h"
@@ -295,7 +296,17 @@ TEST_F(HarnessRun, BothModesRecordSamplesSpeedupAndKernels) {
             "dev,name,batch_size,speedup,abs_latency,compilation_latency,compression_ratio,eager_"
             "peak_mem,dynamo_peak_mem,audited,audit_share,audit_coverage,gflops,flops_per_call,"
             "min_bytes_per_call,gbs,peak_gflops,triad_gbs,roofline_fraction,bound,memory_level,"
-            "memory_level_gbs");
+            "memory_level_gbs,samples_per_s");
+  // A timed row's throughput is its batch over its median.
+  const size_t m_a_row = csv.find("\ncpu,m_a,");
+  ASSERT_NE(m_a_row, std::string::npos) << csv;
+  std::vector<std::string> fields;
+  std::stringstream line(csv.substr(m_a_row + 1, csv.find('\n', m_a_row + 1) - m_a_row - 1));
+  for (std::string f; std::getline(line, f, ',');) fields.push_back(f);
+  ASSERT_EQ(fields.size(), 23u) << csv;
+  EXPECT_NEAR(std::stod(fields.back()), 1000.0 * std::stod(fields[2]) / std::stod(fields[4]),
+              0.01 * std::stod(fields.back()))
+      << csv;
   EXPECT_EQ(store->integrity_check(), "ok");
 
   // Each timed call's CPU time is taken beside its wall time, and Google Benchmark's JSON carries

@@ -91,7 +91,8 @@ TEST_F(Roofline, EveryTimedResultAndKernelStandsBesideItsBound) {
 
   // The CSV carries the figures; `crucible kernels` sets each kernel beside the run's ceilings.
   const std::string csv = testing::read_all(dir_ / "out" / "codegen_performance.csv");
-  EXPECT_NE(csv.find(",roofline_fraction,bound,memory_level,memory_level_gbs\n"), std::string::npos)
+  EXPECT_NE(csv.find(",roofline_fraction,bound,memory_level,memory_level_gbs,samples_per_s\n"),
+            std::string::npos)
       << csv;
   EXPECT_NE(csv.find(",compute,"), std::string::npos) << csv;
   auto k = run_crucible("kernels --model dense --backend eager --format csv --db " +

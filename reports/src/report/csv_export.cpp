@@ -50,14 +50,16 @@ std::vector<std::filesystem::path> write_dynamo_csvs(const std::filesystem::path
   for (const auto& [backend, rows] : perf) {
     auto out = open(backend + "_performance.csv");
     // PyTorch's dynamo columns first, in their order; the speed-up over the peer, the audit's
-    // figures (audited 0: timed under --no-audit) and the roofline's after them.
+    // figures (audited 0: timed under --no-audit), the roofline's and the throughput (the batch
+    // over the median: a training step's samples/s) after them.
     const bool peer = has_peer(results) && backend != kPeerBackend;
     out << "dev,name,batch_size,speedup,abs_latency,compilation_latency,compression_ratio,eager_"
            "peak_mem,"
            "dynamo_peak_mem"
         << (peer ? std::string(",speedup_vs_") + kPeerBackend : "")
         << ",audited,audit_share,audit_coverage,gflops,flops_per_call,min_bytes_per_call,gbs,"
-           "peak_gflops,triad_gbs,roofline_fraction,bound,memory_level,memory_level_gbs\n";
+           "peak_gflops,triad_gbs,roofline_fraction,bound,memory_level,memory_level_gbs,samples_"
+           "per_s\n";
     for (const ResultRecord* r : rows) {
       const SampleStats st = summarize(r->samples_ms);
       auto it = eager_peak.find(r->suite + "/" + r->model);
@@ -71,7 +73,10 @@ std::vector<std::filesystem::path> write_dynamo_csvs(const std::filesystem::path
           << (peer ? "," + num(speedup_over_peer(*r, results), 6) : "")
           << fmt::format(",{},{},{}", unaudited(*r) ? 0 : 1, num(r->audit_share, 4),
                          num(r->audit_coverage, 4))
-          << roofline_fields(*r, st.median) << "\n";
+          << roofline_fields(*r, st.median) << ","
+          << (st.n && st.median > 0 ? fmt::format("{:.3f}", 1000.0 * r->batch_size / st.median)
+                                    : "0")
+          << "\n";
     }
   }
   for (const auto& [backend, rows] : acc) {
