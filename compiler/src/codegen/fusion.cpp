@@ -121,25 +121,27 @@ bool can_fuse_reduction_into_rows(const FusionContext& cx, const Group& grp, int
   return grp.outer == outer && grp.inner == inner;
 }
 
+// Results this small (a batch norm's per-channel scale and shift) cost nothing to keep alive, so
+// they may join a kernel however far back it runs.
+constexpr double kFreeToKeepBytes = 64.0 * 1024;
+
 // Whether node `node` may run where kernel group `gi` runs: just before the next group, whose
 // first node came after every node of `gi`. A node computed that far back keeps its result (when
 // a later step reads it) alive from there. A training step puts each recomputed value just before
 // the backward reads it; joined to the forward kernels sharing its operands, every such value was
 // alive at once when the backward began (densenet121 at batch 4: 660 MB of tensors at the peak,
-// eager 473). Inductor refuses fusions of nodes over 64 apart for the same reason. Results under
-// 64 KiB (a batch norm's per-channel scale and shift) cost nothing to keep and may still join.
+// eager 473). Inductor refuses fusions of nodes over 64 apart for the same reason. The distance
+// only grows towards older groups, so fuse() stops its search at the first group too far.
 bool near_enough(const FusionContext& cx, int gi, int node, size_t max_distance) {
   if (gi + 1 == static_cast<int>(cx.lp.groups.size())) return true;
-  if (cx.g.value(cx.g.nodes()[node].output).type.bytes() < 64.0 * 1024) return true;
+  if (cx.g.value(cx.g.nodes()[node].output).type.bytes() < kFreeToKeepBytes) return true;
   return static_cast<size_t>(node - cx.lp.groups[gi + 1].nodes.front()) <= max_distance;
 }
 
 // Whether node `node` (pointwise or reduction) may join kernel group `gi`.
-bool can_fuse(const FusionContext& cx, int gi, int node, const CodegenConfig& config) {
+bool can_fuse(const FusionContext& cx, int gi, int node, size_t cap) {
   const Group& grp = cx.lp.groups[gi];
-  if (grp.kind != Group::Kind::kKernel || grp.nodes.size() >= config.max_fusion_size ||
-      !near_enough(cx, gi, node, config.max_fusion_distance))
-    return false;
+  if (grp.kind != Group::Kind::kKernel || grp.nodes.size() >= cap) return false;
   if (cx.lp.classes[node] == NodeClass::kPointwise) {
     return grp.has_reduction ? can_fuse_into_rows(cx, grp, gi, node)
                              : can_fuse_pointwise(cx, grp, node);
@@ -226,7 +228,8 @@ void fuse(const Graph& g, LoopProgram& lp, const CodegenConfig& config,
     for (ValueId o : nodes[i].operands) min_group = std::max(min_group, cx.group_of_value(o));
     int chosen = -1;
     for (int gi = static_cast<int>(lp.groups.size()) - 1; config.fusion && gi >= min_group; --gi) {
-      if (can_fuse(cx, gi, i, config)) {
+      if (!near_enough(cx, gi, i, config.max_fusion_distance)) break;
+      if (can_fuse(cx, gi, i, config.max_fusion_size)) {
         chosen = gi;
         break;
       }

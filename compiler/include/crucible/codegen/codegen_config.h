@@ -29,10 +29,11 @@ struct Injection {
 struct CodegenConfig {
   bool fusion = true;           // fusion=on|off
   size_t max_fusion_size = 64;  // max_fusion_size=N (N >= 1): nodes per fused kernel
-  // max_fusion_distance=N (N >= 1): a node joins a kernel only if that kernel's latest node is at
-  // most N nodes before it in the graph. Joining a kernel far back computes the node there, and
-  // its result lives from there to its last reader: a training step's recomputed values, fused
-  // into the forward's kernels, were all alive when the backward began (fusion.cpp).
+  // max_fusion_distance=N (N >= 1): a node whose result is 64 KiB or more joins a kernel only if
+  // at most N graph nodes lie between where that kernel runs and the node. Joining a kernel far
+  // back computes the node there, and its result lives from there to its last reader: a training
+  // step's recomputed values, fused into the forward's kernels, were all alive when the backward
+  // began (near_enough in fusion.cpp).
   size_t max_fusion_distance = 64;
   size_t kernels_per_unit = 16;  // kernels_per_unit=N (N >= 1): kernels per translation unit
   bool fast_math = false;        // fast_math=on|off: -ffast-math for the generated code
