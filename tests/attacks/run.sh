@@ -70,19 +70,21 @@ for attack in scan_zero scan_nan hook_interpreter rewrite_expected; do
     echo "attack $attack: $n_acc of $want models fail accuracy" >&2; failed=1
   fi
 done
-# One attack in performance mode on the speed manifest with eager, --repeat $2: its results, one
+# One attack in performance mode on the speed manifest with eager, --repeat $2, named with suffix
+# $3 (a second run's): its results, one
 # "model backend status speed-up" line each, in $rows; a run without 2 results of the attack, or
 # whose timing log shows the attack never acted, fails the corpus.
 speed_run() {
   local attack=$1 repeat=$2
-  run="$attack.performance"
+  run="$attack.performance${3:-}"
   set +e
   "$crucible" run --suite "$work/suite/speed.manifest" \
     --backends "attack_$attack" --mode performance --repeat "$repeat" --min-time-ms 0 \
     --plugin-path "$work/build" --db "$work/$run.db" -o "$work/out_$run" >"$work/$run.txt" 2>&1
   set -e
   rows=$(sqlite3 "$work/$run.db" "select model || ' ' || backend || ' ' || status || ' ' ||
-                                  (case when speedup is null then '-' else printf('%.2f', speedup) end) from results
+                                  (case when speedup is null then '-' else printf('%.2f', speedup) end) ||
+                                  (case when noisy then ' noisy' else '' end) from results
                                   where mode = 'performance' order by model, backend")
   echo "$rows" | sed "s/^/attack $run: /"
   if [ "$(grep -c " attack_$attack " <<<"$rows")" -ne 2 ]; then
@@ -92,6 +94,23 @@ speed_run() {
     echo "attack $run: its logs show it never acted" >&2; failed=1
   fi
 }
+# Whether attack $1's results in $rows show a speed-up over $2 (with status $3 alone, if given).
+# An honest computation's true speed-up is at most 1x, but one run of a few samples on a shared
+# 2-vCPU host has read 1.32x for it: a speed-up over the limit is run again, and a cheat that works
+# shows it again while noise rarely does twice. Both runs' rows are printed; each loop checks this
+# last, once what does not depend on the clock has been checked on the first run.
+speedup_over() {
+  local attack=$1 limit=$2 status=${3:-}
+  awk -v a="attack_$attack" -v l="$limit" -v s="$status" \
+    '$2 == a && $4 != "-" && (s == "" || $3 == s) && $4 + 0 > l { bad = 1 } END { exit !bad }' <<<"$rows"
+}
+speedup_confirmed_over() {
+  local attack=$1 repeat=$2 limit=$3 status=${4:-}
+  speedup_over "$attack" "$limit" "$status" || return 1
+  echo "attack $run: a speed-up over ${limit}x, run again to tell a cheat from the host's noise"
+  speed_run "$attack" "$repeat" .again
+  speedup_over "$attack" "$limit" "$status"
+}
 # The attacks on the clock compute honest outputs: in performance mode none may show a speed-up
 # over eager (theirs is about 1x, the interpreter's), those that work outside their calls or stop
 # eager by a signal the kernel vouches for must not pass, and none that stops eager may show any
@@ -99,9 +118,6 @@ speed_run() {
 # its process (then it serves outputs made ahead, 10x and more faster): it must not find it.
 for attack in clock_slow pin_eager thread_chain clone_parent secret_scan stop_eager stop_eager_queued; do
   speed_run "$attack" 4
-  if awk -v a="attack_$attack" '$2 == a && $4 != "-" && $4 + 0 > 1.3 { bad = 1 } END { exit !bad }' <<<"$rows"; then
-    echo "attack $run: a speed-up over 1.3x" >&2; failed=1
-  fi
   if [ "$attack" = secret_scan ] && grep -qh "found the inputs' seed" "$work/out_$run"/logs/*.timing.log; then
     echo "attack $run: it found the seed of the timed calls' inputs in its process" >&2; failed=1
   fi
@@ -119,6 +135,9 @@ for attack in clock_slow pin_eager thread_chain clone_parent secret_scan stop_ea
   if [ "${attack#stop_eager}" != "$attack" ] && grep -Eq " attack_$attack pass [0-9]" <<<"$rows"; then
     echo "attack $run: a speed-up over an eager stopped from outside" >&2; failed=1
   fi
+  if speedup_confirmed_over "$attack" 4 1.3; then
+    echo "attack $run: a speed-up over 1.3x in two runs" >&2; failed=1
+  fi
 done
 # Partial memos: every timed call has inputs of its own, so a served call's outputs are stale, and
 # the parent reads random calls' outputs out of the stopped worker. On sin_cos (hundreds of calls
@@ -130,8 +149,8 @@ for attack in memo_cadence_q10 memo_cadence_q30 memo_cadence_q60 memo_random_q30
   if grep -q "^sin_cos attack_$attack pass" <<<"$rows"; then
     echo "attack $run: a memo passed on sin_cos" >&2; failed=1
   fi
-  if awk -v a="attack_$attack" '$2 == a && $3 == "pass" && $4 + 0 > 1.15 { bad = 1 } END { exit !bad }' <<<"$rows"; then
-    echo "attack $run: a memo passed with a speed-up" >&2; failed=1
+  if speedup_confirmed_over "$attack" 20 1.15 pass; then
+    echo "attack $run: a memo passed with a speed-up in two runs" >&2; failed=1
   fi
 done
 # A backend that computes honestly but writes where no plugin may: its results pass, and no file
