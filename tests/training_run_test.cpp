@@ -1,6 +1,7 @@
 // `crucible run --mode training` end to end on the real binary, plugins and store: a suite's
 // training steps judged and timed on eager and codegen, a wrong backward planted in one node
 // failing and minifying to that node, and the options' and the graphs' refusals.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -168,7 +169,7 @@ TEST_F(TrainingRun, APlantedWrongBackwardFailsAndMinifiesToThatNode) {
   r = run_crucible("minify " + written + by_hand + (dir_ / "plain").string() +
                    " --signature crash --determinism 1");
   EXPECT_EQ(r.status, 1) << r.out << r.err;
-  EXPECT_NE(r.err.find("the run judged it with --scaled-tolerance"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a run judges it with --scaled-tolerance"), std::string::npos) << r.err;
   const fs::path hand = dir_ / "hand";
   r = run_crucible("minify " + written + by_hand + hand.string() + " --scaled-tolerance");
   ASSERT_EQ(r.status, 0) << r.out << r.err;
@@ -319,6 +320,38 @@ TEST_F(TrainingRun, ModeAllRunsInferenceThenTrainingByTheManifestsTrainKeys) {
   const Graph step = load_graph_file(graphs / "nightly.mlp.train.graph");
   EXPECT_TRUE(step.find_value("loss.2") && !step.find_value("loss.3"));
   EXPECT_EQ(reports::Store::open(dir_ / "r.db")->runs().at(0).mode, "all");
+}
+
+// A training step given as a file (crucible export --train-steps) is judged by the training rule,
+// as --mode training judges it: an error of 1e-3 of the loss passes it where the inference rule
+// (1e-4) fails the same error on the forward alone; 10% still fails the step.
+TEST_F(TrainingRun, AStepGivenAsAGraphFileIsJudgedByTheTrainingRule) {
+  const fs::path step = dir_ / "mlp_step.graph", forward = dir_ / "mlp_forward.graph";
+  auto e = run_crucible("export mlp --variant small --train-steps 1 -o " + step.string());
+  ASSERT_EQ(e.status, 0) << e.err;
+  e = run_crucible("export mlp --variant small -o " + forward.string());
+  ASSERT_EQ(e.status, 0) << e.err;
+  const std::string step_name = load_graph_file(step).name();
+  const std::string forward_name = load_graph_file(forward).name();
+  // The first output's every row moved by E relative (faulty's nudge:E); accuracy only.
+  const auto verdict = [&](const fs::path& file, const std::string& name, const char* by) {
+    fs::remove_all(dir_ / "r.db");
+    auto r = run_crucible(fmt::format(
+        "run --graph {} --backends faulty --plugin-path {} -c faulty:fault.{}=nudge:{}{}",
+        file.string(), CRUCIBLE_TEST_PLUGIN_DIR, name, by, store_args()));
+    std::map<std::string, reports::ResultRow> got = first_run_results();
+    const std::string key = file.stem().string() + "/faulty/accuracy";
+    EXPECT_TRUE(got.contains(key)) << r.out << r.err;
+    return got.contains(key)
+               ? std::string(reports::status_name(got[key].status)) + " " + got[key].error
+               : std::string();
+  };
+  const std::string small = verdict(step, step_name, "1e-3");
+  EXPECT_EQ(small.rfind("pass", 0), 0u) << small;
+  const std::string large = verdict(step, step_name, "1e-1");
+  EXPECT_EQ(large.rfind("fail_accuracy", 0), 0u) << large;
+  const std::string inference = verdict(forward, forward_name, "1e-3");
+  EXPECT_EQ(inference.rfind("fail_accuracy", 0), 0u) << inference;
 }
 
 TEST_F(TrainingRun, BadTrainingOptionsAreOneLineAndExitTwo) {

@@ -18,12 +18,16 @@ void as_training_entry(ModelEntry& m) {
   if (m.training) return;
   m.training = true;
   m.name = training_name(m.name);
-  m.scaled_tolerance = true;
   // A model skipped for inference has no forward to train; its inference xfail says nothing of
   // its gradients.
   if (m.skip.empty()) m.skip = m.train.skip;
   m.xfail = m.train.xfail;
   if (m.train.batch_size > 0) m.batch_size = m.train.batch_size;
+  use_training_rule(m);
+}
+
+void use_training_rule(ModelEntry& m) {
+  m.scaled_tolerance = true;
   if (m.train.tolerance > 0) {
     m.tolerance = m.train.tolerance;
     m.tolerance_set = true;

@@ -21,9 +21,14 @@ std::string training_name(const std::string& model);
 // everywhere, held to an absolute 1e-2, would let a backward that doubles it pass.
 inline constexpr double kTrainingTolerance = 1e-2;
 
+// Judges `m` by the training rule: its manifest's train_tolerance, else its manifest tolerance,
+// else kTrainingTolerance or the model's own when larger, scaled to the step's outputs. For a
+// training step however it came: a suite model under --mode training, or a --graph file that
+// holds one (crucible export --train-steps N), which --mode training would judge so.
+void use_training_rule(ModelEntry& m);
+
 // `m` as a training model: named training_name(m.name), its manifest's train_* keys in force
-// (batch size, skip, xfail), judged at train_tolerance, else the model's manifest tolerance, else
-// kTrainingTolerance or the model's own when larger, scaled to the step's outputs. Idempotent.
+// (batch size, skip, xfail), judged by use_training_rule. Idempotent.
 void as_training_entry(ModelEntry& m);
 
 // The run's models as its mode wants them: under training each becomes its training entry; under

@@ -2,7 +2,7 @@
 // backends do, so the harness's isolation and status mapping can be tested end to end.
 
 // -c fault.<graph
-// name>=segv|abort|hang|oom|compile_error|run_error|wrong|nudge|sleep_ms:N|reserve_mb:N|
+// name>=segv|abort|hang|oom|compile_error|run_error|wrong|nudge[:E]|sleep_ms:N|reserve_mb:N|
 //                       gate:DIR|flaky:DIR|hang_without:OP|slower_pct:X|extra_loop:N|fp64
 // (fp64: the graph computed in f64 and rounded at the end, off eager where eager loses precision
 // but closer to the fp64 reference than eager is, which the accuracy rule passes;
@@ -11,6 +11,7 @@
 // a worker is known to be inside run(), without guessing at timings; flaky: every third run()
 // across processes, counted in DIR/<graph>.runs, gives wrong outputs; hang_without: wrong outputs
 // from a graph with a node of OP, a hang from one without, as a minifier's candidate may;
+// nudge: the first element of each row of output 0 moved by E (0.6e-4 unless given) relative;
 // slower_pct: every call busy-waits X% of its own work time longer, the way a code change slows
 // a backend, so the change detector can be tested on real runs; extra_loop: every call runs N
 // more iterations of an empty loop, a fixed number of instructions, for the instruction counts)
@@ -117,15 +118,17 @@ class FaultyExecutable final : public plugin::Executable {
       while (std::chrono::steady_clock::now() < until) {
       }
     }
-    if (fault_ == "nudge" && !out.empty() && out[0].numel() > 0) {
-      // Inside allclose (tol 1e-4) but far from fp64: the first element of every row moved by
-      // 0.6 of the tolerance, the way a sloppy fused reduction errs.
+    if ((fault_ == "nudge" || fault_.rfind("nudge:", 0) == 0) && !out.empty() &&
+        out[0].numel() > 0) {
+      // By default inside allclose (tol 1e-4) but far from fp64: the first element of every row
+      // moved by 0.6 of the tolerance, the way a sloppy fused reduction errs.
+      const double by = fault_ == "nudge" ? 0.6e-4 : std::stod(fault_.substr(6));
       Tensor t = out[0].contiguous().clone();
       const int64_t row = t.dim() > 0 ? t.size(-1) : 1;
       for (int64_t i = 0; i < t.numel(); i += row) {
         const double v = t.get(i);
         Tensor one = t.reshape(std::vector<int64_t>{t.numel()}).slice(0, i, i + 1);
-        one.copy_from(Tensor::full(t.dtype(), {1}, v + 0.6e-4 * (1 + std::abs(v))));
+        one.copy_from(Tensor::full(t.dtype(), {1}, v + by * (1 + std::abs(v))));
       }
       out[0] = t;
     }

@@ -85,17 +85,15 @@ void check_minify_options(const std::string& file, const std::string& suite,
 }
 
 // The graph of FILE, with the training rule into `mo` and `tolerance` under --scaled-tolerance;
-// a training step the run wrote, minified without it, gets a note saying so.
+// a training step (a graph with gradient sets), minified without it, gets a note saying so.
 Graph file_graph(const std::string& file, double& tolerance, minify::MinifyOptions& mo) {
   Graph g = load_graph_file(file);
   mo.original = fs::absolute(file).string();
   if (mo.oracle.scaled_tolerance) {
     tolerance = kTrainingTolerance;
-  } else if (file.size() > 12 && file.rfind(".train.graph") == file.size() - 12) {
+  } else if (!g.gradients().empty()) {
     std::cerr << fmt::format(
-        "minify: note: {} is a training step as a run writes it; the run judged it with "
-        "--scaled-tolerance\n",
-        file);
+        "minify: note: {} is a training step; a run judges it with --scaled-tolerance\n", file);
   }
   return g;
 }
