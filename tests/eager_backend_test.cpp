@@ -165,6 +165,27 @@ TEST(BlockCache, ReusesFreedLargeBlocks) {
   EXPECT_EQ(again.raw_data(), first);
 }
 
+// Large blocks are cached by size class: a block freed by a tensor serves a later one of another
+// size in its class, not one past it; tensor storage still counts what tensors asked for.
+TEST(BlockCache, AFreedBlockServesAnotherSizeOfItsClass) {
+  block_cache_clear();
+  const size_t in_use = storage_bytes_in_use();
+  void* first;
+  {
+    Tensor t = Tensor::empty(DType::kF32, {(3 << 18) + 16});  // 3 MiB + 64 bytes
+    first = t.raw_data();
+    EXPECT_EQ(storage_bytes_in_use(), in_use + (size_t{3} << 20) + 64);
+  }
+  {
+    Tensor larger = Tensor::empty(DType::kF32, {1 << 20});  // 4 MiB: the same class
+    EXPECT_EQ(larger.raw_data(), first);
+    larger.copy_from(Tensor::full(DType::kF32, {1 << 20}, 1.0));  // all of it is the block's
+  }
+  Tensor past = Tensor::empty(DType::kF32, {(1 << 20) + 16});  // 4 MiB + 64 bytes: the next class
+  EXPECT_NE(past.raw_data(), first);
+  EXPECT_GE(block_cache_bytes(), size_t{4} << 20);  // the 4 MiB block stays cached
+}
+
 TEST(RunGraphCli, PrintsEachOutputAndKernelProfile) {
   auto r = testing::run_crucible(
       "run-graph " + std::string(CRUCIBLE_SOURCE_DIR) +

@@ -1,6 +1,6 @@
-// A process-wide cache of large freed storage blocks, reused by exact size, so that op-by-op
-// execution does not pay fresh page faults for every output (as PyTorch's caching allocators
-// avoid).
+// A process-wide cache of large freed storage blocks, reused by size class (block_cache.cpp), so
+// that op-by-op execution does not pay fresh page faults for every output (as PyTorch's caching
+// allocators avoid).
 #pragma once
 
 #include <cstddef>
