@@ -83,10 +83,11 @@ void count_alloc(size_t bytes) {
 }
 
 void* take(size_t bytes) {
-  if (bytes < kBlockCacheMinBytes) return system_alloc(bytes);
+  Cache& c = cache();
+  // Off (CRUCIBLE_ALLOC_CACHE_MB=0), every size goes to malloc as asked.
+  if (bytes < kBlockCacheMinBytes || c.capacity == 0) return system_alloc(bytes);
   const size_t cls = size_class(bytes);
   {
-    Cache& c = cache();
     std::lock_guard lock(c.mu);
     auto it = c.free_blocks.find(cls);
     if (it != c.free_blocks.end() && !it->second.empty()) {
@@ -97,7 +98,9 @@ void* take(size_t bytes) {
       return p;
     }
   }
-  return system_alloc(cls);
+  void* p = system_alloc(cls);
+  CRUCIBLE_POISON(static_cast<char*>(p) + bytes, cls - bytes);
+  return p;
 }
 
 }  // namespace
@@ -115,9 +118,9 @@ void storage_peak_reset() { g_peak.store(g_in_use.load(std::memory_order_relaxed
 void block_free(void* p, size_t bytes) {
   if (p == nullptr) return;
   g_in_use.fetch_sub(bytes, std::memory_order_relaxed);
-  if (bytes >= kBlockCacheMinBytes) {
+  Cache& c = cache();
+  if (bytes >= kBlockCacheMinBytes && c.capacity > 0) {
     const size_t cls = size_class(bytes);
-    Cache& c = cache();
     std::lock_guard lock(c.mu);
     if (c.cached + cls <= c.capacity) {
       c.free_blocks[cls].push_back(p);
