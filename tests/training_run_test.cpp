@@ -114,22 +114,25 @@ TEST_F(TrainingRun, MobileNetV2PassesWhereAReluMaskIsACoinFlipAtF32) {
 
 // The backward of one relu, wrong by 2x in codegen alone: the step fails accuracy and --bisect
 // minifies it to that one node, named after the forward value whose gradient it computes.
-TEST_F(TrainingRun, APlantedWrongBackwardFailsAndMinifiesToThatNode) {
-  const Graph forward =
-      models::build_model(models::find_model("mlp"), {models::Variant::kSmall, 0});
-  const Graph step = training_graph(forward, {});
-  std::string planted;
+// The first relu's backward in `step` (its `where` node's name), where a test plants a bug.
+std::string first_relu_backward(const Graph& step) {
   for (const Node& n : step.nodes()) {
     const std::string& name = step.value(n.output).name;
     if (n.op == "where" && name.find(".bwd") != std::string::npos) {
       const std::string of = name.substr(0, name.find(".bwd"));
       const auto fwd = step.find_value(of);
       if (fwd && step.value(*fwd).node >= 0 && step.nodes()[step.value(*fwd).node].op == "relu") {
-        planted = name;
-        break;
+        return name;
       }
     }
   }
+  return "";
+}
+
+TEST_F(TrainingRun, APlantedWrongBackwardFailsAndMinifiesToThatNode) {
+  const Graph forward =
+      models::build_model(models::find_model("mlp"), {models::Variant::kSmall, 0});
+  const std::string planted = first_relu_backward(training_graph(forward, {}));
   ASSERT_FALSE(planted.empty());
   auto r = run_crucible(
       "run --suite mlp --only mlp --variant small --backends codegen --mode training --threads 2 "
@@ -173,7 +176,7 @@ TEST_F(TrainingRun, APlantedWrongBackwardFailsAndMinifiesToThatNode) {
   const fs::path hand = dir_ / "hand";
   r = run_crucible("minify " + written + by_hand + hand.string() + " --scaled-tolerance");
   ASSERT_EQ(r.status, 0) << r.out << r.err;
-  EXPECT_EQ(r.err.find("the run judged it"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("a run judges it"), std::string::npos) << r.err;
   EXPECT_EQ(load_graph_file(hand / "graph.graph").nodes().size(), 1u) << r.out;
   const std::string manifest = testing::read_all(hand / "manifest.txt");
   EXPECT_NE(manifest.find("tolerance 0.01\n"), std::string::npos) << manifest;
@@ -352,6 +355,29 @@ TEST_F(TrainingRun, AStepGivenAsAGraphFileIsJudgedByTheTrainingRule) {
   EXPECT_EQ(large.rfind("fail_accuracy", 0), 0u) << large;
   const std::string inference = verdict(forward, forward_name, "1e-3");
   EXPECT_EQ(inference.rfind("fail_accuracy", 0), 0u) << inference;
+
+  // A step is not differentiated again: its training entry is skipped, saying why.
+  fs::remove_all(dir_ / "r.db");
+  auto r = run_crucible("run --graph " + step.string() + " --backends eager --mode training" +
+                        store_args());
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  std::map<std::string, reports::ResultRow> got = first_run_results();
+  ASSERT_TRUE(got.contains("mlp_step.train/eager/accuracy")) << r.out;
+  EXPECT_EQ(reports::status_name(got["mlp_step.train/eager/accuracy"].status), "skipped");
+  EXPECT_NE(got["mlp_step.train/eager/accuracy"].error.find("a training step already"),
+            std::string::npos);
+
+  // --bisect minifies a step given as a file by the rule that judged it, and the repro carries it.
+  fs::remove_all(dir_ / "r.db");
+  r = run_crucible("run --graph " + step.string() +
+                   " --backends codegen --bisect -c inject=where:times2@" +
+                   first_relu_backward(load_graph_file(step)) + store_args());
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  const auto repros = reports::Store::open(dir_ / "r.db")->repros();
+  ASSERT_EQ(repros.size(), 1u) << r.out << r.err;
+  const std::string manifest = testing::read_all(fs::path(repros[0].path) / "manifest.txt");
+  EXPECT_NE(manifest.find("tolerance 0.01\n"), std::string::npos) << manifest;
+  EXPECT_NE(manifest.find("scaled_tolerance 1\n"), std::string::npos) << manifest;
 }
 
 TEST_F(TrainingRun, BadTrainingOptionsAreOneLineAndExitTwo) {

@@ -139,12 +139,6 @@ class Runner {
         if (m.training) {
           reseed_params(g, cfg_.seed);  // the weights a step starts from are the run's
           write_training_graphs(m, g, cfg_.train, out_ / "graphs");
-        } else if (!g.gradients().empty()) {
-          // A training step in a file (crucible export --train-steps N, a manifest's graph=) is
-          // judged as --mode training judges it: at the inference rule a step's thousands of
-          // comparison ties (relu's backward at margins under f32 rounding) fail an honest
-          // backend, more than the ties job re-decides.
-          use_training_rule(m);
         }
       } catch (const Error& e) {
         load_error = e.what();
@@ -603,8 +597,12 @@ RunPlan plan_run(const RunConfig& cfg) {
     }
     plan.suites.push_back(adhoc);
   }
-  plan.models = with_training_entries(select_models(plan.suites, cfg.filter), cfg.inference(),
-                                      cfg.training());
+  std::vector<ModelEntry> selected = select_models(plan.suites, cfg.filter);
+  // A training step in a file is judged as --mode training judges it, by the run, --bisect and
+  // the repro alike: at the inference rule a step's thousands of comparison ties (relu's backward
+  // at margins under f32 rounding) fail an honest backend, more than the ties job re-decides.
+  for (ModelEntry& m : selected) judge_step_file_as_training(m);
+  plan.models = with_training_entries(std::move(selected), cfg.inference(), cfg.training());
   if (plan.models.empty())
     throw Error("no models selected (check --suite, --only, --filter, --exclude and --shard)");
   if (!cfg.shapes.empty() && std::none_of(plan.models.begin(), plan.models.end(),

@@ -36,6 +36,7 @@ ModelEntry suite_model(const std::string& suite, const std::string& only,
       select_models({find_suite(suite, suite_search_path(suite_paths))}, filter);
   if (models.size() != 1)
     throw Error(fmt::format("--only {} names {} models", only, models.size()));
+  judge_step_file_as_training(models[0]);  // a manifest's graph= that is a step, as a run judges it
   if (!models[0].builtin.empty()) {
     const auto built = build_builtin_models(
         models, variant == "small" ? models::Variant::kSmall : models::Variant::kFull, batch_size);
@@ -207,8 +208,8 @@ int minify_command(const std::vector<std::string>& args) {
       "tolerance", po::value(&tolerance)->default_value(0),
       "accuracy tolerance (0: the model's, else 1e-4; 1e-2 with --scaled-tolerance)")(
       "scaled-tolerance", po::bool_switch(&mo.oracle.scaled_tolerance),
-      "judge by the training rule a run judged a .train.graph by: the absolute tolerance is "
-      "the tolerance times the RMS of all floating outputs")(
+      "judge by the training rule a run judges a training step (a graph with gradient sets) "
+      "by: the absolute tolerance is the tolerance times the RMS of all floating outputs")(
       "determinism", po::value(&mo.determinism)->default_value(3),
       "runs of the original that must all fail the same way before reducing")(
       "replays", po::value(&mo.replays)->default_value(5),
