@@ -36,19 +36,18 @@ void use_training_rule(ModelEntry& m) {
   }
 }
 
-bool judge_step_file_as_training(ModelEntry& m) {
-  if (m.training || m.graph.empty()) return false;
+void judge_step_file_as_training(ModelEntry& m) {
+  if (m.training || m.graph.empty()) return;
   try {
-    if (load_graph_file(m.graph).gradients().empty()) return false;
+    if (load_graph_file(m.graph).gradients().empty()) return;
   } catch (const Error&) {
-    return false;
+    return;  // the run records it as fail_to_load
   }
   use_training_rule(m);
   if (m.train.skip.empty())
     m.train.skip =
         "its graph is a training step already: its inference results judge it by the "
         "training rule";
-  return true;
 }
 
 std::vector<ModelEntry> with_training_entries(std::vector<ModelEntry> models, bool inference,

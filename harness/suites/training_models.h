@@ -27,11 +27,11 @@ inline constexpr double kTrainingTolerance = 1e-2;
 // holds one (crucible export --train-steps N), which --mode training would judge so.
 void use_training_rule(ModelEntry& m);
 
-// Whether `m`'s graph file holds a training step (gradient sets: crucible export --train-steps N,
-// given as --graph or a manifest's graph=); if so, judges it by use_training_rule and skips its
+// When `m`'s graph file holds a training step (gradient sets: crucible export --train-steps N,
+// given as --graph or a manifest's graph=), judges it by use_training_rule and skips its
 // training entry, since a step is not differentiated again. A file that does not load is left to
 // the run, which records it as fail_to_load.
-bool judge_step_file_as_training(ModelEntry& m);
+void judge_step_file_as_training(ModelEntry& m);
 
 // `m` as a training model: named training_name(m.name), its manifest's train_* keys in force
 // (batch size, skip, xfail), judged by use_training_rule. Idempotent.

@@ -83,9 +83,10 @@ void count_alloc(size_t bytes) {
 }
 
 void* take(size_t bytes) {
+  if (bytes < kBlockCacheMinBytes) return system_alloc(bytes);
   Cache& c = cache();
   // Off (CRUCIBLE_ALLOC_CACHE_MB=0), every size goes to malloc as asked.
-  if (bytes < kBlockCacheMinBytes || c.capacity == 0) return system_alloc(bytes);
+  if (c.capacity == 0) return system_alloc(bytes);
   const size_t cls = size_class(bytes);
   {
     std::lock_guard lock(c.mu);
@@ -118,9 +119,9 @@ void storage_peak_reset() { g_peak.store(g_in_use.load(std::memory_order_relaxed
 void block_free(void* p, size_t bytes) {
   if (p == nullptr) return;
   g_in_use.fetch_sub(bytes, std::memory_order_relaxed);
-  Cache& c = cache();
-  if (bytes >= kBlockCacheMinBytes && c.capacity > 0) {
+  if (bytes >= kBlockCacheMinBytes && cache().capacity > 0) {
     const size_t cls = size_class(bytes);
+    Cache& c = cache();
     std::lock_guard lock(c.mu);
     if (c.cached + cls <= c.capacity) {
       c.free_blocks[cls].push_back(p);

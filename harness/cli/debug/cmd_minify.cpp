@@ -169,10 +169,28 @@ void print_progress(const std::string& line) {
   }
 }
 
+// Minifies `g` on `inputs` as `mo` says, with the backend's load-time environment `env`, and
+// records the repro in store `db` as model `model` of `suite`; the command's exit code.
+int minify_and_record(const Graph& g, const std::vector<Tensor>& inputs, EnvChanges env,
+                      const std::string& db, const std::string& suite, const std::string& model,
+                      minify::MinifyOptions& mo) {
+  BackendEnv given;
+  if (!env.empty()) given[mo.oracle.backend] = std::move(env);
+  auto store = reports::Store::open(db);  // before any work: a bad --db is exit 2 at once
+  stop_cleanly_on_signals();              // the probes' workers are children too
+  ask_backend(given, mo);
+  minify::Oracle oracle(mo.oracle);
+  const minify::MinifyResult r = minify::minify(g, inputs, oracle, mo);
+  store->add_repro(minify::repro_record(r, mo, suite, model));
+  if (isatty(STDERR_FILENO)) std::cerr << "\n";
+  print_minify_result(r, mo.out);
+  return r.outcome == minify::MinifyResult::Outcome::kMinimized ? kExitOk : kExitFailed;
+}
+
 }  // namespace
 
-// Over 100 lines for its option table (45 of them), which reads best beside the checks of the
-// values it binds; the work itself is minify::minify.
+// Its option table (45 lines) reads best beside the checks of the values it binds; the work is
+// minify_and_record's.
 int minify_command(const std::vector<std::string>& args) {
   po::options_description opts("minify options");
   std::string file, suite, only, variant, want, out, backend, db;
@@ -265,19 +283,8 @@ int minify_command(const std::vector<std::string>& args) {
   minify::check_repro_dir(mo.out);  // before any work: a user's directory is never overwritten
   mo.progress = print_progress;
 
-  BackendEnv given;
-  if (EnvChanges changes = one_backend_env(backend_env, backend); !changes.empty())
-    given[backend] = std::move(changes);
-  auto store = reports::Store::open(db);  // before any work: a bad --db is exit 2 at once
-  stop_cleanly_on_signals();              // the probes' workers are children too
-  ask_backend(given, mo);
-  minify::Oracle oracle(mo.oracle);
-  const minify::MinifyResult r = minify::minify(g, inputs, oracle, mo);
-  store->add_repro(minify::repro_record(r, mo, suite.empty() ? "graph" : suite,
-                                        suite.empty() ? g.name() : only));
-  if (isatty(STDERR_FILENO)) std::cerr << "\n";
-  print_minify_result(r, mo.out);
-  return r.outcome == minify::MinifyResult::Outcome::kMinimized ? kExitOk : kExitFailed;
+  return minify_and_record(g, inputs, one_backend_env(backend_env, backend), db,
+                           suite.empty() ? "graph" : suite, suite.empty() ? g.name() : only, mo);
 }
 
 // git bisect run: "this commit cannot be tested".
